@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+/**
+ * The `percolator` command. Thin: each subcommand lives in `commands/<name>.ts`, parses its flags
+ * with commander and calls into the layers. Errors with a stable `code` are printed as one line
+ * (and as JSON with --json) and exit 1; anything else is a bug and prints its stack.
+ */
+import { Command } from 'commander';
+import { commands } from './commands/index.js';
+
+const program = new Command();
+program
+  .name('percolator')
+  .description('Percolator for TypeScript: incremental processing over a Bigtable-model store')
+  .showHelpAfterError()
+  .enablePositionalOptions();
+
+for (const register of commands) register(program);
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : '';
+  if (code && /^[A-Z_]+$/.test(code)) {
+    process.stderr.write(`percolator: ${code}: ${(err as Error).message}\n`);
+  } else {
+    process.stderr.write(`percolator: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  }
+  process.exitCode = 1;
+});

@@ -1,0 +1,43 @@
+/**
+ * Applies v2 mutations to a row's canonical cell array, in order. Pure: the input is not
+ * modified. Mutations are validated beforehand (validate.ts), so nothing here throws for input.
+ */
+import { bytesEqual } from './bytes.js';
+import { makeCell, upsertCell } from './cells.js';
+import type { Cell, Mutation } from './types.js';
+
+export function applyMutations(cells: readonly Cell[], mutations: readonly Mutation[], serverMicros: () => number): readonly Cell[] {
+  let out: readonly Cell[] = cells;
+  for (const m of mutations) {
+    if ('setCell' in m) {
+      const s = m.setCell;
+      const ts = s.timestampMicros === -1 ? serverMicros() : s.timestampMicros;
+      out = upsertCell(out, makeCell(s.familyName, s.columnQualifier, ts, s.value));
+    } else if ('deleteFromColumn' in m) {
+      const d = m.deleteFromColumn;
+      const start = d.timeRange?.startTimestampMicros ?? 0;
+      const end = d.timeRange?.endTimestampMicros || Number.POSITIVE_INFINITY;
+      out = out.filter(
+        (c) => !(c.family === d.familyName && c.timestamp >= start && c.timestamp < end && bytesEqual(c.qualifier, d.columnQualifier)),
+      );
+    } else if ('deleteFromFamily' in m) {
+      const f = m.deleteFromFamily.familyName;
+      out = out.filter((c) => c.family !== f);
+    } else {
+      out = [];
+    }
+  }
+  return out;
+}
+
+/** The families a mutation list touches, or null when it touches the whole row. */
+export function familiesTouched(mutations: readonly Mutation[]): Set<string> | null {
+  const families = new Set<string>();
+  for (const m of mutations) {
+    if ('setCell' in m) families.add(m.setCell.familyName);
+    else if ('deleteFromColumn' in m) families.add(m.deleteFromColumn.familyName);
+    else if ('deleteFromFamily' in m) families.add(m.deleteFromFamily.familyName);
+    else return null;
+  }
+  return families;
+}

@@ -1,0 +1,28 @@
+/**
+ * Byte helpers. Keys and values are `Uint8Array`; comparisons are unsigned lexicographic, which
+ * is Bigtable's row order. Views are made without copying.
+ */
+
+export function asBuffer(b: Uint8Array): Buffer {
+  return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+}
+
+export function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  return Buffer.compare(a, b);
+}
+
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
+}
+
+const encoder = new TextEncoder();
+export function utf8(s: string): Uint8Array {
+  return encoder.encode(s);
+}
+
+/** A Map key for bytes (latin1 keeps every byte distinct and is cheap to build). */
+export function bytesKey(b: Uint8Array): string {
+  return asBuffer(b).toString('latin1');
+}
+
+export const EMPTY_BYTES: Uint8Array = new Uint8Array(0);

@@ -1,0 +1,795 @@
+/**
+ * The Bigtable model over a KvEngine: the `Store` both `memory:` and `file:DIR` are.
+ *
+ * Layout (key-layout.ts, row-codec.ts): one engine entry per (table, locality group, row) holding
+ * that row's cells of that group. A row mutation reads the touched groups, applies the mutations
+ * and the GC rules, and writes the changed groups back in ONE engine batch: row atomicity across
+ * groups comes from the batch, isolation from the per-row latch (row-latch.ts), durability from
+ * the engine's group commit. A scan of one locality group reads only that group's keys.
+ *
+ * Concurrency contract:
+ * - Writers to one row are serialized by its latch; the latch is held until the engine write has
+ *   resolved (durable), then the row cache is updated.
+ * - Readers take no latch: a synchronous engine read is atomic with respect to JS, and every
+ *   write lands in one atomic engine batch, so a reader sees a row mutation entirely or not at all.
+ * - Admin operations that rewrite or drop data raise the table's barrier, wait until in-flight
+ *   writes drain, do their work, and lower it; writes arriving meanwhile wait at the barrier.
+ */
+import { applyMutations, familiesTouched } from './apply-mutations.js';
+import { bytesKey } from './bytes.js';
+import { cellsBytes, makeCell, mergeGroups, upsertCell } from './cells.js';
+import { StoreError, keyHex } from './errors.js';
+import { compileFilter, type CompiledFilter } from './filter/row-filter.js';
+import { collectColumn, gcRuleHasMaxAge, validateGcRule } from './gc-rule.js';
+import { CATALOG_KEY, prefixEnd, rowKeyFrom, rowKeyOf, tableBounds } from './key-layout.js';
+import type { KvEngine, KvOp } from './kv-engine.js';
+import { RowCache } from './row-cache.js';
+import { decodeRow, encodeRow } from './row-codec.js';
+import { RowLatches } from './row-latch.js';
+import { planRowSet } from './row-set.js';
+import { DEFAULT_LIMITS, type Store, type StoreLimits, type StoreOptions } from './store.js';
+import { type CatalogJson, DEFAULT_GROUP, TableState, assignGroups } from './table-state.js';
+import { Tablets } from './tablets.js';
+import type {
+  Bytes,
+  Cell,
+  CheckAndMutateRequest,
+  DropRowRangeRequest,
+  FamilyModification,
+  FamilySpec,
+  MutateRowsEntry,
+  MutateRowsResult,
+  Mutation,
+  ReadModifyWriteRule,
+  ReadRowsOptions,
+  Row,
+  RowFilter,
+  RowKeySample,
+  TableSpec,
+} from './types.js';
+import { validateFamilyName, validateMutations, validateRowKey, validateRules, validateTableName } from './validate.js';
+
+const EMPTY_CELLS: readonly Cell[] = Object.freeze([]);
+const DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024;
+const DEFAULT_CACHE_BYTES = 128 * 1024 * 1024;
+
+export interface EngineStoreOptions extends StoreOptions {
+  /** Decoded-row cache budget in bytes (0 disables). */
+  readonly cacheBytes?: number;
+}
+
+export class EngineStore implements Store {
+  readonly url: string;
+  private readonly engine: KvEngine;
+  private readonly limits: StoreLimits;
+  private readonly splitBytes: number;
+  private readonly now: () => number;
+  private readonly cache: RowCache;
+  private readonly latches = new RowLatches();
+  private readonly tables = new Map<string, TableState>();
+  private readonly filters = new WeakMap<RowFilter, CompiledFilter>();
+  private nextTableId = 1;
+  private adminTail: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  private gcTimer: NodeJS.Timeout | null = null;
+  private background = new Set<Promise<unknown>>();
+
+  private constructor(engine: KvEngine, url: string, options: EngineStoreOptions) {
+    this.engine = engine;
+    this.url = url;
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.splitBytes = options.tabletSplitBytes ?? DEFAULT_SPLIT_BYTES;
+    this.now = options.nowMicros ?? (() => Date.now() * 1000);
+    this.cache = new RowCache(options.cacheBytes ?? DEFAULT_CACHE_BYTES);
+  }
+
+  static async open(engine: KvEngine, url: string, options: EngineStoreOptions = {}): Promise<EngineStore> {
+    const store = new EngineStore(engine, url, options);
+    const raw = engine.get(CATALOG_KEY);
+    if (raw !== undefined) {
+      let catalog: CatalogJson;
+      try {
+        catalog = JSON.parse(Buffer.from(raw).toString('utf8')) as CatalogJson;
+      } catch (e) {
+        throw new StoreError('DATA_CORRUPTED', 'the catalog is not valid JSON', { url }, { cause: e });
+      }
+      if (catalog.version !== 1) throw new StoreError('DATA_CORRUPTED', `unknown catalog version ${String(catalog.version)}`, { url });
+      store.nextTableId = catalog.nextTableId;
+      for (const t of catalog.tables) store.tables.set(t.name, new TableState(t));
+      for (const t of store.tables.values()) if (t.purges.length > 0) await store.runPurges(t);
+    }
+    const gcMs = options.gcIntervalMs ?? 60_000;
+    if (gcMs > 0) {
+      store.gcTimer = setInterval(() => store.track(store.sweepGarbage().catch(() => undefined)), gcMs);
+      store.gcTimer.unref();
+    }
+    return store;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Plumbing
+
+  private checkOpen(): void {
+    if (this.closed) throw new StoreError('STORE_CLOSED', `the store ${this.url} is closed`, { url: this.url });
+  }
+
+  private table(name: string): TableState {
+    this.checkOpen();
+    const t = this.tables.get(name);
+    if (t === undefined) throw new StoreError('TABLE_NOT_FOUND', `table ${JSON.stringify(name)} does not exist`, { table: name });
+    return t;
+  }
+
+  /** Enters a write on `name`, waiting at an admin barrier if one is up. */
+  private async enterWrite(name: string): Promise<TableState> {
+    let t = this.table(name);
+    while (t.barrier !== null) {
+      await t.barrier;
+      t = this.table(name);
+    }
+    t.inflight++;
+    return t;
+  }
+
+  private leaveWrite(t: TableState): void {
+    t.inflight--;
+    if (t.inflight === 0 && t.onDrained !== null) t.onDrained();
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.background.add(p);
+    void p.finally(() => this.background.delete(p));
+  }
+
+  private compile(filter: RowFilter | undefined): CompiledFilter | null {
+    if (filter === undefined) return null;
+    let f = this.filters.get(filter);
+    if (f === undefined) {
+      f = compileFilter(filter);
+      this.filters.set(filter, f);
+    }
+    return f;
+  }
+
+  private serverMicros = (): number => Math.floor(this.now() / 1000) * 1000;
+
+  /** One locality group of one row, decoded, from the cache or the engine. */
+  private loadGroup(t: TableState, gid: number, key: Bytes): readonly Cell[] {
+    const ek = rowKeyOf(t.prefix(gid), key);
+    const ck = ek.toString('latin1');
+    const hit = this.cache.get(ck);
+    if (hit !== undefined) return hit;
+    const raw = this.engine.get(ek);
+    const cells = raw === undefined ? EMPTY_CELLS : this.decode(t, raw, key);
+    this.cache.set(ck, cells, raw?.byteLength ?? 0);
+    return cells;
+  }
+
+  private decode(t: TableState, raw: Uint8Array, key: Bytes): readonly Cell[] {
+    const cells = decodeRow(raw, { table: t.name, row: keyHex(key) });
+    // Cells of families dropped while a purge was interrupted are invisible.
+    if (t.purges.length === 0) return cells;
+    return cells.filter((c) => t.familyGroup.has(c.family));
+  }
+
+  private loadRow(t: TableState, key: Bytes, groups: readonly number[]): readonly Cell[] {
+    if (groups.length === 1) return this.loadGroup(t, groups[0] as number, key);
+    return mergeGroups(groups.map((g) => this.loadGroup(t, g, key)));
+  }
+
+  /** Applies GC rules to canonical cells (read side: collected cells are never visible). */
+  private collect(t: TableState, cells: readonly Cell[], now: number): readonly Cell[] {
+    if (t.rules.size === 0 || cells.length === 0) return cells;
+    let out: Cell[] | null = null;
+    let i = 0;
+    while (i < cells.length) {
+      const first = cells[i] as Cell;
+      let j = i + 1;
+      while (j < cells.length && (cells[j] as Cell).family === first.family && Buffer.compare((cells[j] as Cell).qualifier, first.qualifier) === 0) j++;
+      const rule = t.rules.get(first.family);
+      const run = cells.slice(i, j);
+      const kept = rule === undefined ? run : collectColumn(rule, run, now);
+      if (kept.length !== run.length && out === null) out = cells.slice(0, i) as Cell[];
+      if (out !== null) for (const c of kept) out.push(c);
+      i = j;
+    }
+    return out ?? cells;
+  }
+
+  /** Read-modify-write of one row under its latch. `mutate` gets the row's current cells (GC applied). */
+  private async rewriteRow(
+    t: TableState,
+    key: Bytes,
+    groups: readonly number[],
+    mutate: (cells: readonly Cell[]) => readonly Cell[] | null,
+  ): Promise<void> {
+    const now = this.now();
+    const before = groups.map((g) => this.loadGroup(t, g, key));
+    const current = this.collect(t, groups.length === 1 ? (before[0] as readonly Cell[]) : mergeGroups(before), now);
+    const mutated = mutate(current);
+    if (mutated === null) return;
+    const next = this.collect(t, mutated, now);
+    const ops: KvOp[] = [];
+    const updates: [string, readonly Cell[], number][] = [];
+    let delta = 0;
+    for (let i = 0; i < groups.length; i++) {
+      const gid = groups[i] as number;
+      const old = before[i] as readonly Cell[];
+      const mine = groups.length === 1 ? next : next.filter((c) => t.familyGroup.get(c.family) === gid);
+      if (mine === old || (mine.length === 0 && old.length === 0)) continue;
+      const ek = rowKeyOf(t.prefix(gid), key);
+      if (mine.length === 0) {
+        ops.push({ type: 'del', key: ek });
+        updates.push([ek.toString('latin1'), EMPTY_CELLS, 0]);
+      } else {
+        const value = encodeRow(mine);
+        ops.push({ type: 'put', key: ek, value });
+        updates.push([ek.toString('latin1'), mine, value.byteLength]);
+      }
+      delta += cellsBytes(mine) - cellsBytes(old);
+    }
+    if (ops.length === 0) return;
+    try {
+      await this.engine.write(ops);
+    } catch (e) {
+      for (const [ck] of updates) this.cache.delete(ck);
+      throw e;
+    }
+    for (const [ck, cells, bytes] of updates) this.cache.set(ck, cells, bytes);
+    this.account(t, key, delta);
+  }
+
+  private groupsOfMutations(t: TableState, mutations: readonly Mutation[]): number[] {
+    const fams = familiesTouched(mutations);
+    return t.groupsFor(fams);
+  }
+
+  private latchKey(t: TableState, key: Bytes): string {
+    return `${t.id}:${bytesKey(key)}`;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Tablets
+
+  private account(t: TableState, key: Bytes, delta: number): void {
+    const i = t.tablets.account(key, delta);
+    if ((t.tablets.bytes[i] as number) > this.splitBytes) {
+      const start = t.tablets.starts[i] as Uint8Array;
+      if (!t.tablets.splitting.has(start)) {
+        t.tablets.splitting.add(start);
+        this.track(this.splitTablet(t, start).finally(() => t.tablets.splitting.delete(start)));
+      }
+    }
+  }
+
+  /** Finds the row where half of the tablet's bytes lie and inserts a boundary there. */
+  private async splitTablet(t: TableState, start: Uint8Array): Promise<void> {
+    const i = t.tablets.starts.indexOf(start);
+    if (i < 0 || this.closed) return;
+    const end = t.tablets.end(i);
+    const sizes = new Map<string, [Uint8Array, number]>();
+    for (const gid of t.groupIds) {
+      const prefix = t.prefix(gid);
+      const gte = rowKeyOf(prefix, start);
+      const lt = end !== undefined ? rowKeyOf(prefix, end) : prefixEnd(prefix);
+      for await (const batch of this.engine.iterate({ gte, lt })) {
+        for (const e of batch) {
+          const rk = rowKeyFrom(e.key);
+          const k = bytesKey(rk);
+          const prev = sizes.get(k);
+          sizes.set(k, [prev?.[0] ?? Uint8Array.prototype.slice.call(rk), (prev?.[1] ?? 0) + e.value.byteLength + e.key.byteLength]);
+        }
+      }
+    }
+    const rows = [...sizes.values()].sort((a, b) => Buffer.compare(a[0], b[0]));
+    const total = rows.reduce((s, r) => s + r[1], 0);
+    if (rows.length < 2) return;
+    let acc = 0;
+    let cut = 1;
+    for (let k = 0; k < rows.length - 1; k++) {
+      acc += (rows[k] as [Uint8Array, number])[1];
+      cut = k + 1;
+      if (acc >= total / 2) break;
+    }
+    const left = rows.slice(0, cut).reduce((s, r) => s + r[1], 0);
+    const idx = t.tablets.starts.indexOf(start);
+    if (idx < 0 || this.closed || this.tables.get(t.name) !== t) return;
+    if (t.tablets.split(idx, (rows[cut] as [Uint8Array, number])[0], left, total - left)) {
+      await this.admin(() => this.saveCatalog());
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Catalog and admin
+
+  /** Serializes admin operations (catalog changes) with respect to each other. */
+  private admin<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.adminTail.then(fn, fn);
+    this.adminTail = run.catch(() => undefined);
+    return run;
+  }
+
+  private catalogJson(): CatalogJson {
+    return { version: 1, nextTableId: this.nextTableId, tables: [...this.tables.values()].map((t) => t.toJSON()) };
+  }
+
+  private async saveCatalog(): Promise<void> {
+    await this.engine.write([{ type: 'put', key: CATALOG_KEY, value: Buffer.from(JSON.stringify(this.catalogJson())) }]);
+  }
+
+  /** Raises the table's barrier, waits for in-flight writes, runs fn, lowers it. */
+  private async exclusive<T>(t: TableState, fn: () => Promise<T>): Promise<T> {
+    let lower!: () => void;
+    t.barrier = new Promise<void>((r) => {
+      lower = r;
+    });
+    try {
+      if (t.inflight > 0) {
+        await new Promise<void>((r) => {
+          t.onDrained = r;
+        });
+        t.onDrained = null;
+      }
+      return await fn();
+    } finally {
+      t.barrier = null;
+      lower();
+    }
+  }
+
+  private validateSpec(name: string, spec: TableSpec): void {
+    if (spec === null || typeof spec !== 'object' || spec.families === null || typeof spec.families !== 'object') {
+      throw new StoreError('INVALID_ARGUMENT', 'a table spec needs a families object', { table: name });
+    }
+    for (const [family, fs] of Object.entries(spec.families)) this.validateFamily(name, family, fs);
+  }
+
+  private validateFamily(table: string, family: string, fs: FamilySpec): void {
+    validateFamilyName(family, table);
+    if (fs === null || typeof fs !== 'object') throw new StoreError('INVALID_ARGUMENT', `family ${family}: spec must be an object`, { table, family });
+    validateGcRule(fs.gcRule);
+    if (fs.localityGroup !== undefined && (typeof fs.localityGroup !== 'string' || !/^[-_.a-zA-Z0-9]{1,64}$/.test(fs.localityGroup))) {
+      throw new StoreError('INVALID_NAME', `invalid locality group name ${JSON.stringify(fs.localityGroup)}`, { table, family });
+    }
+  }
+
+  async createTable(name: string, spec: TableSpec): Promise<void> {
+    this.checkOpen();
+    validateTableName(name);
+    this.validateSpec(name, spec);
+    await this.admin(async () => {
+      this.checkOpen();
+      if (this.tables.has(name)) throw new StoreError('TABLE_EXISTS', `table ${JSON.stringify(name)} already exists`, { table: name });
+      const families = structuredClone(spec.families);
+      const t = new TableState({ name, id: this.nextTableId++, spec: { families }, groups: assignGroups({ families }), tablets: new Tablets().toJSON(), purges: [] });
+      this.tables.set(name, t);
+      try {
+        await this.saveCatalog();
+      } catch (e) {
+        this.tables.delete(name);
+        throw e;
+      }
+    });
+  }
+
+  async deleteTable(name: string): Promise<void> {
+    await this.admin(async () => {
+      const t = this.table(name);
+      await this.exclusive(t, async () => {
+        this.tables.delete(name);
+        await this.saveCatalog();
+        this.cache.clear();
+        await this.engine.clear(tableBounds(t.id));
+      });
+    });
+  }
+
+  async listTables(): Promise<string[]> {
+    this.checkOpen();
+    return [...this.tables.keys()].sort();
+  }
+
+  async getTable(name: string): Promise<TableSpec> {
+    return structuredClone(this.table(name).spec);
+  }
+
+  async modifyColumnFamilies(name: string, modifications: readonly FamilyModification[]): Promise<TableSpec> {
+    return this.admin(async () => {
+      const t = this.table(name);
+      const families: Record<string, FamilySpec> = structuredClone(t.spec.families) as Record<string, FamilySpec>;
+      const dropped: string[] = [];
+      for (const m of modifications) {
+        const id = m?.id;
+        if ('create' in m) {
+          this.validateFamily(name, id, m.create);
+          if (Object.hasOwn(families, id)) throw new StoreError('FAMILY_EXISTS', `column family ${id} already exists in table ${name}`, { table: name, family: id });
+          families[id] = structuredClone(m.create);
+        } else if ('update' in m) {
+          this.validateFamily(name, id, m.update);
+          const old = families[id];
+          if (old === undefined) throw new StoreError('FAMILY_NOT_FOUND', `column family ${id} does not exist in table ${name}`, { table: name, family: id });
+          const group = m.update.localityGroup ?? old.localityGroup ?? DEFAULT_GROUP;
+          if (group !== (old.localityGroup ?? DEFAULT_GROUP)) {
+            throw new StoreError('INVALID_ARGUMENT', `moving family ${id} to another locality group is not supported`, { table: name, family: id });
+          }
+          families[id] = { ...structuredClone(m.update), localityGroup: old.localityGroup };
+          if (families[id]?.localityGroup === undefined) delete (families[id] as { localityGroup?: string }).localityGroup;
+        } else if ('drop' in m) {
+          if (families[id] === undefined) throw new StoreError('FAMILY_NOT_FOUND', `column family ${id} does not exist in table ${name}`, { table: name, family: id });
+          dropped.push(id);
+          delete families[id];
+        } else {
+          throw new StoreError('INVALID_ARGUMENT', 'a modification needs create, update or drop', { table: name, family: id });
+        }
+      }
+      const purges: [string, number][] = [...t.purges];
+      for (const f of dropped) {
+        const gid = t.familyGroup.get(f);
+        if (gid !== undefined && families[f] === undefined) purges.push([f, gid]);
+      }
+      // A family re-created in the same call keeps nothing of the dropped one: purge it first.
+      return this.exclusive(t, async () => {
+        const spec: TableSpec = { families };
+        const next = new TableState(
+          { name, id: t.id, spec, groups: assignGroups(spec, t.groups), tablets: t.tablets.toJSON(), purges },
+          t.tablets,
+        );
+        this.tables.set(name, next);
+        await this.saveCatalog();
+        this.cache.clear();
+        if (next.purges.length > 0) await this.runPurges(next);
+        return structuredClone(spec);
+      });
+    });
+  }
+
+  /** Removes cells of dropped families from storage, then forgets the purge. */
+  private async runPurges(t: TableState): Promise<void> {
+    for (const [family, gid] of t.purges) {
+      const prefix = t.prefixes.get(gid);
+      if (prefix === undefined) continue;
+      for await (const batch of this.engine.iterate({ gte: prefix, lt: prefixEnd(prefix) })) {
+        const ops: KvOp[] = [];
+        for (const e of batch) {
+          const cells = decodeRow(e.value, { table: t.name });
+          const kept = cells.filter((c) => c.family !== family);
+          if (kept.length === cells.length) continue;
+          ops.push(kept.length === 0 ? { type: 'del', key: Uint8Array.prototype.slice.call(e.key) } : { type: 'put', key: Uint8Array.prototype.slice.call(e.key), value: encodeRow(kept) });
+        }
+        if (ops.length > 0) await this.engine.write(ops);
+      }
+    }
+    t.purges.length = 0;
+    this.cache.clear();
+    await this.saveCatalog();
+  }
+
+  async dropRowRange(name: string, request: DropRowRangeRequest): Promise<void> {
+    await this.admin(async () => {
+      const t = this.table(name);
+      let prefixKey: Uint8Array | null = null;
+      if ('rowKeyPrefix' in request) {
+        if (!(request.rowKeyPrefix instanceof Uint8Array) || request.rowKeyPrefix.byteLength === 0) {
+          throw new StoreError('INVALID_ARGUMENT', 'dropRowRange needs a non-empty rowKeyPrefix or deleteAllDataFromTable', { table: name });
+        }
+        prefixKey = request.rowKeyPrefix;
+      } else if (!('deleteAllDataFromTable' in request) || request.deleteAllDataFromTable !== true) {
+        throw new StoreError('INVALID_ARGUMENT', 'dropRowRange needs rowKeyPrefix or deleteAllDataFromTable', { table: name });
+      }
+      await this.exclusive(t, async () => {
+        for (const gid of new Set(Object.values(t.groups))) {
+          const gp = t.prefix(gid);
+          if (prefixKey === null) await this.engine.clear({ gte: gp, lt: prefixEnd(gp) });
+          else {
+            const gte = rowKeyOf(gp, prefixKey);
+            await this.engine.clear({ gte, lt: prefixEnd(gte) });
+          }
+        }
+        this.cache.clear();
+        if (prefixKey === null) {
+          t.tablets.reset();
+          await this.saveCatalog();
+        }
+      });
+    });
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Data: reads
+
+  async readRow(table: string, key: Bytes, filter?: RowFilter): Promise<Row | null> {
+    const t = this.table(table);
+    validateRowKey(key, this.limits, table);
+    const f = this.compile(filter);
+    const groups = t.groupsFor(f === null ? null : f.families);
+    if (groups.length === 0) return null;
+    const cells = this.collect(t, this.loadRow(t, key, groups), this.now());
+    const out = f === null ? cells : f.apply(key, cells);
+    return out.length === 0 ? null : { key, cells: out };
+  }
+
+  readRows(table: string, options: ReadRowsOptions = {}): AsyncIterable<Row> {
+    // Validate eagerly so bad input fails at the call, not at the first iteration.
+    const t = this.table(table);
+    const f = this.compile(options.filter);
+    const plan = planRowSet(options.rows, table);
+    const limit = options.rowsLimit ?? 0;
+    if (!Number.isSafeInteger(limit) || limit < 0) throw new StoreError('INVALID_ARGUMENT', `rowsLimit must be a non-negative integer, got ${limit}`, { table });
+    const reversed = options.reversed === true;
+    const groups = t.groupsFor(f === null ? null : f.families);
+    return this.scan(t, plan, f, groups, limit, reversed);
+  }
+
+  private async *scan(
+    t: TableState,
+    plan: ReturnType<typeof planRowSet>,
+    f: CompiledFilter | null,
+    groups: readonly number[],
+    limit: number,
+    reversed: boolean,
+  ): AsyncGenerator<Row> {
+    if (groups.length === 0) return;
+    let emitted = 0;
+    const intervals = reversed ? [...plan].reverse() : plan;
+    for (const iv of intervals) {
+      if (iv.point !== undefined) {
+        this.checkOpen();
+        const cells = this.collect(t, this.loadRow(t, iv.point, groups), this.now());
+        const out = f === null ? cells : f.apply(iv.point, cells);
+        if (out.length > 0) {
+          yield { key: iv.point, cells: out };
+          if (++emitted === limit) return;
+        }
+        continue;
+      }
+      for await (const [key, cells0] of this.scanInterval(t, groups, iv.gte, iv.lt, reversed)) {
+        const cells = this.collect(t, cells0, this.now());
+        const out = f === null ? cells : f.apply(key, cells);
+        if (out.length === 0) continue;
+        yield { key, cells: out };
+        if (++emitted === limit) return;
+      }
+    }
+  }
+
+  /** Rows of [gte, lt) across the given groups, merged by row key. */
+  private async *scanInterval(
+    t: TableState,
+    groups: readonly number[],
+    gte: Uint8Array | undefined,
+    lt: Uint8Array | undefined,
+    reversed: boolean,
+  ): AsyncGenerator<[Uint8Array, readonly Cell[]]> {
+    const streams = groups.map((gid) => {
+      const prefix = t.prefix(gid);
+      return this.groupRows(t, gte ? rowKeyOf(prefix, gte) : prefix, lt ? rowKeyOf(prefix, lt) : prefixEnd(prefix), reversed);
+    });
+    if (streams.length === 1) {
+      yield* streams[0] as AsyncGenerator<[Uint8Array, readonly Cell[]]>;
+      return;
+    }
+    const heads = await Promise.all(streams.map((s) => s.next()));
+    try {
+      for (;;) {
+        let best: Uint8Array | null = null;
+        for (const h of heads) {
+          if (h.done) continue;
+          const k = h.value[0];
+          if (best === null || (reversed ? Buffer.compare(k, best) > 0 : Buffer.compare(k, best) < 0)) best = k;
+        }
+        if (best === null) return;
+        const parts: (readonly Cell[])[] = [];
+        for (let i = 0; i < heads.length; i++) {
+          const h = heads[i] as IteratorResult<[Uint8Array, readonly Cell[]]>;
+          if (!h.done && Buffer.compare(h.value[0], best) === 0) {
+            parts.push(h.value[1]);
+            heads[i] = await (streams[i] as AsyncGenerator<[Uint8Array, readonly Cell[]]>).next();
+          }
+        }
+        yield [best, mergeGroups(parts)];
+      }
+    } finally {
+      await Promise.all(streams.map((s) => s.return(undefined)));
+    }
+  }
+
+  private async *groupRows(
+    t: TableState,
+    gte: Uint8Array,
+    lt: Uint8Array | undefined,
+    reverse: boolean,
+  ): AsyncGenerator<[Uint8Array, readonly Cell[]]> {
+    for await (const batch of this.engine.iterate({ gte, lt, reverse })) {
+      this.checkOpen();
+      for (const e of batch) {
+        const key = rowKeyFrom(e.key);
+        yield [key, this.decode(t, e.value, key)];
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Data: writes
+
+  async mutateRow(table: string, key: Bytes, mutations: readonly Mutation[]): Promise<void> {
+    const spec = this.table(table).spec;
+    validateRowKey(key, this.limits, table);
+    validateMutations(mutations, spec, table, key, this.limits);
+    const t = await this.enterWrite(table);
+    try {
+      // The spec may have changed while waiting at a barrier.
+      if (t.spec !== spec) validateMutations(mutations, t.spec, table, key, this.limits);
+      const groups = this.groupsOfMutations(t, mutations);
+      await this.latches.run(this.latchKey(t, key), () =>
+        this.rewriteRow(t, key, groups, (cells) => applyMutations(cells, mutations, this.serverMicros)),
+      );
+    } finally {
+      this.leaveWrite(t);
+    }
+  }
+
+  async mutateRows(table: string, entries: readonly MutateRowsEntry[]): Promise<MutateRowsResult[]> {
+    this.table(table);
+    if (!Array.isArray(entries)) throw new StoreError('INVALID_ARGUMENT', 'mutateRows needs an array of entries', { table });
+    return Promise.all(
+      entries.map(async (e, index): Promise<MutateRowsResult> => {
+        try {
+          await this.mutateRow(table, e.key, e.mutations);
+          return { index };
+        } catch (err) {
+          if (err instanceof StoreError && err.code !== 'STORE_CLOSED' && err.code !== 'TABLE_NOT_FOUND') return { index, error: err };
+          throw err;
+        }
+      }),
+    );
+  }
+
+  async checkAndMutateRow(table: string, key: Bytes, request: CheckAndMutateRequest): Promise<boolean> {
+    const spec = this.table(table).spec;
+    validateRowKey(key, this.limits, table);
+    const trueM = request.trueMutations ?? [];
+    const falseM = request.falseMutations ?? [];
+    validateMutations(trueM, spec, table, key, this.limits, true);
+    validateMutations(falseM, spec, table, key, this.limits, true);
+    const predicate = this.compile(request.predicateFilter);
+    const t = await this.enterWrite(table);
+    try {
+      if (t.spec !== spec) {
+        validateMutations(trueM, t.spec, table, key, this.limits, true);
+        validateMutations(falseM, t.spec, table, key, this.limits, true);
+      }
+      const readGroups = t.groupsFor(predicate === null ? null : predicate.families);
+      const trueGroups = this.groupsOfMutations(t, trueM);
+      const falseGroups = this.groupsOfMutations(t, falseM);
+      return await this.latches.run(this.latchKey(t, key), async () => {
+        const cells = this.collect(t, this.loadRow(t, key, readGroups), this.now());
+        const matched = predicate === null ? cells.length > 0 : predicate.apply(key, cells).length > 0;
+        const muts = matched ? trueM : falseM;
+        if (muts.length > 0) {
+          await this.rewriteRow(t, key, matched ? trueGroups : falseGroups, (c) => applyMutations(c, muts, this.serverMicros));
+        }
+        return matched;
+      });
+    } finally {
+      this.leaveWrite(t);
+    }
+  }
+
+  async readModifyWriteRow(table: string, key: Bytes, rules: readonly ReadModifyWriteRule[]): Promise<Row> {
+    const spec = this.table(table).spec;
+    validateRowKey(key, this.limits, table);
+    validateRules(rules, spec, table, key, this.limits);
+    const t = await this.enterWrite(table);
+    try {
+      if (t.spec !== spec) validateRules(rules, t.spec, table, key, this.limits);
+      const groups = t.groupsFor(new Set(rules.map((r) => r.familyName)));
+      let result: Cell[] = [];
+      await this.latches.run(this.latchKey(t, key), () =>
+        this.rewriteRow(t, key, groups, (cells) => {
+          let out: readonly Cell[] = cells;
+          const touched = new Map<string, Cell>();
+          const now = this.serverMicros();
+          for (const r of rules) {
+            const latest = out.find((c) => c.family === r.familyName && Buffer.compare(c.qualifier, r.columnQualifier) === 0);
+            let value: Uint8Array;
+            if ('appendValue' in r) {
+              value = latest === undefined ? Uint8Array.prototype.slice.call(r.appendValue) : Buffer.concat([latest.value, r.appendValue]);
+            } else {
+              let base = 0n;
+              if (latest !== undefined) {
+                if (latest.value.byteLength !== 8) {
+                  throw new StoreError('INVALID_ARGUMENT', `cannot increment a value of ${latest.value.byteLength} bytes: it must be a 64-bit big-endian integer`, {
+                    table,
+                    row: keyHex(key),
+                    family: r.familyName,
+                    size: latest.value.byteLength,
+                  });
+                }
+                base = Buffer.from(latest.value.buffer, latest.value.byteOffset, 8).readBigInt64BE(0);
+              }
+              const buf = Buffer.alloc(8);
+              buf.writeBigInt64BE(BigInt.asIntN(64, base + r.incrementAmount));
+              value = buf;
+            }
+            const ts = Math.max(now, latest?.timestamp ?? 0);
+            const cell = makeCell(r.familyName, r.columnQualifier, ts, value);
+            out = upsertCell(out, cell);
+            touched.set(`${r.familyName}\u0000${bytesKey(r.columnQualifier)}`, cell);
+          }
+          result = [...touched.values()].sort((a, b) => (a.family < b.family ? -1 : a.family > b.family ? 1 : Buffer.compare(a.qualifier, b.qualifier)));
+          return out;
+        }),
+      );
+      return { key, cells: result };
+    } finally {
+      this.leaveWrite(t);
+    }
+  }
+
+  async sampleRowKeys(table: string): Promise<RowKeySample[]> {
+    return this.table(table).tablets.samples();
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Background GC and lifecycle
+
+  /**
+   * Rewrites rows whose stored cells include versions their family's GC rule removes (reads
+   * already hide them; this reclaims the space). Returns what it removed.
+   */
+  async sweepGarbage(): Promise<{ rowsRewritten: number; cellsRemoved: number }> {
+    let rowsRewritten = 0;
+    let cellsRemoved = 0;
+    for (const t of [...this.tables.values()]) {
+      if (t.rules.size === 0) continue;
+      for (const gid of t.groupIds) {
+        const prefix = t.prefix(gid);
+        for await (const batch of this.engine.iterate({ gte: prefix, lt: prefixEnd(prefix) })) {
+          if (this.closed || this.tables.get(t.name) !== t) return { rowsRewritten, cellsRemoved };
+          for (const e of batch) {
+            const key = Uint8Array.prototype.slice.call(rowKeyFrom(e.key)) as Uint8Array;
+            const cells = this.decode(t, e.value, key);
+            const kept = this.collect(t, cells, this.now());
+            if (kept.length === cells.length) continue;
+            const w = await this.enterWrite(t.name).catch(() => null);
+            if (w !== t) {
+              if (w !== null) this.leaveWrite(w);
+              return { rowsRewritten, cellsRemoved };
+            }
+            try {
+              await this.latches.run(this.latchKey(t, key), () => this.rewriteRow(t, key, [gid], (c) => c.slice()));
+            } finally {
+              this.leaveWrite(t);
+            }
+            rowsRewritten++;
+            cellsRemoved += cells.length - kept.length;
+          }
+        }
+      }
+    }
+    return { rowsRewritten, cellsRemoved };
+  }
+
+  /** True if any table has a rule that depends on time (the sweeper's reason to run). */
+  hasTimeRules(): boolean {
+    for (const t of this.tables.values()) for (const r of t.rules.values()) if (gcRuleHasMaxAge(r)) return true;
+    return false;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.gcTimer !== null) clearInterval(this.gcTimer);
+    // Let running splits and sweeps finish (they stop early once closed is set).
+    this.closed = true;
+    await Promise.allSettled([...this.background]);
+    await this.adminTail;
+    try {
+      this.closed = false;
+      await this.saveCatalog();
+    } finally {
+      this.closed = true;
+      await this.engine.close();
+    }
+  }
+}
+

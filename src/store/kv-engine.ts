@@ -1,0 +1,42 @@
+/**
+ * The narrow engine interface the Bigtable model is built on: an ordered byte-key → byte-value
+ * map with atomic durable batches. `memory/` and `embedded/` (LevelDB via classic-level) implement
+ * it; swapping the LSM engine means writing one more of these.
+ *
+ * Contract:
+ * - Keys compare as unsigned bytes.
+ * - `write` applies a batch atomically. When its promise resolves, the batch is durable (for a
+ *   durable engine: on disk and fsynced, or covered by a later fsync that has completed). Batches
+ *   issued concurrently may be group-committed together; they are applied in call order.
+ * - `get` is synchronous and sees every batch whose `write` has resolved.
+ * - `iterate` sees a consistent snapshot taken when it starts.
+ * - The engine does not interpret keys or values; the store layer above owns the layout
+ *   (docs/format.md).
+ */
+
+export type KvOp =
+  | { readonly type: 'put'; readonly key: Uint8Array; readonly value: Uint8Array }
+  | { readonly type: 'del'; readonly key: Uint8Array };
+
+export interface KvRange {
+  /** Inclusive lower bound; absent = from the first key. */
+  readonly gte?: Uint8Array;
+  /** Exclusive upper bound; absent = to the last key. */
+  readonly lt?: Uint8Array;
+  readonly reverse?: boolean;
+}
+
+export interface KvEntry {
+  readonly key: Uint8Array;
+  readonly value: Uint8Array;
+}
+
+export interface KvEngine {
+  get(key: Uint8Array): Uint8Array | undefined;
+  /** Yields entries of the range in order, a batch at a time (batches are never empty). */
+  iterate(range: KvRange): AsyncIterable<readonly KvEntry[]>;
+  write(ops: readonly KvOp[]): Promise<void>;
+  /** Deletes every key in the range (not atomic with other writes; durable when resolved). */
+  clear(range: KvRange): Promise<void>;
+  close(): Promise<void>;
+}

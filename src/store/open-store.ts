@@ -1,0 +1,36 @@
+/**
+ * Opens a store by URL:
+ *   memory:            in-process, not durable (tests, benchmarks of the layers above)
+ *   file:DIR           embedded and durable (LevelDB under DIR); the default for the CLI
+ *   bigtable://…       the Cloud Bigtable v2 API (`percolator serve`, the emulator, Cloud Bigtable)
+ * Throws INVALID_STORE_URL for anything else.
+ */
+import { EngineStore, type EngineStoreOptions } from './engine-store.js';
+import { openLevelEngine } from './embedded/level-engine.js';
+import { StoreError } from './errors.js';
+import { MemoryEngine } from './memory/memory-engine.js';
+import type { Store } from './store.js';
+
+export const DEFAULT_STORE_URL = 'file:./percolator-data';
+
+export async function openStore(url: string, options: EngineStoreOptions = {}): Promise<Store> {
+  if (typeof url !== 'string') throw new StoreError('INVALID_STORE_URL', 'a store URL must be a string');
+  if (url === 'memory:' || url.startsWith('memory:')) {
+    return EngineStore.open(new MemoryEngine(), url, options);
+  }
+  if (url.startsWith('file:')) {
+    const dir = url.slice('file:'.length).replace(/^\/\/(?=\/)/, '');
+    if (dir.length === 0) throw new StoreError('INVALID_STORE_URL', `file: URL needs a directory, e.g. file:./data (got ${url})`, { url });
+    const engine = await openLevelEngine(dir);
+    try {
+      return await EngineStore.open(engine, url, options);
+    } catch (e) {
+      await engine.close().catch(() => undefined);
+      throw e;
+    }
+  }
+  if (url.startsWith('bigtable://')) {
+    throw new StoreError('INVALID_STORE_URL', 'the bigtable:// backend is not implemented yet (issue: percolator serve / Cloud Bigtable)', { url });
+  }
+  throw new StoreError('INVALID_STORE_URL', `unknown store URL ${JSON.stringify(url)}: use memory:, file:DIR or bigtable://HOST:PORT`, { url });
+}

@@ -1,0 +1,160 @@
+/**
+ * Binary encoding of one row's cells within one locality group (the engine value under a row
+ * key; docs/format.md). Layout:
+ *
+ *   crc32:u32be  version:u8(=1)  nFamilies:varint
+ *     { nameLen:varint name:utf8  nColumns:varint
+ *       { qualLen:varint qualifier  nVersions:varint
+ *         { timestamp:f64be  valueLen:varint value } } }
+ *
+ * The CRC covers everything after it; a mismatch or a short buffer is DATA_CORRUPTED, never a
+ * silently shorter row. Decoded values and qualifiers are views into the buffer: callers must
+ * treat returned bytes as read-only.
+ */
+import { crc32 } from 'node:zlib';
+import { asBuffer } from './bytes.js';
+import { NO_LABELS } from './cells.js';
+import { StoreError } from './errors.js';
+import type { Cell } from './types.js';
+
+const VERSION = 1;
+
+function varintSize(n: number): number {
+  let size = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 128);
+    size++;
+  }
+  return size;
+}
+
+function writeVarint(buf: Buffer, off: number, n: number): number {
+  while (n >= 0x80) {
+    buf[off++] = (n & 0x7f) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  buf[off++] = n;
+  return off;
+}
+
+/** Encodes canonical cells (non-empty). */
+export function encodeRow(cells: readonly Cell[]): Uint8Array {
+  // First pass: sizes and run lengths.
+  let size = 5;
+  let families = 0;
+  const familyNames: Buffer[] = [];
+  for (let i = 0; i < cells.length; ) {
+    const fam = (cells[i] as Cell).family;
+    const name = Buffer.from(fam, 'utf8');
+    familyNames.push(name);
+    families++;
+    size += varintSize(name.length) + name.length;
+    let columns = 0;
+    let j = i;
+    while (j < cells.length && (cells[j] as Cell).family === fam) {
+      const q = (cells[j] as Cell).qualifier;
+      let k = j;
+      while (k < cells.length && (cells[k] as Cell).family === fam && Buffer.compare((cells[k] as Cell).qualifier, q) === 0) {
+        const v = (cells[k] as Cell).value;
+        size += 8 + varintSize(v.byteLength) + v.byteLength;
+        k++;
+      }
+      size += varintSize(q.byteLength) + q.byteLength + varintSize(k - j);
+      columns++;
+      j = k;
+    }
+    size += varintSize(columns);
+    i = j;
+  }
+  size += varintSize(families);
+
+  const buf = Buffer.allocUnsafe(size);
+  let off = 4;
+  buf[off++] = VERSION;
+  off = writeVarint(buf, off, families);
+  let f = 0;
+  for (let i = 0; i < cells.length; ) {
+    const fam = (cells[i] as Cell).family;
+    const name = familyNames[f++] as Buffer;
+    off = writeVarint(buf, off, name.length);
+    off += name.copy(buf, off);
+    // Count columns of this family.
+    let columns = 0;
+    let end = i;
+    while (end < cells.length && (cells[end] as Cell).family === fam) {
+      if (end === i || Buffer.compare((cells[end] as Cell).qualifier, (cells[end - 1] as Cell).qualifier) !== 0) columns++;
+      end++;
+    }
+    off = writeVarint(buf, off, columns);
+    let j = i;
+    while (j < end) {
+      const q = (cells[j] as Cell).qualifier;
+      let k = j;
+      while (k < end && Buffer.compare((cells[k] as Cell).qualifier, q) === 0) k++;
+      off = writeVarint(buf, off, q.byteLength);
+      buf.set(q, off);
+      off += q.byteLength;
+      off = writeVarint(buf, off, k - j);
+      for (let m = j; m < k; m++) {
+        const c = cells[m] as Cell;
+        off = buf.writeDoubleBE(c.timestamp, off);
+        off = writeVarint(buf, off, c.value.byteLength);
+        buf.set(c.value, off);
+        off += c.value.byteLength;
+      }
+      j = k;
+    }
+    i = end;
+  }
+  buf.writeUInt32BE(crc32(buf.subarray(4)), 0);
+  return buf;
+}
+
+function corrupted(why: string, context: Record<string, unknown>): StoreError {
+  return new StoreError('DATA_CORRUPTED', `stored row is corrupted: ${why}`, context);
+}
+
+/** Decodes a row value; `context` (table, row) goes into the error on corruption. */
+export function decodeRow(value: Uint8Array, context: Record<string, unknown> = {}): Cell[] {
+  const buf = asBuffer(value);
+  if (buf.length < 6) throw corrupted('truncated header', context);
+  if (crc32(buf.subarray(4)) !== buf.readUInt32BE(0)) throw corrupted('checksum mismatch', context);
+  if (buf[4] !== VERSION) throw corrupted(`unknown row format version ${buf[4]}`, context);
+  let off = 5;
+  const readVarint = (): number => {
+    let n = 0;
+    let mul = 1;
+    for (;;) {
+      if (off >= buf.length) throw corrupted('truncated varint', context);
+      const b = buf[off++] as number;
+      n += (b & 0x7f) * mul;
+      if (b < 0x80) return n;
+      mul *= 128;
+    }
+  };
+  const take = (n: number): Buffer => {
+    if (off + n > buf.length) throw corrupted('truncated field', context);
+    const v = buf.subarray(off, off + n);
+    off += n;
+    return v;
+  };
+  const cells: Cell[] = [];
+  const families = readVarint();
+  for (let f = 0; f < families; f++) {
+    const family = take(readVarint()).toString('utf8');
+    const columns = readVarint();
+    for (let c = 0; c < columns; c++) {
+      const qualifier = take(readVarint());
+      const versions = readVarint();
+      for (let v = 0; v < versions; v++) {
+        if (off + 8 > buf.length) throw corrupted('truncated timestamp', context);
+        const timestamp = buf.readDoubleBE(off);
+        off += 8;
+        const value = take(readVarint());
+        cells.push({ family, qualifier, timestamp, value, labels: NO_LABELS });
+      }
+    }
+  }
+  if (off !== buf.length) throw corrupted('trailing bytes', context);
+  return cells;
+}

@@ -1,0 +1,102 @@
+/**
+ * The `Store` interface: the Bigtable operation set every backend implements (`memory:`,
+ * `file:DIR`, `bigtable://…`). Everything above the store layer (oracle, transactions, observers,
+ * the server) talks to this interface only.
+ *
+ * Contract shared by all backends (the conformance suite in `store-conformance.ts` checks it):
+ * - Single-row operations are atomic: a concurrent reader sees all of a row mutation or none.
+ *   Concurrent writers to one row are serialized.
+ * - A promise that resolves means the write is durable for durable backends (survives kill -9).
+ * - Invalid input throws a `StoreError` and writes nothing (for `mutateRows`, per row).
+ * - Reads apply each family's GC rule, so collected cells are never visible even before the
+ *   background reclamation removes them.
+ */
+import type {
+  Bytes,
+  CheckAndMutateRequest,
+  DropRowRangeRequest,
+  FamilyModification,
+  MutateRowsEntry,
+  MutateRowsResult,
+  Mutation,
+  ReadModifyWriteRule,
+  ReadRowsOptions,
+  Row,
+  RowFilter,
+  RowKeySample,
+  TableSpec,
+} from './types.js';
+
+export interface Store {
+  /** The URL it was opened with, e.g. `file:./data`. */
+  readonly url: string;
+
+  // --- admin -------------------------------------------------------------------------------
+  /** Throws TABLE_EXISTS, INVALID_NAME. */
+  createTable(name: string, spec: TableSpec): Promise<void>;
+  /** Throws TABLE_NOT_FOUND. Deletes all data. */
+  deleteTable(name: string): Promise<void>;
+  /** Sorted names. */
+  listTables(): Promise<string[]>;
+  /** Throws TABLE_NOT_FOUND. */
+  getTable(name: string): Promise<TableSpec>;
+  /** Applies the modifications in order, all or nothing. Dropping a family deletes its data. */
+  modifyColumnFamilies(name: string, modifications: readonly FamilyModification[]): Promise<TableSpec>;
+  dropRowRange(name: string, request: DropRowRangeRequest): Promise<void>;
+
+  // --- data --------------------------------------------------------------------------------
+  /** The filtered row, or null if no cell survives the filter. */
+  readRow(table: string, key: Bytes, filter?: RowFilter): Promise<Row | null>;
+  /** Rows in key order (descending if `reversed`); rows left with no cells are skipped. */
+  readRows(table: string, options?: ReadRowsOptions): AsyncIterable<Row>;
+  /** Atomic within the row. */
+  mutateRow(table: string, key: Bytes, mutations: readonly Mutation[]): Promise<void>;
+  /**
+   * Each entry is atomic on its own; entries are independent (one failing does not stop the
+   * others). Returns one result per entry, in input order. Throws only for table-level problems
+   * (TABLE_NOT_FOUND) or a closed store.
+   */
+  mutateRows(table: string, entries: readonly MutateRowsEntry[]): Promise<MutateRowsResult[]>;
+  /**
+   * Evaluates the predicate on the row and applies the true or false mutations, atomically.
+   * Returns whether the predicate matched.
+   */
+  checkAndMutateRow(table: string, key: Bytes, request: CheckAndMutateRequest): Promise<boolean>;
+  /** Applies the rules atomically; returns the new cells of the columns it touched. */
+  readModifyWriteRow(table: string, key: Bytes, rules: readonly ReadModifyWriteRule[]): Promise<Row>;
+  /** Tablet boundaries with approximate byte offsets. */
+  sampleRowKeys(table: string): Promise<RowKeySample[]>;
+
+  /** Flushes and releases resources. Further calls throw STORE_CLOSED. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Options every backend accepts (some are ignored where they make no sense). */
+export interface StoreOptions {
+  readonly limits?: Partial<StoreLimits>;
+  /** Tablet split threshold in bytes (default 64 MiB). */
+  readonly tabletSplitBytes?: number;
+  /** Background GC sweep period in ms (0 disables the timer; GC still applies on read and write). */
+  readonly gcIntervalMs?: number;
+  /** The clock used for server timestamps and max-age GC, in microseconds. Tests inject one. */
+  readonly nowMicros?: () => number;
+}
+
+export interface StoreLimits {
+  readonly maxRowKeyBytes: number;
+  readonly maxValueBytes: number;
+  readonly maxMutationsPerRow: number;
+}
+
+export const DEFAULT_LIMITS: StoreLimits = {
+  maxRowKeyBytes: 4 * 1024,
+  maxValueBytes: 10 * 1024 * 1024,
+  maxMutationsPerRow: 100_000,
+};
+
+/** Collects a `readRows` stream into an array. */
+export async function collectRows(rows: AsyncIterable<Row>): Promise<Row[]> {
+  const out: Row[] = [];
+  for await (const row of rows) out.push(row);
+  return out;
+}

@@ -1,0 +1,95 @@
+/**
+ * In-memory state of one table and the persisted catalog that holds all tables' metadata
+ * (docs/format.md). The catalog is one JSON value under CATALOG_KEY, rewritten atomically on every
+ * admin change. Data operations read `TableState` without locks; admin operations replace it
+ * while holding the table's write barrier (engine-store.ts).
+ */
+import { StoreError } from './errors.js';
+import { groupPrefix } from './key-layout.js';
+import { Tablets, type TabletsJson } from './tablets.js';
+import type { GcRule, TableSpec } from './types.js';
+
+export const DEFAULT_GROUP = 'default';
+
+export interface TableJson {
+  readonly name: string;
+  readonly id: number;
+  readonly spec: TableSpec;
+  /** Locality group name → id (ids are never reused within a table). */
+  readonly groups: Record<string, number>;
+  readonly tablets: TabletsJson;
+  /** Families dropped whose cells may still be on disk: [family, groupId]. */
+  readonly purges: [string, number][];
+}
+
+export interface CatalogJson {
+  readonly version: 1;
+  readonly nextTableId: number;
+  readonly tables: TableJson[];
+}
+
+export class TableState {
+  readonly name: string;
+  readonly id: number;
+  readonly spec: TableSpec;
+  readonly groups: Record<string, number>;
+  readonly tablets: Tablets;
+  readonly purges: [string, number][];
+  /** family → group id */
+  readonly familyGroup = new Map<string, number>();
+  /** group id → engine key prefix */
+  readonly prefixes = new Map<number, Uint8Array>();
+  readonly rules = new Map<string, GcRule>();
+  readonly groupIds: number[];
+  /** Writes in flight (admin operations wait for zero). */
+  inflight = 0;
+  barrier: Promise<void> | null = null;
+  onDrained: (() => void) | null = null;
+
+  constructor(json: TableJson, tablets?: Tablets) {
+    this.name = json.name;
+    this.id = json.id;
+    this.spec = json.spec;
+    this.groups = json.groups;
+    this.tablets = tablets ?? new Tablets(json.tablets);
+    this.purges = json.purges;
+    for (const [family, fs] of Object.entries(json.spec.families)) {
+      const gid = json.groups[fs.localityGroup ?? DEFAULT_GROUP];
+      if (gid === undefined) throw new StoreError('DATA_CORRUPTED', `catalog: family ${family} of table ${json.name} has no locality group id`, { table: json.name, family });
+      this.familyGroup.set(family, gid);
+      if (fs.gcRule !== undefined) this.rules.set(family, fs.gcRule);
+    }
+    this.groupIds = [...new Set(this.familyGroup.values())].sort((a, b) => a - b);
+    for (const gid of Object.values(json.groups)) this.prefixes.set(gid, groupPrefix(this.id, gid));
+  }
+
+  toJSON(): TableJson {
+    return { name: this.name, id: this.id, spec: this.spec, groups: this.groups, tablets: this.tablets.toJSON(), purges: this.purges };
+  }
+
+  /** Group ids that hold any of `families` (all groups when null). Unknown families are ignored. */
+  groupsFor(families: ReadonlySet<string> | null): number[] {
+    if (families === null) return this.groupIds;
+    const out = new Set<number>();
+    for (const f of families) {
+      const g = this.familyGroup.get(f);
+      if (g !== undefined) out.add(g);
+    }
+    return [...out].sort((a, b) => a - b);
+  }
+
+  prefix(gid: number): Uint8Array {
+    return this.prefixes.get(gid) as Uint8Array;
+  }
+}
+
+/** Assigns group ids for a spec, keeping existing ids. */
+export function assignGroups(spec: TableSpec, existing: Record<string, number> = {}): Record<string, number> {
+  const groups: Record<string, number> = { ...existing };
+  let next = Math.max(-1, ...Object.values(groups)) + 1;
+  for (const fs of Object.values(spec.families)) {
+    const g = fs.localityGroup ?? DEFAULT_GROUP;
+    if (groups[g] === undefined) groups[g] = next++;
+  }
+  return groups;
+}

@@ -1,9 +1,12 @@
 /**
- * Every subcommand registers itself here. One file per command (or command group), each
+ * Every subcommand registers itself here. One file per command (or command group member), each
  * exporting a `register(program)` function.
  */
 import type { Command } from 'commander';
+import { register as benchStore } from './bench-store.js';
+import { register as demo } from './demo.js';
+import { register as scan } from './scan.js';
 
 export type RegisterCommand = (program: Command) => void;
 
-export const commands: RegisterCommand[] = [];
+export const commands: RegisterCommand[] = [demo, scan, benchStore];

@@ -1,0 +1,70 @@
+/**
+ * `percolator oracle --port P [--host H] [--mark FILE]`: a standalone timestamp oracle server.
+ * `percolator bench oracle --seconds S [--clients N] [--callers N] [--json]`: its benchmark.
+ *
+ * The server prints one JSON line `{"listening":{"host","port"},"mark":…}` once it accepts
+ * connections and runs until SIGINT / SIGTERM, then closes cleanly (the mark lock is released).
+ */
+import type { Command } from 'commander';
+import { runOracleBench } from '../../bench/oracle-bench.js';
+import { FileMarkStore } from '../../oracle/mark-store.js';
+import { startOracleServer } from '../../oracle/server.js';
+import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+
+function parsePort(raw: string): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`--port must be an integer in [0, 65535], got ${raw}`);
+  return n;
+}
+
+function parseCount(name: string) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${raw}`);
+    return n;
+  };
+}
+
+/** Finds or creates the shared `bench` command group. */
+export function benchCommand(program: Command): Command {
+  return commandGroup(program, 'bench');
+}
+
+export function register(program: Command): void {
+  program
+    .command('oracle')
+    .description('run the timestamp oracle as a network service (lean framed TCP protocol; see docs/oracle.md)')
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--port <port>', 'TCP port (0 = pick one)', parsePort, 8088)
+    .option('--mark <file>', 'durable high-water mark file', './percolator-data/oracle.mark')
+    .action(async (opts: { host: string; port: number; mark: string }) => {
+      const server = await startOracleServer({ host: opts.host, port: opts.port, markStore: new FileMarkStore(opts.mark) });
+      process.stdout.write(
+        `${JSON.stringify({ listening: { host: server.host, port: server.port }, mark: opts.mark, loadedMark: server.oracle.stats().loadedMark })}\n`,
+      );
+      await new Promise<void>((resolve) => {
+        const stop = (): void => resolve();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      await server.close();
+    });
+
+  benchCommand(program)
+    .command('oracle')
+    .description('timestamps/s from an oracle server over loopback with several client processes (and in-process)')
+    .option('--seconds <s>', 'seconds of measurement', parsePositiveNumber('seconds'), 5)
+    .option('--clients <n>', 'client processes', parseCount('clients'), 2)
+    .option('--callers <n>', 'concurrent callers per client process', parseCount('callers'), 2000)
+    .option('--server-process', 'run the server in its own process (default: in this one)')
+    .option('--json', 'print one JSON object')
+    .action(async (opts: { seconds: number; clients: number; callers: number; serverProcess?: boolean; json?: boolean }) => {
+      const result = await runOracleBench({
+        seconds: opts.seconds,
+        clients: opts.clients,
+        callers: opts.callers,
+        serverProcess: opts.serverProcess === true,
+      });
+      printResult(result, opts.json === true);
+    });
+}

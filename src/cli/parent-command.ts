@@ -1,0 +1,41 @@
+/**
+ * Command groups (`bench`, `check`) are shared by several command files: each finds the group or
+ * creates it, so registration order does not matter.
+ */
+import type { Command } from 'commander';
+
+const descriptions: Record<string, string> = {
+  bench: 'benchmarks (programs, not tests): store, oracle, overhead, latency, webindex, peers',
+  check: 'crash-injection checkers that prove the guarantees: durability, bank, notify',
+};
+
+export function commandGroup(program: Command, name: string): Command {
+  return program.commands.find((c) => c.name() === name) ?? program.command(name).description(descriptions[name] ?? name);
+}
+
+/** Prints a result: one JSON object with --json, else an aligned key/value listing. */
+export function printResult(result: object, json: boolean): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return;
+  }
+  const print = (obj: object, indent: string): void => {
+    for (const [k, v] of Object.entries(obj)) {
+      if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+        process.stdout.write(`${indent}${k}:\n`);
+        print(v, `${indent}  `);
+      } else {
+        process.stdout.write(`${indent}${k.padEnd(30)} ${Array.isArray(v) ? JSON.stringify(v) : String(v)}\n`);
+      }
+    }
+  };
+  print(result, '');
+}
+
+export function parsePositiveNumber(name: string) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got ${raw}`);
+    return n;
+  };
+}

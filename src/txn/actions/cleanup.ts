@@ -1,0 +1,44 @@
+/**
+ * Cleanup = roll back one cell of transaction S (Percolator Figure 6's "BackoffAndMaybeCleanupLock"
+ * roll-back half; TiKV's `cleanup`/`rollback`).
+ *
+ * One conditional mutation, exclusive with the commit point because both are conditioned on the
+ * same lock cell: if S's lock is there, delete it (and S's data) and write a rollback record at S;
+ * if it is not, still write the rollback record at S, so a prewrite of S arriving late finds a
+ * write at its own start timestamp and fails. A rollback record can never overwrite a commit
+ * record: commit timestamps are distinct from every start timestamp (one oracle), and S's own
+ * commit record is at commitTs > S — harmless if it already exists, and then we report it.
+ *
+ * Returns: 'rolledBack', or { committed: commitTs } if S had already committed this cell.
+ * Throws: nothing of its own (store errors pass through).
+ * Idempotent: yes.
+ */
+import type { Store } from '../../store/store.js';
+import type { Mutation } from '../../store/types.js';
+import { DATA, LOCK, WRITE, encodeWrite, lockAtFilter } from '../layout.js';
+import { readColumnStatus } from './read-column-status.js';
+
+export type CleanupResult = 'rolledBack' | { readonly committed: number };
+
+export async function cleanup(store: Store, table: string, row: Uint8Array, q: Uint8Array, startTs: number): Promise<CleanupResult> {
+  const before = await readColumnStatus(store, table, row, q, startTs);
+  if (before.commitTs !== null) return { committed: before.commitTs };
+  if (before.rolledBack && before.ownLock === null) return 'rolledBack';
+  const atS = { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 };
+  const rollbackRecord: Mutation = {
+    setCell: { familyName: WRITE, columnQualifier: q, timestampMicros: startTs, value: encodeWrite({ kind: 'rollback', startTs, value: { mode: 'none' } }) },
+  };
+  const hadLock = await store.checkAndMutateRow(table, row, {
+    predicateFilter: lockAtFilter(q, startTs),
+    trueMutations: [
+      { deleteFromColumn: { familyName: LOCK, columnQualifier: q, timeRange: atS } },
+      { deleteFromColumn: { familyName: DATA, columnQualifier: q, timeRange: atS } },
+      rollbackRecord,
+    ],
+    falseMutations: [rollbackRecord],
+  });
+  if (hadLock) return 'rolledBack';
+  // No lock: S either never locked this cell, or committed it between our read and now.
+  const after = await readColumnStatus(store, table, row, q, startTs);
+  return after.commitTs !== null ? { committed: after.commitTs } : 'rolledBack';
+}

@@ -1,0 +1,63 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { encodeColumn } from '../layout.js';
+import { readRowAt } from '../snapshot-read.js';
+import { type Fixture, makeFixture } from '../txn.fixture.js';
+import { cleanup } from './cleanup.js';
+import { commitPrimary, commitSecondary } from './commit.js';
+import { prewrite } from './prewrite.js';
+
+let f: Fixture;
+beforeEach(async () => {
+  f = await makeFixture();
+});
+
+const read = (row: string, column: string, ts: number) =>
+  readRowAt(f.store, 't', Buffer.from(row), [{ column, q: encodeColumn(column) }], ts, { ...f.ctx, lockWaitMs: 0 }).then((v) =>
+    v[0] === null || v[0] === undefined ? null : Buffer.from(v[0]).toString(),
+  );
+
+describe('commit', () => {
+  it('makes the value visible exactly from the commit timestamp on', async () => {
+    const p = f.row('p', ['c:a', 'v1']);
+    await prewrite(f.store, p, 100, f.template(p));
+    expect(await commitPrimary(f.store, p, 0, 100, 110)).toBe(110);
+    expect(await read('p', 'c:a', 109)).toBeNull();
+    expect(await read('p', 'c:a', 110)).toBe('v1');
+    expect(await f.lockedCell('p', 'c:a')).toBeNull();
+  });
+
+  it('is idempotent: committing again returns the commit timestamp in effect', async () => {
+    const p = f.row('p', ['c:a', 'v1']);
+    await prewrite(f.store, p, 100, f.template(p));
+    expect(await commitPrimary(f.store, p, 0, 100, 110)).toBe(110);
+    expect(await commitPrimary(f.store, p, 0, 100, 110)).toBe(110);
+    expect(await commitPrimary(f.store, p, 0, 100, 130)).toBe(110);
+    const s = f.row('s', ['c:b', 'v2']);
+    await prewrite(f.store, s, 100, f.template(p));
+    await commitSecondary(f.store, s, 100, 110);
+    await commitSecondary(f.store, s, 100, 110);
+    expect(await read('s', 'c:b', 200)).toBe('v2');
+  });
+
+  it('fails with TXN_ABORTED after a rollback of the primary', async () => {
+    const p = f.row('p', ['c:a', 'v1']);
+    await prewrite(f.store, p, 100, f.template(p));
+    expect(await cleanup(f.store, 't', Buffer.from('p'), encodeColumn('c:a'), 100)).toBe('rolledBack');
+    await expect(commitPrimary(f.store, p, 0, 100, 110)).rejects.toMatchObject({ code: 'TXN_ABORTED', retryable: true });
+    expect(await read('p', 'c:a', 200)).toBeNull();
+  });
+
+  it('commits every cell of the primary row atomically, deletes and long values included', async () => {
+    const setup = f.row('p', ['c:gone', 'old']);
+    await prewrite(f.store, setup, 50, f.template(setup));
+    await commitPrimary(f.store, setup, 0, 50, 60);
+    const long = 'L'.repeat(5000);
+    const p = f.row('p', ['c:a', 'short'], ['c:b', long], ['c:gone', null]);
+    await prewrite(f.store, p, 100, f.template(p));
+    await commitPrimary(f.store, p, 0, 100, 110);
+    expect(await read('p', 'c:a', 110)).toBe('short');
+    expect(await read('p', 'c:b', 110)).toBe(long);
+    expect(await read('p', 'c:gone', 110)).toBeNull();
+    expect(await read('p', 'c:gone', 105)).toBe('old');
+  });
+});

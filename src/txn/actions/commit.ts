@@ -1,0 +1,62 @@
+/**
+ * Commit (Percolator Figure 6, lines 48–59).
+ *
+ * `commitPrimary` is THE commit point: one conditional mutation on the primary's row that
+ * succeeds only while our lock on the primary cell is still there, and then replaces the locks
+ * of every buffered cell of that row with write records at commitTs (short values inlined).
+ * Once it has succeeded the transaction is committed, whatever happens to this process.
+ *
+ * `commitSecondary` does the same for another row, unconditionally: after the commit point no
+ * one may roll a secondary back (resolvers look at the primary first), and a resolver that rolls
+ * it forward writes the very same cells, so racing with one is harmless.
+ *
+ * Returns: commitPrimary → the commit timestamp in effect (ours, or the one of an earlier
+ *   successful call of the same transaction).
+ * Throws: TXN_ABORTED when our primary lock is gone and no commit record of ours exists (we were
+ *   rolled back).
+ * Idempotent: yes, both.
+ */
+import type { Store } from '../../store/store.js';
+import type { Mutation } from '../../store/types.js';
+import { TxnError, describeCell } from '../errors.js';
+import { LOCK, type ValueRef, WRITE, type WriteKind, encodeWrite, lockAtFilter, valueRefFor } from '../layout.js';
+import { readColumnStatus } from './read-column-status.js';
+import type { BufferedRow } from './types.js';
+
+/** The mutations that turn S's lock on one cell into a write record at commitTs. */
+export function commitCellMutations(q: Uint8Array, kind: WriteKind, ref: ValueRef, startTs: number, commitTs: number): Mutation[] {
+  return [
+    // The write record carries short values itself, so readers never touch `data` for them.
+    { setCell: { familyName: WRITE, columnQualifier: q, timestampMicros: commitTs, value: encodeWrite({ kind, startTs, value: ref }) } },
+    { deleteFromColumn: { familyName: LOCK, columnQualifier: q, timeRange: { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 } } },
+  ];
+}
+
+export function commitMutations(row: BufferedRow, startTs: number, commitTs: number): Mutation[] {
+  const mutations: Mutation[] = [];
+  for (const c of row.cells) mutations.push(...commitCellMutations(c.q, c.kind, valueRefFor(c.kind, c.value), startTs, commitTs));
+  return mutations;
+}
+
+export async function commitPrimary(store: Store, row: BufferedRow, primaryIndex: number, startTs: number, commitTs: number): Promise<number> {
+  const primary = row.cells[primaryIndex];
+  if (primary === undefined) throw new RangeError('primaryIndex out of range');
+  const ok = await store.checkAndMutateRow(row.table, row.row, {
+    predicateFilter: lockAtFilter(primary.q, startTs),
+    trueMutations: commitMutations(row, startTs, commitTs),
+  });
+  if (ok) return commitTs;
+  const s = await readColumnStatus(store, row.table, row.row, primary.q, startTs);
+  if (s.commitTs !== null) return s.commitTs;
+  const ref = { table: row.table, row: row.row, column: primary.column };
+  throw new TxnError('TXN_ABORTED', `transaction ${startTs} lost its primary lock on ${describeCell(ref)} before committing: it was rolled back`, {
+    ...ref,
+    startTs,
+    commitTs,
+    rolledBack: s.rolledBack,
+  });
+}
+
+export async function commitSecondary(store: Store, row: BufferedRow, startTs: number, commitTs: number): Promise<void> {
+  await store.mutateRow(row.table, row.row, commitMutations(row, startTs, commitTs));
+}

@@ -1,0 +1,58 @@
+/**
+ * Typed transaction errors. `code` is stable; `retryable` says whether running the transaction
+ * again (with a new start timestamp) can succeed; the evidence (table, row, column, timestamps,
+ * the blocking lock's primary) is in fields so callers and logs can act on it.
+ */
+
+export type TxnErrorCode =
+  /** Prewrite found a write committed at or after our start timestamp. */
+  | 'WRITE_CONFLICT'
+  /** A lock held by a live transaction blocked a read or a prewrite past the wait budget. */
+  | 'KEY_LOCKED'
+  /** Our transaction was rolled back by another (our lock was gone at the commit point). */
+  | 'TXN_ABORTED'
+  /** The transaction retried `maxAttempts` times and still conflicted. */
+  | 'RETRIES_EXHAUSTED'
+  /** A transaction object was used after it committed or aborted. */
+  | 'TXN_FINISHED'
+  /** A snapshot (read-only) transaction was asked to write. */
+  | 'READ_ONLY'
+  /** A column name is not `family:qualifier` with a valid family. */
+  | 'INVALID_COLUMN'
+  /** A table is not a Percolator table (missing system families). */
+  | 'NOT_A_PERCOLATOR_TABLE'
+  /** A stored lock or write record could not be decoded. */
+  | 'CORRUPTED_RECORD';
+
+export interface CellRef {
+  readonly table: string;
+  readonly row: Uint8Array;
+  readonly column: string;
+}
+
+const RETRYABLE: ReadonlySet<TxnErrorCode> = new Set(['WRITE_CONFLICT', 'KEY_LOCKED', 'TXN_ABORTED']);
+
+export class TxnError extends Error {
+  readonly code: TxnErrorCode;
+  readonly retryable: boolean;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(code: TxnErrorCode, message: string, details: Record<string, unknown> = {}, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'TxnError';
+    this.code = code;
+    this.retryable = RETRYABLE.has(code);
+    this.details = details;
+  }
+}
+
+export function isTxnError(e: unknown, code?: TxnErrorCode): e is TxnError {
+  return e instanceof TxnError && (code === undefined || e.code === code);
+}
+
+/** Printable cell reference for messages and evidence. */
+export function describeCell(c: CellRef): string {
+  const row = Buffer.from(c.row);
+  const printable = /^[\x20-\x7e]*$/.test(row.toString('latin1')) ? row.toString('latin1') : `0x${row.toString('hex')}`;
+  return `${c.table}/${printable}/${c.column}`;
+}

@@ -1,0 +1,271 @@
+/**
+ * Percolator's column layout on the Bigtable model (Percolator §2.2, Figure 5; docs/format.md §2).
+ *
+ * A Percolator table is a store table with system families only. A user column `family:qualifier`
+ * becomes the qualifier bytes `family:qualifier` inside each system family — a user family name
+ * cannot contain ':', so user columns never collide with each other or with system families:
+ *
+ *   lock   @startTs   lock record: primary cell, kind, wall time + TTL, owner, short value inline
+ *   write  @commitTs  write record: start ts, kind put/delete; short values inline
+ *          @startTs   rollback record (kind rollback): a late prewrite of that transaction fails
+ *   data   @startTs   the value, only when too long to inline
+ *   ack    per observer: start ts of its last run (notify layer)
+ *   notify dirty hint, in its own locality group (notify layer)
+ *
+ * Records are small binary values with a version byte; decoding failures are CORRUPTED_RECORD.
+ */
+import { TxnError } from './errors.js';
+import type { RowFilter, TableSpec } from '../store/types.js';
+
+export const LOCK = 'lock';
+export const WRITE = 'write';
+export const DATA = 'data';
+export const ACK = 'ack';
+export const NOTIFY = 'notify';
+export const NOTIFY_GROUP = 'notify';
+
+/** Values up to this many bytes live in the lock, then the write record; longer ones in `data`. */
+export const INLINE_LIMIT = 256;
+
+export const PERCOLATOR_TABLE_SPEC: TableSpec = {
+  families: {
+    [LOCK]: {},
+    [WRITE]: {},
+    [DATA]: {},
+    [ACK]: {},
+    [NOTIFY]: { localityGroup: NOTIFY_GROUP },
+  },
+};
+
+const FAMILY = /^[_a-zA-Z0-9][-_.a-zA-Z0-9]*$/;
+
+/** `family:qualifier` → the system qualifier bytes (validated). */
+export function encodeColumn(column: string): Uint8Array {
+  const i = typeof column === 'string' ? column.indexOf(':') : -1;
+  if (i <= 0 || !FAMILY.test(column.slice(0, i))) {
+    throw new TxnError('INVALID_COLUMN', `invalid column ${JSON.stringify(column)}: use family:qualifier with family [_a-zA-Z0-9][-_.a-zA-Z0-9]*`, { column });
+  }
+  return Buffer.from(column, 'utf8');
+}
+
+export function decodeColumn(qualifier: Uint8Array): string {
+  return Buffer.from(qualifier).toString('utf8');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Records
+
+export type WriteKind = 'put' | 'delete';
+
+/** Where a locked or committed value is: nowhere (delete), inline, or in the data family. */
+export type ValueRef = { readonly mode: 'none' } | { readonly mode: 'inline'; readonly value: Uint8Array } | { readonly mode: 'data' };
+
+export interface LockRecord {
+  readonly kind: WriteKind;
+  readonly primaryTable: string;
+  readonly primaryRow: Uint8Array;
+  readonly primaryColumn: string;
+  /** Wall clock (ms) when the lock was written or last refreshed. */
+  readonly wallTimeMs: number;
+  readonly ttlMs: number;
+  /** Liveness id of the worker that holds it (the paper's Chubby token). */
+  readonly owner: string;
+  readonly value: ValueRef;
+}
+
+export interface WriteRecord {
+  readonly kind: WriteKind | 'rollback';
+  readonly startTs: number;
+  readonly value: ValueRef;
+}
+
+const KIND_CODES = { put: 0, delete: 1, rollback: 2 } as const;
+const KINDS = ['put', 'delete', 'rollback'] as const;
+const MODES = ['none', 'inline', 'data'] as const;
+const VERSION = 1;
+
+class Writer {
+  private parts: Buffer[] = [];
+  u8(n: number): this {
+    this.parts.push(Buffer.from([n]));
+    return this;
+  }
+  f64(n: number): this {
+    const b = Buffer.allocUnsafe(8);
+    b.writeDoubleBE(n);
+    this.parts.push(b);
+    return this;
+  }
+  u32(n: number): this {
+    const b = Buffer.allocUnsafe(4);
+    b.writeUInt32BE(n);
+    this.parts.push(b);
+    return this;
+  }
+  bytes(b: Uint8Array): this {
+    this.u32(b.byteLength);
+    this.parts.push(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+    return this;
+  }
+  str(s: string): this {
+    return this.bytes(Buffer.from(s, 'utf8'));
+  }
+  value(v: ValueRef): this {
+    this.u8(MODES.indexOf(v.mode));
+    if (v.mode === 'inline') this.bytes(v.value);
+    return this;
+  }
+  done(): Uint8Array {
+    return Buffer.concat(this.parts);
+  }
+}
+
+class Reader {
+  private off = 0;
+  private readonly buf: Buffer;
+  constructor(
+    value: Uint8Array,
+    private readonly what: string,
+  ) {
+    this.buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  }
+  private need(n: number): void {
+    if (this.off + n > this.buf.length) throw new TxnError('CORRUPTED_RECORD', `truncated ${this.what} record`, { what: this.what });
+  }
+  u8(): number {
+    this.need(1);
+    return this.buf[this.off++] as number;
+  }
+  f64(): number {
+    this.need(8);
+    const n = this.buf.readDoubleBE(this.off);
+    this.off += 8;
+    return n;
+  }
+  u32(): number {
+    this.need(4);
+    const n = this.buf.readUInt32BE(this.off);
+    this.off += 4;
+    return n;
+  }
+  bytes(): Uint8Array {
+    const n = this.u32();
+    this.need(n);
+    const b = this.buf.subarray(this.off, this.off + n);
+    this.off += n;
+    return b;
+  }
+  str(): string {
+    return Buffer.from(this.bytes()).toString('utf8');
+  }
+  value(): ValueRef {
+    const mode = MODES[this.u8()];
+    if (mode === undefined) throw new TxnError('CORRUPTED_RECORD', `bad value mode in ${this.what} record`, { what: this.what });
+    if (mode === 'inline') return { mode, value: this.bytes() };
+    return { mode };
+  }
+  end(): void {
+    if (this.off !== this.buf.length) throw new TxnError('CORRUPTED_RECORD', `trailing bytes in ${this.what} record`, { what: this.what });
+  }
+}
+
+export function encodeLock(l: LockRecord): Uint8Array {
+  return new Writer()
+    .u8(VERSION)
+    .u8(KIND_CODES[l.kind])
+    .str(l.primaryTable)
+    .bytes(l.primaryRow)
+    .str(l.primaryColumn)
+    .f64(l.wallTimeMs)
+    .u32(l.ttlMs)
+    .str(l.owner)
+    .value(l.value)
+    .done();
+}
+
+export function decodeLock(value: Uint8Array): LockRecord {
+  const r = new Reader(value, 'lock');
+  if (r.u8() !== VERSION) throw new TxnError('CORRUPTED_RECORD', 'unknown lock record version', {});
+  const kind = KINDS[r.u8()];
+  if (kind === undefined || kind === 'rollback') throw new TxnError('CORRUPTED_RECORD', 'bad lock kind', {});
+  const lock: LockRecord = {
+    kind,
+    primaryTable: r.str(),
+    primaryRow: r.bytes(),
+    primaryColumn: r.str(),
+    wallTimeMs: r.f64(),
+    ttlMs: r.u32(),
+    owner: r.str(),
+    value: r.value(),
+  };
+  r.end();
+  return lock;
+}
+
+export function encodeWrite(w: WriteRecord): Uint8Array {
+  return new Writer().u8(VERSION).u8(KIND_CODES[w.kind]).f64(w.startTs).value(w.value).done();
+}
+
+export function decodeWrite(value: Uint8Array): WriteRecord {
+  const r = new Reader(value, 'write');
+  if (r.u8() !== VERSION) throw new TxnError('CORRUPTED_RECORD', 'unknown write record version', {});
+  const kind = KINDS[r.u8()];
+  if (kind === undefined) throw new TxnError('CORRUPTED_RECORD', 'bad write kind', {});
+  const w: WriteRecord = { kind, startTs: r.f64(), value: r.value() };
+  r.end();
+  return w;
+}
+
+/** How a value is carried in the lock: inline if short, else in `data`. */
+export function valueRefFor(kind: WriteKind, value: Uint8Array | null): ValueRef {
+  if (kind === 'delete' || value === null) return { mode: 'none' };
+  return value.byteLength <= INLINE_LIMIT ? { mode: 'inline', value } : { mode: 'data' };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filters
+
+export function exactColumn(family: string, q: Uint8Array): RowFilter {
+  return { columnRangeFilter: { familyName: family, startQualifierClosed: q, endQualifierClosed: q } };
+}
+
+/** Lock and write cells of the columns at or below `ts` (what a snapshot read at ts needs). */
+export function readFilter(qualifiers: readonly Uint8Array[], ts: number): RowFilter {
+  const range: RowFilter = { timestampRangeFilter: { startTimestampMicros: 0, endTimestampMicros: ts + 1 } };
+  const branches: RowFilter[] = [];
+  for (const q of qualifiers) {
+    branches.push({ chain: [exactColumn(LOCK, q), range] });
+    branches.push({ chain: [exactColumn(WRITE, q), range] });
+  }
+  return branches.length === 1 ? (branches[0] as RowFilter) : { interleave: branches };
+}
+
+/** Lock and write cells of every column at or below `ts` (scans). */
+export function readAllFilter(ts: number, columnFilter?: RowFilter): RowFilter {
+  const chain: RowFilter[] = [
+    { familyNameRegexFilter: `${LOCK}|${WRITE}` },
+    { timestampRangeFilter: { startTimestampMicros: 0, endTimestampMicros: ts + 1 } },
+  ];
+  if (columnFilter !== undefined) chain.push(columnFilter);
+  return { chain };
+}
+
+/** Matches when a prewrite at `startTs` must fail: any lock, or a write at or after startTs. */
+export function prewriteConflictFilter(qualifiers: readonly Uint8Array[], startTs: number): RowFilter {
+  const branches: RowFilter[] = [];
+  for (const q of qualifiers) {
+    branches.push(exactColumn(LOCK, q));
+    branches.push({ chain: [exactColumn(WRITE, q), { timestampRangeFilter: { startTimestampMicros: startTs } }] });
+  }
+  return branches.length === 1 ? (branches[0] as RowFilter) : { interleave: branches };
+}
+
+/** Matches when the lock of `startTs` is present on column q. */
+export function lockAtFilter(q: Uint8Array, startTs: number): RowFilter {
+  return { chain: [exactColumn(LOCK, q), { timestampRangeFilter: { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 } }] };
+}
+
+/** Every lock and write cell of one column (status checks). */
+export function columnStatusFilter(q: Uint8Array): RowFilter {
+  return { interleave: [exactColumn(LOCK, q), exactColumn(WRITE, q)] };
+}

@@ -1,0 +1,178 @@
+/**
+ * `Percolator.open(...)`: a store, a timestamp oracle and a liveness lease, and the entry points
+ * users call — `db.transaction(fn)` with retries, `db.snapshot(ts?)` for lock-free read-only work,
+ * and table administration for Percolator tables.
+ *
+ * Retry policy: a retryable error (WRITE_CONFLICT, KEY_LOCKED, TXN_ABORTED) re-runs the callback
+ * with a new start timestamp after jittered exponential backoff, up to `maxAttempts`; before
+ * retrying after KEY_LOCKED the blocking lock is resolved if its owner is gone. The callback must
+ * therefore be safe to run more than once (it should only compute and buffer).
+ */
+import { isStoreError } from '../store/errors.js';
+import { openStore } from '../store/open-store.js';
+import type { Store } from '../store/store.js';
+import { Oracle } from '../oracle/oracle.js';
+import { StoreMarkStore } from '../oracle/mark-store.js';
+import type { TimestampSource } from '../oracle/types.js';
+import { resolveLock } from './actions/resolve-lock.js';
+import type { LockedCell } from './actions/types.js';
+import { TxnError, isTxnError } from './errors.js';
+import { PERCOLATOR_TABLE_SPEC, encodeColumn, type LockRecord } from './layout.js';
+import { Liveness } from './liveness.js';
+import type { ReadContext } from './snapshot-read.js';
+import { type ProtocolPoint, Snapshot, Transaction, type TxnEnvironment } from './transaction.js';
+
+export interface PercolatorOptions {
+  /** A store URL (`memory:`, `file:DIR`, `bigtable://…`) or an open Store. Default `file:./percolator-data`. */
+  readonly store?: string | Store;
+  /** A timestamp source (e.g. an OracleClient); default: an in-process oracle whose mark lives in the store. */
+  readonly oracle?: TimestampSource;
+  /** Lock time-to-live (ms): a lock older than this may be rolled back even if its owner looks alive. Default 30 000. */
+  readonly lockTtlMs?: number;
+  /** How long reads wait on a live lock before KEY_LOCKED. Default 2 000 ms. */
+  readonly lockWaitMs?: number;
+  /** Liveness lease (ms). Default 10 000. */
+  readonly leaseMs?: number;
+  /** Wall clock (ms), injectable for TTL tests. */
+  readonly nowMs?: () => number;
+  /** Crash-injection hook: called at each protocol point of every commit. */
+  readonly onProtocolPoint?: (point: ProtocolPoint) => void | Promise<void>;
+}
+
+export interface TransactionOptions {
+  /** Attempts before giving up with RETRIES_EXHAUSTED. Default 20. */
+  readonly maxAttempts?: number;
+  /** First backoff (ms), doubled per attempt with full jitter. Default 2. */
+  readonly baseBackoffMs?: number;
+  /** Backoff cap (ms). Default 200. */
+  readonly maxBackoffMs?: number;
+}
+
+export class Percolator {
+  private closed = false;
+
+  private constructor(
+    readonly store: Store,
+    readonly oracle: TimestampSource,
+    private readonly liveness: Liveness,
+    private readonly env: TxnEnvironment,
+    private readonly owns: { store: boolean; oracle: boolean },
+  ) {}
+
+  static async open(options: PercolatorOptions = {}): Promise<Percolator> {
+    const ownsStore = typeof options.store !== 'object';
+    const store = typeof options.store === 'object' ? options.store : await openStore(options.store ?? 'file:./percolator-data');
+    try {
+      const oracle = options.oracle ?? (await Oracle.open({ markStore: new StoreMarkStore(store) }));
+      const nowMs = options.nowMs ?? Date.now;
+      const liveness = new Liveness(store, { leaseMs: options.leaseMs, nowMs });
+      const owner = await liveness.register();
+      const read: ReadContext = { liveness, nowMs, lockWaitMs: options.lockWaitMs ?? 2_000 };
+      const env: TxnEnvironment = {
+        store,
+        read,
+        getTimestamp: () => oracle.getTimestamp(),
+        owner,
+        lockTtlMs: options.lockTtlMs ?? 30_000,
+        onProtocolPoint: options.onProtocolPoint,
+      };
+      return new Percolator(store, oracle, liveness, env, { store: ownsStore, oracle: options.oracle === undefined });
+    } catch (e) {
+      if (ownsStore) await store.close().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new TxnError('TXN_FINISHED', 'the Percolator instance is closed');
+  }
+
+  /** Creates a Percolator table (system families; notify in its own locality group). Idempotent. */
+  async createTable(name: string): Promise<void> {
+    this.checkOpen();
+    try {
+      await this.store.createTable(name, PERCOLATOR_TABLE_SPEC);
+    } catch (e) {
+      if (!isStoreError(e, 'TABLE_EXISTS')) throw e;
+      const spec = await this.store.getTable(name);
+      for (const f of Object.keys(PERCOLATOR_TABLE_SPEC.families)) {
+        if (!Object.hasOwn(spec.families, f)) {
+          throw new TxnError('NOT_A_PERCOLATOR_TABLE', `table ${name} exists but lacks the system family ${f}`, { table: name, family: f });
+        }
+      }
+    }
+  }
+
+  /** Starts a transaction by hand (prefer `transaction`, which retries). */
+  async begin(): Promise<Transaction & { release(): void }> {
+    this.checkOpen();
+    const reg = await this.oracle.getStartTimestamp();
+    const tx = new Transaction(this.env, reg.timestamp) as Transaction & { release(): void };
+    tx.release = () => reg.release();
+    return tx;
+  }
+
+  /**
+   * Runs `fn` in a transaction and commits it; retries on retryable conflicts.
+   * Returns fn's value. Throws fn's own errors unchanged, non-retryable TxnErrors, or
+   * RETRIES_EXHAUSTED (with the last conflict as `cause`).
+   */
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    const maxAttempts = options.maxAttempts ?? 20;
+    const base = options.baseBackoffMs ?? 2;
+    const cap = options.maxBackoffMs ?? 200;
+    let last: unknown;
+    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      const tx = await this.begin();
+      try {
+        const result = await fn(tx);
+        await tx.commit();
+        return result;
+      } catch (e) {
+        tx.abort();
+        if (!isTxnError(e) || !e.retryable) throw e;
+        last = e;
+        if (e.code === 'KEY_LOCKED') await this.tryResolve(e);
+      } finally {
+        tx.release();
+      }
+      const delay = Math.random() * Math.min(cap, base * 2 ** (attempt - 1));
+      // Jittered backoff between attempts is the retry protocol, not a test wait.
+      await new Promise((r) => setTimeout(r, delay));
+    }
+    throw new TxnError('RETRIES_EXHAUSTED', `transaction failed after ${maxAttempts} attempts`, { attempts: maxAttempts }, { cause: last });
+  }
+
+  /** Resolves the lock a KEY_LOCKED error names, if its owner is gone (never waits). */
+  private async tryResolve(e: TxnError): Promise<void> {
+    const d = e.details as { table?: string; row?: Uint8Array; column?: string; lockTs?: number; lock?: LockRecord };
+    if (d.table === undefined || d.row === undefined || d.column === undefined || d.lockTs === undefined || d.lock === undefined) return;
+    const cell: LockedCell = { table: d.table, row: d.row, column: d.column, q: encodeColumn(d.column), startTs: d.lockTs, lock: d.lock };
+    await resolveLock(this.store, cell, this.env.read).catch(() => undefined);
+  }
+
+  /**
+   * A read-only view at `ts` (default: a fresh timestamp). It takes no locks and never conflicts;
+   * it may resolve abandoned locks it meets. Call `release()` when done so GC can advance.
+   */
+  async snapshot(ts?: number): Promise<Snapshot & { release(): void }> {
+    this.checkOpen();
+    const reg = ts === undefined ? await this.oracle.getStartTimestamp() : this.oracle.registerActive(ts);
+    const snap = new Snapshot(this.env, reg.timestamp) as Snapshot & { release(): void };
+    snap.release = () => reg.release();
+    return snap;
+  }
+
+  /** This process's liveness owner id (written into its locks). */
+  get owner(): string {
+    return this.env.owner;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.liveness.close();
+    if (this.owns.oracle) await this.oracle.close();
+    if (this.owns.store) await this.store.close();
+  }
+}

@@ -1,0 +1,318 @@
+/**
+ * A Percolator transaction (§2.2): snapshot reads at the start timestamp, writes buffered until
+ * commit, then client-coordinated two-phase commit over the store's conditional mutations.
+ *
+ * Reads see the transaction's own buffered writes first (read-your-writes), then the snapshot.
+ * Commit: prewrite the primary's row, then every other row in parallel; take a commit timestamp;
+ * commit the primary row (the commit point); then the other rows. A failure before the commit
+ * point rolls back what was prewritten (best effort — anything missed is cleaned lazily by
+ * readers); after it, the transaction is committed and leftover secondaries are rolled forward
+ * by whoever meets them.
+ *
+ * Concurrency contract: one transaction object is used by one logical task; its reads may run
+ * concurrently with each other, but not with commit.
+ */
+import { bytesKey } from '../store/bytes.js';
+import type { Store } from '../store/store.js';
+import type { RowFilter, RowRange } from '../store/types.js';
+import { cleanup } from './actions/cleanup.js';
+import { commitPrimary, commitSecondary } from './actions/commit.js';
+import { type LockTemplate, prewrite } from './actions/prewrite.js';
+import type { BufferedCell, BufferedRow } from './actions/types.js';
+import { TxnError } from './errors.js';
+import { LOCK, encodeColumn, encodeLock, lockAtFilter, valueRefFor } from './layout.js';
+import { type ColumnRef, type ReadContext, type ScannedRow, readRowAt, scanAt } from './snapshot-read.js';
+
+export type RowKey = Uint8Array | string;
+export type Value = Uint8Array | string;
+
+/** Points in the commit protocol where the crash-injection checkers may stop a process. */
+export type ProtocolPoint =
+  | 'after-primary-prewrite'
+  | 'mid-secondary-prewrites'
+  | 'before-primary-commit'
+  | 'after-primary-commit'
+  | 'mid-secondary-commits'
+  | 'after-commit';
+
+export interface TxnEnvironment {
+  readonly store: Store;
+  readonly read: ReadContext;
+  getTimestamp(): Promise<number>;
+  readonly owner: string;
+  readonly lockTtlMs: number;
+  readonly onProtocolPoint?: (point: ProtocolPoint) => void | Promise<void>;
+}
+
+export function toBytes(v: Value): Uint8Array {
+  return typeof v === 'string' ? Buffer.from(v, 'utf8') : v;
+}
+
+/** Range selection for scans: a prefix, or start (inclusive) / end (exclusive) keys. */
+export interface ScanRange {
+  readonly prefix?: RowKey;
+  readonly start?: RowKey;
+  readonly end?: RowKey;
+}
+
+export function toRowRange(r: ScanRange): RowRange {
+  if (r.prefix !== undefined) {
+    const p = toBytes(r.prefix);
+    let i = p.length - 1;
+    while (i >= 0 && p[i] === 0xff) i--;
+    if (i < 0) return { startKeyClosed: p };
+    const end = Uint8Array.prototype.slice.call(p, 0, i + 1) as Uint8Array;
+    end[i] = (end[i] as number) + 1;
+    return { startKeyClosed: p, endKeyOpen: end };
+  }
+  return {
+    ...(r.start !== undefined ? { startKeyClosed: toBytes(r.start) } : {}),
+    ...(r.end !== undefined ? { endKeyOpen: toBytes(r.end) } : {}),
+  };
+}
+
+/** Restricts a scan to some columns: whole families (`family:`) or exact columns. */
+function columnsFilter(columns: readonly string[] | undefined): RowFilter | undefined {
+  if (columns === undefined || columns.length === 0) return undefined;
+  const branches: RowFilter[] = columns.map((c) => {
+    if (c.endsWith(':')) {
+      const family = c.slice(0, -1);
+      encodeColumn(`${family}:x`);
+      const escaped = family.replace(/[.\-]/g, (m) => `\\${m}`);
+      return { columnQualifierRegexFilter: `${escaped}:(?s:.*)` };
+    }
+    const q = encodeColumn(c);
+    return { interleave: [{ columnRangeFilter: { familyName: LOCK, startQualifierClosed: q, endQualifierClosed: q } }, { columnRangeFilter: { familyName: 'write', startQualifierClosed: q, endQualifierClosed: q } }] };
+  });
+  return branches.length === 1 ? branches[0] : { interleave: branches };
+}
+
+export class Snapshot {
+  protected finished = false;
+
+  constructor(
+    protected readonly env: TxnEnvironment,
+    readonly startTs: number,
+  ) {}
+
+  protected checkActive(): void {
+    if (this.finished) throw new TxnError('TXN_FINISHED', `transaction ${this.startTs} has already finished`, { startTs: this.startTs });
+  }
+
+  /** The value of a cell at the snapshot, or null. */
+  async get(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
+    const [v] = await this.getMany(table, [{ row, column }]);
+    return v ?? null;
+  }
+
+  async getString(table: string, row: RowKey, column: string): Promise<string | null> {
+    const v = await this.get(table, row, column);
+    return v === null ? null : Buffer.from(v).toString('utf8');
+  }
+
+  async getJson<T = unknown>(table: string, row: RowKey, column: string): Promise<T | null> {
+    const s = await this.getString(table, row, column);
+    return s === null ? null : (JSON.parse(s) as T);
+  }
+
+  /** Several cells, one store read per distinct row, in parallel. Values in the order asked. */
+  async getMany(table: string, cells: readonly { row: RowKey; column: string }[]): Promise<(Uint8Array | null)[]> {
+    this.checkActive();
+    const out: (Uint8Array | null)[] = new Array(cells.length).fill(null);
+    const byRow = new Map<string, { row: Uint8Array; refs: ColumnRef[]; slots: number[] }>();
+    cells.forEach((c, i) => {
+      const own = this.buffered(table, c.row, c.column);
+      if (own !== undefined) {
+        out[i] = own;
+        return;
+      }
+      const row = toBytes(c.row);
+      const k = bytesKey(row);
+      let e = byRow.get(k);
+      if (e === undefined) byRow.set(k, (e = { row, refs: [], slots: [] }));
+      e.refs.push({ column: c.column, q: encodeColumn(c.column) });
+      e.slots.push(i);
+    });
+    await Promise.all(
+      [...byRow.values()].map(async (e) => {
+        const values = await readRowAt(this.env.store, table, e.row, e.refs, this.startTs, this.env.read);
+        e.slots.forEach((slot, j) => {
+          out[slot] = values[j] ?? null;
+        });
+      }),
+    );
+    return out;
+  }
+
+  /**
+   * Rows of a range at the snapshot, with their visible columns (optionally only `columns`:
+   * exact `family:qualifier` names or whole families as `family:`).
+   */
+  async *scan(table: string, range: ScanRange = {}, options: { columns?: readonly string[]; limit?: number } = {}): AsyncGenerator<ScannedRow> {
+    this.checkActive();
+    yield* scanAt(this.env.store, table, toRowRange(range), this.startTs, this.env.read, columnsFilter(options.columns), options.limit);
+  }
+
+  /** Buffered value for read-your-writes: undefined = not written by this transaction. */
+  protected buffered(_table: string, _row: RowKey, _column: string): Uint8Array | null | undefined {
+    return undefined;
+  }
+}
+
+export class Transaction extends Snapshot {
+  private readonly rows = new Map<string, { table: string; row: Uint8Array; cells: Map<string, BufferedCell> }>();
+  private committed: number | null = null;
+
+  /** Buffers a write (visible to this transaction's reads at once, to others after commit). */
+  set(table: string, row: RowKey, column: string, value: Value): void {
+    this.put(table, row, column, 'put', toBytes(value));
+  }
+
+  setJson(table: string, row: RowKey, column: string, value: unknown): void {
+    this.set(table, row, column, JSON.stringify(value));
+  }
+
+  delete(table: string, row: RowKey, column: string): void {
+    this.put(table, row, column, 'delete', null);
+  }
+
+  private put(table: string, row: RowKey, column: string, kind: 'put' | 'delete', value: Uint8Array | null): void {
+    this.checkActive();
+    const q = encodeColumn(column);
+    const key = toBytes(row);
+    if (key.byteLength === 0) throw new TxnError('INVALID_COLUMN', 'empty row key', { table });
+    const k = `${table}\u0000${bytesKey(key)}`;
+    let r = this.rows.get(k);
+    if (r === undefined) this.rows.set(k, (r = { table, row: key, cells: new Map() }));
+    r.cells.set(column, { column, q, kind, value });
+  }
+
+  protected override buffered(table: string, row: RowKey, column: string): Uint8Array | null | undefined {
+    const r = this.rows.get(`${table}\u0000${bytesKey(toBytes(row))}`);
+    const c = r?.cells.get(column);
+    if (c === undefined) return undefined;
+    return c.kind === 'delete' ? null : c.value;
+  }
+
+  /** Number of buffered cells. */
+  get size(): number {
+    let n = 0;
+    for (const r of this.rows.values()) n += r.cells.size;
+    return n;
+  }
+
+  /** The commit timestamp once committed (null for read-only or not yet committed). */
+  get commitTs(): number | null {
+    return this.committed;
+  }
+
+  /** Drops the buffer without writing anything (nothing is locked before commit). */
+  abort(): void {
+    this.finished = true;
+  }
+
+  /**
+   * Two-phase commit. Returns the commit timestamp (null if nothing was written).
+   * Throws WRITE_CONFLICT / KEY_LOCKED / TXN_ABORTED (retryable) — nothing was committed then.
+   */
+  async commit(): Promise<number | null> {
+    this.checkActive();
+    this.finished = true;
+    if (this.rows.size === 0) return null;
+    const env = this.env;
+    const rows: BufferedRow[] = [...this.rows.values()].map((r) => ({ table: r.table, row: r.row, cells: [...r.cells.values()] }));
+    const primaryRow = rows[0] as BufferedRow;
+    const primaryCell = primaryRow.cells[0] as BufferedCell;
+    const template: LockTemplate = {
+      primaryTable: primaryRow.table,
+      primaryRow: primaryRow.row,
+      primaryColumn: primaryCell.column,
+      wallTimeMs: env.read.nowMs(),
+      ttlMs: env.lockTtlMs,
+      owner: env.owner,
+    };
+    const secondaries = rows.slice(1);
+    const prewritten: BufferedRow[] = [];
+    const refresher = this.startLockRefresher(primaryRow, primaryCell, template);
+    try {
+      try {
+        await prewrite(env.store, primaryRow, this.startTs, template);
+        prewritten.push(primaryRow);
+        await env.onProtocolPoint?.('after-primary-prewrite');
+        await inParallel(secondaries, async (r, i) => {
+          await prewrite(env.store, r, this.startTs, template);
+          prewritten.push(r);
+          if (i === 0) await env.onProtocolPoint?.('mid-secondary-prewrites');
+        });
+        await env.onProtocolPoint?.('before-primary-commit');
+      } catch (e) {
+        await this.rollBack(prewritten);
+        throw e;
+      }
+      const commitTs = await env.getTimestamp();
+      try {
+        this.committed = await commitPrimary(env.store, primaryRow, 0, this.startTs, commitTs);
+      } catch (e) {
+        await this.rollBack(prewritten);
+        throw e;
+      }
+    } finally {
+      refresher.stop();
+    }
+    const commitTs = this.committed;
+    await env.onProtocolPoint?.('after-primary-commit');
+    // Past the commit point: failures here are repaired by readers (roll forward).
+    await inParallel(secondaries, async (r, i) => {
+      await commitSecondary(env.store, r, this.startTs, commitTs).catch(() => undefined);
+      if (i === 0) await env.onProtocolPoint?.('mid-secondary-commits');
+    });
+    await env.onProtocolPoint?.('after-commit');
+    return commitTs;
+  }
+
+  /** Best-effort roll back of our own locks, primary first (so no one can roll us forward). */
+  private async rollBack(prewritten: readonly BufferedRow[]): Promise<void> {
+    for (const r of prewritten) {
+      for (const c of r.cells) await cleanup(this.env.store, r.table, r.row, c.q, this.startTs).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Long commits refresh the primary lock's wall time so readers do not take it for abandoned
+   * (§2.2: "the worker periodically updates the wall time in the primary lock"). Conditioned on
+   * the lock still being ours, so it can never resurrect a rolled-back lock.
+   */
+  private startLockRefresher(row: BufferedRow, cell: BufferedCell, template: LockTemplate): { stop(): void } {
+    const env = this.env;
+    const period = Math.max(50, Math.floor(env.lockTtlMs / 3));
+    const timer = setInterval(() => {
+      const lock = encodeLock({ ...template, wallTimeMs: env.read.nowMs(), kind: cell.kind, value: valueRefFor(cell.kind, cell.value) });
+      void env.store
+        .checkAndMutateRow(row.table, row.row, {
+          predicateFilter: lockAtFilter(cell.q, this.startTs),
+          trueMutations: [{ setCell: { familyName: LOCK, columnQualifier: cell.q, timestampMicros: this.startTs, value: lock } }],
+        })
+        .catch(() => undefined);
+    }, period);
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
+  }
+}
+
+/** Runs fn over items with bounded parallelism; rejects with the first error after all settle. */
+async function inParallel<T>(items: readonly T[], fn: (item: T, index: number) => Promise<void>, width = 64): Promise<void> {
+  let next = 0;
+  let firstError: unknown = null;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      try {
+        await fn(items[i] as T, i);
+      } catch (e) {
+        firstError ??= e;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
+  if (firstError !== null) throw firstError;
+}

@@ -1,0 +1,24 @@
+/**
+ * The public API of `percolator`. Only what users need is exported here; everything else is the
+ * core and may change.
+ */
+
+// Transactions (Percolator §2.2)
+export { Percolator, type PercolatorOptions, type TransactionOptions } from './txn/percolator.js';
+export { Snapshot, Transaction, type RowKey, type ScanRange, type Value, type ProtocolPoint } from './txn/transaction.js';
+export type { ScannedRow } from './txn/snapshot-read.js';
+export { TxnError, isTxnError, type TxnErrorCode } from './txn/errors.js';
+
+// The Bigtable-model store
+export { openStore, DEFAULT_STORE_URL } from './store/open-store.js';
+export { type Store, type StoreOptions, type StoreLimits, DEFAULT_LIMITS, collectRows } from './store/store.js';
+export { StoreError, isStoreError, type StoreErrorCode } from './store/errors.js';
+export type * from './store/types.js';
+
+// The timestamp oracle (Percolator §2.3)
+export { Oracle, type OracleOptions } from './oracle/oracle.js';
+export { OracleClient, type OracleClientOptions } from './oracle/client.js';
+export { startOracleServer, type OracleServer, type OracleServerOptions } from './oracle/server.js';
+export { FileMarkStore, StoreMarkStore, MemoryMarkStore, type MarkStore } from './oracle/mark-store.js';
+export { OracleError, isOracleError, type OracleErrorCode } from './oracle/errors.js';
+export type { TimestampSource } from './oracle/types.js';

@@ -1,0 +1,190 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isTxnError } from './errors.js';
+import { Percolator } from './percolator.js';
+
+let db: Percolator;
+beforeEach(async () => {
+  db = await Percolator.open({ store: 'memory:', lockWaitMs: 200, leaseMs: 500 });
+  await db.createTable('t');
+});
+afterEach(async () => {
+  await db.close();
+});
+
+const str = (v: Uint8Array | null | undefined) => (v === null || v === undefined ? null : Buffer.from(v).toString());
+
+describe('Percolator transactions', () => {
+  it('commits writes across rows atomically and returns the callback value', async () => {
+    const out = await db.transaction(async (tx) => {
+      tx.set('t', 'a', 'c:x', '1');
+      tx.set('t', 'b', 'c:y', '2');
+      tx.setJson('t', 'c', 'c:z', { n: 3 });
+      return 'done';
+    });
+    expect(out).toBe('done');
+    const snap = await db.snapshot();
+    expect(str(await snap.get('t', 'a', 'c:x'))).toBe('1');
+    expect(await snap.getString('t', 'b', 'c:y')).toBe('2');
+    expect(await snap.getJson('t', 'c', 'c:z')).toEqual({ n: 3 });
+    snap.release();
+  });
+
+  it('reads at the start timestamp: later commits are invisible, earlier ones visible', async () => {
+    await db.transaction(async (tx) => tx.set('t', 'k', 'c:v', 'old'));
+    const before = await db.snapshot();
+    await db.transaction(async (tx) => tx.set('t', 'k', 'c:v', 'new'));
+    const after = await db.snapshot();
+    expect(await before.getString('t', 'k', 'c:v')).toBe('old');
+    expect(await after.getString('t', 'k', 'c:v')).toBe('new');
+    // An explicit old timestamp reads the old version too.
+    const again = await db.snapshot(before.startTs);
+    expect(await again.getString('t', 'k', 'c:v')).toBe('old');
+    for (const s of [before, after, again]) s.release();
+  });
+
+  it('sees its own buffered writes and deletes', async () => {
+    await db.transaction(async (tx) => tx.set('t', 'k', 'c:v', 'committed'));
+    await db.transaction(async (tx) => {
+      expect(await tx.getString('t', 'k', 'c:v')).toBe('committed');
+      tx.set('t', 'k', 'c:v', 'mine');
+      expect(await tx.getString('t', 'k', 'c:v')).toBe('mine');
+      tx.delete('t', 'k', 'c:v');
+      expect(await tx.get('t', 'k', 'c:v')).toBeNull();
+    });
+    const snap = await db.snapshot();
+    expect(await snap.get('t', 'k', 'c:v')).toBeNull();
+    snap.release();
+  });
+
+  it('concurrent increments of one counter never lose an update (conflicts retried)', async () => {
+    await db.transaction(async (tx) => tx.set('t', 'counter', 'c:n', '0'));
+    const n = 40;
+    await Promise.all(
+      Array.from({ length: n }, () =>
+        db.transaction(
+          async (tx) => {
+            const v = Number(await tx.getString('t', 'counter', 'c:n'));
+            tx.set('t', 'counter', 'c:n', String(v + 1));
+          },
+          { maxAttempts: 200 },
+        ),
+      ),
+    );
+    const snap = await db.snapshot();
+    expect(await snap.getString('t', 'counter', 'c:n')).toBe(String(n));
+    snap.release();
+  });
+
+  it('a second writer of the same cell conflicts (first committer wins)', async () => {
+    const t1 = await db.begin();
+    const t2 = await db.begin();
+    t1.set('t', 'k', 'c:v', 'one');
+    t2.set('t', 'k', 'c:v', 'two');
+    await t1.commit();
+    const err = await t2.commit().catch((e: unknown) => e);
+    expect(isTxnError(err, 'WRITE_CONFLICT')).toBe(true);
+    t1.release();
+    t2.release();
+  });
+
+  it('write skew is possible: snapshot isolation, not serializability', async () => {
+    // Invariant the application wants: at least one of x, y is on call. Each transaction checks
+    // that the other is on call, then goes off call. Under SI both commit (disjoint write sets).
+    await db.transaction(async (tx) => {
+      tx.set('t', 'x', 'c:oncall', 'yes');
+      tx.set('t', 'y', 'c:oncall', 'yes');
+    });
+    const t1 = await db.begin();
+    const t2 = await db.begin();
+    if ((await t1.getString('t', 'y', 'c:oncall')) === 'yes') t1.set('t', 'x', 'c:oncall', 'no');
+    if ((await t2.getString('t', 'x', 'c:oncall')) === 'yes') t2.set('t', 'y', 'c:oncall', 'no');
+    await t1.commit();
+    await t2.commit();
+    const snap = await db.snapshot();
+    expect([await snap.getString('t', 'x', 'c:oncall'), await snap.getString('t', 'y', 'c:oncall')]).toEqual(['no', 'no']);
+    snap.release();
+    t1.release();
+    t2.release();
+  });
+
+  it('scans rows of a range with their visible columns', async () => {
+    await db.transaction(async (tx) => {
+      for (const k of ['a1', 'a2', 'a3', 'b1']) {
+        tx.set('t', k, 'c:v', k);
+        tx.set('t', k, 'd:w', `${k}!`);
+      }
+    });
+    await db.transaction(async (tx) => tx.delete('t', 'a2', 'c:v'));
+    const snap = await db.snapshot();
+    const rows: string[] = [];
+    for await (const r of snap.scan('t', { prefix: 'a' })) {
+      rows.push(`${Buffer.from(r.row).toString()}:${[...r.columns.keys()].sort().join(',')}`);
+    }
+    expect(rows).toEqual(['a1:c:v,d:w', 'a2:d:w', 'a3:c:v,d:w']);
+    const onlyC: string[] = [];
+    for await (const r of snap.scan('t', {}, { columns: ['c:'] })) onlyC.push(Buffer.from(r.row).toString());
+    expect(onlyC).toEqual(['a1', 'a3', 'b1']);
+    snap.release();
+  });
+
+  /** Opens a second instance whose commit freezes forever at `point` (a process that stopped). */
+  async function freezingAt(point: string): Promise<{ other: Percolator; reached: Promise<void> }> {
+    let signal!: () => void;
+    const reached = new Promise<void>((r) => {
+      signal = r;
+    });
+    const other = await Percolator.open({
+      store: db.store,
+      oracle: db.oracle,
+      onProtocolPoint: (p) => {
+        if (p !== point) return;
+        signal();
+        return new Promise<void>(() => {});
+      },
+    });
+    return { other, reached };
+  }
+
+  for (const [point, expected] of [
+    ['after-primary-prewrite', null],
+    ['mid-secondary-prewrites', null],
+    ['after-primary-commit', 'v'],
+    ['mid-secondary-commits', 'v'],
+  ] as const) {
+    it(`a writer stopped at ${point} leaves locks that readers resolve to ${expected === null ? 'roll back' : 'roll forward'}`, async () => {
+      const { other, reached } = await freezingAt(point);
+      void other.transaction(async (tx) => {
+        tx.set('t', 'p', 'c:v', 'v');
+        tx.set('t', 's1', 'c:v', 'v');
+        tx.set('t', 's2', 'c:v', 'v');
+      });
+      await reached;
+      await other.close(); // its lease is gone: the locks' owner is dead
+      const snap = await db.snapshot();
+      expect(await snap.getMany('t', ['p', 's1', 's2'].map((row) => ({ row, column: 'c:v' }))).then((vs) => vs.map(str))).toEqual([
+        expected,
+        expected,
+        expected,
+      ]);
+      snap.release();
+      // Every lock is gone after the reads.
+      const locks = [];
+      for await (const r of db.store.readRows('t', { filter: { familyNameRegexFilter: 'lock' } })) locks.push(r);
+      expect(locks).toEqual([]);
+    });
+  }
+
+  it('a read blocked by a live lock waits, then fails with KEY_LOCKED; once the owner is gone it resolves', async () => {
+    const { other, reached } = await freezingAt('after-primary-prewrite');
+    void other.transaction(async (tx) => tx.set('t', 'held', 'c:v', 'x'));
+    await reached;
+    const snap = await db.snapshot();
+    const t0 = Date.now();
+    const err = await snap.get('t', 'held', 'c:v').catch((e: unknown) => e);
+    expect(isTxnError(err, 'KEY_LOCKED')).toBe(true);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
+    await other.close();
+    expect(await snap.get('t', 'held', 'c:v')).toBeNull();
+    snap.release();
+  });
+});

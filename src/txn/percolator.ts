@@ -18,6 +18,7 @@ import { resolveLock } from './actions/resolve-lock.js';
 import type { LockedCell } from './actions/types.js';
 import { TxnError, isTxnError } from './errors.js';
 import { PERCOLATOR_TABLE_SPEC, encodeColumn, type LockRecord } from './layout.js';
+import { type GcResult, collectGarbage } from './gc.js';
 import { Liveness } from './liveness.js';
 import type { ReadContext } from './snapshot-read.js';
 import { type ProtocolPoint, Snapshot, Transaction, type TxnEnvironment } from './transaction.js';
@@ -161,6 +162,20 @@ export class Percolator {
     const snap = new Snapshot(this.env, reg.timestamp) as Snapshot & { release(): void };
     snap.release = () => reg.release();
     return snap;
+  }
+
+  /**
+   * Collects versions no running transaction can read (below the oracle's GC watermark) in every
+   * Percolator table, after resolving the locks below it. See gc.ts.
+   */
+  async collectGarbage(): Promise<GcResult> {
+    this.checkOpen();
+    const tables: string[] = [];
+    for (const name of await this.store.listTables()) {
+      const spec = await this.store.getTable(name);
+      if (Object.keys(PERCOLATOR_TABLE_SPEC.families).every((f) => Object.hasOwn(spec.families, f))) tables.push(name);
+    }
+    return collectGarbage(this.store, tables, await this.oracle.getWatermark(), this.env.read);
   }
 
   /** This process's liveness owner id (written into its locks). */

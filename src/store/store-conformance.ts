@@ -26,8 +26,8 @@ import type {
   Bytes,
   Cell,
   GcRule,
-  Mutation,
   MutateRowsEntry,
+  Mutation,
   ReadModifyWriteRule,
   ReadRowsOptions,
   Row,
@@ -96,10 +96,7 @@ function checkRowShape(row: Row, where: string): void {
     expect(Array.isArray(c.labels), `${where}: labels is an array`).toBe(true);
     if (i > 0) {
       const prev = row.cells[i - 1];
-      expect(
-        compareCells(prev, c) <= 0,
-        `${where}: cells out of canonical order: ${fmtCell(prev)} before ${fmtCell(c)}`,
-      ).toBe(true);
+      expect(compareCells(prev, c) <= 0, `${where}: cells out of canonical order: ${fmtCell(prev)} before ${fmtCell(c)}`).toBe(true);
     }
   }
 }
@@ -221,7 +218,9 @@ async function expectError(fn: () => unknown, codes: StoreErrorCode | readonly S
   }
   if (!threw) expect.unreachable(`expected a StoreError ${list.join('|')}, but the call succeeded`);
   if (!isStoreError(caught)) {
-    expect.unreachable(`expected a StoreError ${list.join('|')}, got ${caught instanceof Error ? `${caught.name}: ${caught.message}` : String(caught)}`);
+    expect.unreachable(
+      `expected a StoreError ${list.join('|')}, got ${caught instanceof Error ? `${caught.name}: ${caught.message}` : String(caught)}`,
+    );
   }
   expect(list, `error code (message: ${caught.message})`).toContain(caught.code);
   return caught;
@@ -381,7 +380,14 @@ export function describeStoreConformance(name: string, factory: StoreConformance
           expect(await s.listTables()).not.toContain(t);
         }
         const t = await mkTable('badfam2', { ok: null });
-        await expectError(() => s.modifyColumnFamilies(t, [{ id: 'new1', create: {} }, { id: 'bad name', create: {} }]), 'INVALID_NAME');
+        await expectError(
+          () =>
+            s.modifyColumnFamilies(t, [
+              { id: 'new1', create: {} },
+              { id: 'bad name', create: {} },
+            ]),
+          'INVALID_NAME',
+        );
         expect(Object.keys((await s.getTable(t)).families)).toEqual(['ok']);
       });
 
@@ -454,7 +460,13 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         await expectError(() => s.modifyColumnFamilies(t, [{ id: 'nope', drop: true }]), 'FAMILY_NOT_FOUND');
 
         await expectError(
-          () => s.modifyColumnFamilies(t, [{ id: 'x', create: {} }, { id: 'a', drop: true }, { id: 'a', create: {} }, { id: 'a', create: {} }]),
+          () =>
+            s.modifyColumnFamilies(t, [
+              { id: 'x', create: {} },
+              { id: 'a', drop: true },
+              { id: 'a', create: {} },
+              { id: 'a', create: {} },
+            ]),
           'FAMILY_EXISTS',
         );
         expect(Object.keys((await s.getTable(t)).families)).toEqual(['a']);
@@ -486,6 +498,33 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         const t = await mkTable('versions', { f: null });
         for (const ts of [2000, 5000, 1000, 4000, 3000]) await s.mutateRow(t, b('r'), [setCell('f', 'q', ts, `v${ts}`)]);
         expect(await get(s, t, 'r')).toEqual(['f:q@5000=v5000', 'f:q@4000=v4000', 'f:q@3000=v3000', 'f:q@2000=v2000', 'f:q@1000=v1000']);
+        // Extremes: timestamp 0 (the proto default) and the largest millisecond below 2^53.
+        await s.mutateRow(t, b('r'), [setCell('f', 'q', 0, 'zero'), setCell('f', 'q', 9_007_199_254_740_000, 'max')]);
+        expect(await get(s, t, 'r', { cellsPerColumnLimitFilter: 1 })).toEqual(['f:q@9007199254740000=max']);
+        expect(await get(s, t, 'r', { timestampRangeFilter: { endTimestampMicros: 1000 } })).toEqual(['f:q@0=zero']);
+        expect(await get(s, t, 'r', { timestampRangeFilter: { startTimestampMicros: 0, endTimestampMicros: 0 } })).toHaveLength(7);
+      });
+
+      it('large values and wide rows round-trip exactly', async () => {
+        const t = await mkTable('wide', { f: null });
+        const rnd = prng(5);
+        const big = randomBytes(1024 * 1024, rnd);
+        await s.mutateRow(t, b('big'), [setCell('f', 'v', 1000, big)]);
+        const row = await s.readRow(t, b('big'));
+        expect(row?.cells).toHaveLength(1);
+        expect(Buffer.from(row!.cells[0].value).equals(Buffer.from(big))).toBe(true);
+
+        const quals = shuffled(
+          Array.from({ length: 2000 }, (_, i) => i),
+          rnd,
+        );
+        await s.mutateRow(
+          t,
+          b('wide'),
+          quals.map((i) => setCell('f', u8(i >> 8, i & 0xff), 1000, `${i}`)),
+        );
+        const wide = await s.readRow(t, b('wide'));
+        expect(wide?.cells.map((c) => show(c.value))).toEqual(Array.from({ length: 2000 }, (_, i) => `${i}`));
       });
 
       it('cells are ordered by family name, then qualifier bytes, then timestamp descending', async () => {
@@ -521,23 +560,23 @@ export function describeStoreConformance(name: string, factory: StoreConformance
 
       it('binary row keys, qualifiers and values (0x00, 0xff), empty values and the empty qualifier', async () => {
         const t = await mkTable('binary', { f: null });
-        const keys = [u8(0x00), u8(0x00, 0x00), u8(0x01), u8(0x7f), u8(0x80), u8(0xff), u8(0xff, 0x00), u8(0xff, 0xff), u8(0x61, 0x00, 0x62)];
+        const keys = [
+          u8(0x00),
+          u8(0x00, 0x00),
+          u8(0x01),
+          u8(0x7f),
+          u8(0x80),
+          u8(0xff),
+          u8(0xff, 0x00),
+          u8(0xff, 0xff),
+          u8(0x61, 0x00, 0x62),
+        ];
         const rnd = prng(11);
         for (const k of shuffled(keys, rnd)) {
           await s.mutateRow(t, k, [setCell('f', u8(0xff, 0x00), 1000, u8(0x00, 0xff, 0x00))]);
         }
         const rows = await scan(s, t);
-        expect(keysOf(rows)).toEqual([
-          '\\x00',
-          '\\x00\\x00',
-          '\\x01',
-          'a\\x00b',
-          '\\x7f',
-          '\\x80',
-          '\\xff',
-          '\\xff\\x00',
-          '\\xff\\xff',
-        ]);
+        expect(keysOf(rows)).toEqual(['\\x00', '\\x00\\x00', '\\x01', 'a\\x00b', '\\x7f', '\\x80', '\\xff', '\\xff\\x00', '\\xff\\xff']);
         for (const r of rows) expect(r.cells.map(fmtCell)).toEqual(['f:\\xff\\x00@1000=\\x00\\xff\\x00']);
 
         // Qualifiers sort as unsigned bytes, the empty qualifier first; empty values are values.
@@ -583,7 +622,12 @@ export function describeStoreConformance(name: string, factory: StoreConformance
 
       it('deleteFromColumn with a time range deletes [start, end) only', async () => {
         const t = await mkTable('delrange', { f: null });
-        const all = [setCell('f', 'q', 1000, '1'), setCell('f', 'q', 2000, '2'), setCell('f', 'q', 3000, '3'), setCell('f', 'q', 4000, '4')];
+        const all = [
+          setCell('f', 'q', 1000, '1'),
+          setCell('f', 'q', 2000, '2'),
+          setCell('f', 'q', 3000, '3'),
+          setCell('f', 'q', 4000, '4'),
+        ];
         const reset = async (): Promise<void> => {
           await s.mutateRow(t, b('r'), [delRow, ...all]);
         };
@@ -656,15 +700,24 @@ export function describeStoreConformance(name: string, factory: StoreConformance
       it('an unknown family fails the whole call with FAMILY_NOT_FOUND (no partial write)', async () => {
         const t = await mkTable('unknownfam', { f: null });
         await s.mutateRow(t, b('r'), [setCell('f', 'q', 1000, 'keep')]);
-        await expectError(() => s.mutateRow(t, b('r'), [delRow, setCell('f', 'q', 2000, 'new'), setCell('nope', 'q', 1000, 'x')]), 'FAMILY_NOT_FOUND');
+        await expectError(
+          () => s.mutateRow(t, b('r'), [delRow, setCell('f', 'q', 2000, 'new'), setCell('nope', 'q', 1000, 'x')]),
+          'FAMILY_NOT_FOUND',
+        );
         expect(await get(s, t, 'r')).toEqual(['f:q@1000=keep']);
-        await expectError(() => s.mutateRow(t, b('fresh'), [setCell('f', 'q', 1000, 'x'), setCell('nope', 'q', 1000, 'x')]), 'FAMILY_NOT_FOUND');
+        await expectError(
+          () => s.mutateRow(t, b('fresh'), [setCell('f', 'q', 1000, 'x'), setCell('nope', 'q', 1000, 'x')]),
+          'FAMILY_NOT_FOUND',
+        );
         expect(await get(s, t, 'fresh')).toBeNull();
       });
 
       it('a negative timestamp other than -1 is INVALID_TIMESTAMP (no partial write)', async () => {
         const t = await mkTable('badts', { f: null });
-        await expectError(() => s.mutateRow(t, b('r'), [setCell('f', 'ok', 1000, 'x'), setCell('f', 'q', -2000, 'x')]), 'INVALID_TIMESTAMP');
+        await expectError(
+          () => s.mutateRow(t, b('r'), [setCell('f', 'ok', 1000, 'x'), setCell('f', 'q', -2000, 'x')]),
+          'INVALID_TIMESTAMP',
+        );
         expect(await get(s, t, 'r')).toBeNull();
       });
     });
@@ -724,22 +777,42 @@ export function describeStoreConformance(name: string, factory: StoreConformance
 
       it('rowKeys: sorted output, duplicates once, missing keys skipped', async () => {
         const t = await tenRows('keys');
-        expect(await keysRead(t, { rows: { rowKeys: [b('r07'), b('r02'), b('zz'), b('r07'), b('r05'), b('a')] } })).toEqual(['r02', 'r05', 'r07']);
+        expect(await keysRead(t, { rows: { rowKeys: [b('r07'), b('r02'), b('zz'), b('r07'), b('r05'), b('a')] } })).toEqual([
+          'r02',
+          'r05',
+          'r07',
+        ]);
         expect(await keysRead(t, { rows: { rowKeys: [b('nope')] } })).toEqual([]);
       });
 
       it('ranges with closed, open and absent bounds', async () => {
         const t = await tenRows('ranges');
         const r = (x: string): Bytes => b(x);
-        expect(await keysRead(t, { rows: { rowRanges: [{ startKeyClosed: r('r02'), endKeyOpen: r('r05') }] } })).toEqual(['r02', 'r03', 'r04']);
-        expect(await keysRead(t, { rows: { rowRanges: [{ startKeyOpen: r('r02'), endKeyClosed: r('r05') }] } })).toEqual(['r03', 'r04', 'r05']);
-        expect(await keysRead(t, { rows: { rowRanges: [{ startKeyClosed: r('r02'), endKeyClosed: r('r05') }] } })).toEqual(['r02', 'r03', 'r04', 'r05']);
+        expect(await keysRead(t, { rows: { rowRanges: [{ startKeyClosed: r('r02'), endKeyOpen: r('r05') }] } })).toEqual([
+          'r02',
+          'r03',
+          'r04',
+        ]);
+        expect(await keysRead(t, { rows: { rowRanges: [{ startKeyOpen: r('r02'), endKeyClosed: r('r05') }] } })).toEqual([
+          'r03',
+          'r04',
+          'r05',
+        ]);
+        expect(await keysRead(t, { rows: { rowRanges: [{ startKeyClosed: r('r02'), endKeyClosed: r('r05') }] } })).toEqual([
+          'r02',
+          'r03',
+          'r04',
+          'r05',
+        ]);
         expect(await keysRead(t, { rows: { rowRanges: [{ startKeyOpen: r('r02'), endKeyOpen: r('r05') }] } })).toEqual(['r03', 'r04']);
         expect(await keysRead(t, { rows: { rowRanges: [{ endKeyOpen: r('r03') }] } })).toEqual(['r00', 'r01', 'r02']);
         expect(await keysRead(t, { rows: { rowRanges: [{ startKeyOpen: r('r07') }] } })).toEqual(['r08', 'r09']);
         expect(await keysRead(t, { rows: { rowRanges: [{}] } })).toHaveLength(10);
         // Bounds that are not row keys.
-        expect(await keysRead(t, { rows: { rowRanges: [{ startKeyClosed: r('r025'), endKeyClosed: r('r04x') }] } })).toEqual(['r03', 'r04']);
+        expect(await keysRead(t, { rows: { rowRanges: [{ startKeyClosed: r('r025'), endKeyClosed: r('r04x') }] } })).toEqual([
+          'r03',
+          'r04',
+        ]);
         expect(await keysRead(t, { rows: { rowRanges: [{ startKeyClosed: r('r'), endKeyOpen: r('r00') }] } })).toEqual([]);
         // A single-key closed range.
         expect(await keysRead(t, { rows: { rowRanges: [{ startKeyClosed: r('r03'), endKeyClosed: r('r03') }] } })).toEqual(['r03']);
@@ -771,7 +844,11 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         expect(await keysRead(t, { rowsLimit: 100 })).toHaveLength(10);
         expect(await keysRead(t, { reversed: true })).toEqual(['r09', 'r08', 'r07', 'r06', 'r05', 'r04', 'r03', 'r02', 'r01', 'r00']);
         expect(await keysRead(t, { reversed: true, rowsLimit: 3 })).toEqual(['r09', 'r08', 'r07']);
-        expect(await keysRead(t, { reversed: true, rows: { rowRanges: [{ startKeyClosed: r('r02'), endKeyOpen: r('r05') }] } })).toEqual(['r04', 'r03', 'r02']);
+        expect(await keysRead(t, { reversed: true, rows: { rowRanges: [{ startKeyClosed: r('r02'), endKeyOpen: r('r05') }] } })).toEqual([
+          'r04',
+          'r03',
+          'r02',
+        ]);
         expect(
           await keysRead(t, { reversed: true, rowsLimit: 2, rows: { rowRanges: [{ startKeyOpen: r('r02'), endKeyClosed: r('r07') }] } }),
         ).toEqual(['r07', 'r06']);
@@ -805,8 +882,15 @@ export function describeStoreConformance(name: string, factory: StoreConformance
       it('binary ranges compare bytes unsigned', async () => {
         const t = await mkTable('binrange', { f: null });
         const keys = [u8(0x00), u8(0x7f), u8(0x80), u8(0xff), u8(0xff, 0x00), u8(0xff, 0xff)];
-        await putRows(s, t, keys.map((k) => ({ key: k, mutations: [setCell('f', 'q', 1000, 'v')] })));
-        expect(keysOf(await scan(s, t, { rows: { rowRanges: [{ startKeyClosed: u8(0x80), endKeyOpen: u8(0xff, 0x00) }] } }))).toEqual(['\\x80', '\\xff']);
+        await putRows(
+          s,
+          t,
+          keys.map((k) => ({ key: k, mutations: [setCell('f', 'q', 1000, 'v')] })),
+        );
+        expect(keysOf(await scan(s, t, { rows: { rowRanges: [{ startKeyClosed: u8(0x80), endKeyOpen: u8(0xff, 0x00) }] } }))).toEqual([
+          '\\x80',
+          '\\xff',
+        ]);
         expect(keysOf(await scan(s, t, { rows: { rowRanges: [{ startKeyOpen: u8(0xff) }] } }))).toEqual(['\\xff\\x00', '\\xff\\xff']);
         expect(keysOf(await scan(s, t, { rows: { rowRanges: [{ endKeyClosed: u8(0x7f) }] } }))).toEqual(['\\x00', '\\x7f']);
         expect(keysOf(await scan(s, t, { reversed: true, rows: { rowRanges: [{ startKeyClosed: u8(0x7f, 0x00) }] } }))).toEqual([
@@ -819,8 +903,14 @@ export function describeStoreConformance(name: string, factory: StoreConformance
 
       it('INVALID_RANGE when a range starts after it ends', async () => {
         const t = await tenRows('badrange');
-        await expectError(() => collectRows(s.readRows(t, { rows: { rowRanges: [{ startKeyClosed: b('r05'), endKeyClosed: b('r02') }] } })), 'INVALID_RANGE');
-        await expectError(() => collectRows(s.readRows(t, { rows: { rowRanges: [{ startKeyOpen: b('b'), endKeyOpen: b('a') }] } })), 'INVALID_RANGE');
+        await expectError(
+          () => collectRows(s.readRows(t, { rows: { rowRanges: [{ startKeyClosed: b('r05'), endKeyClosed: b('r02') }] } })),
+          'INVALID_RANGE',
+        );
+        await expectError(
+          () => collectRows(s.readRows(t, { rows: { rowRanges: [{ startKeyOpen: b('b'), endKeyOpen: b('a') }] } })),
+          'INVALID_RANGE',
+        );
       });
     });
 
@@ -870,7 +960,15 @@ export function describeStoreConformance(name: string, factory: StoreConformance
           r1: ['a:q1@3000=v3', 'a:q2@2000=x'],
           r2: ['a:q1@1000=w'],
         });
-        expect(await read(t, { chain: [{ columnQualifierRegexFilter: 'q1' }, { valueRegexFilter: 'v[12]' }, { timestampRangeFilter: { startTimestampMicros: 2000 } }] })).toEqual({
+        expect(
+          await read(t, {
+            chain: [
+              { columnQualifierRegexFilter: 'q1' },
+              { valueRegexFilter: 'v[12]' },
+              { timestampRangeFilter: { startTimestampMicros: 2000 } },
+            ],
+          }),
+        ).toEqual({
           r1: ['a:q1@2000=v2'],
         });
         expect(await read(t, { chain: [{ passAllFilter: true }, { blockAllFilter: true }] })).toEqual({});
@@ -906,11 +1004,15 @@ export function describeStoreConformance(name: string, factory: StoreConformance
             },
           }),
         ).toEqual({ r1: ['b:q1@1000=bee'], r2: ['a:q1@1000=w', 'ab:q1@1000=y'] });
-        expect(await read(t, { condition: { predicateFilter: { valueRegexFilter: 'v2' }, falseFilter: { passAllFilter: true } } })).toEqual({
-          r2: ALL.r2,
-          r3: ALL.r3,
+        expect(await read(t, { condition: { predicateFilter: { valueRegexFilter: 'v2' }, falseFilter: { passAllFilter: true } } })).toEqual(
+          {
+            r2: ALL.r2,
+            r3: ALL.r3,
+          },
+        );
+        expect(await read(t, { condition: { predicateFilter: { valueRegexFilter: 'v2' }, trueFilter: { passAllFilter: true } } })).toEqual({
+          r1: ALL.r1,
         });
-        expect(await read(t, { condition: { predicateFilter: { valueRegexFilter: 'v2' }, trueFilter: { passAllFilter: true } } })).toEqual({ r1: ALL.r1 });
         // The true filter sees the input row, not the predicate's output.
         expect(
           await read(t, {
@@ -937,7 +1039,11 @@ export function describeStoreConformance(name: string, factory: StoreConformance
       it('rowKeyRegexFilter: RE2 full match over raw bytes; . does not match \\n, \\C matches any byte', async () => {
         const t = await mkTable('rowregex', { f: null });
         const keys = [b('abc'), b('abcd'), b('xabc'), u8(0x61, 0x0a, 0xff), u8(0x00, 0xff, 0x01)];
-        await putRows(s, t, keys.map((k) => ({ key: k, mutations: [setCell('f', 'q', 1000, 'v')] })));
+        await putRows(
+          s,
+          t,
+          keys.map((k) => ({ key: k, mutations: [setCell('f', 'q', 1000, 'v')] })),
+        );
         const k = async (re: string | Bytes): Promise<string[]> => keysOf(await scan(s, t, { filter: { rowKeyRegexFilter: re } }));
         expect(await k('abc')).toEqual(['abc']);
         expect(await k('bc')).toEqual([]);
@@ -953,7 +1059,10 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         const t = await mkTable('sample', { f: null });
         const entries: MutateRowsEntry[] = [];
         for (let i = 0; i < 400; i++) {
-          entries.push({ key: b(`row${String(i).padStart(4, '0')}`), mutations: [setCell('f', 'a', 1000, 'x'), setCell('f', 'b', 1000, 'y')] });
+          entries.push({
+            key: b(`row${String(i).padStart(4, '0')}`),
+            mutations: [setCell('f', 'a', 1000, 'x'), setCell('f', 'b', 1000, 'y')],
+          });
         }
         await putRows(s, t, entries);
         const half = await scan(s, t, { filter: { rowSampleFilter: 0.5 } });
@@ -995,11 +1104,18 @@ export function describeStoreConformance(name: string, factory: StoreConformance
       it('columnRangeFilter', async () => {
         const t = await fixture('colrange');
         expect(await read(t, { columnRangeFilter: { familyName: 'a', startQualifierOpen: b('q1') } })).toEqual({ r1: ['a:q2@2000=x'] });
-        expect(await read(t, { columnRangeFilter: { familyName: 'b', startQualifierClosed: b('q1'), endQualifierOpen: b('q3') } })).toEqual({
+        expect(await read(t, { columnRangeFilter: { familyName: 'b', startQualifierClosed: b('q1'), endQualifierOpen: b('q3') } })).toEqual(
+          {
+            r1: ['b:q1@1000=bee'],
+          },
+        );
+        expect(await read(t, { columnRangeFilter: { familyName: 'b', endQualifierClosed: b('q3') } })).toEqual({
           r1: ['b:q1@1000=bee'],
+          r3: ALL.r3,
         });
-        expect(await read(t, { columnRangeFilter: { familyName: 'b', endQualifierClosed: b('q3') } })).toEqual({ r1: ['b:q1@1000=bee'], r3: ALL.r3 });
-        expect(await read(t, { columnRangeFilter: { familyName: 'a', startQualifierClosed: b('q1'), endQualifierClosed: b('q1') } })).toEqual({
+        expect(
+          await read(t, { columnRangeFilter: { familyName: 'a', startQualifierClosed: b('q1'), endQualifierClosed: b('q1') } }),
+        ).toEqual({
           r1: ['a:q1@3000=v3', 'a:q1@2000=v2', 'a:q1@1000=v1'],
           r2: ['a:q1@1000=w'],
         });
@@ -1024,7 +1140,10 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         expect(await read(t, { valueRegexFilter: 'v.' })).toEqual({ r1: ['a:q1@3000=v3', 'a:q1@2000=v2', 'a:q1@1000=v1'] });
         expect(await read(t, { valueRegexFilter: 'hel' })).toEqual({ r4: ['a:o@1000=hel'] });
         expect(await read(t, { valueRegexFilter: 'hel.*' })).toEqual({ r3: ['b:q3@4000=hello'], r4: ['a:o@1000=hel'] });
-        expect(await read(t, { valueRegexFilter: 'hel\\C*' })).toEqual({ r3: ['b:q3@4000=hello'], r4: ['a:n@1000=hel\\x0ax', 'a:o@1000=hel'] });
+        expect(await read(t, { valueRegexFilter: 'hel\\C*' })).toEqual({
+          r3: ['b:q3@4000=hello'],
+          r4: ['a:n@1000=hel\\x0ax', 'a:o@1000=hel'],
+        });
       });
 
       it('valueRangeFilter (unsigned bytes; closed, open and absent bounds)', async () => {
@@ -1037,7 +1156,12 @@ export function describeStoreConformance(name: string, factory: StoreConformance
           r2: ['ab:q1@1000=y'],
         });
         expect(await read(t, { valueRangeFilter: {} })).toEqual(ALL);
-        await s.mutateRow(t, b('r5'), [setCell('a', 'p', 1000, u8(0x7f)), setCell('a', 'q', 1000, u8(0x80)), setCell('a', 'r', 1000, u8(0xff)), setCell('a', 's', 1000, u8())]);
+        await s.mutateRow(t, b('r5'), [
+          setCell('a', 'p', 1000, u8(0x7f)),
+          setCell('a', 'q', 1000, u8(0x80)),
+          setCell('a', 'r', 1000, u8(0xff)),
+          setCell('a', 's', 1000, u8()),
+        ]);
         expect(await get(s, t, 'r5', { valueRangeFilter: { startValueClosed: u8(0x80) } })).toEqual(['a:q@1000=\\x80', 'a:r@1000=\\xff']);
         expect(await get(s, t, 'r5', { valueRangeFilter: { endValueOpen: u8(0x80) } })).toEqual(['a:p@1000=\\x7f', 'a:s@1000=']);
       });
@@ -1051,7 +1175,11 @@ export function describeStoreConformance(name: string, factory: StoreConformance
           r3: ['b:q3@4000=hello'],
         });
         expect(await read(t, { cellsPerRowLimitFilter: 4 })).toEqual({ r1: ALL.r1.slice(0, 4), r2: ALL.r2, r3: ALL.r3 });
-        expect(await read(t, { cellsPerRowLimitFilter: 1 })).toEqual({ r1: ['a:q1@3000=v3'], r2: ['a:q1@1000=w'], r3: ['b:q\\x0a@4000=nl'] });
+        expect(await read(t, { cellsPerRowLimitFilter: 1 })).toEqual({
+          r1: ['a:q1@3000=v3'],
+          r2: ['a:q1@1000=w'],
+          r3: ['b:q\\x0a@4000=nl'],
+        });
         expect(await read(t, { chain: [{ cellsPerRowOffsetFilter: 1 }, { cellsPerRowLimitFilter: 2 }] })).toEqual({
           r1: ['a:q1@2000=v2', 'a:q1@1000=v1'],
           r2: ['ab:q1@1000=y'],
@@ -1083,11 +1211,15 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         expect(await read(t, { chain: [{ familyNameRegexFilter: 'ab' }, { applyLabelTransformer: 'my-label-1' }] })).toEqual({
           r2: ['ab:q1@1000=y[my-label-1]'],
         });
-        expect(await read(t, { chain: [{ familyNameRegexFilter: 'b' }, { applyLabelTransformer: 'lbl' }, { stripValueTransformer: true }] })).toEqual({
+        expect(
+          await read(t, { chain: [{ familyNameRegexFilter: 'b' }, { applyLabelTransformer: 'lbl' }, { stripValueTransformer: true }] }),
+        ).toEqual({
           r1: ['b:q1@1000=[lbl]'],
           r3: ['b:q\\x0a@4000=[lbl]', 'b:q3@4000=[lbl]'],
         });
-        expect(await read(t, { chain: [{ familyNameRegexFilter: 'b' }, { stripValueTransformer: true }, { applyLabelTransformer: 'lbl' }] })).toEqual({
+        expect(
+          await read(t, { chain: [{ familyNameRegexFilter: 'b' }, { stripValueTransformer: true }, { applyLabelTransformer: 'lbl' }] }),
+        ).toEqual({
           r1: ['b:q1@1000=[lbl]'],
           r3: ['b:q\\x0a@4000=[lbl]', 'b:q3@4000=[lbl]'],
         });
@@ -1156,7 +1288,9 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         expect(await get(s, t, 'r')).toEqual(['f:lock@2000=taken', 'f:lock@1000=free']);
 
         // Latest-version predicate no longer matches.
-        const latest: RowFilter = { chain: [{ columnQualifierRegexFilter: 'lock' }, { cellsPerColumnLimitFilter: 1 }, { valueRegexFilter: 'free' }] };
+        const latest: RowFilter = {
+          chain: [{ columnQualifierRegexFilter: 'lock' }, { cellsPerColumnLimitFilter: 1 }, { valueRegexFilter: 'free' }],
+        };
         expect(
           await s.checkAndMutateRow(t, b('r'), {
             predicateFilter: latest,
@@ -1167,13 +1301,17 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         expect(await get(s, t, 'r')).toEqual(['f:failed@3000=yes', 'f:lock@2000=taken']);
 
         // A predicate naming a family with no cells is simply not matched.
-        expect(await s.checkAndMutateRow(t, b('r'), { predicateFilter: { familyNameRegexFilter: 'g' }, falseMutations: [delRow] })).toBe(false);
+        expect(await s.checkAndMutateRow(t, b('r'), { predicateFilter: { familyNameRegexFilter: 'g' }, falseMutations: [delRow] })).toBe(
+          false,
+        );
         expect(await get(s, t, 'r')).toBeNull();
       });
 
       it('a missing row never matches, even with passAll; a matched predicate with no true mutations changes nothing', async () => {
         const t = await mkTable('cam-missing', { f: null });
-        expect(await s.checkAndMutateRow(t, b('m'), { predicateFilter: { passAllFilter: true }, trueMutations: [setCell('f', 'q', 1000, 't')] })).toBe(false);
+        expect(
+          await s.checkAndMutateRow(t, b('m'), { predicateFilter: { passAllFilter: true }, trueMutations: [setCell('f', 'q', 1000, 't')] }),
+        ).toBe(false);
         expect(await get(s, t, 'm')).toBeNull();
         await s.mutateRow(t, b('r'), [setCell('f', 'q', 1000, 'v')]);
         expect(await s.checkAndMutateRow(t, b('r'), { predicateFilter: { passAllFilter: true }, falseMutations: [delRow] })).toBe(true);
@@ -1201,7 +1339,12 @@ export function describeStoreConformance(name: string, factory: StoreConformance
           'FAMILY_NOT_FOUND',
         );
         await expectError(
-          () => s.checkAndMutateRow(t, b('r'), { predicateFilter: { valueRegexFilter: '(' }, trueMutations: [delRow], falseMutations: [delRow] }),
+          () =>
+            s.checkAndMutateRow(t, b('r'), {
+              predicateFilter: { valueRegexFilter: '(' },
+              trueMutations: [delRow],
+              falseMutations: [delRow],
+            }),
           'INVALID_REGEX',
         );
         expect(await get(s, t, 'r')).toEqual(['f:q@1000=v']);
@@ -1266,7 +1409,10 @@ export function describeStoreConformance(name: string, factory: StoreConformance
       it('incrementing a value that is not 8 bytes fails the whole request and writes nothing', async () => {
         const t = await mkTable('rmw-bad', { f: null });
         await s.mutateRow(t, b('r'), [setCell('f', 'n', 1000, 'abc')]);
-        await expectError(() => s.readModifyWriteRow(t, b('r'), [append('f', 'other', 'zz'), incr('f', 'n', 1n)]), ['INVALID_ARGUMENT', 'INVALID_MUTATION']);
+        await expectError(
+          () => s.readModifyWriteRow(t, b('r'), [append('f', 'other', 'zz'), incr('f', 'n', 1n)]),
+          ['INVALID_ARGUMENT', 'INVALID_MUTATION'],
+        );
         expect(await get(s, t, 'r')).toEqual(['f:n@1000=abc']);
         await expectError(() => s.readModifyWriteRow(t, b('r'), [incr('nope', 'n', 1n)]), 'FAMILY_NOT_FOUND');
         expect(await get(s, t, 'r')).toEqual(['f:n@1000=abc']);
@@ -1277,7 +1423,11 @@ export function describeStoreConformance(name: string, factory: StoreConformance
     describe('sampleRowKeys', () => {
       it('the last sample has an empty key; offsets never decrease', async () => {
         const t = await mkTable('samples-small', { f: null });
-        await putRows(s, t, ['a', 'b', 'c'].map((k) => ({ key: b(k), mutations: [setCell('f', 'q', 1000, 'value')] })));
+        await putRows(
+          s,
+          t,
+          ['a', 'b', 'c'].map((k) => ({ key: b(k), mutations: [setCell('f', 'q', 1000, 'value')] })),
+        );
         const samples = await s.sampleRowKeys(t);
         expect(samples.length).toBeGreaterThanOrEqual(1);
         expect(samples[samples.length - 1].key.length).toBe(0);
@@ -1315,8 +1465,39 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         for (let i = 1; i < samples.length; i++) expect(samples[i].offsetBytes).toBeGreaterThanOrEqual(samples[i - 1].offsetBytes);
         // 200 rows × 128 value bytes = 25 600 bytes of values, at least.
         expect(last.offsetBytes).toBeGreaterThanOrEqual(12_800);
-        // The data is all still there.
-        expect(await scan(st, t)).toHaveLength(200);
+        // Reads across tablet boundaries: every row once, in order, either direction.
+        const all = Array.from({ length: 200 }, (_, i) => `k${String(i).padStart(3, '0')}`);
+        expect(keysOf(await scan(st, t))).toEqual(all);
+        expect(keysOf(await scan(st, t, { reversed: true }))).toEqual([...all].reverse());
+        expect(keysOf(await scan(st, t, { rows: { rowRanges: [{ startKeyClosed: b('k050'), endKeyOpen: b('k150') }] } }))).toEqual(
+          all.slice(50, 150),
+        );
+        expect(
+          keysOf(
+            await scan(st, t, {
+              reversed: true,
+              rowsLimit: 7,
+              rows: { rowRanges: [{ startKeyOpen: b('k010'), endKeyClosed: b('k190') }] },
+            }),
+          ),
+        ).toEqual(['k190', 'k189', 'k188', 'k187', 'k186', 'k185', 'k184']);
+        expect(keysOf(await scan(st, t, { rowsLimit: 150 }))).toEqual(all.slice(0, 150));
+        expect(keysOf(await scan(st, t, { rows: { rowKeys: [b('k199'), b('k000'), b('k100'), b('k100')] } }))).toEqual([
+          'k000',
+          'k100',
+          'k199',
+        ]);
+        expect(keysOf(await scan(st, t, { filter: { rowKeyRegexFilter: 'k..7' } }))).toEqual(all.filter((k) => k.endsWith('7')));
+        // Writes and drops across tablets.
+        await st.mutateRow(t, b('k150'), [setCell('f', 'q', 2000, 'new')]);
+        expect(await get(st, t, 'k150', { cellsPerColumnLimitFilter: 1 })).toEqual(['f:q@2000=new']);
+        await st.dropRowRange(t, { rowKeyPrefix: b('k1') });
+        expect(keysOf(await scan(st, t))).toEqual(all.slice(0, 100));
+        expect(await st.readRow(t, b('k150'))).toBeNull();
+        expect(keysOf(await scan(st, t, { reversed: true, rowsLimit: 2 }))).toEqual(['k099', 'k098']);
+        const after = await st.sampleRowKeys(t);
+        expect(after[after.length - 1].key.length).toBe(0);
+        for (let i = 1; i < after.length; i++) expect(after[i].offsetBytes).toBeGreaterThanOrEqual(after[i - 1].offsetBytes);
       });
     });
 
@@ -1324,16 +1505,40 @@ export function describeStoreConformance(name: string, factory: StoreConformance
     describe('dropRowRange', () => {
       it('by prefix (binary, 0xff edge) and all data; the table and its families remain', async () => {
         const t = await mkTable('drop', { f: null });
-        const keys = [b('a1'), b('a2'), b('ab'), b('b1'), u8(0x61, 0xfe), u8(0x61, 0xff), u8(0x61, 0xff, 0x00), u8(0x61, 0xff, 0xff), u8(0x62), b('`z')];
-        await putRows(s, t, keys.map((k) => ({ key: k, mutations: [setCell('f', 'q', 1000, 'v')] })));
+        const keys = [
+          b('a1'),
+          b('a2'),
+          b('ab'),
+          b('b1'),
+          u8(0x61, 0xfe),
+          u8(0x61, 0xff),
+          u8(0x61, 0xff, 0x00),
+          u8(0x61, 0xff, 0xff),
+          u8(0x62),
+          b('`z'),
+        ];
+        await putRows(
+          s,
+          t,
+          keys.map((k) => ({ key: k, mutations: [setCell('f', 'q', 1000, 'v')] })),
+        );
+        expect(await get(s, t, u8(0x61, 0xff, 0x00))).toEqual(['f:q@1000=v']); // read once (a cache may now hold it)
         await s.dropRowRange(t, { rowKeyPrefix: u8(0x61, 0xff) });
+        expect(await s.readRow(t, u8(0x61, 0xff, 0x00))).toBeNull();
+        expect(await s.readRow(t, u8(0x61, 0xff))).toBeNull();
+        expect(await get(s, t, u8(0x61, 0xfe))).toEqual(['f:q@1000=v']);
         expect(keysOf(await scan(s, t))).toEqual(['`z', 'a1', 'a2', 'ab', 'a\\xfe', 'b', 'b1']);
         await s.dropRowRange(t, { rowKeyPrefix: b('a') });
         expect(keysOf(await scan(s, t))).toEqual(['`z', 'b', 'b1']);
         await s.dropRowRange(t, { rowKeyPrefix: b('zzz') });
         expect(keysOf(await scan(s, t))).toEqual(['`z', 'b', 'b1']);
+        expect(await get(s, t, 'b1')).toEqual(['f:q@1000=v']);
         await s.dropRowRange(t, { deleteAllDataFromTable: true });
         expect(await scan(s, t)).toEqual([]);
+        expect(await s.readRow(t, b('b1'))).toBeNull();
+        expect(await s.checkAndMutateRow(t, b('b1'), { falseMutations: [setCell('f', 'q', 3000, 'cam')] })).toBe(false);
+        expect(await get(s, t, 'b1')).toEqual(['f:q@3000=cam']);
+        await s.mutateRow(t, b('b1'), [delRow]);
         expect(Object.keys((await s.getTable(t)).families)).toEqual(['f']);
         await s.mutateRow(t, b('a1'), [setCell('f', 'q', 2000, 'again')]);
         expect(byKey(await scan(s, t))).toEqual({ a1: ['f:q@2000=again'] });
@@ -1385,6 +1590,39 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         expect(await get(s, t, 'r')).toEqual([`g:q@${BASE - 2 * SEC}=new`]);
         clock.now = BASE + 9 * SEC;
         expect(await get(s, t, 'r')).toBeNull();
+      });
+
+      it('the background sweep never removes a visible cell', async () => {
+        const st = await open({ nowMicros, gcIntervalMs: 10 });
+        const t = await mkTable('gc-sweep', { v: { maxNumVersions: 2 }, age: { maxAgeMicros: 10 * SEC }, keep: null }, st);
+        const entries: MutateRowsEntry[] = [];
+        for (let i = 0; i < 20; i++) {
+          entries.push({
+            key: b(`r${String(i).padStart(2, '0')}`),
+            mutations: [
+              setCell('v', 'q', 1000, 'v1'),
+              setCell('v', 'q', 2000, 'v2'),
+              setCell('v', 'q', 3000, 'v3'),
+              setCell('age', 'q', BASE - 20 * SEC, 'old'),
+              setCell('age', 'q', BASE - 5 * SEC, 'mid'),
+              setCell('keep', 'q', 1000, 'k'),
+            ],
+          });
+        }
+        await putRows(st, t, entries);
+        const expected = ['age:q@' + (BASE - 5 * SEC) + '=mid', 'keep:q@1000=k', 'v:q@3000=v3', 'v:q@2000=v2'];
+        await new Promise((r) => setTimeout(r, 150));
+        let rows = await scan(st, t);
+        expect(rows).toHaveLength(20);
+        for (const r of rows) expect(cellsOf(r)).toEqual(expected);
+        clock.now = BASE + 6 * SEC;
+        await new Promise((r) => setTimeout(r, 150));
+        rows = await scan(st, t);
+        expect(rows).toHaveLength(20);
+        for (const r of rows) expect(cellsOf(r)).toEqual(['keep:q@1000=k', 'v:q@3000=v3', 'v:q@2000=v2']);
+        await st.mutateRow(t, b('r00'), [setCell('v', 'q', 4000, 'v4')]);
+        await new Promise((r) => setTimeout(r, 100));
+        expect(await get(st, t, 'r00')).toEqual(['keep:q@1000=k', 'v:q@4000=v4', 'v:q@3000=v3']);
       });
 
       it('intersection: a cell goes only if ALL rules collect it', async () => {
@@ -1444,10 +1682,16 @@ export function describeStoreConformance(name: string, factory: StoreConformance
           'TOO_MANY_MUTATIONS',
         );
         await expectError(
-          () => st.checkAndMutateRow(t, b('r'), { trueMutations: [delRow, setCell('f', 'a', 2000, 'x'), setCell('f', 'b', 2000, 'x'), setCell('f', 'c', 2000, 'x')] }),
+          () =>
+            st.checkAndMutateRow(t, b('r'), {
+              trueMutations: [delRow, setCell('f', 'a', 2000, 'x'), setCell('f', 'b', 2000, 'x'), setCell('f', 'c', 2000, 'x')],
+            }),
           'TOO_MANY_MUTATIONS',
         );
-        await expectError(() => st.checkAndMutateRow(t, b('r'), { trueMutations: [delRow, setCell('f', 'q', 2000, '0123456789abcdefX')] }), 'VALUE_TOO_LARGE');
+        await expectError(
+          () => st.checkAndMutateRow(t, b('r'), { trueMutations: [delRow, setCell('f', 'q', 2000, '0123456789abcdefX')] }),
+          'VALUE_TOO_LARGE',
+        );
         expect(await get(st, t, 'r')).toEqual(before);
 
         const results = await st.mutateRows(t, [
@@ -1457,7 +1701,13 @@ export function describeStoreConformance(name: string, factory: StoreConformance
           { key: b('r'), mutations: [delRow, setCell('f', 'x', 1000, 'v'), setCell('f', 'y', 1000, 'v'), setCell('f', 'z', 1000, 'v')] },
           { key: b('ok2'), mutations: [setCell('f', 'q', 1000, 'v')] },
         ]);
-        expect(results.map((r) => r.error?.code ?? 'OK')).toEqual(['OK', 'ROW_KEY_TOO_LARGE', 'VALUE_TOO_LARGE', 'TOO_MANY_MUTATIONS', 'OK']);
+        expect(results.map((r) => r.error?.code ?? 'OK')).toEqual([
+          'OK',
+          'ROW_KEY_TOO_LARGE',
+          'VALUE_TOO_LARGE',
+          'TOO_MANY_MUTATIONS',
+          'OK',
+        ]);
         expect(byKey(await scan(st, t))).toEqual({
           '12345678': ['f:q@1000=0123456789abcdef'],
           ok1: ['f:q@1000=v'],
@@ -1507,7 +1757,9 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         const t = await mkTable('conc-cas', { f: null });
         const n = 50;
         const matched = await Promise.all(
-          Array.from({ length: n }, (_, i) => s.checkAndMutateRow(t, b('lock'), { falseMutations: [setCell('f', 'owner', 1000 * (i + 1), `w${i}`)] })),
+          Array.from({ length: n }, (_, i) =>
+            s.checkAndMutateRow(t, b('lock'), { falseMutations: [setCell('f', 'owner', 1000 * (i + 1), `w${i}`)] }),
+          ),
         );
         const winners = matched.flatMap((m, i) => (m ? [] : [i]));
         expect(winners).toHaveLength(1);
@@ -1536,7 +1788,12 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         for (let g = 0; g < gens; g++) {
           const value = `g${String(g).padStart(3, '0')}`;
           const k = 1 + Math.floor(rnd() * 12);
-          const cols = shuffled(Array.from({ length: 12 }, (_, i) => i), rnd).slice(0, k).sort((x, y) => x - y);
+          const cols = shuffled(
+            Array.from({ length: 12 }, (_, i) => i),
+            rnd,
+          )
+            .slice(0, k)
+            .sort((x, y) => x - y);
           const cells = cols.map((c) => ({ fam: c % 2 === 0 ? 'a' : 'b', q: `c${String(c).padStart(2, '0')}` }));
           const setMuts = cells.map((c) => setCell(c.fam, c.q, 1000, value));
           const clear = rnd() < 0.5 ? [delRow] : [delFamily('a'), delFamily('b')];
@@ -1552,7 +1809,9 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         const reader = async (useScan: boolean): Promise<void> => {
           while (!done) {
             if (useScan) {
-              const rows = await collectRows(s.readRows(t, { rows: { rowRanges: [{ startKeyClosed: b('row'), endKeyClosed: b('row') }] } }));
+              const rows = await collectRows(
+                s.readRows(t, { rows: { rowRanges: [{ startKeyClosed: b('row'), endKeyClosed: b('row') }] } }),
+              );
               snapshots.push(rows[0] ?? null);
             } else {
               snapshots.push(await s.readRow(t, b('row')));
@@ -1592,7 +1851,10 @@ export function describeStoreConformance(name: string, factory: StoreConformance
           families: { data: { localityGroup: 'main' }, notify: { localityGroup: 'side', gcRule: { maxNumVersions: 1 } }, other: {} },
         });
         await putRows(s, t, [
-          { key: b('r1'), mutations: [setCell('data', 'q', 1000, 'd1'), setCell('notify', 'n', 1000, 'n1'), setCell('other', 'o', 1000, 'o1')] },
+          {
+            key: b('r1'),
+            mutations: [setCell('data', 'q', 1000, 'd1'), setCell('notify', 'n', 1000, 'n1'), setCell('other', 'o', 1000, 'o1')],
+          },
           { key: b('r2'), mutations: [setCell('data', 'q', 1000, 'd2')] },
           { key: b('r3'), mutations: [setCell('notify', 'n', 1000, 'n3-old'), setCell('notify', 'n', 2000, 'n3')] },
         ]);
@@ -1603,7 +1865,10 @@ export function describeStoreConformance(name: string, factory: StoreConformance
           r1: ['notify:n@1000=n1'],
           r3: ['notify:n@2000=n3'],
         });
-        expect(byKey(await scan(s, t, { filter: { familyNameRegexFilter: 'data' } }))).toEqual({ r1: ['data:q@1000=d1'], r2: ['data:q@1000=d2'] });
+        expect(byKey(await scan(s, t, { filter: { familyNameRegexFilter: 'data' } }))).toEqual({
+          r1: ['data:q@1000=d1'],
+          r2: ['data:q@1000=d2'],
+        });
         expect(byKey(await scan(s, t, { filter: { columnRangeFilter: { familyName: 'notify' } }, reversed: true }))).toEqual({
           r3: ['notify:n@2000=n3'],
           r1: ['notify:n@1000=n1'],
@@ -1667,7 +1932,11 @@ export function describeStoreConformance(name: string, factory: StoreConformance
 
         const snapshot = byKey(await scan(st, t));
         expect(Object.keys(snapshot)).toEqual(['\\x00', 'ages', 'counter', 'text', '\\xff\\x00\\xff']);
-        expect(snapshot.ages).toEqual([`i:q@${BASE - 10 * SEC}=i-newest`, `i:q@${BASE - 30 * SEC}=i-young`, `u:q@${BASE - 2 * SEC}=u-recent`]);
+        expect(snapshot.ages).toEqual([
+          `i:q@${BASE - 10 * SEC}=i-newest`,
+          `i:q@${BASE - 30 * SEC}=i-young`,
+          `u:q@${BASE - 2 * SEC}=u-recent`,
+        ]);
         expect(snapshot.text).toHaveLength(3); // v: 2 versions, plain:\xff
         const tablesBefore = await st.listTables();
 

@@ -5,8 +5,9 @@
 import type { Command } from 'commander';
 import { register as benchStore } from './bench-store.js';
 import { register as demo } from './demo.js';
+import { register as oracle } from './oracle.js';
 import { register as scan } from './scan.js';
 
 export type RegisterCommand = (program: Command) => void;
 
-export const commands: RegisterCommand[] = [demo, scan, benchStore];
+export const commands: RegisterCommand[] = [demo, scan, benchStore, oracle];

@@ -7,8 +7,10 @@
  */
 import type { Command } from 'commander';
 import { runOracleBench } from '../../bench/oracle-bench.js';
-import { FileMarkStore } from '../../oracle/mark-store.js';
+import { FileMarkStore, type MarkStore, StoreMarkStore } from '../../oracle/mark-store.js';
 import { startOracleServer } from '../../oracle/server.js';
+import { openStore } from '../../store/open-store.js';
+import type { Store } from '../../store/store.js';
 import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
 
 function parsePort(raw: string): number {
@@ -36,18 +38,34 @@ export function register(program: Command): void {
     .description('run the timestamp oracle as a network service (lean framed TCP protocol; see docs/oracle.md)')
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--port <port>', 'TCP port (0 = pick one)', parsePort, 8088)
-    .option('--mark <file>', 'durable high-water mark file', './percolator-data/oracle.mark')
-    .action(async (opts: { host: string; port: number; mark: string }) => {
-      const server = await startOracleServer({ host: opts.host, port: opts.port, markStore: new FileMarkStore(opts.mark) });
-      process.stdout.write(
-        `${JSON.stringify({ listening: { host: server.host, port: server.port }, mark: opts.mark, loadedMark: server.oracle.stats().loadedMark })}\n`,
-      );
-      await new Promise<void>((resolve) => {
-        const stop = (): void => resolve();
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-      });
-      await server.close();
+    .option('--mark <file>', 'durable high-water mark file', './percolator-oracle.mark')
+    .option('--store <url>', 'keep the mark in this store (table _percolator_oracle) instead of --mark')
+    .action(async (opts: { host: string; port: number; mark: string; store?: string }) => {
+      let store: Store | undefined;
+      let markStore: MarkStore;
+      if (opts.store !== undefined) {
+        store = await openStore(opts.store);
+        markStore = new StoreMarkStore(store);
+      } else {
+        markStore = new FileMarkStore(opts.mark);
+      }
+      try {
+        const server = await startOracleServer({ host: opts.host, port: opts.port, markStore });
+        process.stdout.write(
+          `${JSON.stringify({
+            listening: { host: server.host, port: server.port },
+            mark: markStore.description,
+            loadedMark: server.oracle.stats().loadedMark,
+          })}\n`,
+        );
+        await new Promise<void>((resolve) => {
+          process.once('SIGINT', () => resolve());
+          process.once('SIGTERM', () => resolve());
+        });
+        await server.close();
+      } finally {
+        await store?.close();
+      }
     });
 
   benchCommand(program)

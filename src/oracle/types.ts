@@ -1,0 +1,102 @@
+/**
+ * The interface the transaction layer takes: either the in-process `Oracle` or the network
+ * `OracleClient` implements it.
+ *
+ * Guarantees every implementation gives:
+ * - Timestamps are safe integers (< 2^53), "microseconds-ish": they follow the wall clock in µs
+ *   while the clock is ahead (max(last + 1, nowMicros)) and never decrease when it goes back.
+ * - Strictly increasing for every caller in the deployment, across oracle restarts and crashes:
+ *   any timestamp obtained after another one resolved is larger; no timestamp is ever handed out
+ *   twice. Concurrent callers get distinct timestamps (in no promised order among themselves).
+ * - `getTimestamps(n)` returns a contiguous range `[first, first + count)`, `count === n`.
+ *
+ * GC watermark contract: a transaction takes its start timestamp with `getStartTimestamp()` (or
+ * registers it with `registerActive` in the same tick it receives it, before any await) and
+ * releases the registration when it ends. `getWatermark()`
+ * returns a timestamp W such that every still-registered start timestamp, and every start
+ * timestamp obtained in the future, is >= W: versions that are shadowed by a newer version at or
+ * below W can be collected. The watermark never decreases.
+ */
+
+/** A contiguous range of timestamps `[first, first + count)`. */
+export interface TimestampRange {
+  readonly first: number;
+  readonly count: number;
+}
+
+/** A registered active start timestamp; `release()` is idempotent. */
+export interface ActiveRegistration {
+  readonly timestamp: number;
+  release(): void;
+}
+
+export interface TimestampSource {
+  /** One timestamp, larger than every timestamp resolved before this call was made. */
+  getTimestamp(): Promise<number>;
+  /** `count` consecutive timestamps (1 <= count <= the batch cap). */
+  getTimestamps(count: number): Promise<TimestampRange>;
+  /**
+   * A start timestamp, already registered as active (the registration happens in the same tick
+   * the timestamp is received, so no watermark can pass it). Release it when the transaction ends.
+   */
+  getStartTimestamp(): Promise<ActiveRegistration>;
+  /** Holds the GC watermark at or below `startTs` until released. Prefer `getStartTimestamp`. */
+  registerActive(startTs: number): ActiveRegistration;
+  /** The oldest start timestamp still in use by any live client (or the next timestamp if none). */
+  getWatermark(): Promise<number>;
+  /** Releases resources; pending and further calls reject with ORACLE_CLOSED. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** A clock in microseconds since the epoch. Tests inject one to move time backwards. */
+export type MicrosClock = () => number;
+
+/** The default clock: the wall clock in µs (millisecond resolution is enough: see oracle.ts). */
+export const wallClockMicros: MicrosClock = () => Date.now() * 1000;
+
+/** A clock in milliseconds for leases and timeouts (monotonic by default). Tests inject one. */
+export type MillisClock = () => number;
+
+export const monotonicMillis: MillisClock = () => performance.now();
+
+/** Local multiset of active start timestamps with O(1) register/release and lazy min. */
+export class ActiveSet {
+  private readonly counts = new Map<number, number>();
+  private cachedMin = Number.POSITIVE_INFINITY;
+  private dirty = false;
+
+  register(ts: number): ActiveRegistration {
+    this.counts.set(ts, (this.counts.get(ts) ?? 0) + 1);
+    if (ts < this.cachedMin) this.cachedMin = ts;
+    let released = false;
+    return {
+      timestamp: ts,
+      release: () => {
+        if (released) return;
+        released = true;
+        const c = this.counts.get(ts) ?? 0;
+        if (c <= 1) {
+          this.counts.delete(ts);
+          if (ts === this.cachedMin) this.dirty = true;
+        } else {
+          this.counts.set(ts, c - 1);
+        }
+      },
+    };
+  }
+
+  /** The smallest registered timestamp, or +Infinity when none. */
+  min(): number {
+    if (this.dirty) {
+      let m = Number.POSITIVE_INFINITY;
+      for (const ts of this.counts.keys()) if (ts < m) m = ts;
+      this.cachedMin = m;
+      this.dirty = false;
+    }
+    return this.cachedMin;
+  }
+
+  get size(): number {
+    return this.counts.size;
+  }
+}

@@ -22,7 +22,9 @@ export type TxnErrorCode =
   /** A table is not a Percolator table (missing system families). */
   | 'NOT_A_PERCOLATOR_TABLE'
   /** A stored lock or write record could not be decoded. */
-  | 'CORRUPTED_RECORD';
+  | 'CORRUPTED_RECORD'
+  /** waitForQuiescence gave up: notifications were still pending. */
+  | 'QUIESCENCE_TIMEOUT';
 
 export interface CellRef {
   readonly table: string;

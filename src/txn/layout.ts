@@ -9,8 +9,12 @@
  *   write  @commitTs  write record: start ts, kind put/delete; short values inline
  *          @startTs   rollback record (kind rollback): a late prewrite of that transaction fails
  *   data   @startTs   the value, only when too long to inline
- *   ack    per observer: start ts of its last run (notify layer)
- *   notify dirty hint, in its own locality group (notify layer)
+ *   notify @commitTs  dirty hint for observers, in its own locality group (value: 's' strong
+ *                     from a committed write of an observed column, 'w' weak from tx.notify)
+ *
+ * Observer acks are ordinary transactional cells under a reserved column name
+ * (`\0ack\0<observer>\0<column>`, see `ackColumn`): they must take part in write-write conflict
+ * detection, which is what makes at most one observer commit per change.
  *
  * Records are small binary values with a version byte; decoding failures are CORRUPTED_RECORD.
  */
@@ -20,7 +24,6 @@ import type { RowFilter, TableSpec } from '../store/types.js';
 export const LOCK = 'lock';
 export const WRITE = 'write';
 export const DATA = 'data';
-export const ACK = 'ack';
 export const NOTIFY = 'notify';
 export const NOTIFY_GROUP = 'notify';
 
@@ -32,15 +35,30 @@ export const PERCOLATOR_TABLE_SPEC: TableSpec = {
     [LOCK]: {},
     [WRITE]: {},
     [DATA]: {},
-    [ACK]: {},
     [NOTIFY]: { localityGroup: NOTIFY_GROUP },
   },
 };
 
 const FAMILY = /^[_a-zA-Z0-9][-_.a-zA-Z0-9]*$/;
 
-/** `family:qualifier` → the system qualifier bytes (validated). */
+/** Reserved (internal) column names start with NUL, which no user family name can. */
+export function isReservedColumn(column: string): boolean {
+  return typeof column === 'string' && column.charCodeAt(0) === 0;
+}
+
+/** The reserved column holding observer `observer`'s ack for `column`. */
+export function ackColumn(observer: string, column: string): string {
+  return `\u0000ack\u0000${observer}\u0000${column}`;
+}
+
+/** `family:qualifier` (or a reserved internal name) → the system qualifier bytes (validated). */
 export function encodeColumn(column: string): Uint8Array {
+  if (isReservedColumn(column)) return Buffer.from(column, 'utf8');
+  return encodeUserColumn(column);
+}
+
+/** Like encodeColumn, but rejects reserved names: what user-facing calls use. */
+export function encodeUserColumn(column: string): Uint8Array {
   const i = typeof column === 'string' ? column.indexOf(':') : -1;
   if (i <= 0 || !FAMILY.test(column.slice(0, i))) {
     throw new TxnError('INVALID_COLUMN', `invalid column ${JSON.stringify(column)}: use family:qualifier with family [_a-zA-Z0-9][-_.a-zA-Z0-9]*`, { column });
@@ -62,6 +80,8 @@ export type ValueRef = { readonly mode: 'none' } | { readonly mode: 'inline'; re
 
 export interface LockRecord {
   readonly kind: WriteKind;
+  /** Committing this cell also sets its notify cell (the column is observed). */
+  readonly notify: boolean;
   readonly primaryTable: string;
   readonly primaryRow: Uint8Array;
   readonly primaryColumn: string;
@@ -173,6 +193,7 @@ export function encodeLock(l: LockRecord): Uint8Array {
   return new Writer()
     .u8(VERSION)
     .u8(KIND_CODES[l.kind])
+    .u8(l.notify ? 1 : 0)
     .str(l.primaryTable)
     .bytes(l.primaryRow)
     .str(l.primaryColumn)
@@ -190,6 +211,7 @@ export function decodeLock(value: Uint8Array): LockRecord {
   if (kind === undefined || kind === 'rollback') throw new TxnError('CORRUPTED_RECORD', 'bad lock kind', {});
   const lock: LockRecord = {
     kind,
+    notify: r.u8() === 1,
     primaryTable: r.str(),
     primaryRow: r.bytes(),
     primaryColumn: r.str(),

@@ -17,7 +17,10 @@ import type { TimestampSource } from '../oracle/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { LockedCell } from './actions/types.js';
 import { TxnError, isTxnError } from './errors.js';
-import { PERCOLATOR_TABLE_SPEC, encodeColumn, type LockRecord } from './layout.js';
+import { NOTIFY, PERCOLATOR_TABLE_SPEC, decodeColumn, encodeColumn, type LockRecord } from './layout.js';
+import { InProcessLockService, type LockService } from '../notify/lock-service.js';
+import { ObservedColumns } from '../notify/observed-columns.js';
+import { Worker, type WorkerHost, type WorkerOptions } from '../notify/worker.js';
 import { type GcResult, collectGarbage } from './gc.js';
 import { Liveness } from './liveness.js';
 import type { ReadContext } from './snapshot-read.js';
@@ -38,6 +41,15 @@ export interface PercolatorOptions {
   readonly nowMs?: () => number;
   /** Crash-injection hook: called at each protocol point of every commit. */
   readonly onProtocolPoint?: (point: ProtocolPoint) => void | Promise<void>;
+  /** The advisory lock service for workers (default: in-process; `percolator serve` hosts a shared one). */
+  readonly lockService?: LockService;
+  /** How often the observed-columns registry is reloaded (ms). Default 1 000. */
+  readonly observedRefreshMs?: number;
+}
+
+export interface QuiescenceOptions {
+  /** Give up with QUIESCENCE_TIMEOUT after this long. Default 60 000 ms. */
+  readonly timeoutMs?: number;
 }
 
 export interface TransactionOptions {
@@ -52,12 +64,17 @@ export interface TransactionOptions {
 export class Percolator {
   private closed = false;
 
+  private readonly workers = new Set<Worker>();
+  private tablesCache: { at: number; tables: string[] } = { at: 0, tables: [] };
+
   private constructor(
     readonly store: Store,
     readonly oracle: TimestampSource,
     private readonly liveness: Liveness,
     private readonly env: TxnEnvironment,
-    private readonly owns: { store: boolean; oracle: boolean },
+    private readonly observed: ObservedColumns,
+    private readonly lockService: LockService,
+    private readonly owns: { store: boolean; oracle: boolean; lockService: boolean },
   ) {}
 
   static async open(options: PercolatorOptions = {}): Promise<Percolator> {
@@ -68,7 +85,10 @@ export class Percolator {
       const nowMs = options.nowMs ?? Date.now;
       const liveness = new Liveness(store, { leaseMs: options.leaseMs, nowMs });
       const owner = await liveness.register();
+      const observed = new ObservedColumns(store);
+      await observed.open(options.observedRefreshMs ?? 1_000);
       const read: ReadContext = { liveness, nowMs, lockWaitMs: options.lockWaitMs ?? 2_000 };
+      let db: Percolator | null = null;
       const env: TxnEnvironment = {
         store,
         read,
@@ -76,8 +96,18 @@ export class Percolator {
         owner,
         lockTtlMs: options.lockTtlMs ?? 30_000,
         onProtocolPoint: options.onProtocolPoint,
+        isObserved: (table, column) => observed.has(table, column),
+        onNotified: () => {
+          for (const w of db?.workers ?? []) w.wake();
+        },
       };
-      return new Percolator(store, oracle, liveness, env, { store: ownsStore, oracle: options.oracle === undefined });
+      const lockService = options.lockService ?? new InProcessLockService();
+      db = new Percolator(store, oracle, liveness, env, observed, lockService, {
+        store: ownsStore,
+        oracle: options.oracle === undefined,
+        lockService: options.lockService === undefined,
+      });
+      return db;
     } catch (e) {
       if (ownsStore) await store.close().catch(() => undefined);
       throw e;
@@ -170,12 +200,84 @@ export class Percolator {
    */
   async collectGarbage(): Promise<GcResult> {
     this.checkOpen();
+    return collectGarbage(this.store, await this.percolatorTables(0), await this.oracle.getWatermark(), this.env.read);
+  }
+
+  /** Tables that carry the Percolator system families (cached for `maxAgeMs`). */
+  async percolatorTables(maxAgeMs = 1_000): Promise<string[]> {
+    if (Date.now() - this.tablesCache.at <= maxAgeMs) return this.tablesCache.tables;
     const tables: string[] = [];
     for (const name of await this.store.listTables()) {
-      const spec = await this.store.getTable(name);
-      if (Object.keys(PERCOLATOR_TABLE_SPEC.families).every((f) => Object.hasOwn(spec.families, f))) tables.push(name);
+      const spec = await this.store.getTable(name).catch(() => null);
+      if (spec !== null && Object.keys(PERCOLATOR_TABLE_SPEC.families).every((f) => Object.hasOwn(spec.families, f))) tables.push(name);
     }
-    return collectGarbage(this.store, tables, await this.oracle.getWatermark(), this.env.read);
+    this.tablesCache = { at: Date.now(), tables };
+    return tables;
+  }
+
+  /**
+   * A worker that runs observers in this process (Percolator §2.4). Register observers with
+   * `worker.observe(...)`, then `await worker.start()`; `await worker.stop()` to stop gracefully.
+   */
+  worker(options: WorkerOptions = {}): Worker {
+    this.checkOpen();
+    const host: WorkerHost = {
+      store: this.store,
+      readContext: this.env.read,
+      begin: () => this.begin(),
+      owner: this.env.owner,
+      observed: this.observed,
+      lockService: this.lockService,
+      percolatorTables: () => this.percolatorTables(),
+    };
+    const worker = new Worker(host, options);
+    this.workers.add(worker);
+    return worker;
+  }
+
+  /**
+   * Resolves once the system is quiescent: a full pass over every Percolator table found no
+   * pending notification of an observed column (other than cells this process's workers parked)
+   * and no timestamp was issued by anyone during that pass (when the oracle can tell; see
+   * docs/observers.md). Throws QUIESCENCE_TIMEOUT after `timeoutMs`.
+   */
+  async waitForQuiescence(options: QuiescenceOptions = {}): Promise<void> {
+    this.checkOpen();
+    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    let delay = 2;
+    for (;;) {
+      const before = issuedCount(this.oracle);
+      const pending = await this.pendingNotifications();
+      const after = issuedCount(this.oracle);
+      if (pending === 0 && before === after) return;
+      if (Date.now() > deadline) {
+        throw new TxnError('QUIESCENCE_TIMEOUT', `not quiescent after ${options.timeoutMs ?? 60_000} ms: ${pending} notifications pending`, { pending });
+      }
+      // Polling for a condition across processes (no event to wait on).
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 50);
+    }
+  }
+
+  /** Notifications of observed columns still pending (parked cells of local workers excluded). */
+  async pendingNotifications(): Promise<number> {
+    const parked = new Set<string>();
+    for (const w of this.workers) for (const k of w.parkedCells()) parked.add(k);
+    let pending = 0;
+    for (const table of await this.percolatorTables()) {
+      for await (const r of this.store.readRows(table, { filter: { familyNameRegexFilter: NOTIFY } })) {
+        let last = '';
+        for (const c of r.cells) {
+          const column = decodeColumn(c.qualifier);
+          if (column === last) continue;
+          last = column;
+          if (!this.observed.has(table, column)) continue;
+          if (parked.has(`${table}/${Buffer.from(r.key).toString('hex')}/${column}`)) continue;
+          pending++;
+        }
+      }
+    }
+    return pending;
   }
 
   /** This process's liveness owner id (written into its locks). */
@@ -185,9 +287,19 @@ export class Percolator {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    for (const w of this.workers) await w.stop();
     this.closed = true;
+    await this.observed.close();
+    if (this.owns.lockService) await this.lockService.close();
     await this.liveness.close();
     if (this.owns.oracle) await this.oracle.close();
     if (this.owns.store) await this.store.close();
   }
+}
+
+/** Timestamps handed out so far, when the oracle can tell (in-process); else null. */
+function issuedCount(oracle: TimestampSource): number | null {
+  const o = oracle as { stats?: () => { handedOut?: number } };
+  const n = typeof o.stats === 'function' ? o.stats().handedOut : undefined;
+  return typeof n === 'number' ? n : null;
 }

@@ -101,15 +101,22 @@ class Backoff {
   }
 }
 
-/** Values of `columns` in one row at ts (null = absent or deleted), in the order given. */
-export async function readRowAt(
+/** A cell's visible version at ts: its value (null = absent or deleted) and its commit ts. */
+export interface VersionAt {
+  readonly value: Uint8Array | null;
+  /** Commit ts of the visible write record (put or delete), 0 if the column was never written. */
+  readonly commitTs: number;
+}
+
+/** Visible versions of `columns` in one row at ts, in the order given. */
+export async function readVersionsAt(
   store: Store,
   table: string,
   row: Uint8Array,
   columns: readonly ColumnRef[],
   ts: number,
   ctx: ReadContext,
-): Promise<(Uint8Array | null)[]> {
+): Promise<VersionAt[]> {
   const filter = readFilter(
     columns.map((c) => c.q),
     ts,
@@ -127,12 +134,25 @@ export async function readRowAt(
       continue;
     }
     return Promise.all(
-      columns.map((c) => {
+      columns.map(async (c): Promise<VersionAt> => {
         const w = writes.get(bytesKey(c.q));
-        return w === undefined ? null : valueOf(store, table, row, c.q, w[0]);
+        if (w === undefined) return { value: null, commitTs: 0 };
+        return { value: await valueOf(store, table, row, c.q, w[0]), commitTs: w[1] };
       }),
     );
   }
+}
+
+/** Values of `columns` in one row at ts (null = absent or deleted), in the order given. */
+export async function readRowAt(
+  store: Store,
+  table: string,
+  row: Uint8Array,
+  columns: readonly ColumnRef[],
+  ts: number,
+  ctx: ReadContext,
+): Promise<(Uint8Array | null)[]> {
+  return (await readVersionsAt(store, table, row, columns, ts, ctx)).map((v) => v.value);
 }
 
 export interface ScannedRow {

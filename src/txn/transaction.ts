@@ -14,13 +14,15 @@
  */
 import { bytesKey } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
-import type { RowFilter, RowRange } from '../store/types.js';
+import type { Mutation, RowFilter, RowRange } from '../store/types.js';
 import { cleanup } from './actions/cleanup.js';
 import { commitPrimary, commitSecondary } from './actions/commit.js';
 import { type LockTemplate, prewrite } from './actions/prewrite.js';
 import type { BufferedCell, BufferedRow } from './actions/types.js';
 import { TxnError } from './errors.js';
-import { LOCK, encodeColumn, encodeLock, lockAtFilter, valueRefFor } from './layout.js';
+import { LOCK, NOTIFY, encodeColumn, encodeLock, encodeUserColumn, lockAtFilter, valueRefFor } from './layout.js';
+
+const WEAK = Buffer.from('w');
 import { type ColumnRef, type ReadContext, type ScannedRow, readRowAt, scanAt } from './snapshot-read.js';
 
 export type RowKey = Uint8Array | string;
@@ -42,6 +44,10 @@ export interface TxnEnvironment {
   readonly owner: string;
   readonly lockTtlMs: number;
   readonly onProtocolPoint?: (point: ProtocolPoint) => void | Promise<void>;
+  /** Whether writes to this column must notify observers (the observed-columns registry). */
+  isObserved(table: string, column: string): boolean;
+  /** Called after a commit that set notify cells (wakes local workers). */
+  onNotified?(): void;
 }
 
 export function toBytes(v: Value): Uint8Array {
@@ -89,6 +95,8 @@ function columnsFilter(columns: readonly string[] | undefined): RowFilter | unde
 
 export class Snapshot {
   protected finished = false;
+  /** Internal readers (the observer runner) may read reserved columns such as acks. */
+  allowReserved = false;
 
   constructor(
     protected readonly env: TxnEnvironment,
@@ -130,7 +138,7 @@ export class Snapshot {
       const k = bytesKey(row);
       let e = byRow.get(k);
       if (e === undefined) byRow.set(k, (e = { row, refs: [], slots: [] }));
-      e.refs.push({ column: c.column, q: encodeColumn(c.column) });
+      e.refs.push({ column: c.column, q: this.allowReserved ? encodeColumn(c.column) : encodeUserColumn(c.column) });
       e.slots.push(i);
     });
     await Promise.all(
@@ -161,6 +169,7 @@ export class Snapshot {
 
 export class Transaction extends Snapshot {
   private readonly rows = new Map<string, { table: string; row: Uint8Array; cells: Map<string, BufferedCell> }>();
+  private readonly weak: { table: string; row: Uint8Array; column: string }[] = [];
   private committed: number | null = null;
 
   /** Buffers a write (visible to this transaction's reads at once, to others after commit). */
@@ -176,15 +185,34 @@ export class Transaction extends Snapshot {
     this.put(table, row, column, 'delete', null);
   }
 
-  private put(table: string, row: RowKey, column: string, kind: 'put' | 'delete', value: Uint8Array | null): void {
+  /**
+   * A weak notification (Percolator §2.4): sets only the notify cell of `column`, typically a
+   * notify-only column no one writes, so its observers run. It takes no lock and conflicts with
+   * no writer; it is written before the commit point, so an aborted transaction may leave one
+   * behind: observers of weakly notified columns may run more than once per notification.
+   */
+  notify(table: string, row: RowKey, column: string): void {
     this.checkActive();
-    const q = encodeColumn(column);
+    encodeUserColumn(column);
+    const key = toBytes(row);
+    if (key.byteLength === 0) throw new TxnError('INVALID_COLUMN', 'empty row key', { table });
+    this.weak.push({ table, row: key, column });
+  }
+
+  /** Internal writes (observer acks) may use reserved column names. */
+  setInternal(table: string, row: Uint8Array, column: string, value: Uint8Array): void {
+    this.put(table, row, column, 'put', value, true);
+  }
+
+  private put(table: string, row: RowKey, column: string, kind: 'put' | 'delete', value: Uint8Array | null, internal = false): void {
+    this.checkActive();
+    const q = internal ? encodeColumn(column) : encodeUserColumn(column);
     const key = toBytes(row);
     if (key.byteLength === 0) throw new TxnError('INVALID_COLUMN', 'empty row key', { table });
     const k = `${table}\u0000${bytesKey(key)}`;
     let r = this.rows.get(k);
     if (r === undefined) this.rows.set(k, (r = { table, row: key, cells: new Map() }));
-    r.cells.set(column, { column, q, kind, value });
+    r.cells.set(column, { column, q, kind, value, notify: !internal && this.env.isObserved(table, column) });
   }
 
   protected override buffered(table: string, row: RowKey, column: string): Uint8Array | null | undefined {
@@ -218,7 +246,11 @@ export class Transaction extends Snapshot {
   async commit(): Promise<number | null> {
     this.checkActive();
     this.finished = true;
-    if (this.rows.size === 0) return null;
+    if (this.rows.size === 0) {
+      await this.writeWeakNotifications();
+      if (this.weak.length > 0) this.env.onNotified?.();
+      return null;
+    }
     const env = this.env;
     const rows: BufferedRow[] = [...this.rows.values()].map((r) => ({ table: r.table, row: r.row, cells: [...r.cells.values()] }));
     const primaryRow = rows[0] as BufferedRow;
@@ -244,6 +276,7 @@ export class Transaction extends Snapshot {
           prewritten.push(r);
           if (i === 0) await env.onProtocolPoint?.('mid-secondary-prewrites');
         });
+        await this.writeWeakNotifications();
         await env.onProtocolPoint?.('before-primary-commit');
       } catch (e) {
         await this.rollBack(prewritten);
@@ -267,7 +300,22 @@ export class Transaction extends Snapshot {
       if (i === 0) await env.onProtocolPoint?.('mid-secondary-commits');
     });
     await env.onProtocolPoint?.('after-commit');
+    if (this.weak.length > 0 || rows.some((r) => r.cells.some((c) => c.notify))) env.onNotified?.();
     return commitTs;
+  }
+
+  private async writeWeakNotifications(): Promise<void> {
+    if (this.weak.length === 0) return;
+    const byTable = new Map<string, { key: Uint8Array; mutations: Mutation[] }[]>();
+    const ts = await this.env.getTimestamp();
+    for (const w of this.weak) {
+      let list = byTable.get(w.table);
+      if (list === undefined) byTable.set(w.table, (list = []));
+      list.push({ key: w.row, mutations: [{ setCell: { familyName: NOTIFY, columnQualifier: encodeColumn(w.column), timestampMicros: ts, value: WEAK } }] });
+    }
+    for (const [table, entries] of byTable) {
+      for (const r of await this.env.store.mutateRows(table, entries)) if (r.error) throw r.error;
+    }
   }
 
   /** Best-effort roll back of our own locks, primary first (so no one can roll us forward). */
@@ -286,7 +334,7 @@ export class Transaction extends Snapshot {
     const env = this.env;
     const period = Math.max(50, Math.floor(env.lockTtlMs / 3));
     const timer = setInterval(() => {
-      const lock = encodeLock({ ...template, wallTimeMs: env.read.nowMs(), kind: cell.kind, value: valueRefFor(cell.kind, cell.value) });
+      const lock = encodeLock({ ...template, wallTimeMs: env.read.nowMs(), kind: cell.kind, notify: cell.notify, value: valueRefFor(cell.kind, cell.value) });
       void env.store
         .checkAndMutateRow(row.table, row.row, {
           predicateFilter: lockAtFilter(cell.q, this.startTs),

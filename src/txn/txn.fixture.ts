@@ -30,7 +30,7 @@ export async function makeFixture(): Promise<Fixture> {
     row: (row, ...cells) => ({
       table: 't',
       row: Buffer.from(row),
-      cells: cells.map(([column, value]) => ({ column, q: encodeColumn(column), kind: value === null ? 'delete' : 'put', value: value === null ? null : Buffer.from(value) })),
+      cells: cells.map(([column, value]) => ({ column, q: encodeColumn(column), kind: value === null ? 'delete' : 'put', value: value === null ? null : Buffer.from(value), notify: false })),
     }),
     template: (primary, owner = 'w1', ttlMs = 10_000) => ({
       primaryTable: primary.table,

@@ -19,22 +19,30 @@
 import type { Store } from '../../store/store.js';
 import type { Mutation } from '../../store/types.js';
 import { TxnError, describeCell } from '../errors.js';
-import { LOCK, type ValueRef, WRITE, type WriteKind, encodeWrite, lockAtFilter, valueRefFor } from '../layout.js';
+import { LOCK, NOTIFY, type ValueRef, WRITE, type WriteKind, encodeWrite, lockAtFilter, valueRefFor } from '../layout.js';
 import { readColumnStatus } from './read-column-status.js';
 import type { BufferedRow } from './types.js';
 
-/** The mutations that turn S's lock on one cell into a write record at commitTs. */
-export function commitCellMutations(q: Uint8Array, kind: WriteKind, ref: ValueRef, startTs: number, commitTs: number): Mutation[] {
-  return [
+const STRONG = Buffer.from('s');
+
+/**
+ * The mutations that turn S's lock on one cell into a write record at commitTs — and, for an
+ * observed column, set its notify cell at commitTs in the same atomic row mutation, so a
+ * notification exists exactly for committed changes.
+ */
+export function commitCellMutations(q: Uint8Array, kind: WriteKind, ref: ValueRef, startTs: number, commitTs: number, notify: boolean): Mutation[] {
+  const out: Mutation[] = [
     // The write record carries short values itself, so readers never touch `data` for them.
     { setCell: { familyName: WRITE, columnQualifier: q, timestampMicros: commitTs, value: encodeWrite({ kind, startTs, value: ref }) } },
     { deleteFromColumn: { familyName: LOCK, columnQualifier: q, timeRange: { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 } } },
   ];
+  if (notify) out.push({ setCell: { familyName: NOTIFY, columnQualifier: q, timestampMicros: commitTs, value: STRONG } });
+  return out;
 }
 
 export function commitMutations(row: BufferedRow, startTs: number, commitTs: number): Mutation[] {
   const mutations: Mutation[] = [];
-  for (const c of row.cells) mutations.push(...commitCellMutations(c.q, c.kind, valueRefFor(c.kind, c.value), startTs, commitTs));
+  for (const c of row.cells) mutations.push(...commitCellMutations(c.q, c.kind, valueRefFor(c.kind, c.value), startTs, commitTs, c.notify));
   return mutations;
 }
 

@@ -22,13 +22,13 @@ import { readColumnStatus } from './read-column-status.js';
 import type { BufferedRow } from './types.js';
 
 /** The parts of a lock that are the same for every cell of a transaction. */
-export type LockTemplate = Omit<LockRecord, 'kind' | 'value'>;
+export type LockTemplate = Omit<LockRecord, 'kind' | 'value' | 'notify'>;
 
 export function prewriteMutations(row: BufferedRow, startTs: number, template: LockTemplate): Mutation[] {
   const mutations: Mutation[] = [];
   for (const c of row.cells) {
     const value = valueRefFor(c.kind, c.value);
-    mutations.push({ setCell: { familyName: LOCK, columnQualifier: c.q, timestampMicros: startTs, value: encodeLock({ ...template, kind: c.kind, value }) } });
+    mutations.push({ setCell: { familyName: LOCK, columnQualifier: c.q, timestampMicros: startTs, value: encodeLock({ ...template, kind: c.kind, notify: c.notify, value }) } });
     if (value.mode === 'data' && c.value !== null) {
       mutations.push({ setCell: { familyName: DATA, columnQualifier: c.q, timestampMicros: startTs, value: c.value } });
     }

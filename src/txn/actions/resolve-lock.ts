@@ -27,7 +27,7 @@ export async function resolveLock(store: Store, cell: LockedCell, ctx: ResolveCo
     // Roll forward: the same mutations the committer would have applied to this cell.
     await store.checkAndMutateRow(cell.table, cell.row, {
       predicateFilter: lockAtFilter(cell.q, startTs),
-      trueMutations: commitCellMutations(cell.q, lock.kind, lock.value, startTs, status.commitTs),
+      trueMutations: commitCellMutations(cell.q, lock.kind, lock.value, startTs, status.commitTs, lock.notify),
     });
     return 'committed';
   }

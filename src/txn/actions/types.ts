@@ -12,6 +12,8 @@ export interface BufferedCell {
   readonly kind: WriteKind;
   /** The value for puts (null for deletes). */
   readonly value: Uint8Array | null;
+  /** The column is observed: committing it also sets its notify cell. */
+  readonly notify: boolean;
 }
 
 /** All buffered cells of one row. */

@@ -1,0 +1,77 @@
+/**
+ * The observed-columns registry: which (table, column) pairs have observers, shared by every
+ * process through the `_percolator_observers` table (row = column, family `o`, qualifier =
+ * `table\0observer`, table `*` = every table). A transaction that writes an observed column sets
+ * its notify cell at commit; to know which columns those are, every process loads the registry
+ * at open and refreshes it periodically.
+ *
+ * Contract (as in Apache Fluo, where observers are configured before data arrives): register
+ * observers (start the workers) before writing the data they must see. A process learns of an
+ * observer registered elsewhere within `refreshMs`; writes it commits before that do not notify.
+ */
+import { isStoreError } from '../store/errors.js';
+import type { Store } from '../store/store.js';
+
+export const OBSERVERS_TABLE = '_percolator_observers';
+const FAMILY = 'o';
+export const ALL_TABLES = '*';
+
+export class ObservedColumns {
+  private readonly keys = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private refreshing: Promise<void> | null = null;
+
+  constructor(private readonly store: Store) {}
+
+  private static key(table: string, column: string): string {
+    return `${table}\u0000${column}`;
+  }
+
+  async open(refreshMs: number): Promise<void> {
+    try {
+      await this.store.createTable(OBSERVERS_TABLE, { families: { [FAMILY]: { gcRule: { maxNumVersions: 1 } } } });
+    } catch (e) {
+      if (!isStoreError(e, 'TABLE_EXISTS')) throw e;
+    }
+    await this.refresh();
+    if (refreshMs > 0) {
+      this.timer = setInterval(() => {
+        this.refreshing ??= this.refresh()
+          .catch(() => undefined)
+          .finally(() => {
+            this.refreshing = null;
+          });
+      }, refreshMs);
+      this.timer.unref();
+    }
+  }
+
+  async refresh(): Promise<void> {
+    for await (const row of this.store.readRows(OBSERVERS_TABLE)) {
+      const column = Buffer.from(row.key).toString('utf8');
+      for (const c of row.cells) {
+        const table = Buffer.from(c.qualifier).toString('utf8').split('\u0000')[0] ?? ALL_TABLES;
+        this.keys.add(ObservedColumns.key(table, column));
+      }
+    }
+  }
+
+  has(table: string, column: string): boolean {
+    if (this.keys.size === 0) return false;
+    return this.keys.has(ObservedColumns.key(table, column)) || this.keys.has(ObservedColumns.key(ALL_TABLES, column));
+  }
+
+  /** Records that `observer` watches `column` of `table` (or of every table with ALL_TABLES). */
+  async register(table: string, column: string, observer: string): Promise<void> {
+    this.keys.add(ObservedColumns.key(table, column));
+    await this.store.mutateRow(OBSERVERS_TABLE, Buffer.from(column, 'utf8'), [
+      { setCell: { familyName: FAMILY, columnQualifier: Buffer.from(`${table}\u0000${observer}`, 'utf8'), timestampMicros: 0, value: new Uint8Array(0) } },
+    ]);
+  }
+
+  async close(): Promise<void> {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    await this.refreshing;
+  }
+}

@@ -1,0 +1,23 @@
+/**
+ * Observers (Percolator §2.4; Apache Fluo's one-method interface): code that runs when a column
+ * changes. Several observers may watch one column; each has its own ack, so each runs once per
+ * change. An observer runs inside a transaction; everything it writes commits atomically with
+ * its ack, or not at all.
+ */
+import type { Transaction } from '../txn/transaction.js';
+
+/**
+ * Called with the transaction to work in, the row and column that changed, and the table.
+ * Throwing aborts the transaction; the notification stays and is retried with backoff.
+ */
+export type ObserverFn = (tx: Transaction, row: Uint8Array, column: string, table: string) => Promise<void>;
+
+export interface ObserverRegistration {
+  /** Unique per observer; names its ack column. */
+  readonly name: string;
+  /** `family:qualifier`. */
+  readonly column: string;
+  /** A table name, or '*' for the column in every Percolator table. */
+  readonly table: string;
+  readonly fn: ObserverFn;
+}

@@ -1,0 +1,103 @@
+/**
+ * One observer on one notified cell: the ack protocol that gives "at most one observer commit
+ * per change" (Percolator §2.4).
+ *
+ * In a transaction T (start ts S): read the observed column's visible commit ts C and this
+ * observer's ack A (the start ts of its last successful run). If C <= A the change was already
+ * processed: nothing runs. Otherwise run the observer and write the ack := S in the same
+ * transaction. Two runs racing on one change both write the ack, so the second to commit meets
+ * a write-write conflict and aborts: at most one commits. A change committed after S is not
+ * covered (C' > S = ack), so it runs again; several changes before a run collapse into one run.
+ * Weak notifications run the observer even when C <= A (they signal no data change).
+ *
+ * Returns: { ran, upTo } — upTo is the commit ts the observer has now processed up to.
+ * Throws: the observer's own error (wrapped in ObserverFailure), or RETRIES_EXHAUSTED.
+ */
+import type { Store } from '../store/store.js';
+import { TxnError, isTxnError } from '../txn/errors.js';
+import { ackColumn, encodeColumn } from '../txn/layout.js';
+import { type ReadContext, readVersionsAt } from '../txn/snapshot-read.js';
+import type { Transaction } from '../txn/transaction.js';
+import type { ObserverRegistration } from './observer.js';
+
+export interface ObserverHost {
+  readonly store: Store;
+  readonly readContext: ReadContext;
+  begin(): Promise<Transaction & { release(): void }>;
+}
+
+export class ObserverFailure extends Error {
+  readonly code = 'OBSERVER_FAILED';
+  constructor(
+    readonly observer: string,
+    readonly table: string,
+    readonly row: Uint8Array,
+    readonly column: string,
+    cause: unknown,
+  ) {
+    super(`observer ${observer} failed on ${table}/${Buffer.from(row).toString('latin1')}/${column}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'ObserverFailure';
+  }
+}
+
+export interface RunOutcome {
+  readonly ran: boolean;
+  readonly upTo: number;
+  /** Transactions that lost a conflict and were retried. */
+  readonly conflicts: number;
+}
+
+function encodeTs(ts: number): Uint8Array {
+  const b = Buffer.allocUnsafe(8);
+  b.writeDoubleBE(ts);
+  return b;
+}
+
+function decodeTs(v: Uint8Array | null): number {
+  return v !== null && v.byteLength === 8 ? Buffer.from(v.buffer, v.byteOffset, 8).readDoubleBE(0) : 0;
+}
+
+export async function runObserver(
+  host: ObserverHost,
+  obs: ObserverRegistration,
+  table: string,
+  row: Uint8Array,
+  weak: boolean,
+  maxAttempts = 50,
+): Promise<RunOutcome> {
+  const ack = ackColumn(obs.name, obs.column);
+  const refs = [
+    { column: obs.column, q: encodeColumn(obs.column) },
+    { column: ack, q: encodeColumn(ack) },
+  ];
+  let conflicts = 0;
+  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    const tx = await host.begin();
+    try {
+      const [change, acked] = await readVersionsAt(host.store, table, row, refs, tx.startTs, host.readContext);
+      const upTo = change?.commitTs ?? 0;
+      if (!weak && upTo <= decodeTs(acked?.value ?? null)) {
+        tx.abort();
+        return { ran: false, upTo, conflicts };
+      }
+      try {
+        await obs.fn(tx, row, obs.column, table);
+      } catch (e) {
+        if (isTxnError(e) && e.retryable) throw e;
+        throw new ObserverFailure(obs.name, table, row, obs.column, e);
+      }
+      tx.setInternal(table, row, ack, encodeTs(tx.startTs));
+      await tx.commit();
+      return { ran: true, upTo, conflicts };
+    } catch (e) {
+      tx.abort();
+      if (!isTxnError(e) || !e.retryable) throw e;
+      conflicts++;
+      // A conflict on the ack means another run committed: the re-check will see its ack.
+      await new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 2 ** attempt)));
+    } finally {
+      tx.release();
+    }
+  }
+  throw new TxnError('RETRIES_EXHAUSTED', `observer ${obs.name} conflicted ${maxAttempts} times`, { observer: obs.name, table, column: obs.column });
+}

@@ -1,0 +1,160 @@
+/**
+ * Finding work (Percolator §2.4): a scanner walks the notify locality group of a table from a
+ * random tablet and a random key, so many scanners spread over the key space instead of all
+ * starting at the beginning. For each notified row it takes the row's advisory lock from the
+ * lock service; if another scanner (of any worker) holds it, it jumps to a new random place
+ * instead of trailing behind that scanner — the paper's answer to "bus clumping". It pauses
+ * while the run queue is full and backs off on empty passes.
+ *
+ * Invariant: the scanner never decides anything about correctness; it only proposes rows. A row
+ * proposed twice (two processes, an expired advisory lock) is safe: the ack protocol decides.
+ */
+import type { Store } from '../store/store.js';
+import { NOTIFY, decodeColumn } from '../txn/layout.js';
+
+export interface NotifiedCell {
+  readonly column: string;
+  /** Newest notify cell timestamp seen (everything at or below may be cleared after processing). */
+  readonly maxTs: number;
+  /** A weak notification is among them. */
+  readonly weak: boolean;
+}
+
+export interface Job {
+  readonly table: string;
+  readonly row: Uint8Array;
+  readonly cells: readonly NotifiedCell[];
+  /** The advisory lock owner (the scanner that took the row's lock); the runner releases it. */
+  readonly lockOwner: string;
+}
+
+export interface ScannerHost {
+  readonly store: Store;
+  readonly rowLockTtlMs: number;
+  running(): boolean;
+  /** Percolator tables that have observers. */
+  tables(): Promise<string[]>;
+  /** Whether some observer of this process watches `column` in `table`. */
+  observes(table: string, column: string): boolean;
+  tryLockRow(table: string, row: Uint8Array, lockOwner: string): Promise<boolean>;
+  /** Parked (poison) or backing-off rows are skipped. */
+  skip(table: string, row: Uint8Array, now: number): boolean;
+  /** Resolves when the job is queued (waits while the queue is full). */
+  enqueue(job: Job): Promise<void>;
+  readonly stats: ScannerStats;
+  /** Idle wait between empty passes; resolves early when new work is hinted. */
+  idle(ms: number): Promise<void>;
+}
+
+export interface ScannerStats {
+  rowsScanned: number;
+  notificationsFound: number;
+  jumps: number;
+  emptyPasses: number;
+}
+
+export const NOTIFY_FILTER = { familyNameRegexFilter: NOTIFY } as const;
+const BATCH = 64;
+
+function randomKeyBetween(start: Uint8Array, end: Uint8Array | undefined): Uint8Array {
+  // A random key: the tablet start followed by random bytes, which lands somewhere inside the
+  // tablet's range with a probability that favours its beginning less and less as keys grow.
+  const suffix = new Uint8Array(1 + Math.floor(Math.random() * 4));
+  for (let i = 0; i < suffix.length; i++) suffix[i] = Math.floor(Math.random() * 256);
+  const k = Buffer.concat([start.byteLength > 0 ? start : Buffer.alloc(0), suffix]);
+  if (end !== undefined && end.byteLength > 0 && Buffer.compare(k, end) >= 0) return start;
+  return k;
+}
+
+/** Groups a row's notify cells (canonical order) into per-column notifications. */
+export function notificationsOf(cells: readonly { qualifier: Uint8Array; timestamp: number; value: Uint8Array }[]): NotifiedCell[] {
+  const out: NotifiedCell[] = [];
+  let i = 0;
+  while (i < cells.length) {
+    const q = (cells[i] as { qualifier: Uint8Array }).qualifier;
+    let maxTs = 0;
+    let weak = false;
+    let j = i;
+    while (j < cells.length && Buffer.compare((cells[j] as { qualifier: Uint8Array }).qualifier, q) === 0) {
+      const c = cells[j] as { timestamp: number; value: Uint8Array };
+      maxTs = Math.max(maxTs, c.timestamp);
+      if (c.value.byteLength === 1 && c.value[0] === 0x77) weak = true; // 'w'
+      j++;
+    }
+    out.push({ column: decodeColumn(q), maxTs, weak });
+    i = j;
+  }
+  return out;
+}
+
+/**
+ * One scanner task: runs until the host stops. Returns after the current batch when stopped.
+ */
+export async function scanLoop(host: ScannerHost, lockOwner: string): Promise<void> {
+  let idleMs = 1;
+  while (host.running()) {
+    const tables = await host.tables();
+    if (tables.length === 0) {
+      await host.idle(Math.min((idleMs *= 2), 100));
+      continue;
+    }
+    const table = tables[Math.floor(Math.random() * tables.length)] as string;
+    const samples = await host.store.sampleRowKeys(table);
+    const t = Math.floor(Math.random() * samples.length);
+    const tabletStart = t === 0 ? new Uint8Array(0) : (samples[t - 1]?.key ?? new Uint8Array(0));
+    const tabletEnd = samples[t]?.key;
+    const origin = randomKeyBetween(tabletStart, tabletEnd);
+    const found = await scanFrom(host, table, origin, lockOwner);
+    if (found === 'jumped') {
+      // Yield to the event loop: with an in-memory store every step above is a microtask, and a
+      // scanner that keeps jumping would otherwise starve timers and I/O of the whole process.
+      await new Promise<void>((r) => setImmediate(r));
+      continue;
+    }
+    if (found === 0) {
+      host.stats.emptyPasses++;
+      await host.idle(Math.min((idleMs *= 2), 50));
+    } else idleMs = 1;
+  }
+}
+
+/**
+ * Scans the whole table once, starting at `origin` and wrapping around. Returns how many rows
+ * were queued, or 'jumped' when it met another scanner's row.
+ */
+async function scanFrom(host: ScannerHost, table: string, origin: Uint8Array, lockOwner: string): Promise<number | 'jumped'> {
+  let queued = 0;
+  // Two legs: [origin, end) then [start, origin).
+  const legs: { start: Uint8Array; end?: Uint8Array }[] = [{ start: origin }];
+  if (origin.byteLength > 0) legs.push({ start: new Uint8Array(0), end: origin });
+  for (const leg of legs) {
+    let pos: Uint8Array = leg.start;
+    for (;;) {
+      if (!host.running()) return queued;
+      const range = {
+        ...(pos.byteLength > 0 ? { startKeyClosed: pos } : {}),
+        ...(leg.end !== undefined ? { endKeyOpen: leg.end } : {}),
+      };
+      let n = 0;
+      let last: Uint8Array | null = null;
+      for await (const r of host.store.readRows(table, { rows: { rowRanges: [range] }, filter: NOTIFY_FILTER, rowsLimit: BATCH })) {
+        n++;
+        last = r.key;
+        host.stats.rowsScanned++;
+        if (host.skip(table, r.key, Date.now())) continue;
+        const cells = notificationsOf(r.cells).filter((c) => host.observes(table, c.column));
+        if (cells.length === 0) continue;
+        host.stats.notificationsFound++;
+        if (!(await host.tryLockRow(table, r.key, lockOwner))) {
+          host.stats.jumps++;
+          return 'jumped';
+        }
+        await host.enqueue({ table, row: Uint8Array.prototype.slice.call(r.key) as Uint8Array, cells, lockOwner });
+        queued++;
+      }
+      if (n < BATCH || last === null) break;
+      pos = Buffer.concat([last, Buffer.from([0])]);
+    }
+  }
+  return queued;
+}

@@ -1,0 +1,225 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Percolator } from '../txn/percolator.js';
+import type { Transaction } from '../txn/transaction.js';
+
+let db: Percolator;
+const others: Percolator[] = [];
+beforeEach(async () => {
+  db = await Percolator.open({ store: 'memory:', leaseMs: 1000 });
+  await db.createTable('docs');
+});
+afterEach(async () => {
+  for (const o of others.splice(0)) await o.close();
+  await db.close();
+});
+
+const str = (v: Uint8Array | null) => (v === null ? null : Buffer.from(v).toString());
+
+async function read(row: string, column: string, on: Percolator = db): Promise<string | null> {
+  const s = await on.snapshot();
+  try {
+    return str(await s.get('docs', row, column));
+  } finally {
+    s.release();
+  }
+}
+
+/** A promise plus its resolver, for waiting on conditions the observers signal. */
+function signal<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+describe('observers', () => {
+  it('run when an observed column changes, and their writes commit with the ack', async () => {
+    const worker = db.worker({ threads: 2 });
+    worker.observe('doc:content', 'length', async (tx, row) => {
+      const v = await tx.getString('docs', row, 'doc:content');
+      tx.set('docs', row, 'doc:length', String(v?.length ?? 0));
+    });
+    await worker.start();
+    await db.transaction(async (tx) => {
+      tx.set('docs', 'a', 'doc:content', 'hello');
+      tx.set('docs', 'b', 'doc:content', 'hi');
+    });
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(await read('a', 'doc:length')).toBe('5');
+    expect(await read('b', 'doc:length')).toBe('2');
+    expect(worker.metrics.commits).toBe(2);
+    expect(await db.pendingNotifications()).toBe(0);
+    await worker.stop();
+  });
+
+  it('several observers of one column each run once per change, with their own acks', async () => {
+    const runs: string[] = [];
+    const worker = db.worker();
+    worker.observe('doc:content', 'first', async () => {
+      runs.push('first');
+    });
+    worker.observe('doc:content', 'second', async () => {
+      runs.push('second');
+    });
+    await worker.start();
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'x'));
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(runs.sort()).toEqual(['first', 'second']);
+    await worker.stop();
+  });
+
+  it('collapses several changes before a run into one run that sees the latest value', async () => {
+    const seen: string[] = [];
+    const worker = db.worker();
+    worker.observe('doc:content', 'collect', async (tx, row) => {
+      seen.push((await tx.getString('docs', row, 'doc:content')) ?? '');
+    });
+    await worker.start();
+    await worker.stop(); // registered, not running: changes accumulate
+    for (let i = 1; i <= 5; i++) await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', `v${i}`));
+    await worker.start();
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(seen).toEqual(['v5']);
+    await worker.stop();
+  });
+
+  it('processes again a change that arrives while its observer runs', async () => {
+    const seen: string[] = [];
+    const firstRunStarted = signal();
+    const releaseFirstRun = signal();
+    const worker = db.worker();
+    worker.observe('doc:content', 'slow', async (tx, row) => {
+      const v = (await tx.getString('docs', row, 'doc:content')) ?? '';
+      seen.push(v);
+      if (v === 'one') {
+        firstRunStarted.resolve();
+        await releaseFirstRun.promise;
+      }
+    });
+    await worker.start();
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'one'));
+    await firstRunStarted.promise;
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'two'));
+    releaseFirstRun.resolve();
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(seen).toEqual(['one', 'two']);
+    await worker.stop();
+  });
+
+  it('two workers racing on one notification: exactly one observer commit', async () => {
+    // Separate instances with separate advisory lock services, so both really run the observer.
+    const second = await Percolator.open({ store: db.store, oracle: db.oracle, leaseMs: 1000 });
+    others.push(second);
+    let inFlight = 0;
+    const bothRunning = signal();
+    const observer = async (tx: Transaction, row: Uint8Array) => {
+      if (++inFlight === 2) bothRunning.resolve();
+      await Promise.race([bothRunning.promise, new Promise((r) => setTimeout(r, 2000))]);
+      const n = Number((await tx.getString('docs', row, 'doc:commits')) ?? '0');
+      tx.set('docs', row, 'doc:commits', String(n + 1));
+    };
+    const w1 = db.worker().observe('doc:content', 'count', observer);
+    const w2 = second.worker().observe('doc:content', 'count', observer);
+    await Promise.all([w1.start(), w2.start()]);
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'x'));
+    await bothRunning.promise;
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(await read('a', 'doc:commits')).toBe('1');
+    expect(w1.metrics.commits + w2.metrics.commits).toBe(1);
+    await Promise.all([w1.stop(), w2.stop()]);
+  });
+
+  it('weak notifications run observers of notify-only columns without any data write', async () => {
+    const pinged: string[] = [];
+    const worker = db.worker();
+    worker.observe('doc:ping', 'pong', async (tx, row) => {
+      pinged.push(Buffer.from(row).toString());
+      tx.set('docs', row, 'doc:pong', 'yes');
+    });
+    await worker.start();
+    await db.transaction(async (tx) => tx.notify('docs', 'r1', 'doc:ping'));
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(pinged).toEqual(['r1']);
+    expect(await read('r1', 'doc:pong')).toBe('yes');
+    expect(await read('r1', 'doc:ping')).toBeNull();
+    await db.transaction(async (tx) => tx.notify('docs', 'r1', 'doc:ping'));
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(pinged).toEqual(['r1', 'r1']);
+    await worker.stop();
+  });
+
+  it('parks a poison row after maxFailures and keeps processing the others', async () => {
+    const logged: string[] = [];
+    const worker = db.worker({ maxFailures: 3, log: (m) => logged.push(m) });
+    let attempts = 0;
+    worker.observe('doc:content', 'picky', async (tx, row) => {
+      if (Buffer.from(row).toString() === 'bad') {
+        attempts++;
+        throw new Error('cannot parse');
+      }
+      tx.set('docs', row, 'doc:ok', 'yes');
+    });
+    await worker.start();
+    await db.transaction(async (tx) => {
+      tx.set('docs', 'bad', 'doc:content', '???');
+      tx.set('docs', 'good', 'doc:content', 'fine');
+    });
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(await read('good', 'doc:ok')).toBe('yes');
+    expect(attempts).toBe(3);
+    expect(worker.metrics.parked).toBe(1);
+    expect(worker.parkedCells()).toEqual([`docs/${Buffer.from('bad').toString('hex')}/doc:content`]);
+    expect(logged.some((m) => m.includes('parked'))).toBe(true);
+    // The poison row's notification is still there: nothing was lost.
+    const raw = await db.store.readRow('docs', Buffer.from('bad'), { familyNameRegexFilter: 'notify' });
+    expect(raw?.cells.length).toBe(1);
+    await worker.stop();
+  });
+
+  it('keeps the notification after a failed run and clears it after the successful retry', async () => {
+    let calls = 0;
+    const failed = signal();
+    const worker = db.worker();
+    worker.observe('doc:content', 'flaky', async (tx, row) => {
+      if (++calls === 1) {
+        failed.resolve();
+        throw new Error('transient');
+      }
+      tx.set('docs', row, 'doc:done', 'yes');
+    });
+    await worker.start();
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'x'));
+    await failed.promise;
+    const raw = await db.store.readRow('docs', Buffer.from('a'), { familyNameRegexFilter: 'notify' });
+    expect(raw?.cells.length).toBe(1);
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(await read('a', 'doc:done')).toBe('yes');
+    expect(calls).toBe(2);
+    await worker.stop();
+  });
+
+  it('stop() is graceful: a running observer finishes and commits', async () => {
+    const started = signal();
+    const release = signal();
+    const worker = db.worker();
+    worker.observe('doc:content', 'slow', async (tx, row) => {
+      started.resolve();
+      await release.promise;
+      tx.set('docs', row, 'doc:done', 'yes');
+    });
+    await worker.start();
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'x'));
+    await started.promise;
+    const stopping = worker.stop();
+    let stopped = false;
+    void stopping.then(() => {
+      stopped = true;
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(stopped).toBe(false);
+    release.resolve();
+    await stopping;
+    expect(await read('a', 'doc:done')).toBe('yes');
+  });
+});

@@ -50,7 +50,7 @@ function interpret(table: string, row: Uint8Array, cells: readonly Cell[]): Inte
   return { writes, locks };
 }
 
-async function valueOf(store: Store, table: string, row: Uint8Array, q: Uint8Array, w: WriteRecord): Promise<Uint8Array | null> {
+async function committedValue(store: Store, table: string, row: Uint8Array, q: Uint8Array, w: WriteRecord): Promise<Uint8Array | null> {
   if (w.kind !== 'put') return null;
   if (w.value.mode === 'inline') return w.value.value;
   if (w.value.mode === 'none') return new Uint8Array(0);
@@ -137,7 +137,7 @@ export async function readVersionsAt(
       columns.map(async (c): Promise<VersionAt> => {
         const w = writes.get(bytesKey(c.q));
         if (w === undefined) return { value: null, commitTs: 0 };
-        return { value: await valueOf(store, table, row, c.q, w[0]), commitTs: w[1] };
+        return { value: await committedValue(store, table, row, c.q, w[0]), commitTs: w[1] };
       }),
     );
   }
@@ -190,7 +190,7 @@ export async function* scanAt(
       });
     } else {
       for (const [w, , q] of writes.values()) {
-        const v = await valueOf(store, table, r.key, q, w);
+        const v = await committedValue(store, table, r.key, q, w);
         if (v !== null) columns.set(decodeColumn(q), v);
       }
     }

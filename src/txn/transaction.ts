@@ -84,7 +84,7 @@ function columnsFilter(columns: readonly string[] | undefined): RowFilter | unde
     if (c.endsWith(':')) {
       const family = c.slice(0, -1);
       encodeColumn(`${family}:x`);
-      const escaped = family.replace(/[.\-]/g, (m) => `\\${m}`);
+      const escaped = family.replace(/\./g, '\\.');
       return { columnQualifierRegexFilter: `${escaped}:(?s:.*)` };
     }
     const q = encodeColumn(c);

@@ -7,7 +7,9 @@ import { register as benchStore } from './bench-store.js';
 import { register as demo } from './demo.js';
 import { register as oracle } from './oracle.js';
 import { register as scan } from './scan.js';
+import { register as wait } from './wait.js';
+import { register as worker } from './worker.js';
 
 export type RegisterCommand = (program: Command) => void;
 
-export const commands: RegisterCommand[] = [demo, scan, benchStore, oracle];
+export const commands: RegisterCommand[] = [demo, scan, benchStore, oracle, worker, wait];

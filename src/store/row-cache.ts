@@ -4,13 +4,16 @@
  * the read path fills it synchronously right after a synchronous engine read, so no stale entry
  * can overtake a newer one. Negative entries (absent rows) are cached too: Percolator reads many
  * absent lock cells.
+ *
+ * Eviction is CLOCK (second chance) rather than strict LRU: a hit only sets a flag, so the hot
+ * read path does no map reordering.
  */
 import type { Cell } from './types.js';
 
 const EMPTY: readonly Cell[] = Object.freeze([]);
 
 export class RowCache {
-  private readonly map = new Map<string, { cells: readonly Cell[]; bytes: number }>();
+  private readonly map = new Map<string, { cells: readonly Cell[]; bytes: number; hot: boolean }>();
   private bytes = 0;
 
   constructor(private readonly budgetBytes: number) {}
@@ -18,9 +21,7 @@ export class RowCache {
   get(key: string): readonly Cell[] | undefined {
     const e = this.map.get(key);
     if (e === undefined) return undefined;
-    // Refresh recency.
-    this.map.delete(key);
-    this.map.set(key, e);
+    e.hot = true;
     return e.cells;
   }
 
@@ -33,12 +34,19 @@ export class RowCache {
     }
     const size = bytes + key.length + 64;
     if (size > this.budgetBytes / 4) return;
-    this.map.set(key, { cells: cells.length === 0 ? EMPTY : cells, bytes: size });
+    this.map.set(key, { cells: cells.length === 0 ? EMPTY : cells, bytes: size, hot: false });
     this.bytes += size;
     while (this.bytes > this.budgetBytes) {
-      const oldest = this.map.keys().next();
+      const oldest = this.map.entries().next();
       if (oldest.done) break;
-      this.delete(oldest.value);
+      const [k, e] = oldest.value;
+      this.map.delete(k);
+      if (e.hot) {
+        e.hot = false;
+        this.map.set(k, e); // second chance
+      } else {
+        this.bytes -= e.bytes;
+      }
     }
   }
 

@@ -251,16 +251,29 @@ export function exactColumn(family: string, q: Uint8Array): RowFilter {
   return { columnRangeFilter: { familyName: family, startQualifierClosed: q, endQualifierClosed: q } };
 }
 
-/** Lock and write cells of the columns at or below `ts` (what a snapshot read at ts needs). */
-export function readFilter(qualifiers: readonly Uint8Array[], ts: number): RowFilter {
-  const range: RowFilter = { timestampRangeFilter: { startTimestampMicros: 0, endTimestampMicros: ts + 1 } };
-  const branches: RowFilter[] = [];
-  for (const q of qualifiers) {
-    branches.push({ chain: [exactColumn(LOCK, q), range] });
-    branches.push({ chain: [exactColumn(WRITE, q), range] });
+/**
+ * Lock and write cells of the columns, every version: a snapshot read keeps those at or below its
+ * timestamp itself. Leaving the timestamp out of the filter makes the filter depend only on the
+ * columns, so one filter object (and its compiled form, cached by the store) serves every read
+ * of those columns. Versions are bounded by GC.
+ */
+export function readFilter(qualifiers: readonly Uint8Array[]): RowFilter {
+  const key = qualifiers.length === 1 ? Buffer.from(qualifiers[0] as Uint8Array).toString('latin1') : qualifiers.map((q) => Buffer.from(q).toString('latin1')).join('\u0000\u0001');
+  let f = readFilters.get(key);
+  if (f === undefined) {
+    const branches: RowFilter[] = [];
+    for (const q of qualifiers) {
+      branches.push(exactColumn(LOCK, q));
+      branches.push(exactColumn(WRITE, q));
+    }
+    f = { interleave: branches };
+    if (readFilters.size >= 10_000) readFilters.clear();
+    readFilters.set(key, f);
   }
-  return branches.length === 1 ? (branches[0] as RowFilter) : { interleave: branches };
+  return f;
 }
+
+const readFilters = new Map<string, RowFilter>();
 
 /** Lock and write cells of every column at or below `ts` (scans). */
 export function readAllFilter(ts: number, columnFilter?: RowFilter): RowFilter {

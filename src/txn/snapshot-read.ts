@@ -33,11 +33,12 @@ interface Interpreted {
   readonly locks: LockedCell[];
 }
 
-/** Interprets lock/write cells (already restricted to ts) of one row. */
-function interpret(table: string, row: Uint8Array, cells: readonly Cell[]): Interpreted {
+/** Interprets the lock/write cells of one row for a read at ts (newer cells are ignored). */
+function interpret(table: string, row: Uint8Array, cells: readonly Cell[], ts: number): Interpreted {
   const writes = new Map<string, [WriteRecord, number, Uint8Array]>();
   const locks: LockedCell[] = [];
   for (const c of cells) {
+    if (c.timestamp > ts) continue;
     if (c.family === LOCK) {
       locks.push({ table, row, column: decodeColumn(c.qualifier), q: c.qualifier, startTs: c.timestamp, lock: decodeLock(c.value) });
     } else if (c.family === WRITE) {
@@ -117,14 +118,11 @@ export async function readVersionsAt(
   ts: number,
   ctx: ReadContext,
 ): Promise<VersionAt[]> {
-  const filter = readFilter(
-    columns.map((c) => c.q),
-    ts,
-  );
+  const filter = readFilter(columns.map((c) => c.q));
   let backoff: Backoff | null = null;
   for (;;) {
     const r = await store.readRow(table, row, filter);
-    const { writes, locks } = interpret(table, row, r?.cells ?? []);
+    const { writes, locks } = interpret(table, row, r?.cells ?? [], ts);
     if (locks.length > 0) {
       const blocked = await resolveAll(store, locks, ctx);
       if (blocked !== null) {
@@ -176,7 +174,7 @@ export async function* scanAt(
 ): AsyncGenerator<ScannedRow> {
   let emitted = 0;
   for await (const r of store.readRows(table, { rows: { rowRanges: [range] }, filter: readAllFilter(ts, columnFilter) })) {
-    const { writes, locks } = interpret(table, r.key, r.cells);
+    const { writes, locks } = interpret(table, r.key, r.cells, ts);
     const columns = new Map<string, Uint8Array>();
     if (locks.length > 0) {
       // Re-read every column of this row that has a lock or a record, resolving the locks.

@@ -3,6 +3,7 @@
  * exporting a `register(program)` function.
  */
 import type { Command } from 'commander';
+import { register as benchOverhead } from './bench-overhead.js';
 import { register as benchStore } from './bench-store.js';
 import { register as demo } from './demo.js';
 import { register as oracle } from './oracle.js';
@@ -12,4 +13,4 @@ import { register as worker } from './worker.js';
 
 export type RegisterCommand = (program: Command) => void;
 
-export const commands: RegisterCommand[] = [demo, scan, benchStore, oracle, worker, wait];
+export const commands: RegisterCommand[] = [demo, scan, benchStore, benchOverhead, oracle, worker, wait];

@@ -1,0 +1,56 @@
+/**
+ * `percolator check durability [--crash] [--seconds S] [--data DIR | --store file:DIR] [--json]`
+ *
+ * Thin: parses flags and runs src/check/durability.ts. With --json, stdout carries exactly one
+ * JSON object (progress goes to stderr, and only without --json). Exit code 1 when any
+ * acknowledged write was lost or any row came back corrupted: the guarantee failed.
+ */
+import type { Command } from 'commander';
+import { runDurabilityCheck } from '../../check/durability.js';
+import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+
+interface Flags {
+  crash?: boolean;
+  seconds: number;
+  data?: string;
+  store?: string;
+  writers?: number;
+  json?: boolean;
+}
+
+export function register(program: Command): void {
+  commandGroup(program, 'check')
+    .command('durability')
+    .description('every acknowledged write survives kill -9 of the writer (prints acknowledged, lost, kills)')
+    .option('--crash', 'SIGKILL the writer at random moments (without it: graceful stops)')
+    .option('--seconds <s>', 'minimum run time (at least 3 kills happen regardless)', parsePositiveNumber('seconds'), 10)
+    .option('--data <dir>', 'store directory (default: a temporary directory, removed when the check passes)')
+    .option('--store <url>', 'same as --data, as a file:DIR URL')
+    .option('--writers <n>', 'concurrent write loops in the writer process', parsePositiveNumber('writers'), 8)
+    .option('--json', 'print one JSON object')
+    .action(async (flags: Flags) => {
+      let dataDir = flags.data;
+      if (flags.store !== undefined) {
+        if (!flags.store.startsWith('file:')) {
+          throw Object.assign(
+            new Error(`check durability kills the process that owns the store, so it needs a file:DIR store (got ${flags.store})`),
+            {
+              code: 'INVALID_STORE_URL',
+            },
+          );
+        }
+        if (dataDir !== undefined) throw Object.assign(new Error('give --data or --store, not both'), { code: 'INVALID_ARGUMENT' });
+        dataDir = flags.store.slice('file:'.length);
+      }
+      const json = flags.json === true;
+      const result = await runDurabilityCheck({
+        dataDir,
+        seconds: flags.seconds,
+        crash: flags.crash === true,
+        writers: Math.floor(flags.writers ?? 8),
+        log: json ? undefined : (line) => process.stderr.write(`${line}\n`),
+      });
+      printResult(result, json);
+      if (result.lost > 0 || result.corrupted > 0) process.exitCode = 1;
+    });
+}

@@ -1,0 +1,572 @@
+/**
+ * The LevelDB engine against the KvEngine contract (kv-engine.ts), plus what only a durable
+ * engine has: group commit, persistence across reopen, the directory lock, and corruption
+ * detection (each corruption the engine claims to catch is injected into real files here; what
+ * it cannot catch is pinned down by a test too, so docs/durability.md stays true).
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ClassicLevel } from 'classic-level';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { isStoreError, type StoreError } from '../errors.js';
+import type { KvEngine, KvEntry, KvOp } from '../kv-engine.js';
+import { CORRUPTION_MARKER, crc32c, type LevelEngine, type LevelEngineOptions, openLevelEngine, verifyLevelDir } from './level-engine.js';
+
+const dirs: string[] = [];
+const engines: KvEngine[] = [];
+
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'level-engine-'));
+  dirs.push(d);
+  return d;
+}
+
+async function open(dir: string, options?: LevelEngineOptions): Promise<LevelEngine> {
+  const e = await openLevelEngine(dir, options);
+  engines.push(e);
+  return e;
+}
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const e of engines.splice(0)) await e.close().catch(() => undefined);
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const b = (...bytes: number[]): Uint8Array => Uint8Array.from(bytes);
+const s = (str: string): Uint8Array => Buffer.from(str);
+const hex = (u: Uint8Array): string => Buffer.from(u).toString('hex');
+const put = (key: Uint8Array, value: Uint8Array): KvOp => ({ type: 'put', key, value });
+const del = (key: Uint8Array): KvOp => ({ type: 'del', key });
+
+async function all(it: AsyncIterable<readonly KvEntry[]>): Promise<KvEntry[]> {
+  const out: KvEntry[] = [];
+  for await (const batch of it) {
+    expect(batch.length).toBeGreaterThan(0);
+    out.push(...batch);
+  }
+  return out;
+}
+
+async function expectCode(p: Promise<unknown> | (() => unknown), code: StoreError['code']): Promise<StoreError> {
+  let err: unknown;
+  try {
+    await (typeof p === 'function' ? p() : p);
+  } catch (e) {
+    err = e;
+  }
+  expect(isStoreError(err), `expected StoreError ${code}, got ${String(err)}`).toBe(true);
+  expect((err as StoreError).code).toBe(code);
+  return err as StoreError;
+}
+
+function files(dir: string, re: RegExp): string[] {
+  return readdirSync(dir)
+    .filter((n) => re.test(n))
+    .sort();
+}
+
+function flipByte(path: string, at: number): void {
+  const buf = readFileSync(path);
+  buf[at] ^= 0x5a;
+  writeFileSync(path, buf);
+}
+
+/** Writes `n` rows of random (incompressible) 100-byte values; returns them by key hex. */
+async function fill(e: KvEngine, n: number, prefix = 'k'): Promise<Map<string, Uint8Array>> {
+  const rows = new Map<string, Uint8Array>();
+  const ops: KvOp[] = [];
+  for (let i = 0; i < n; i++) {
+    const key = s(`${prefix}${String(i).padStart(6, '0')}`);
+    const value = randomBytes(100);
+    rows.set(hex(key), value);
+    ops.push(put(key, value));
+  }
+  for (let i = 0; i < ops.length; i += 500) await e.write(ops.slice(i, i + 500));
+  return rows;
+}
+
+/** Data that sits in a table file (.ldb), not only in the log: LevelDB flushes the log on reopen. */
+async function tableDir(n = 2000): Promise<{ dir: string; rows: Map<string, Uint8Array> }> {
+  const dir = tempDir();
+  const e = await openLevelEngine(dir);
+  const rows = await fill(e, n);
+  await e.close();
+  await (await openLevelEngine(dir)).close();
+  expect(files(dir, /\.ldb$/).length).toBeGreaterThan(0);
+  return { dir, rows };
+}
+
+describe('LevelEngine: the KvEngine contract', () => {
+  it('put, get, del; get returns undefined for absent keys', async () => {
+    const e = await open(tempDir());
+    expect(e.get(s('a'))).toBeUndefined();
+    await e.write([put(s('a'), s('1')), put(s('b'), s('2'))]);
+    expect(hex(e.get(s('a')) as Uint8Array)).toBe(hex(s('1')));
+    await e.write([del(s('a')), put(s('b'), s('3'))]);
+    expect(e.get(s('a'))).toBeUndefined();
+    expect(hex(e.get(s('b')) as Uint8Array)).toBe(hex(s('3')));
+    // Empty values are values, not absence.
+    await e.write([put(s('c'), new Uint8Array(0))]);
+    expect(e.get(s('c'))?.byteLength).toBe(0);
+  });
+
+  it('ops in one write apply in order (a put then a del of the same key deletes it)', async () => {
+    const e = await open(tempDir());
+    await e.write([put(s('x'), s('1')), del(s('x')), put(s('y'), s('1')), put(s('y'), s('2'))]);
+    expect(e.get(s('x'))).toBeUndefined();
+    expect(Buffer.from(e.get(s('y')) as Uint8Array).toString()).toBe('2');
+  });
+
+  it('a write is all or nothing: a bad op rejects the whole call, and only that call', async () => {
+    const e = await open(tempDir());
+    const good1 = e.write([put(s('g1'), s('v'))]);
+    const bad = e.write([put(s('b1'), s('v')), { type: 'put', key: s('b2'), value: 'not bytes' as unknown as Uint8Array }]);
+    const good2 = e.write([put(s('g2'), s('v'))]);
+    await expectCode(bad, 'INVALID_ARGUMENT');
+    await good1;
+    await good2;
+    expect(e.get(s('g1'))).toBeDefined();
+    expect(e.get(s('g2'))).toBeDefined();
+    expect(e.get(s('b1'))).toBeUndefined();
+    await expectCode(e.write([{ type: 'nope', key: s('z') } as unknown as KvOp]), 'INVALID_ARGUMENT');
+  });
+
+  it('a scan never sees half of a batch (batches are atomic to snapshots)', async () => {
+    const e = await open(tempDir());
+    let stop = false;
+    const writer = (async () => {
+      for (let i = 0; !stop; i++) {
+        const id = String(i).padStart(6, '0');
+        await e.write([put(s(`a${id}`), s('x')), put(s(`b${id}`), s('x'))]);
+      }
+    })();
+    for (let round = 0; round < 30; round++) {
+      const entries = await all(e.iterate({}));
+      const as = entries.filter((x) => x.key[0] === 0x61).length;
+      const bs = entries.filter((x) => x.key[0] === 0x62).length;
+      expect(as).toBe(bs);
+    }
+    stop = true;
+    await writer;
+  });
+
+  it('iterates in unsigned byte order, forward and reverse, with 0x00 and 0xff keys', async () => {
+    const e = await open(tempDir());
+    const keys = [
+      b(0xff, 0xff),
+      b(0x00),
+      b(0x7f),
+      b(0x80),
+      b(0x00, 0x00),
+      b(0xff),
+      b(0x00, 0xff),
+      b(0x01),
+      b(0xff, 0x00),
+      b(0x00, 0x00, 0x00),
+    ];
+    await e.write(keys.map((k, i) => put(k, b(i))));
+    const sorted = [...keys].sort(Buffer.compare).map(hex);
+    expect((await all(e.iterate({}))).map((x) => hex(x.key))).toEqual(sorted);
+    expect((await all(e.iterate({ reverse: true }))).map((x) => hex(x.key))).toEqual([...sorted].reverse());
+    // Values come with their keys.
+    for (const x of await all(e.iterate({}))) expect(x.value[0]).toBe(keys.findIndex((k) => hex(k) === hex(x.key)));
+  });
+
+  it('honours gte (inclusive) and lt (exclusive) bounds in both directions', async () => {
+    const e = await open(tempDir());
+    const keys = [b(0x00), b(0x00, 0x00), b(0x01), b(0x01, 0x00), b(0x02), b(0xfe), b(0xff), b(0xff, 0xff)];
+    await e.write(keys.map((k) => put(k, b(1))));
+    const sorted = [...keys].sort(Buffer.compare).map(hex);
+    const range = async (gte?: Uint8Array, lt?: Uint8Array, reverse = false) =>
+      (await all(e.iterate({ gte, lt, reverse }))).map((x) => hex(x.key));
+    const expectRange = (gte?: Uint8Array, lt?: Uint8Array) =>
+      sorted.filter((k) => (gte === undefined || k >= hex(gte)) && (lt === undefined || Buffer.compare(Buffer.from(k, 'hex'), lt) < 0));
+    const cases: [Uint8Array | undefined, Uint8Array | undefined][] = [
+      [b(0x01), b(0x02)],
+      [b(0x00, 0x00), b(0xff)],
+      [undefined, b(0x01)],
+      [b(0xfe), undefined],
+      [b(0xff), b(0xff, 0xff)],
+      [b(0x01, 0x00), b(0x01, 0x00)],
+      [b(0x02), b(0x01)],
+    ];
+    for (const [gte, lt] of cases) {
+      expect(await range(gte, lt)).toEqual(expectRange(gte, lt));
+      expect(await range(gte, lt, true)).toEqual(expectRange(gte, lt).reverse());
+    }
+  });
+
+  it('yields non-empty batches that grow, and reads a snapshot taken when iteration starts', async () => {
+    const e = await open(tempDir());
+    await fill(e, 5000);
+    const sizes: number[] = [];
+    let seen = 0;
+    for await (const batch of e.iterate({})) {
+      if (sizes.length === 0) await e.write([put(s('k999999'), s('late')), del(s('k000100'))]);
+      sizes.push(batch.length);
+      seen += batch.length;
+    }
+    expect(seen).toBe(5000); // neither the late put nor the delete is visible to this scan
+    expect(sizes[0]).toBeLessThanOrEqual(64);
+    expect(Math.max(...sizes)).toBeGreaterThan(64);
+  });
+
+  it('an early break closes the iterator, and close() then succeeds', async () => {
+    const e = await open(tempDir());
+    await fill(e, 3000);
+    const closes: Promise<unknown>[] = [];
+    const orig = ClassicLevel.prototype.iterator;
+    vi.spyOn(ClassicLevel.prototype, 'iterator').mockImplementation(function (this: ClassicLevel, ...args: unknown[]) {
+      const it = (orig as (...a: unknown[]) => { close(): Promise<void> }).apply(this, args);
+      const close = it.close.bind(it);
+      it.close = () => {
+        const p = close();
+        closes.push(p);
+        return p;
+      };
+      return it as never;
+    });
+    let n = 0;
+    for await (const batch of e.iterate({})) {
+      n += batch.length;
+      break;
+    }
+    expect(n).toBeGreaterThan(0);
+    expect(closes.length).toBe(1);
+    await closes[0];
+    // An error thrown by the consumer closes it too.
+    await expect(
+      (async () => {
+        for await (const _ of e.iterate({ reverse: true })) throw new Error('consumer failed');
+      })(),
+    ).rejects.toThrow('consumer failed');
+    expect(closes.length).toBe(2);
+    await e.close();
+  });
+
+  it('clear deletes exactly the range, waits for earlier writes, and is durable', async () => {
+    const dir = tempDir();
+    const e = await openLevelEngine(dir);
+    await fill(e, 100, 'a');
+    await fill(e, 100, 'b');
+    await fill(e, 100, 'c');
+    const pending = e.write([put(s('b999999'), s('written just before clear'))]);
+    await e.clear({ gte: s('b'), lt: s('c') });
+    await pending;
+    expect(e.get(s('b999999'))).toBeUndefined();
+    expect((await all(e.iterate({}))).length).toBe(200);
+    await e.clear({ gte: s('z'), lt: s('a') }); // empty range: a no-op
+    await e.clear({ lt: s('b') }); // from the first key
+    await e.close();
+    const again = await open(dir);
+    const keys = (await all(again.iterate({}))).map((x) => Buffer.from(x.key).toString());
+    expect(keys.length).toBe(100);
+    expect(keys.every((k) => k.startsWith('c'))).toBe(true);
+    await again.clear({});
+    expect(await all(again.iterate({}))).toEqual([]);
+  });
+
+  it('write([]) is a barrier that resolves after earlier writes are durable', async () => {
+    const e = await open(tempDir());
+    await e.write([]); // idle: resolves at once
+    let done = false;
+    const p = e.write([put(s('a'), s('1'))]).then(() => {
+      done = true;
+    });
+    await e.write([]);
+    expect(done).toBe(true);
+    await p;
+  });
+
+  it('persists across reopen', async () => {
+    const dir = tempDir();
+    const e = await openLevelEngine(dir);
+    const rows = await fill(e, 1000);
+    await e.write([del(s('k000007'))]);
+    rows.delete(hex(s('k000007')));
+    await e.close();
+    const again = await open(dir);
+    const got = await all(again.iterate({}));
+    expect(got.length).toBe(rows.size);
+    for (const x of got) expect(hex(x.value)).toBe(hex(rows.get(hex(x.key)) as Uint8Array));
+  });
+});
+
+describe('LevelEngine: group commit', () => {
+  it('groups concurrent writes into fewer synced batches; each is visible when it resolves', async () => {
+    const e = await open(tempDir());
+    const n = 2000;
+    const checks: Promise<void>[] = [];
+    for (let i = 0; i < n; i++) {
+      const key = s(`w${String(i).padStart(5, '0')}`);
+      checks.push(
+        e.write([put(key, s(String(i)))]).then(() => {
+          expect(Buffer.from(e.get(key) as Uint8Array).toString()).toBe(String(i));
+        }),
+      );
+    }
+    await Promise.all(checks);
+    const st = e.stats();
+    expect(st.writes).toBe(n);
+    expect(st.ops).toBe(n);
+    expect(st.batches).toBeLessThan(n / 10);
+    expect(st.batches).toBeGreaterThan(0);
+  });
+
+  it('keeps writers that loop on their own acknowledgements grouped (closed-loop clients)', async () => {
+    const e = await open(tempDir());
+    const writers = 50;
+    const perWriter = 40;
+    await Promise.all(
+      Array.from({ length: writers }, async (_, w) => {
+        for (let i = 0; i < perWriter; i++) await e.write([put(s(`w${w}-${i}`), s('v'))]);
+      }),
+    );
+    const st = e.stats();
+    expect(st.writes).toBe(writers * perWriter);
+    expect(st.batches).toBeLessThan(st.writes / 10);
+  });
+
+  it('applies concurrent writes to one key in call order', async () => {
+    const e = await open(tempDir());
+    const ps: Promise<void>[] = [];
+    for (let i = 0; i < 500; i++) ps.push(e.write([put(s('same'), s(String(i)))]));
+    await Promise.all(ps);
+    expect(Buffer.from(e.get(s('same')) as Uint8Array).toString()).toBe('499');
+  });
+
+  it('seals a group at maxGroupOps but never splits one call', async () => {
+    const e = await open(tempDir(), { maxGroupOps: 10 });
+    const big = Array.from({ length: 25 }, (_, i) => put(s(`big${i}`), s('v')));
+    await Promise.all([e.write([put(s('a'), s('v'))]), e.write(big), e.write([put(s('z'), s('v'))])]);
+    expect(e.stats().batches).toBe(3);
+    expect((await all(e.iterate({}))).length).toBe(27);
+  });
+
+  it('a scan interrupted by close() fails with STORE_CLOSED', async () => {
+    const e = await openLevelEngine(tempDir());
+    await fill(e, 3000);
+    const err = await expectCode(
+      (async () => {
+        for await (const _ of e.iterate({})) await e.close();
+      })(),
+      'STORE_CLOSED',
+    );
+    expect(err.details.dir).toBeDefined();
+  });
+
+  it('close() waits for queued writes; later calls throw STORE_CLOSED', async () => {
+    const e = await openLevelEngine(tempDir());
+    const writes = Array.from({ length: 100 }, (_, i) => e.write([put(s(`k${i}`), s('v'))]));
+    const closing = e.close();
+    await expectCode(e.write([put(s('late'), s('v'))]), 'STORE_CLOSED');
+    await Promise.all(writes);
+    await closing;
+    await e.close(); // idempotent
+    await expectCode(() => e.get(s('k1')), 'STORE_CLOSED');
+    await expectCode(e.write([put(s('x'), s('v'))]), 'STORE_CLOSED');
+    await expectCode(e.clear({}), 'STORE_CLOSED');
+    await expectCode(all(e.iterate({})), 'STORE_CLOSED');
+  });
+});
+
+describe('LevelEngine: locking', () => {
+  it('a second engine on the same directory gets STORE_LOCKED naming the directory', async () => {
+    const dir = tempDir();
+    const first = await open(dir);
+    const err = await expectCode(openLevelEngine(dir), 'STORE_LOCKED');
+    expect(err.message).toContain(dir);
+    expect(err.details.dir).toBe(dir);
+    await first.close();
+    await (await open(dir)).close(); // released on close
+  });
+
+  it('another process holding the directory gives STORE_LOCKED', async () => {
+    const dir = tempDir();
+    await (await openLevelEngine(dir)).close();
+    const child = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { ClassicLevel } from 'classic-level'; const db = new ClassicLevel(${JSON.stringify(dir)}); await db.open(); console.log('open'); setInterval(() => {}, 1000);`,
+      ],
+      { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => d.toString().includes('open') && resolve());
+        child.on('exit', (code) => reject(new Error(`child exited ${code}`)));
+      });
+      const err = await expectCode(openLevelEngine(dir), 'STORE_LOCKED');
+      expect(err.message).toContain(dir);
+    } finally {
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+    }
+    await (await open(dir)).close(); // the kernel released the lock with the process
+  });
+});
+
+describe('LevelEngine: corruption', () => {
+  it('verifyLevelDir passes real databases: many tables, compactions, compressed and not', async () => {
+    for (const compression of [true, false]) {
+      const dir = tempDir();
+      const e = await openLevelEngine(dir, { writeBufferSize: 64 * 1024, maxFileSize: 1024 * 1024, compression });
+      for (let round = 0; round < 6; round++) {
+        const ops: KvOp[] = [];
+        for (let i = 0; i < 4000; i++) {
+          // half compressible, half random values; overwrites force compactions to merge
+          const v = i % 2 === 0 ? Buffer.alloc(120, i & 0xff) : randomBytes(120);
+          ops.push(put(s(`k${String((i * 7919) % 10000).padStart(6, '0')}`), v));
+        }
+        for (let i = 0; i < ops.length; i += 1000) await e.write(ops.slice(i, i + 1000));
+      }
+      await e.close();
+      const report = await verifyLevelDir(dir);
+      expect(report.problems).toEqual([]);
+      expect(report.tables).toBeGreaterThan(3);
+      expect(report.manifest).toMatch(/^MANIFEST-/);
+      // And a clean reopen passes the same check.
+      await (await openLevelEngine(dir)).close();
+    }
+  });
+
+  it('computes CRC32C (Castagnoli) correctly', () => {
+    expect(crc32c(s('123456789')).toString(16)).toBe('e3069283');
+    expect(crc32c(new Uint8Array(32))).toBe(0x8a9136aa);
+  });
+
+  it('a flipped byte in the middle of the log: DATA_CORRUPTED, and the log is left untouched', async () => {
+    const dir = tempDir();
+    const e = await openLevelEngine(dir);
+    await fill(e, 2000);
+    await e.close();
+    const [log] = files(dir, /\.log$/);
+    const path = join(dir, log);
+    const size = statSync(path).size;
+    flipByte(path, Math.floor(size / 2));
+    const before = readFileSync(path);
+    const err = await expectCode(openLevelEngine(dir), 'DATA_CORRUPTED');
+    expect(err.message).toContain(dir);
+    expect(err.message).toContain(log);
+    expect(readFileSync(path).equals(before)).toBe(true); // LevelDB never saw it
+    await expectCode(openLevelEngine(dir), 'DATA_CORRUPTED'); // and it stays detected
+  });
+
+  it('a flipped byte in the middle of a table file: DATA_CORRUPTED at open', async () => {
+    const { dir } = await tableDir();
+    const [table] = files(dir, /\.ldb$/);
+    flipByte(join(dir, table), Math.floor(statSync(join(dir, table)).size / 2));
+    const err = await expectCode(openLevelEngine(dir), 'DATA_CORRUPTED');
+    expect(err.message).toContain(table);
+    expect(err.details.dir).toBe(dir);
+  });
+
+  it('a truncated table file: DATA_CORRUPTED', async () => {
+    const { dir } = await tableDir();
+    const [table] = files(dir, /\.ldb$/);
+    truncateSync(join(dir, table), Math.floor(statSync(join(dir, table)).size / 2));
+    await expectCode(openLevelEngine(dir), 'DATA_CORRUPTED');
+    await expectCode(openLevelEngine(dir, { verify: 'logs' }), 'DATA_CORRUPTED'); // the size check catches it too
+  });
+
+  it('a deleted table file, a corrupted MANIFEST, a missing CURRENT: DATA_CORRUPTED', async () => {
+    {
+      const { dir } = await tableDir();
+      unlinkSync(join(dir, files(dir, /\.ldb$/)[0]));
+      await expectCode(openLevelEngine(dir), 'DATA_CORRUPTED');
+    }
+    {
+      const { dir } = await tableDir();
+      const [manifest] = files(dir, /^MANIFEST-/);
+      flipByte(join(dir, manifest), 12);
+      await expectCode(openLevelEngine(dir), 'DATA_CORRUPTED');
+    }
+    {
+      const { dir } = await tableDir();
+      unlinkSync(join(dir, 'CURRENT')); // LevelDB alone would start an empty database here
+      await expectCode(openLevelEngine(dir), 'DATA_CORRUPTED');
+    }
+  });
+
+  it('a deleted current log (acknowledged writes LevelDB would silently forget): DATA_CORRUPTED', async () => {
+    const dir = tempDir();
+    const e = await openLevelEngine(dir);
+    await fill(e, 100);
+    await e.close();
+    const [log] = files(dir, /\.log$/);
+    unlinkSync(join(dir, log));
+    const err = await expectCode(openLevelEngine(dir), 'DATA_CORRUPTED');
+    expect(err.message).toContain(log);
+  });
+
+  it('with verify off, LevelDB itself would return a flipped value (why verification exists)', async () => {
+    const { dir, rows } = await tableDir(500);
+    const [table] = files(dir, /\.ldb$/);
+    const buf = readFileSync(join(dir, table));
+    // Random values are incompressible, so LevelDB stores their blocks raw: find one value.
+    const [keyHex, value] = [...rows.entries()][250];
+    const at = buf.indexOf(Buffer.from(value));
+    expect(at).toBeGreaterThan(0);
+    buf[at + 50] ^= 0xff;
+    writeFileSync(join(dir, table), buf);
+    const e = await open(dir, { verify: 'none' });
+    const got = e.get(Buffer.from(keyHex, 'hex')) as Uint8Array;
+    expect(hex(got)).not.toBe(hex(value)); // silently wrong: LevelDB skips block CRCs on reads
+    await e.close();
+    await expectCode(openLevelEngine(dir), 'DATA_CORRUPTED'); // the default verification catches it
+  });
+
+  it('with verify off, records LevelDB drops during recovery are still reported, and stay reported', async () => {
+    const dir = tempDir();
+    const e = await openLevelEngine(dir);
+    await fill(e, 2000);
+    await e.close();
+    const [log] = files(dir, /\.log$/);
+    flipByte(join(dir, log), Math.floor(statSync(join(dir, log)).size / 2));
+    const err = await expectCode(openLevelEngine(dir, { verify: 'none' }), 'DATA_CORRUPTED');
+    expect(err.message).toMatch(/dropp/);
+    // LevelDB has deleted the bad log by now; the marker keeps the finding.
+    expect(readdirSync(dir)).toContain(CORRUPTION_MARKER);
+    await expectCode(openLevelEngine(dir), 'DATA_CORRUPTED');
+    unlinkSync(join(dir, CORRUPTION_MARKER)); // the operator accepts the loss
+    await (await openLevelEngine(dir)).close();
+  });
+
+  it('NOT detectable: a log cut short looks like a crash mid-append; what remains is a prefix, never wrong data', async () => {
+    const dir = tempDir();
+    const e = await openLevelEngine(dir);
+    const n = 300;
+    for (let i = 0; i < n; i++) await e.write([put(s(`k${String(i).padStart(4, '0')}`), s(`v${i}`))]);
+    await e.close();
+    const [log] = files(dir, /\.log$/);
+    const size = statSync(join(dir, log)).size;
+    truncateSync(join(dir, log), Math.floor(size * 0.6) + 3); // mid-record
+    const again = await open(dir);
+    const got = await all(again.iterate({}));
+    expect(got.length).toBeGreaterThan(0);
+    expect(got.length).toBeLessThan(n);
+    got.forEach((x, i) => {
+      expect(Buffer.from(x.key).toString()).toBe(`k${String(i).padStart(4, '0')}`);
+      expect(Buffer.from(x.value).toString()).toBe(`v${i}`);
+    });
+  });
+
+  it('accepts a torn final record (what kill -9 during an append leaves)', async () => {
+    const dir = tempDir();
+    const e = await openLevelEngine(dir);
+    await e.write([put(s('a'), s('1'))]);
+    await e.write([put(s('b'), randomBytes(1000))]);
+    await e.close();
+    const [log] = files(dir, /\.log$/);
+    truncateSync(join(dir, log), statSync(join(dir, log)).size - 10);
+    const again = await open(dir);
+    expect(again.get(s('a'))).toBeDefined();
+    expect(again.get(s('b'))).toBeUndefined();
+  });
+});

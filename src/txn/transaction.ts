@@ -247,7 +247,7 @@ export class Transaction extends Snapshot {
     this.checkActive();
     this.finished = true;
     if (this.rows.size === 0) {
-      await this.writeWeakNotifications();
+      if (this.weak.length > 0) await this.writeWeakNotifications(await this.env.getTimestamp());
       if (this.weak.length > 0) this.env.onNotified?.();
       return null;
     }
@@ -276,14 +276,18 @@ export class Transaction extends Snapshot {
           prewritten.push(r);
           if (i === 0) await env.onProtocolPoint?.('mid-secondary-prewrites');
         });
-        await this.writeWeakNotifications();
-        await env.onProtocolPoint?.('before-primary-commit');
       } catch (e) {
         await this.rollBack(prewritten);
         throw e;
       }
       const commitTs = await env.getTimestamp();
       try {
+        // Weak notifications carry the commit timestamp and land before the commit point: an
+        // observer that sees one starts above commitTs, so it meets our primary lock (and waits
+        // for the outcome) or our committed data — never a snapshot without it. If we abort
+        // instead, the notification is spurious, which weak notifications allow.
+        await this.writeWeakNotifications(commitTs);
+        await env.onProtocolPoint?.('before-primary-commit');
         this.committed = await commitPrimary(env.store, primaryRow, 0, this.startTs, commitTs);
       } catch (e) {
         await this.rollBack(prewritten);
@@ -304,10 +308,9 @@ export class Transaction extends Snapshot {
     return commitTs;
   }
 
-  private async writeWeakNotifications(): Promise<void> {
+  private async writeWeakNotifications(ts: number): Promise<void> {
     if (this.weak.length === 0) return;
     const byTable = new Map<string, { key: Uint8Array; mutations: Mutation[] }[]>();
-    const ts = await this.env.getTimestamp();
     for (const w of this.weak) {
       let list = byTable.get(w.table);
       if (list === undefined) byTable.set(w.table, (list = []));

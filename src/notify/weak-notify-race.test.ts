@@ -9,6 +9,7 @@
  *
  * Now weak notify cells carry the commit timestamp C itself, so a run that sees one starts above C
  * and meets the writer's lock or its committed data.
+ */
 import { expect, it } from 'vitest';
 import { openStore } from '../store/open-store.js';
 import { Percolator } from '../txn/percolator.js';

@@ -56,14 +56,39 @@ export interface ScannerStats {
 export const NOTIFY_FILTER = { familyNameRegexFilter: NOTIFY } as const;
 const BATCH = 64;
 
-function randomKeyBetween(start: Uint8Array, end: Uint8Array | undefined): Uint8Array {
-  // A random key: the tablet start followed by random bytes, which lands somewhere inside the
-  // tablet's range with a probability that favours its beginning less and less as keys grow.
-  const suffix = new Uint8Array(1 + Math.floor(Math.random() * 4));
-  for (let i = 0; i < suffix.length; i++) suffix[i] = Math.floor(Math.random() * 256);
-  const k = Buffer.concat([start.byteLength > 0 ? start : Buffer.alloc(0), suffix]);
-  if (end !== undefined && end.byteLength > 0 && Buffer.compare(k, end) >= 0) return start;
-  return k;
+/**
+ * A random key between two keys: their common prefix, then a byte drawn between the two keys'
+ * bytes at the first differing position, then bytes drawn within the range the two keys span at
+ * each later position. Uniform random bytes would not do: real row keys share prefixes and
+ * alphabets (`com.example/…`, `row-0042`), so random bytes almost always sort before or after
+ * all of them and every "random" scan would start at the same row.
+ */
+export function randomKeyBetweenKeys(lo: Uint8Array, hi: Uint8Array, random: () => number = Math.random): Uint8Array {
+  let p = 0;
+  while (p < lo.length && p < hi.length && lo[p] === hi[p]) p++;
+  const len = Math.max(lo.length, hi.length);
+  const out = Buffer.alloc(Math.max(len, p));
+  out.set(lo.subarray(0, p), 0);
+  for (let i = p; i < len; i++) {
+    const a = lo[i] ?? hi[i] ?? 0;
+    const b = hi[i] ?? lo[i] ?? 0;
+    const min = Math.min(a, b);
+    out[i] = min + Math.floor(random() * (Math.max(a, b) - min + 1));
+  }
+  return out;
+}
+
+/** A random origin inside the notified part of a tablet, or null if it holds no notification. */
+async function randomOrigin(host: ScannerHost, table: string, start: Uint8Array, end: Uint8Array | undefined): Promise<Uint8Array | null> {
+  const range = { ...(start.byteLength > 0 ? { startKeyClosed: start } : {}), ...(end !== undefined && end.byteLength > 0 ? { endKeyOpen: end } : {}) };
+  const edge = async (reversed: boolean): Promise<Uint8Array | null> => {
+    for await (const r of host.store.readRows(table, { rows: { rowRanges: [range] }, filter: NOTIFY_FILTER, rowsLimit: 1, reversed })) return r.key;
+    return null;
+  };
+  const first = await edge(false);
+  if (first === null) return null;
+  const last = (await edge(true)) ?? first;
+  return randomKeyBetweenKeys(first, last);
 }
 
 /** Groups a row's notify cells (canonical order) into per-column notifications. */
@@ -92,6 +117,7 @@ export function notificationsOf(cells: readonly { qualifier: Uint8Array; timesta
  */
 export async function scanLoop(host: ScannerHost, lockOwner: string): Promise<void> {
   let idleMs = 1;
+  let jumpMs = 1;
   while (host.running()) {
     const tables = await host.tables();
     if (tables.length === 0) {
@@ -103,18 +129,24 @@ export async function scanLoop(host: ScannerHost, lockOwner: string): Promise<vo
     const t = Math.floor(Math.random() * samples.length);
     const tabletStart = t === 0 ? new Uint8Array(0) : (samples[t - 1]?.key ?? new Uint8Array(0));
     const tabletEnd = samples[t]?.key;
-    const origin = randomKeyBetween(tabletStart, tabletEnd);
+    // A tablet without notifications still starts a full pass (the others may have some).
+    const origin = (await randomOrigin(host, table, tabletStart, tabletEnd)) ?? tabletStart;
     const found = await scanFrom(host, table, origin, lockOwner);
     if (found === 'jumped') {
-      // Yield to the event loop: with an in-memory store every step above is a microtask, and a
-      // scanner that keeps jumping would otherwise starve timers and I/O of the whole process.
-      await new Promise<void>((r) => setImmediate(r));
+      // Met another scanner's row: jump elsewhere — but back off when jumps keep failing to find
+      // free work (every notified row held by others), instead of spinning over the notify group.
+      // The wait also yields to the event loop, which an in-memory store never does by itself.
+      await host.idle(jumpMs);
+      jumpMs = Math.min(jumpMs * 2, 50);
       continue;
     }
     if (found === 0) {
       host.stats.emptyPasses++;
       await host.idle(Math.min((idleMs *= 2), 50));
-    } else idleMs = 1;
+    } else {
+      idleMs = 1;
+      jumpMs = 1;
+    }
   }
 }
 
@@ -154,6 +186,8 @@ async function scanFrom(host: ScannerHost, table: string, origin: Uint8Array, lo
       }
       if (n < BATCH || last === null) break;
       pos = Buffer.concat([last, Buffer.from([0])]);
+      // Let timers and I/O run between batches (an in-memory store never yields by itself).
+      await new Promise<void>((r) => setImmediate(r));
     }
   }
   return queued;

@@ -3,9 +3,12 @@
  * exporting a `register(program)` function.
  */
 import type { Command } from 'commander';
+import { register as benchClumping } from './bench-clumping.js';
 import { register as benchOverhead } from './bench-overhead.js';
 import { register as benchStore } from './bench-store.js';
+import { register as checkBank } from './check-bank.js';
 import { register as checkDurability } from './check-durability.js';
+import { register as checkNotify } from './check-notify.js';
 import { register as demo } from './demo.js';
 import { register as oracle } from './oracle.js';
 import { register as scan } from './scan.js';
@@ -14,4 +17,4 @@ import { register as worker } from './worker.js';
 
 export type RegisterCommand = (program: Command) => void;
 
-export const commands: RegisterCommand[] = [demo, scan, benchStore, benchOverhead, checkDurability, oracle, worker, wait];
+export const commands: RegisterCommand[] = [demo, scan, benchStore, benchOverhead, benchClumping, checkDurability, checkBank, checkNotify, oracle, worker, wait];

@@ -1,0 +1,161 @@
+/**
+ * A worker process of `percolator check notify` (started by notify.ts as
+ * `node dist/check/notify-worker.js CONFIG_JSON` with an advanced-serialization IPC channel).
+ *
+ * It opens Percolator on the supervisor's store (served over IPC, or opened directly for
+ * `bigtable://` stores) with timestamps from the supervisor's oracle server, and runs the real
+ * worker (`db.worker()`: scanners, advisory locks, the ack protocol of run-observer.ts) with one
+ * observer on `c:value` that appends the value it read to the row's `c:processed` log in its own
+ * transaction. With crashes enabled it arms, after a random delay, one protocol point of the
+ * observer's commit and SIGKILLs itself the next time a commit reaches it (the supervisor also
+ * kills workers at random moments).
+ *
+ * Invariants:
+ * - The observer only reads and buffers; its one write (the log) commits atomically with the ack
+ *   or not at all, so the log lists exactly the observer's commits (notify-protocol.ts).
+ * - Nothing here decides correctness: the supervisor verifies the logs in the store.
+ * - Each process has its own in-process advisory lock service, so workers of different processes
+ *   really do race on the same notifications; only the ack protocol keeps them from committing twice.
+ */
+
+import type { Worker } from '../notify/worker.js';
+import { OracleClient } from '../oracle/client.js';
+import { openStore } from '../store/open-store.js';
+import type { Store } from '../store/store.js';
+import { Percolator } from '../txn/percolator.js';
+import type { ProtocolPoint } from '../txn/transaction.js';
+import { IpcStore } from './ipc-store.js';
+import {
+  CRASH_POINTS,
+  decodeProcessed,
+  type NotifyCrashPoint,
+  type NotifySupervisorMessage,
+  type NotifyWorkerConfig,
+  type NotifyWorkerMessage,
+  type NotifyWorkerMetrics,
+  OBSERVER,
+  PROCESSED,
+  TABLE,
+  VALUE,
+} from './notify-protocol.js';
+
+function send(m: NotifyWorkerMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (process.send === undefined || !process.connected) return resolve();
+    try {
+      process.send(m, undefined, {}, () => resolve());
+    } catch {
+      resolve();
+    }
+  });
+}
+
+function metricsOf(w: Worker): NotifyWorkerMetrics {
+  const m = w.metrics;
+  return {
+    runs: m.runs,
+    commits: m.commits,
+    skipped: m.skipped,
+    conflicts: m.conflicts,
+    failures: m.failures,
+    parked: m.parked,
+    cleared: m.cleared,
+    rowsScanned: m.scanner.rowsScanned,
+    jumps: m.scanner.jumps,
+  };
+}
+
+async function openWorkerStore(cfg: NotifyWorkerConfig): Promise<Store> {
+  return cfg.storeUrl.startsWith('bigtable://') ? openStore(cfg.storeUrl) : new IpcStore(cfg.storeUrl);
+}
+
+async function main(): Promise<void> {
+  const text = process.argv[2];
+  if (text === undefined) throw new Error('usage: notify-worker CONFIG_JSON');
+  const cfg = JSON.parse(text) as NotifyWorkerConfig;
+  let stopRequested: () => void = () => undefined;
+  const stop = new Promise<void>((r) => {
+    stopRequested = r;
+  });
+  let armed: NotifyCrashPoint | null = null;
+  let calm = false;
+  process.on('message', (m: NotifySupervisorMessage) => {
+    if (m?.t === 'notify.stop') stopRequested();
+    if (m?.t === 'notify.calm') {
+      calm = true;
+      armed = null;
+    }
+  });
+  // The supervisor is gone: nobody verifies anything any more.
+  process.on('disconnect', () => process.exit(2));
+
+  const onProtocolPoint = (point: ProtocolPoint): Promise<void> | undefined => {
+    if (armed === null || point !== armed) return undefined;
+    armed = null;
+    return send({ t: 'notify.crash', point }).then(() => {
+      process.kill(process.pid, 'SIGKILL');
+      return new Promise<void>(() => undefined);
+    });
+  };
+
+  const store = await openWorkerStore(cfg);
+  const oracle = new OracleClient({ port: cfg.oraclePort, timeoutMs: 10_000 });
+  const db = await Percolator.open({
+    store,
+    oracle,
+    leaseMs: cfg.leaseMs,
+    lockTtlMs: cfg.lockTtlMs,
+    onProtocolPoint: cfg.crash === null ? undefined : onProtocolPoint,
+  });
+  const worker = db.worker({
+    threads: cfg.threads,
+    scanners: cfg.scanners,
+    // Short advisory locks: a killed process's row locks live in its own memory anyway.
+    rowLockTtlMs: 5_000,
+    log: (m, e) => process.stderr.write(`notify-worker ${cfg.incarnation}: ${m} ${e instanceof Error ? e.message : String(e ?? '')}\n`),
+  });
+  worker.observe(
+    VALUE,
+    OBSERVER,
+    async (tx, row) => {
+      const value = await tx.getString(TABLE, row, VALUE);
+      const log = decodeProcessed(await tx.getString(TABLE, row, PROCESSED));
+      if (cfg.observerDelayMs > 0) await new Promise((r) => setTimeout(r, Math.random() * cfg.observerDelayMs));
+      log.push(value ?? '');
+      tx.set(TABLE, row, PROCESSED, JSON.stringify(log));
+    },
+    { table: TABLE },
+  );
+  await worker.start();
+  await send({ t: 'notify.ready' });
+  if (cfg.crash !== null) {
+    const delay = cfg.crash.armMinMs + Math.random() * (cfg.crash.armMaxMs - cfg.crash.armMinMs);
+    setTimeout(() => {
+      if (!calm) armed = CRASH_POINTS[Math.floor(Math.random() * CRASH_POINTS.length)] as NotifyCrashPoint;
+    }, delay).unref();
+  }
+  const reporter = setInterval(() => void send({ t: 'notify.metrics', metrics: metricsOf(worker) }), 250);
+
+  await stop;
+  clearInterval(reporter);
+  armed = null;
+  await worker.stop();
+  const metrics = metricsOf(worker);
+  await db.close();
+  await oracle.close();
+  await store.close();
+  // IPC is ordered: once this one is handed to the OS, every earlier message is too.
+  await send({ t: 'notify.stopped', metrics });
+  process.exit(0);
+}
+
+function codeOf(e: unknown): string {
+  return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : 'ERROR';
+}
+
+main().catch(async (e: unknown) => {
+  const message = e instanceof Error ? (e.stack ?? e.message) : String(e);
+  process.stderr.write(`notify-worker: ${codeOf(e)}: ${message}\n`);
+  await send({ t: 'notify.error', code: codeOf(e), message });
+  process.exit(1);
+});

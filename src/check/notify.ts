@@ -1,0 +1,579 @@
+/**
+ * `percolator check notify [--crash]`: the proof that observers see every change and commit at
+ * most once per change, under kill -9 (DESIGN §7, §9: `changes`, `processed`, `missed`,
+ * `duplicateCommits`, `crashes`).
+ *
+ * How (and why it cannot pass by accident):
+ * - The supervisor (this module) opens the one store, runs the timestamp oracle in process and
+ *   serves it over TCP, records the observed column in the registry BEFORE any write (the
+ *   registry contract: writers only notify columns they know are observed), and serves the
+ *   store to W worker processes over IPC (ipc-store.ts). Each worker (notify-worker.ts) runs the
+ *   real Percolator worker with one observer on `c:value` that appends the value it read to the
+ *   row's `c:processed` log in its own transaction — so the log lists exactly the observer's
+ *   commits (notify-protocol.ts).
+ * - Writers in the supervisor (never killed) set `c:value` of random rows among `rows` to unique
+ *   change ids; writes to one row are serialized here, so each row's recorded list of committed
+ *   changes is in commit order. Several changes before a run collapse into one run (§2.4).
+ * - With `crash`, the supervisor SIGKILLs a random ready worker every `killIntervalMs` on average
+ *   (each gap uniform in [0.5, 1.5] × 1.5 s by default, so ≥ 13 kills per 30 s), and workers
+ *   SIGKILL themselves at a random protocol point of an observer commit; every dead worker is
+ *   replaced at once. A crash counts only when the child actually exited by SIGKILL.
+ * - At the end the writers and the kills stop (workers disarm their self-kill), the workers keep
+ *   running, and the supervisor's own Percolator waits for quiescence (no pending notification
+ *   of an observed column and no timestamp issued during a full pass); then the workers stop,
+ *   every request they sent is served, and the final values and logs are read through one
+ *   snapshot (which resolves any lock a dead worker left).
+ * - verifyNotifyLogs then checks, per row: the LAST change was processed (the log's last entry
+ *   is it; otherwise `missed`), no change appears twice in the log (`duplicateCommits`), the log
+ *   only holds this row's changes (`unknownEntries`) in commit order (`outOfOrder`), and the
+ *   final value is the last recorded change (`finalMismatches`). Superseded changes that never
+ *   appear are `collapsed`, which the paper allows. The check fails (`ok: false`) on any of those,
+ *   on a quiescence timeout, on a notification left, on a worker that failed, when nothing
+ *   changed, or when `crash` was asked for and no worker was killed.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { ObservedColumns } from '../notify/observed-columns.js';
+import { StoreMarkStore } from '../oracle/mark-store.js';
+import { Oracle } from '../oracle/oracle.js';
+import { type OracleServer, startOracleServer } from '../oracle/server.js';
+import { isStoreError } from '../store/errors.js';
+import { openStore } from '../store/open-store.js';
+import type { Store } from '../store/store.js';
+import { isTxnError } from '../txn/errors.js';
+import { LOCK, NOTIFY } from '../txn/layout.js';
+import { Percolator } from '../txn/percolator.js';
+import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
+import {
+  decodeProcessed,
+  type NotifySupervisorMessage,
+  type NotifyWorkerConfig,
+  type NotifyWorkerMessage,
+  type NotifyWorkerMetrics,
+  OBSERVER,
+  PROCESSED,
+  rowKey,
+  TABLE,
+  VALUE,
+} from './notify-protocol.js';
+
+export interface NotifyOptions {
+  /** How long writers run (seconds). */
+  readonly seconds: number;
+  /** Kill workers (supervisor kills and self-kills inside observer commits); false: no kills. */
+  readonly crash: boolean;
+  /**
+   * Store URL (`memory:`, `file:DIR`, `bigtable://…`). Default `memory:`: the supervisor, which
+   * holds the store, is never killed, so durability is not what this check is about.
+   */
+  readonly store?: string;
+  /** Worker processes (default 3). */
+  readonly workers?: number;
+  /** Rows the writers change (default 50). */
+  readonly rows?: number;
+  /** Concurrent writer loops in the supervisor (default 2). */
+  readonly writers?: number;
+  /** Pause of each writer loop between changes (default 2 ms). */
+  readonly writerPauseMs?: number;
+  /** Observer threads per worker (default 2). */
+  readonly threads?: number;
+  /** Scanners per worker (default 2). */
+  readonly scanners?: number;
+  /** Workers' liveness lease (default 1000 ms). */
+  readonly leaseMs?: number;
+  /** Workers' lock TTL (default 3000 ms). */
+  readonly lockTtlMs?: number;
+  /** Mean time between supervisor kills (default 1500 ms; each gap uniform in [0.5, 1.5] × mean, so ≥ 13 per 30 s). */
+  readonly killIntervalMs?: number;
+  /** A worker arms its self-kill after a delay drawn from this range (default [500, 4000] ms). */
+  readonly selfKillArmMs?: readonly [number, number];
+  /** Extra random delay (ms, up to) inside the observer between its reads and its commit (default 3). */
+  readonly observerDelayMs?: number;
+  /** Deadline for quiescence after the writers stop (default 60 000 ms). */
+  readonly quiescenceTimeoutMs?: number;
+  /** Progress lines. */
+  readonly log?: (line: string) => void;
+  /**
+   * Negative control (tests): after quiescence, write the last change of this many rows through a
+   * Percolator instance that never learned the column is observed (breaking the registry
+   * contract), so those changes set no notify cell; the check must then report them missed.
+   */
+  readonly sabotageUnnotifiedChanges?: number;
+}
+
+/** One row as the verifier takes it. */
+export interface RowRecord {
+  readonly row: string;
+  /** Committed changes (ids written to `c:value`), in commit order. */
+  readonly changes: readonly string[];
+  /** The row's `c:value` in the final snapshot. */
+  readonly final: string | null;
+  /** The row's `c:processed` log in the final snapshot (one entry per observer commit). */
+  readonly log: readonly string[];
+}
+
+export interface NotifyVerdict {
+  readonly changes: number;
+  /** Observer commits: log entries. */
+  readonly processed: number;
+  /** Rows whose last change is not the last entry of their log (a change never processed). */
+  readonly missed: number;
+  /** Log entries that repeat an earlier entry of the same row (a change committed twice). */
+  readonly duplicateCommits: number;
+  /** Superseded changes never processed on their own (collapsed into a later run; allowed). */
+  readonly collapsed: number;
+  /** Log entries that are not a recorded change of that row. */
+  readonly unknownEntries: number;
+  /** Log entries older than an earlier entry (the observer read a stale value after a newer run). */
+  readonly outOfOrder: number;
+  /** Rows whose final value is not their last recorded change. */
+  readonly finalMismatches: number;
+  /** A few offending rows, described. */
+  readonly examples: string[];
+}
+
+/** The verdict on the final logs (pure; exported for negative controls). */
+export function verifyNotifyLogs(rows: readonly RowRecord[], maxExamples = 10): NotifyVerdict {
+  let changes = 0;
+  let processed = 0;
+  let missed = 0;
+  let duplicateCommits = 0;
+  let collapsed = 0;
+  let unknownEntries = 0;
+  let outOfOrder = 0;
+  let finalMismatches = 0;
+  const examples: string[] = [];
+  const example = (s: string): void => {
+    if (examples.length < maxExamples) examples.push(s);
+  };
+  for (const r of rows) {
+    changes += r.changes.length;
+    processed += r.log.length;
+    const position = new Map(r.changes.map((c, i) => [c, i]));
+    const seen = new Set<string>();
+    let lastPos = -1;
+    for (const entry of r.log) {
+      const pos = position.get(entry);
+      if (seen.has(entry)) {
+        duplicateCommits++;
+        example(`${r.row}: ${entry} committed twice`);
+        continue;
+      }
+      seen.add(entry);
+      if (pos === undefined) {
+        unknownEntries++;
+        example(`${r.row}: log entry ${JSON.stringify(entry)} is not a change of this row`);
+        continue;
+      }
+      if (pos < lastPos) {
+        outOfOrder++;
+        example(`${r.row}: ${entry} processed after the later change ${r.changes[lastPos]}`);
+      }
+      lastPos = Math.max(lastPos, pos);
+    }
+    const last = r.changes.length > 0 ? r.changes[r.changes.length - 1] : undefined;
+    if (last !== undefined && r.log[r.log.length - 1] !== last) {
+      missed++;
+      example(`${r.row}: last change ${last} not processed (log ends with ${r.log[r.log.length - 1] ?? 'nothing'})`);
+    }
+    if (r.final !== (last ?? null)) {
+      finalMismatches++;
+      example(`${r.row}: final value ${r.final} is not the last recorded change ${last ?? null}`);
+    }
+    for (let i = 0; i < r.changes.length - 1; i++) if (!seen.has(r.changes[i] as string)) collapsed++;
+  }
+  return { changes, processed, missed, duplicateCommits, collapsed, unknownEntries, outOfOrder, finalMismatches, examples };
+}
+
+export interface NotifyResult extends NotifyVerdict {
+  readonly ok: boolean;
+  /** Workers that died by SIGKILL (supervisor kills and self-kills). */
+  readonly crashes: number;
+  /** Crashes by cause: `random` (supervisor) or the observer-commit protocol point of a self-kill. */
+  readonly crashesAt: Record<string, number>;
+  readonly rows: number;
+  /** Rows that received at least one change. */
+  readonly rowsChanged: number;
+  /** Writes that gave up (retries exhausted; nothing committed, not recorded as changes). */
+  readonly writeFailures: number;
+  readonly quiescent: boolean;
+  /** Time from the writers' stop to quiescence. */
+  readonly quiescenceMs: number;
+  /** Notify cells of the observed column left after the workers stopped (0 when quiescent). */
+  readonly notificationsLeft: number;
+  readonly locksLeft: number;
+  /** Sums of the workers' last reported metrics (killed workers' last few runs may be missing). */
+  readonly workerMetrics: NotifyWorkerMetrics;
+  readonly errors: string[];
+  readonly seconds: number;
+  readonly workers: number;
+  readonly store: string;
+}
+
+/** The compiled worker: next to this file in dist/, or in dist/ when running from src/ (tests). */
+export function notifyWorkerScript(): string {
+  const candidates = [
+    fileURLToPath(new URL('./notify-worker.js', import.meta.url)),
+    fileURLToPath(new URL('../../dist/check/notify-worker.js', import.meta.url)),
+  ];
+  const found = candidates.find((p) => existsSync(p));
+  if (found === undefined) throw new Error(`notify-worker.js not found (looked in ${candidates.join(', ')}): run npm run build`);
+  return found;
+}
+
+/** Waiting is the point here (kill schedule, writer pacing, polling other processes' state). */
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+interface WorkerHandle {
+  readonly proc: ChildProcess;
+  readonly incarnation: number;
+  readonly closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  ready: boolean;
+  crashPoint: string | null;
+  killedBySupervisor: boolean;
+  error: string | null;
+  stderr: string;
+  metrics: NotifyWorkerMetrics | null;
+}
+
+const ZERO: NotifyWorkerMetrics = {
+  runs: 0,
+  commits: 0,
+  skipped: 0,
+  conflicts: 0,
+  failures: 0,
+  parked: 0,
+  cleared: 0,
+  rowsScanned: 0,
+  jumps: 0,
+};
+
+export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult> {
+  const log = opts.log ?? (() => undefined);
+  const workerCount = opts.workers ?? 3;
+  const rowCount = opts.rows ?? 50;
+  const writerCount = opts.writers ?? 2;
+  if (!Number.isSafeInteger(workerCount) || workerCount < 1)
+    throw Object.assign(new Error('check notify needs at least 1 worker'), { code: 'INVALID_ARGUMENT' });
+  if (!Number.isSafeInteger(rowCount) || rowCount < 1)
+    throw Object.assign(new Error('check notify needs at least 1 row'), { code: 'INVALID_ARGUMENT' });
+  if (!Number.isSafeInteger(writerCount) || writerCount < 1)
+    throw Object.assign(new Error('check notify needs at least 1 writer'), { code: 'INVALID_ARGUMENT' });
+  const script = notifyWorkerScript();
+
+  const url = opts.store ?? 'memory:';
+  const store = await openStore(url);
+  let oracle: Oracle | null = null;
+  let server: OracleServer | null = null;
+  let db: Percolator | null = null;
+  let blind: Percolator | null = null;
+  const live = new Set<WorkerHandle>();
+  try {
+    oracle = await Oracle.open({ markStore: new StoreMarkStore(store) });
+    server = await startOracleServer({ oracle });
+    // Opened before the registry knows the column and never refreshed: its writes do not notify.
+    if ((opts.sabotageUnnotifiedChanges ?? 0) > 0) blind = await Percolator.open({ store, oracle, observedRefreshMs: 0 });
+    // The registry contract: the observed column is recorded before anything writes it, so every
+    // change below sets its notify cell. (Workers record it again when they start; idempotent.)
+    const registry = new ObservedColumns(store);
+    await registry.open(0);
+    await registry.register(TABLE, VALUE, OBSERVER);
+    await registry.close();
+    db = await Percolator.open({ store, oracle });
+    const theDb = db;
+    if ((await store.listTables()).includes(TABLE)) await store.deleteTable(TABLE);
+    await db.createTable(TABLE);
+
+    // --- workers ------------------------------------------------------------------------------
+    const errors: string[] = [];
+    const crashesAt: Record<string, number> = {};
+    const finished: NotifyWorkerMetrics[] = [];
+    let crashes = 0;
+    let incarnations = 0;
+    let respawn = true;
+    let killing = opts.crash;
+    let selfKills = opts.crash;
+    const servers: StoreServer[] = [];
+    const allClosed: Promise<unknown>[] = [];
+
+    const onMessage = (w: WorkerHandle, m: NotifyWorkerMessage): void => {
+      switch (m.t) {
+        case 'notify.ready':
+          w.ready = true;
+          break;
+        case 'notify.metrics':
+        case 'notify.stopped':
+          w.metrics = m.metrics;
+          break;
+        case 'notify.crash':
+          w.crashPoint = m.point;
+          break;
+        case 'notify.error':
+          w.error = `${m.code}: ${m.message.split('\n')[0]}`;
+          break;
+      }
+    };
+
+    const spawnWorker = (): void => {
+      const incarnation = ++incarnations;
+      const cfg: NotifyWorkerConfig = {
+        incarnation,
+        storeUrl: url,
+        oraclePort: server?.port as number,
+        threads: opts.threads ?? 2,
+        scanners: opts.scanners ?? 2,
+        leaseMs: opts.leaseMs ?? 1000,
+        lockTtlMs: opts.lockTtlMs ?? 3000,
+        crash: selfKills ? { armMinMs: opts.selfKillArmMs?.[0] ?? 500, armMaxMs: opts.selfKillArmMs?.[1] ?? 4000 } : null,
+        observerDelayMs: opts.observerDelayMs ?? 3,
+      };
+      const proc = fork(script, [JSON.stringify(cfg)], { serialization: 'advanced', stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+      // bigtable:// workers open the store themselves; every other store is served from here.
+      servers.push(serveStoreOverIpc(store, proc));
+      const w: WorkerHandle = {
+        proc,
+        incarnation,
+        closed: new Promise((res) => proc.once('close', (code, signal) => res({ code, signal }))),
+        ready: false,
+        crashPoint: null,
+        killedBySupervisor: false,
+        error: null,
+        stderr: '',
+        metrics: null,
+      };
+      live.add(w);
+      proc.stderr?.on('data', (d: Buffer) => {
+        w.stderr = (w.stderr + d.toString()).slice(-4000);
+      });
+      proc.on('message', (m: NotifyWorkerMessage) => onMessage(w, m));
+      allClosed.push(
+        w.closed.then(({ code, signal }) => {
+          live.delete(w);
+          finished.push(w.metrics ?? ZERO);
+          if (signal === 'SIGKILL' && (w.killedBySupervisor || w.crashPoint !== null)) {
+            crashes++;
+            const where = w.crashPoint ?? 'random';
+            crashesAt[where] = (crashesAt[where] ?? 0) + 1;
+          } else if (code !== 0) {
+            errors.push(
+              `worker ${incarnation} exited with ${signal ?? `code ${code}`}: ${w.error ?? (w.stderr.trim().slice(0, 1500) || 'no output')}`,
+            );
+          }
+          if (respawn) {
+            if (errors.length > 20) {
+              respawn = false;
+              return;
+            }
+            spawnWorker();
+          }
+        }),
+      );
+    };
+    for (let i = 0; i < workerCount; i++) spawnWorker();
+    // Start writing once every first worker runs (not needed for correctness — the registry is
+    // already written — but it makes the run exercise the workers from the first change).
+    const readyDeadline = performance.now() + 30_000;
+    while ([...live].filter((w) => w.ready).length < workerCount && errors.length === 0 && performance.now() < readyDeadline)
+      await sleep(20);
+    const runStarted = performance.now();
+
+    // --- supervisor kills -----------------------------------------------------------------------
+    const killer = (async () => {
+      if (!opts.crash) return;
+      const mean = opts.killIntervalMs ?? 1500;
+      while (killing) {
+        const at = performance.now() + mean * (0.5 + Math.random());
+        while (killing && performance.now() < at) await sleep(Math.min(100, at - performance.now()));
+        // Wait for a victim (a replacement may still be starting) rather than skipping a kill.
+        for (;;) {
+          if (!killing) return;
+          const ready = [...live].filter((w) => w.ready && w.crashPoint === null && !w.killedBySupervisor);
+          if (ready.length > 0) {
+            const victim = ready[Math.floor(Math.random() * ready.length)] as WorkerHandle;
+            victim.killedBySupervisor = true;
+            victim.proc.kill('SIGKILL');
+            break;
+          }
+          await sleep(20);
+        }
+      }
+    })();
+
+    // --- writers ------------------------------------------------------------------------------
+    const keys = Array.from({ length: rowCount }, (_, i) => rowKey(i));
+    const changesOf = new Map<string, string[]>(keys.map((k) => [k, []]));
+    const rowTail = new Map<string, Promise<void>>();
+    let changeSeq = 0;
+    let writeFailures = 0;
+    let writing = true;
+    /** Serializes writes to one row, so the recorded order is the commit order. */
+    const withRow = async (row: string, fn: () => Promise<void>): Promise<void> => {
+      const before = rowTail.get(row) ?? Promise.resolve();
+      const mine = before.then(fn);
+      const tail = mine.catch(() => undefined);
+      rowTail.set(row, tail);
+      await mine;
+    };
+    const writer = async (): Promise<void> => {
+      while (writing) {
+        const row = keys[Math.floor(Math.random() * keys.length)] as string;
+        const id = `c${++changeSeq}`;
+        try {
+          await withRow(row, async () => {
+            await theDb.transaction(async (tx) => tx.set(TABLE, row, VALUE, id), { maxAttempts: 50, maxBackoffMs: 100 });
+            (changesOf.get(row) as string[]).push(id);
+          });
+        } catch (e) {
+          if (isTxnError(e, 'RETRIES_EXHAUSTED')) writeFailures++;
+          else {
+            // The commit's outcome is unknown: the recorded order can no longer be trusted.
+            errors.push(`writer: ${(e as Error).message}`);
+            writing = false;
+          }
+        }
+        if ((opts.writerPauseMs ?? 2) > 0) await sleep(opts.writerPauseMs ?? 2);
+      }
+    };
+    const writers = Array.from({ length: writerCount }, writer);
+
+    // --- run, then quiesce -----------------------------------------------------------------------
+    const runUntil = runStarted + opts.seconds * 1000;
+    let lastLog = performance.now();
+    while (writing && performance.now() < runUntil) {
+      await sleep(Math.min(250, Math.max(1, runUntil - performance.now())));
+      if (performance.now() - lastLog >= 2000) {
+        lastLog = performance.now();
+        log(`${Math.round((performance.now() - runStarted) / 1000)} s: ${changeSeq} changes, ${crashes} crashes, ${live.size} workers`);
+      }
+    }
+    writing = false;
+    await Promise.all(writers);
+    killing = false;
+    await killer;
+    // The kills stop with the writers: quiescence measures convergence, not the restart rate.
+    selfKills = false;
+    for (const w of live) if (w.proc.connected) w.proc.send({ t: 'notify.calm' } satisfies NotifySupervisorMessage);
+    const activeSeconds = (performance.now() - runStarted) / 1000;
+    log(`writers stopped after ${changeSeq} changes; waiting for quiescence`);
+    const quiesceStarted = performance.now();
+    let quiescent = true;
+    try {
+      await db.waitForQuiescence({ timeoutMs: opts.quiescenceTimeoutMs ?? 60_000 });
+    } catch (e) {
+      if (!isTxnError(e, 'QUIESCENCE_TIMEOUT')) throw e;
+      quiescent = false;
+      errors.push((e as Error).message);
+    }
+    const quiescenceMs = Math.round(performance.now() - quiesceStarted);
+    if (blind !== null) {
+      const theBlind = blind;
+      const victims = keys.slice(0, opts.sabotageUnnotifiedChanges);
+      for (const row of victims) {
+        const id = `c${++changeSeq}`;
+        await theBlind.transaction(async (tx) => tx.set(TABLE, row, VALUE, id));
+        (changesOf.get(row) as string[]).push(id);
+      }
+      await db.waitForQuiescence({ timeoutMs: opts.quiescenceTimeoutMs ?? 60_000 });
+    }
+
+    // --- stop the workers ----------------------------------------------------------------------
+    respawn = false;
+    for (const w of live) if (w.proc.connected) w.proc.send({ t: 'notify.stop' } satisfies NotifySupervisorMessage);
+    const stopDeadline = setTimeout(() => {
+      for (const w of live) {
+        errors.push(`worker ${w.incarnation} did not stop within 20 s: killed`);
+        w.proc.kill('SIGKILL');
+      }
+    }, 20_000);
+    for (let seen = 0; seen < allClosed.length; ) {
+      const n = allClosed.length;
+      await Promise.all(allClosed.slice(seen));
+      seen = n;
+    }
+    clearTimeout(stopDeadline);
+    await Promise.all(servers.map((s) => s.idle()));
+    for (const s of servers) s.detach();
+
+    // --- read the final state and verify -----------------------------------------------------------
+    const snap = await theDb.snapshot();
+    let records: RowRecord[];
+    try {
+      const values = await snap.getMany(
+        TABLE,
+        keys.flatMap((k) => [
+          { row: k, column: VALUE },
+          { row: k, column: PROCESSED },
+        ]),
+      );
+      const text = (v: Uint8Array | null | undefined): string | null =>
+        v === null || v === undefined ? null : Buffer.from(v).toString('utf8');
+      records = keys.map((k, i) => ({
+        row: k,
+        changes: changesOf.get(k) as string[],
+        final: text(values[2 * i]),
+        log: decodeProcessed(text(values[2 * i + 1])),
+      }));
+    } finally {
+      snap.release();
+    }
+    const verdict = verifyNotifyLogs(records);
+    const notificationsLeft = await countCells(store, TABLE, NOTIFY);
+    const locksLeft = await countCells(store, TABLE, LOCK);
+    const workerMetrics = { ...ZERO };
+    for (const m of finished)
+      for (const k of Object.keys(ZERO) as (keyof NotifyWorkerMetrics)[]) (workerMetrics as Record<string, number>)[k] += m[k];
+    const ok =
+      verdict.missed === 0 &&
+      verdict.duplicateCommits === 0 &&
+      verdict.unknownEntries === 0 &&
+      verdict.outOfOrder === 0 &&
+      verdict.finalMismatches === 0 &&
+      verdict.changes > 0 &&
+      (!opts.crash || crashes > 0) &&
+      quiescent &&
+      notificationsLeft === 0 &&
+      errors.length === 0;
+    const result: NotifyResult = {
+      ok,
+      ...verdict,
+      crashes,
+      crashesAt,
+      rows: rowCount,
+      rowsChanged: records.filter((r) => r.changes.length > 0).length,
+      writeFailures,
+      quiescent,
+      quiescenceMs,
+      notificationsLeft,
+      locksLeft,
+      workerMetrics,
+      errors: errors.slice(0, 20),
+      seconds: Math.round(activeSeconds * 100) / 100,
+      workers: workerCount,
+      store: url,
+    };
+    log(
+      `done: ${verdict.changes} changes, ${verdict.processed} processed, ${verdict.missed} missed, ${verdict.duplicateCommits} duplicate commits, ${crashes} crashes`,
+    );
+    return result;
+  } finally {
+    for (const w of live) w.proc.kill('SIGKILL');
+    await blind?.close().catch(() => undefined);
+    await db?.close().catch(() => undefined);
+    await server?.close().catch(() => undefined);
+    await oracle?.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+  }
+}
+
+/** Cells of `family` left in `table`, read raw from the store. */
+async function countCells(store: Store, table: string, family: string): Promise<number> {
+  let n = 0;
+  try {
+    for await (const row of store.readRows(table, { filter: { familyNameRegexFilter: family } })) n += row.cells.length;
+  } catch (e) {
+    if (isStoreError(e, 'TABLE_NOT_FOUND')) return 0;
+    throw e;
+  }
+  return n;
+}

@@ -1,0 +1,63 @@
+/**
+ * `percolator check notify [--crash] [--seconds S] [--store URL] [--workers W] [--rows N] [--json]`
+ *
+ * Thin: parses flags and runs src/check/notify.ts. With --json, stdout carries exactly one JSON
+ * object (`changes`, `processed`, `missed`, `duplicateCommits`, `crashes`, …); progress goes to
+ * stderr, and only without --json. Exit code 1 when the guarantee failed: a missed change, a
+ * duplicate observer commit, an out-of-order or unknown log entry, no quiescence, a failed
+ * worker, or no change at all.
+ */
+import type { Command } from 'commander';
+import { runNotifyCheck } from '../../check/notify.js';
+import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+
+interface Flags {
+  crash?: boolean;
+  seconds: number;
+  store?: string;
+  workers: number;
+  rows: number;
+  writers: number;
+  json?: boolean;
+}
+
+function positiveInteger(name: string) {
+  const parse = parsePositiveNumber(name);
+  return (raw: string): number => {
+    const n = parse(raw);
+    if (!Number.isInteger(n)) throw new Error(`--${name} must be a whole number, got ${raw}`);
+    return n;
+  };
+}
+
+export function register(program: Command): void {
+  commandGroup(program, 'check')
+    .command('notify')
+    .description(
+      'observers under kill -9: every change processed, none committed twice (prints changes, processed, missed, duplicateCommits, crashes)',
+    )
+    .option('--crash', 'SIGKILL workers at random moments and inside observer commits (without it: no kills)')
+    .option('--seconds <s>', 'how long writers run', parsePositiveNumber('seconds'), 10)
+    .option(
+      '--store <url>',
+      'store URL (memory:, file:DIR, bigtable://HOST:PORT); default memory: (the supervisor holding it is never killed)',
+    )
+    .option('--workers <n>', 'worker processes', positiveInteger('workers'), 3)
+    .option('--rows <n>', 'rows the writers change', positiveInteger('rows'), 50)
+    .option('--writers <n>', 'concurrent writer loops', positiveInteger('writers'), 2)
+    .option('--json', 'print one JSON object')
+    .action(async (flags: Flags) => {
+      const json = flags.json === true;
+      const result = await runNotifyCheck({
+        seconds: flags.seconds,
+        crash: flags.crash === true,
+        store: flags.store,
+        workers: flags.workers,
+        rows: flags.rows,
+        writers: flags.writers,
+        log: json ? undefined : (line) => process.stderr.write(`${line}\n`),
+      });
+      printResult(result, json);
+      if (!result.ok) process.exitCode = 1;
+    });
+}

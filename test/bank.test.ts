@@ -1,0 +1,111 @@
+/**
+ * The bank check end to end (worker processes run the built JS under dist/; `npm test` builds
+ * first): transfers under kill -9 at the commit protocol points and at random moments, on the
+ * memory store and on a durable file: store, must keep the total, leave no lock and show no
+ * anomaly — and the same pipeline must FAIL when the store workers see is broken (a prewrite that
+ * ignores conflicts; reads that cannot see locks), so a pass cannot come from a checker that sees
+ * nothing.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBankCheck } from '../src/check/bank.js';
+import type { Store } from '../src/store/store.js';
+import type { CheckAndMutateRequest, Row } from '../src/store/types.js';
+
+const worker = fileURLToPath(new URL('../dist/check/bank-worker.js', import.meta.url));
+let dir: string;
+
+beforeAll(() => {
+  if (!existsSync(worker)) throw new Error(`${worker} is not built: run \`npm run build\` (npm test does it in pretest)`);
+  dir = mkdtempSync(path.join(tmpdir(), 'bank-test-'));
+});
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A store whose prewrite (a conditional mutation with only false mutations that set locks) never sees a conflict. */
+function ignoringPrewriteConflicts(store: Store): Store {
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'checkAndMutateRow') {
+        return async (table: string, key: Uint8Array, req: CheckAndMutateRequest): Promise<boolean> => {
+          const isPrewrite =
+            req.trueMutations === undefined && (req.falseMutations ?? []).some((m) => 'setCell' in m && m.setCell.familyName === 'lock');
+          if (!isPrewrite) return target.checkAndMutateRow(table, key, req);
+          await target.mutateRow(table, key, req.falseMutations ?? []);
+          return false;
+        };
+      }
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+/** A store whose reads never show lock cells: readers cannot see commits in flight. */
+function blindToLocks(store: Store): Store {
+  const strip = (row: Row): Row => ({ ...row, cells: row.cells.filter((c) => c.family !== 'lock') });
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'readRow') {
+        return async (...args: Parameters<Store['readRow']>): Promise<Row | null> => {
+          const row = await target.readRow(...args);
+          return row === null || strip(row).cells.length === 0 ? null : strip(row);
+        };
+      }
+      if (prop === 'readRows') {
+        return async function* (...args: Parameters<Store['readRows']>): AsyncIterable<Row> {
+          for await (const row of target.readRows(...args)) if (strip(row).cells.length > 0) yield strip(row);
+        };
+      }
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+describe('check bank', () => {
+  it('memory: under crashes keeps the total, leaves no lock, shows no anomaly', async () => {
+    const r = await runBankCheck({ seconds: 8, maxSeconds: 16, crash: true, minCrashes: 10, store: 'memory:' });
+    expect({ anomalies: r.anomalies, errors: r.errors, locksLeft: r.locksLeft, totalAfter: r.totalAfter }).toEqual({
+      anomalies: [],
+      errors: [],
+      locksLeft: 0,
+      totalAfter: r.totalBefore,
+    });
+    expect(r.totalBefore).toBe(1000);
+    expect(r.crashes).toBeGreaterThanOrEqual(10);
+    expect(r.committed).toBeGreaterThan(0);
+    expect(r.snapshots).toBeGreaterThan(0);
+    expect(r.ok).toBe(true);
+  }, 60_000);
+
+  it('file: under crashes keeps the total, leaves no lock, shows no anomaly', async () => {
+    const r = await runBankCheck({ seconds: 8, maxSeconds: 16, crash: true, minCrashes: 10, store: `file:${path.join(dir, 'bank')}` });
+    expect({ anomalies: r.anomalies, errors: r.errors, locksLeft: r.locksLeft, totalAfter: r.totalAfter }).toEqual({
+      anomalies: [],
+      errors: [],
+      locksLeft: 0,
+      totalAfter: r.totalBefore,
+    });
+    expect(r.crashes).toBeGreaterThanOrEqual(10);
+    expect(r.committed).toBeGreaterThan(0);
+    expect(r.ok).toBe(true);
+  }, 60_000);
+
+  it('fails when prewrite ignores conflicts (lost updates are found)', async () => {
+    const r = await runBankCheck({ seconds: 3, crash: false, store: 'memory:', accounts: 4, workerStore: ignoringPrewriteConflicts });
+    expect(r.ok).toBe(false);
+    expect(r.anomalies.map((a) => a.type)).toContain('lost-update');
+  }, 60_000);
+
+  it('fails when workers cannot see locks (lost updates, and snapshots that do not add up)', async () => {
+    const r = await runBankCheck({ seconds: 3, crash: false, store: 'memory:', accounts: 4, workerStore: blindToLocks });
+    expect(r.ok).toBe(false);
+    expect(r.anomalyCounts['lost-update'] ?? 0).toBeGreaterThan(0);
+    expect(r.anomalyCounts.sum ?? 0).toBeGreaterThan(0);
+  }, 60_000);
+});

@@ -1,0 +1,104 @@
+/**
+ * `percolator check notify --crash`: observers in real worker processes, SIGKILLed at random
+ * moments and inside their own commits, still process the last change of every row and never
+ * commit one change twice (memory: and file: stores), plus negative controls proving the
+ * verifier reports missed and duplicate commits instead of passing by construction.
+ *
+ * Needs dist/ (the workers run compiled JS): `npm test` builds first.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type NotifyResult, type RowRecord, runNotifyCheck, verifyNotifyLogs } from '../src/check/notify.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function expectPassed(r: NotifyResult): void {
+  expect(r.errors).toEqual([]);
+  expect(r.examples).toEqual([]);
+  expect(r.changes).toBeGreaterThan(0);
+  expect(r.processed).toBeGreaterThan(0);
+  expect(r.missed).toBe(0);
+  expect(r.duplicateCommits).toBe(0);
+  expect(r.unknownEntries).toBe(0);
+  expect(r.outOfOrder).toBe(0);
+  expect(r.finalMismatches).toBe(0);
+  expect(r.crashes).toBeGreaterThanOrEqual(3);
+  expect(r.quiescent).toBe(true);
+  expect(r.notificationsLeft).toBe(0);
+  // Every change is either the processed last change of its row, processed on its own, or collapsed.
+  expect(r.collapsed).toBeLessThanOrEqual(r.changes - r.rowsChanged);
+  expect(r.ok).toBe(true);
+}
+
+describe('check notify --crash', () => {
+  it('memory: no change missed, none committed twice, across SIGKILLs', async () => {
+    const r = await runNotifyCheck({ seconds: 9, crash: true, store: 'memory:' });
+    expectPassed(r);
+  }, 120_000);
+
+  it('file: no change missed, none committed twice, across SIGKILLs', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'notify-check-test-'));
+    dirs.push(dir);
+    const r = await runNotifyCheck({ seconds: 9, crash: true, store: `file:${dir}` });
+    expectPassed(r);
+  }, 120_000);
+
+  it('negative control, end to end: changes written without notifying (registry contract broken) are reported missed', async () => {
+    const r = await runNotifyCheck({ seconds: 1.5, crash: false, store: 'memory:', workers: 2, rows: 10, sabotageUnnotifiedChanges: 3 });
+    expect(r.crashes).toBe(0);
+    expect(r.missed).toBe(3);
+    expect(r.duplicateCommits).toBe(0);
+    expect(r.examples.filter((e) => e.includes('not processed'))).toHaveLength(3);
+    expect(r.ok).toBe(false);
+  }, 60_000);
+});
+
+describe('verifyNotifyLogs (negative controls)', () => {
+  const row = (changes: string[], log: string[], final: string | null = changes.at(-1) ?? null): RowRecord => ({
+    row: 'r',
+    changes,
+    final,
+    log,
+  });
+
+  it('passes a correct history, collapsed changes included', () => {
+    const v = verifyNotifyLogs([row(['c1', 'c2', 'c3', 'c4'], ['c1', 'c3', 'c4']), row([], [])]);
+    expect(v).toMatchObject({
+      changes: 4,
+      processed: 3,
+      missed: 0,
+      duplicateCommits: 0,
+      collapsed: 1,
+      unknownEntries: 0,
+      outOfOrder: 0,
+      finalMismatches: 0,
+    });
+    expect(v.examples).toEqual([]);
+  });
+
+  it('counts a change committed twice by the observer', () => {
+    const v = verifyNotifyLogs([row(['c1', 'c2'], ['c1', 'c2', 'c2'])]);
+    expect(v.duplicateCommits).toBe(1);
+    expect(v.missed).toBe(0);
+    expect(v.examples[0]).toContain('committed twice');
+  });
+
+  it('counts a row whose last change was never processed', () => {
+    const v = verifyNotifyLogs([row(['c1', 'c2', 'c3'], ['c1', 'c2']), row(['c9'], [])]);
+    expect(v.missed).toBe(2);
+    expect(v.collapsed).toBe(0);
+  });
+
+  it('counts stale, foreign and out-of-order entries, and a final value that is not the last change', () => {
+    const v = verifyNotifyLogs([row(['c1', 'c2', 'c3'], ['c2', 'c1', 'x', 'c3'], 'c2')]);
+    expect(v.outOfOrder).toBe(1);
+    expect(v.unknownEntries).toBe(1);
+    expect(v.finalMismatches).toBe(1);
+    expect(v.missed).toBe(0);
+  });
+});

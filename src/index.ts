@@ -9,6 +9,12 @@ export { Snapshot, Transaction, type RowKey, type ScanRange, type Value, type Pr
 export type { ScannedRow } from './txn/snapshot-read.js';
 export { TxnError, isTxnError, type TxnErrorCode } from './txn/errors.js';
 
+// Observers and the worker (Percolator §2.4)
+export { Worker, type WorkerOptions, type WorkerMetrics } from './notify/worker.js';
+export type { ObserverFn } from './notify/observer.js';
+export { InProcessLockService, type LockService } from './notify/lock-service.js';
+export type { QuiescenceOptions } from './txn/percolator.js';
+
 // The Bigtable-model store
 export { openStore, DEFAULT_STORE_URL } from './store/open-store.js';
 export { type Store, type StoreOptions, type StoreLimits, DEFAULT_LIMITS, collectRows } from './store/store.js';

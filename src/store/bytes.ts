@@ -7,8 +7,15 @@ export function asBuffer(b: Uint8Array): Buffer {
   return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }
 
+/** Unsigned lexicographic order. Short keys are compared in JS: a native call costs ~100 ns. */
 export function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  return Buffer.compare(a, b);
+  const n = Math.min(a.length, b.length);
+  if (n > 32) return Buffer.compare(a, b);
+  for (let i = 0; i < n; i++) {
+    const d = (a[i] as number) - (b[i] as number);
+    if (d !== 0) return d < 0 ? -1 : 1;
+  }
+  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
 }
 
 export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {

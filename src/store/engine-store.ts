@@ -16,7 +16,7 @@
  *   writes drain, do their work, and lower it; writes arriving meanwhile wait at the barrier.
  */
 import { applyMutations, familiesTouched } from './apply-mutations.js';
-import { bytesKey } from './bytes.js';
+import { bytesKey, compareBytes } from './bytes.js';
 import { cellsBytes, makeCell, mergeGroups, upsertCell } from './cells.js';
 import { StoreError, keyHex } from './errors.js';
 import { compileFilter, type CompiledFilter } from './filter/row-filter.js';
@@ -166,7 +166,7 @@ export class EngineStore implements Store {
   }
 
   private decode(t: TableState, raw: Uint8Array, key: Bytes): readonly Cell[] {
-    const cells = decodeRow(raw, { table: t.name, row: keyHex(key) });
+    const cells = decodeRow(raw, () => ({ table: t.name, row: keyHex(key) }));
     // Cells of families dropped while a purge was interrupted are invisible.
     if (t.purges.length === 0) return cells;
     return cells.filter((c) => t.familyGroup.has(c.family));
@@ -185,7 +185,7 @@ export class EngineStore implements Store {
     while (i < cells.length) {
       const first = cells[i] as Cell;
       let j = i + 1;
-      while (j < cells.length && (cells[j] as Cell).family === first.family && Buffer.compare((cells[j] as Cell).qualifier, first.qualifier) === 0) j++;
+      while (j < cells.length && (cells[j] as Cell).family === first.family && compareBytes((cells[j] as Cell).qualifier, first.qualifier) === 0) j++;
       const rule = t.rules.get(first.family);
       const run = cells.slice(i, j);
       const kept = rule === undefined ? run : collectColumn(rule, run, now);

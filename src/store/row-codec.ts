@@ -110,12 +110,17 @@ export function encodeRow(cells: readonly Cell[]): Uint8Array {
   return buf;
 }
 
-function corrupted(why: string, context: Record<string, unknown>): StoreError {
-  return new StoreError('DATA_CORRUPTED', `stored row is corrupted: ${why}`, context);
+type Context = Record<string, unknown> | (() => Record<string, unknown>);
+
+function corrupted(why: string, context: Context): StoreError {
+  return new StoreError('DATA_CORRUPTED', `stored row is corrupted: ${why}`, typeof context === 'function' ? context() : context);
 }
 
-/** Decodes a row value; `context` (table, row) goes into the error on corruption. */
-export function decodeRow(value: Uint8Array, context: Record<string, unknown> = {}): Cell[] {
+/**
+ * Decodes a row value; `context` (table, row — or a function producing them, so the hot path
+ * builds nothing) goes into the error on corruption.
+ */
+export function decodeRow(value: Uint8Array, context: Context = {}): Cell[] {
   const buf = asBuffer(value);
   if (buf.length < 6) throw corrupted('truncated header', context);
   if (crc32(buf.subarray(4)) !== buf.readUInt32BE(0)) throw corrupted('checksum mismatch', context);

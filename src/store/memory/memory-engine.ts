@@ -4,7 +4,7 @@
  * clone, so they see the snapshot taken when they start, like LevelDB's.
  */
 import btreeModule from 'sorted-btree';
-import { asBuffer } from '../bytes.js';
+import { asBuffer, compareBytes } from '../bytes.js';
 import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange } from '../kv-engine.js';
 
@@ -17,7 +17,7 @@ const BTree: BTreeClass =
 const BATCH = 256;
 
 export class MemoryEngine implements KvEngine {
-  private tree = new BTree<Buffer, Uint8Array>(undefined, Buffer.compare);
+  private tree = new BTree<Buffer, Uint8Array>(undefined, compareBytes);
   private closed = false;
 
   private check(): void {

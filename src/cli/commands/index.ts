@@ -12,9 +12,10 @@ import { register as checkNotify } from './check-notify.js';
 import { register as demo } from './demo.js';
 import { register as oracle } from './oracle.js';
 import { register as scan } from './scan.js';
+import { register as serve } from './serve.js';
 import { register as wait } from './wait.js';
 import { register as worker } from './worker.js';
 
 export type RegisterCommand = (program: Command) => void;
 
-export const commands: RegisterCommand[] = [demo, scan, benchStore, benchOverhead, benchClumping, checkDurability, checkBank, checkNotify, oracle, worker, wait];
+export const commands: RegisterCommand[] = [demo, scan, benchStore, benchOverhead, benchClumping, checkDurability, checkBank, checkNotify, oracle, serve, worker, wait];

@@ -1,0 +1,95 @@
+/**
+ * `percolator serve [--data DIR] [--store URL] [--host 127.0.0.1] [--port 8086]
+ *                   [--http-port P|off] [--oracle-port P|off] [--auth-token T]`
+ *
+ * Serves the Cloud Bigtable v2 gRPC API (data + admin subset) and the network lock service on
+ * --port, the timestamp oracle on --oracle-port (default port + 2) and HTTP status / metrics on
+ * --http-port (default port + 1), over the embedded store in --data (or --store URL, e.g.
+ * `memory:` for tests). See docs/server.md.
+ *
+ * Prints one JSON line `{"listening":{"host","grpc","http","oracle"},"store":…}` once every port
+ * accepts connections (with --port 0 the real ports are in it), then runs until SIGTERM /
+ * SIGINT, shuts down gracefully (in-flight calls finish, then the store is closed and synced)
+ * and prints `{"stopped":true,…}`. The bearer token may come from PERCOLATOR_AUTH_TOKEN.
+ */
+import type { Command } from 'commander';
+import { startServer } from '../../server/server.js';
+
+/** Commander turns a parser's null into '', so "off" is returned as the string 'off'. */
+function parsePort(name: string, allowOff: boolean) {
+  return (raw: string): number | 'off' => {
+    if (allowOff && (raw === 'off' || raw === 'none')) return 'off';
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0 || n > 65535)
+      throw new Error(`--${name} must be an integer in [0, 65535]${allowOff ? ' or "off"' : ''}, got ${raw}`);
+    return n;
+  };
+}
+
+function parseBytes(raw: string): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1024) throw new Error(`--max-message-bytes must be an integer ≥ 1024, got ${raw}`);
+  return n;
+}
+
+interface ServeOptions {
+  data: string;
+  store?: string;
+  host: string;
+  port: number;
+  httpPort?: number | 'off';
+  oraclePort?: number | 'off';
+  authToken?: string;
+  maxMessageBytes?: number;
+  shutdownGraceMs?: number;
+}
+
+export function register(program: Command): void {
+  program
+    .command('serve')
+    .description('serve the store over the Cloud Bigtable v2 gRPC API, with the timestamp oracle, the lock service and HTTP status/metrics')
+    .option('--data <dir>', 'directory of the embedded store', './percolator-data')
+    .option('--store <url>', 'serve this store URL instead of --data (e.g. memory:)')
+    .option('--host <host>', 'address to bind (every port)', '127.0.0.1')
+    .option('--port <port>', 'gRPC port: Bigtable API + lock service (0 = pick one)', parsePort('port', false), 8086)
+    .option('--http-port <port>', 'HTTP status/metrics port, or "off" (default: port + 1)', parsePort('http-port', true))
+    .option('--oracle-port <port>', 'timestamp oracle port, or "off" (default: port + 2)', parsePort('oracle-port', true))
+    .option('--auth-token <token>', 'require "authorization: Bearer <token>" (default: $PERCOLATOR_AUTH_TOKEN)')
+    .option('--max-message-bytes <n>', 'largest gRPC message in either direction', parseBytes)
+    .option('--shutdown-grace-ms <ms>', 'how long in-flight calls may run after SIGTERM', (raw: string) => {
+      const n = Number(raw);
+      if (!Number.isInteger(n) || n < 0) throw new Error(`--shutdown-grace-ms must be an integer ≥ 0, got ${raw}`);
+      return n;
+    })
+    .action(async (opts: ServeOptions) => {
+      const authToken = opts.authToken ?? (process.env.PERCOLATOR_AUTH_TOKEN || undefined);
+      const storeUrl = opts.store ?? `file:${opts.data}`;
+      const server = await startServer({
+        storeUrl,
+        host: opts.host,
+        port: opts.port,
+        ...(opts.httpPort === undefined ? {} : { httpPort: opts.httpPort === 'off' ? null : opts.httpPort }),
+        ...(opts.oraclePort === undefined ? {} : { oraclePort: opts.oraclePort === 'off' ? null : opts.oraclePort }),
+        ...(authToken === undefined ? {} : { authToken }),
+        ...(opts.maxMessageBytes === undefined ? {} : { maxMessageBytes: opts.maxMessageBytes }),
+        ...(opts.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: opts.shutdownGraceMs }),
+      });
+      process.stdout.write(
+        `${JSON.stringify({
+          listening: { host: server.host, grpc: server.port, http: server.httpPort, oracle: server.oraclePort },
+          store: server.store.url,
+          auth: authToken !== undefined,
+        })}\n`,
+      );
+      const signal = await new Promise<string>((resolve) => {
+        process.once('SIGINT', () => resolve('SIGINT'));
+        process.once('SIGTERM', () => resolve('SIGTERM'));
+      });
+      process.stderr.write(`percolator serve: ${signal}: shutting down gracefully\n`);
+      await server.close();
+      const s = server.status();
+      process.stdout.write(
+        `${JSON.stringify({ stopped: true, signal, requests: s.grpc.requests, rowsWritten: s.rows.written, rowsRead: s.rows.read })}\n`,
+      );
+    });
+}

@@ -1,0 +1,156 @@
+/**
+ * `NetworkLockService`: the `LockService` of src/notify/lock-service.ts, served by
+ * `percolator serve` (gRPC service `percolator.lock.v1.LockService`, see lock-protocol.ts), for
+ * workers in other processes or on other machines:
+ *
+ *   const locks = new NetworkLockService({ address: '127.0.0.1:8086', authToken });
+ *   const db = await Percolator.open({ store: 'bigtable://127.0.0.1:8086', lockService: locks });
+ *
+ * Failure policy. The locks are advisory (§2.4: correctness comes from the ack column's
+ * write-write conflict), so an unreachable lock service must not stop the workers:
+ * - `tryLock` on a transport failure (UNAVAILABLE, DEADLINE_EXCEEDED, …) follows
+ *   `onUnavailable`: 'grant' (default: proceed as if locked; duplicate work is possible, wrong
+ *   results are not), 'deny' (skip the row for now) or 'throw' (LockServiceError
+ *   LOCK_SERVICE_UNAVAILABLE);
+ * - a rejection that retrying cannot fix (UNAUTHENTICATED, INVALID_ARGUMENT) always throws
+ *   LockServiceError LOCK_SERVICE_REJECTED: a wrong token must be loud;
+ * - `unlock` never throws for transport failures (the lock expires after its TTL); they are
+ *   counted in `stats.unlockFailures`.
+ *
+ * Concurrency contract: any number of calls may be in flight (HTTP/2 multiplexing on one
+ * channel); `close()` cancels nothing in flight but makes further calls fail.
+ */
+import { type Client, credentials, Metadata, makeGenericClientConstructor, type ServiceError, status } from '@grpc/grpc-js';
+import type { LockService } from '../notify/lock-service.js';
+import { lockServiceDefinition } from './lock-protocol.js';
+
+export type LockServiceErrorCode = 'LOCK_SERVICE_UNAVAILABLE' | 'LOCK_SERVICE_REJECTED' | 'LOCK_SERVICE_CLOSED';
+
+export class LockServiceError extends Error {
+  constructor(
+    readonly code: LockServiceErrorCode,
+    message: string,
+    readonly details: Readonly<Record<string, unknown>> = {},
+  ) {
+    super(message);
+    this.name = 'LockServiceError';
+  }
+}
+
+export interface NetworkLockServiceOptions {
+  /** `host:port` of the server's gRPC port (the same port as the Bigtable API). */
+  readonly address: string;
+  /** Bearer token, if the server was started with one. */
+  readonly authToken?: string;
+  /** Per-call deadline. Default 5000 ms. */
+  readonly timeoutMs?: number;
+  /** What `tryLock` answers when the service cannot be reached. Default 'grant'. */
+  readonly onUnavailable?: 'grant' | 'deny' | 'throw';
+}
+
+export interface NetworkLockServiceStats {
+  tryLocks: number;
+  acquired: number;
+  unavailable: number;
+  unlocks: number;
+  unlockFailures: number;
+}
+
+type Callback = (err: ServiceError | null, res?: unknown) => void;
+type Method = (req: unknown, md: Metadata, opts: { deadline: number }, cb: Callback) => void;
+
+const LockClient = makeGenericClientConstructor(lockServiceDefinition(), 'LockService');
+
+const REJECTIONS = new Set<number>([status.UNAUTHENTICATED, status.PERMISSION_DENIED, status.INVALID_ARGUMENT, status.UNIMPLEMENTED]);
+
+export class NetworkLockService implements LockService {
+  readonly stats: NetworkLockServiceStats = { tryLocks: 0, acquired: 0, unavailable: 0, unlocks: 0, unlockFailures: 0 };
+  private readonly client: Client & Record<string, Method>;
+  private readonly timeoutMs: number;
+  private readonly onUnavailable: 'grant' | 'deny' | 'throw';
+  private readonly authToken: string | undefined;
+  private closed = false;
+
+  constructor(readonly options: NetworkLockServiceOptions) {
+    this.client = new LockClient(options.address, credentials.createInsecure(), {
+      'grpc.keepalive_time_ms': 30_000,
+      'grpc.keepalive_timeout_ms': 10_000,
+    }) as unknown as Client & Record<string, Method>;
+    this.timeoutMs = options.timeoutMs ?? 5000;
+    this.onUnavailable = options.onUnavailable ?? 'grant';
+    this.authToken = options.authToken;
+  }
+
+  private call(method: 'TryLock' | 'Unlock', req: object): Promise<Record<string, unknown>> {
+    if (this.closed) return Promise.reject(new LockServiceError('LOCK_SERVICE_CLOSED', 'the lock service client is closed'));
+    const md = new Metadata();
+    if (this.authToken !== undefined) md.set('authorization', `Bearer ${this.authToken}`);
+    return new Promise((resolve, reject) => {
+      this.client[method](req, md, { deadline: Date.now() + this.timeoutMs }, (err, res) => {
+        if (err) reject(err);
+        else resolve((res ?? {}) as Record<string, unknown>);
+      });
+    });
+  }
+
+  async tryLock(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    this.stats.tryLocks++;
+    try {
+      const res = await this.call('TryLock', { key, owner, ttlMs: Math.max(1, Math.ceil(ttlMs)) });
+      const acquired = res.acquired === true;
+      if (acquired) this.stats.acquired++;
+      return acquired;
+    } catch (e) {
+      if (e instanceof LockServiceError) throw e;
+      const err = e as ServiceError;
+      if (REJECTIONS.has(err.code)) {
+        throw new LockServiceError(
+          'LOCK_SERVICE_REJECTED',
+          `lock service at ${this.options.address} rejected TryLock: ${err.details ?? err.message}`,
+          {
+            address: this.options.address,
+            grpcCode: err.code,
+          },
+        );
+      }
+      this.stats.unavailable++;
+      if (this.onUnavailable === 'grant') return true;
+      if (this.onUnavailable === 'deny') return false;
+      throw new LockServiceError(
+        'LOCK_SERVICE_UNAVAILABLE',
+        `lock service at ${this.options.address} unavailable: ${err.details ?? err.message}`,
+        {
+          address: this.options.address,
+          grpcCode: err.code,
+        },
+      );
+    }
+  }
+
+  async unlock(key: string, owner: string): Promise<void> {
+    this.stats.unlocks++;
+    try {
+      await this.call('Unlock', { key, owner });
+    } catch (e) {
+      if (e instanceof LockServiceError) throw e;
+      const err = e as ServiceError;
+      if (err.code === status.UNAUTHENTICATED || err.code === status.INVALID_ARGUMENT) {
+        throw new LockServiceError(
+          'LOCK_SERVICE_REJECTED',
+          `lock service at ${this.options.address} rejected Unlock: ${err.details ?? err.message}`,
+          {
+            address: this.options.address,
+            grpcCode: err.code,
+          },
+        );
+      }
+      this.stats.unlockFailures++;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.client.close();
+  }
+}

@@ -1,0 +1,336 @@
+/**
+ * `startServer(options)`: everything `percolator serve` runs, in one process:
+ * - gRPC (one port): `google.bigtable.v2.Bigtable`, the admin subset
+ *   (`BigtableTableAdmin`, `BigtableInstanceAdmin`) and `percolator.lock.v1.LockService`,
+ *   all over one `Store`;
+ * - the timestamp oracle (`startOracleServer`, framed TCP, its own port), its durable mark
+ *   kept in the served store (`StoreMarkStore`, table `_percolator_oracle`);
+ * - HTTP (own port): /healthz, /metrics, /status.json, the status page, and extra routes.
+ *
+ * Invariants:
+ * - Binds 127.0.0.1 unless told otherwise; with `authToken`, every gRPC call (checked on the
+ *   metadata, before its message is read) and every HTTP request except /healthz must carry
+ *   the bearer token; the oracle port has no token (keep it on loopback or a private network).
+ * - Messages above `maxMessageBytes` are refused with RESOURCE_EXHAUSTED; undecodable ones
+ *   with INVALID_ARGUMENT; unexpected errors become INTERNAL and are logged. Nothing a client
+ *   sends can crash the process.
+ * - `close()` is graceful and idempotent: /healthz turns 503; new gRPC calls get UNAVAILABLE
+ *   while in-flight calls run to their status (a ReadRows held back by a slow reader included);
+ *   then GOAWAY and stop listening (all of it within `shutdownGraceMs`, after which the rest is
+ *   cancelled); then the oracle and HTTP servers close, and finally the store is closed (flushed
+ *   and synced) if the server opened it. An acknowledged write is durable before its OK is sent
+ *   (Store contract), so even kill -9 loses no acknowledged write.
+ *
+ * Concurrency contract: single JS thread; calls are handled concurrently and their atomicity
+ * is the store's. Ports: gRPC `port` (default 8086), HTTP `httpPort` (default port + 1),
+ * oracle `oraclePort` (default port + 2); with port 0 the others default to 0 (ephemeral).
+ */
+import { Server, ServerCredentials, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { InProcessLockService } from '../notify/lock-service.js';
+import { StoreMarkStore } from '../oracle/mark-store.js';
+import { type OracleServer, startOracleServer } from '../oracle/server.js';
+import type { EngineStoreOptions } from '../store/engine-store.js';
+import { DEFAULT_STORE_URL, openStore } from '../store/open-store.js';
+import type { Store } from '../store/store.js';
+import { instanceAdminService, tableAdminService } from './admin-service.js';
+import { dataService } from './data-service.js';
+import { CallTracker, type Logger, serverInterceptor, shortMethodName } from './handlers.js';
+import { type HttpRoute, type HttpStatusServer, startHttpStatus } from './http-status.js';
+import { LOCK_SERVICE, lockServiceDefinition, lockServiceImplementation } from './lock-protocol.js';
+import { ServerMetrics } from './metrics.js';
+import { bigtablePackage, DATA_SERVICE, INSTANCE_ADMIN_SERVICE, serviceDefinition, TABLE_ADMIN_SERVICE } from './protos.js';
+import { DEFAULT_FLUSH_BYTES, DEFAULT_MAX_CHUNK_VALUE_BYTES } from './read-rows-encoder.js';
+
+export const DEFAULT_PORT = 8086;
+export const DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+
+export interface ServerOptions {
+  /** Serve this open store (not closed by `close()`). */
+  readonly store?: Store;
+  /** Or open this URL (default `file:./percolator-data`); closed by `close()`. */
+  readonly storeUrl?: string;
+  readonly storeOptions?: EngineStoreOptions;
+  /** Default 127.0.0.1. */
+  readonly host?: string;
+  /** gRPC port. Default 8086; 0 = ephemeral. */
+  readonly port?: number;
+  /** HTTP port; null = no HTTP server. Default port + 1 (0 when port is 0). */
+  readonly httpPort?: number | null;
+  /** Oracle port; null = no oracle. Default port + 2 (0 when port is 0). */
+  readonly oraclePort?: number | null;
+  /** Bearer token required on gRPC calls and HTTP requests (except /healthz). */
+  readonly authToken?: string;
+  /** Largest gRPC message received or sent. Default 256 MiB. */
+  readonly maxMessageBytes?: number;
+  /** Cell values above this are split into several ReadRows chunks. Default 1 MiB. */
+  readonly maxChunkValueBytes?: number;
+  /** How long `close()` lets in-flight calls finish before cancelling them. Default 10 s. */
+  readonly shutdownGraceMs?: number;
+  /** Extra HTTP routes (e.g. the web-index live page). */
+  readonly httpExtraRoutes?: readonly HttpRoute[];
+  /** One line per event (default: stderr with an ISO timestamp). */
+  readonly log?: Logger;
+  /** Serve this lock table (default: a fresh in-process one). */
+  readonly lockService?: InProcessLockService;
+}
+
+export interface ServerStatus {
+  readonly server: {
+    readonly uptimeSeconds: number;
+    readonly store: string;
+    readonly grpc: string;
+    readonly oracle: string | null;
+    readonly shuttingDown: boolean;
+  };
+  readonly grpc: { readonly requests: number; readonly errors: number; readonly inflight: number; readonly requestsPerSecond: number };
+  readonly rows: { readonly read: number; readonly written: number; readonly readPerSecond: number; readonly writtenPerSecond: number };
+  readonly oracle: { readonly timestamps: number; readonly timestampsPerSecond: number; readonly connections: number } | null;
+  readonly locks: { readonly held: number };
+}
+
+export interface PercolatorServer {
+  readonly host: string;
+  readonly port: number;
+  readonly httpPort: number | null;
+  readonly oraclePort: number | null;
+  readonly store: Store;
+  readonly metrics: ServerMetrics;
+  readonly oracle: OracleServer | null;
+  readonly http: HttpStatusServer | null;
+  status(): ServerStatus;
+  /** Graceful shutdown (see header). Idempotent. */
+  close(): Promise<void>;
+}
+
+function defaultLog(line: string): void {
+  process.stderr.write(`${new Date().toISOString()} percolator serve: ${line}\n`);
+}
+
+function grpcAddress(host: string, port: number): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** Per-second rates from counters sampled once a second. */
+class Rates {
+  private last = new Map<string, { value: number; at: number }>();
+  private rates = new Map<string, number>();
+  sample(values: Record<string, number>): void {
+    const now = performance.now();
+    for (const [k, v] of Object.entries(values)) {
+      const prev = this.last.get(k);
+      if (prev !== undefined && now > prev.at) this.rates.set(k, ((v - prev.value) * 1000) / (now - prev.at));
+      this.last.set(k, { value: v, at: now });
+    }
+  }
+  get(k: string): number {
+    return this.rates.get(k) ?? 0;
+  }
+}
+
+export async function startServer(options: ServerOptions = {}): Promise<PercolatorServer> {
+  const log = options.log ?? defaultLog;
+  const host = options.host ?? '127.0.0.1';
+  const port = options.port ?? DEFAULT_PORT;
+  const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  const started = performance.now();
+  const ownsStore = options.store === undefined;
+  const store = options.store ?? (await openStore(options.storeUrl ?? DEFAULT_STORE_URL, options.storeOptions));
+  const ownsLocks = options.lockService === undefined;
+  const locks = options.lockService ?? new InProcessLockService();
+
+  let oracle: OracleServer | null = null;
+  let http: HttpStatusServer | null = null;
+  let grpcServer: Server | null = null;
+  let shuttingDown = false;
+  let rateTimer: NodeJS.Timeout | null = null;
+
+  const oracleStats = () => {
+    if (oracle === null) return null;
+    const s = oracle.stats();
+    return { timestamps: s.timestamps, requests: s.requests, connections: s.connections };
+  };
+  const metrics = new ServerMetrics({ oracle: oracleStats, locksHeld: () => locks.size });
+  const tracker = new CallTracker();
+  const rates = new Rates();
+
+  const cleanup = async (): Promise<void> => {
+    if (rateTimer !== null) clearInterval(rateTimer);
+    grpcServer?.forceShutdown();
+    await oracle?.close().catch(() => undefined);
+    await http?.close().catch(() => undefined);
+    if (ownsStore) await store.close().catch(() => undefined);
+  };
+
+  try {
+    // --- gRPC -------------------------------------------------------------------------------
+    grpcServer = new Server({
+      'grpc.max_receive_message_length': maxMessageBytes,
+      'grpc.max_send_message_length': maxMessageBytes,
+      'grpc.keepalive_permit_without_calls': 1,
+      interceptors: [serverInterceptor({ metrics, tracker, ...(options.authToken === undefined ? {} : { authToken: options.authToken }) })],
+    });
+    const ctx = {
+      log,
+      store,
+      metrics,
+      maxChunkValueBytes: options.maxChunkValueBytes ?? DEFAULT_MAX_CHUNK_VALUE_BYTES,
+      flushBytes: DEFAULT_FLUSH_BYTES,
+    };
+    const pkg = bigtablePackage();
+    const services: [string, ReturnType<typeof serviceDefinition>, UntypedServiceImplementation][] = [
+      [DATA_SERVICE, serviceDefinition(pkg, DATA_SERVICE), dataService(ctx)],
+      [TABLE_ADMIN_SERVICE, serviceDefinition(pkg, TABLE_ADMIN_SERVICE), tableAdminService(ctx)],
+      [INSTANCE_ADMIN_SERVICE, serviceDefinition(pkg, INSTANCE_ADMIN_SERVICE), instanceAdminService(ctx)],
+      [LOCK_SERVICE, lockServiceDefinition(), lockServiceImplementation({ log, locks, metrics })],
+    ];
+    const reported = new Set<string>();
+    for (const [name, definition, impl] of services) {
+      // Methods we do not implement answer UNIMPLEMENTED; each is logged once, so a client
+      // that needs one is easy to spot.
+      const full: UntypedServiceImplementation = {};
+      for (const method of Object.keys(definition)) {
+        full[method] =
+          impl[method] ??
+          ((call: { request?: unknown }, callback?: (err: unknown, res?: unknown) => void) => {
+            const path = `${name}/${method}`;
+            if (!reported.has(path)) {
+              reported.add(path);
+              log(`unimplemented method called: ${shortMethodName(`/${path}`)}`);
+            }
+            const err = { code: status.UNIMPLEMENTED, details: `${path} is not implemented by percolator serve` };
+            if (typeof callback === 'function') callback(err, null);
+            else (call as unknown as NodeJS.EventEmitter).emit('error', err);
+          });
+      }
+      grpcServer.addService(definition, full);
+    }
+    const boundPort = await new Promise<number>((resolve, reject) => {
+      (grpcServer as Server).bindAsync(grpcAddress(host, port), ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      );
+    }).catch((e: unknown) => {
+      throw Object.assign(new Error(`cannot listen on ${grpcAddress(host, port)} (gRPC): ${(e as Error).message}`), {
+        code: 'LISTEN_FAILED',
+        cause: e,
+      });
+    });
+
+    // --- oracle -----------------------------------------------------------------------------
+    const oraclePort = options.oraclePort === undefined ? (port === 0 ? 0 : port + 2) : options.oraclePort;
+    if (oraclePort !== null) {
+      oracle = await startOracleServer({ host, port: oraclePort, markStore: new StoreMarkStore(store) });
+    }
+
+    const status_ = (): ServerStatus => {
+      const o = oracleStats();
+      return {
+        server: {
+          uptimeSeconds: Math.round((performance.now() - started) / 1000),
+          store: store.url,
+          grpc: grpcAddress(host, boundPort),
+          oracle: oracle === null ? null : grpcAddress(host, oracle.port),
+          shuttingDown,
+        },
+        grpc: {
+          requests: metrics.totals.requests,
+          errors: metrics.totals.errors,
+          inflight: metrics.totals.inflight,
+          requestsPerSecond: rates.get('requests'),
+        },
+        rows: {
+          read: metrics.totals.rowsRead,
+          written: metrics.totals.rowsWritten,
+          readPerSecond: rates.get('rowsRead'),
+          writtenPerSecond: rates.get('rowsWritten'),
+        },
+        oracle: o === null ? null : { timestamps: o.timestamps, timestampsPerSecond: rates.get('timestamps'), connections: o.connections },
+        locks: { held: locks.size },
+      };
+    };
+    const sampleRates = () =>
+      rates.sample({
+        requests: metrics.totals.requests,
+        rowsRead: metrics.totals.rowsRead,
+        rowsWritten: metrics.totals.rowsWritten,
+        timestamps: oracleStats()?.timestamps ?? 0,
+      });
+    sampleRates();
+    rateTimer = setInterval(sampleRates, 1000);
+    rateTimer.unref();
+
+    // --- HTTP -------------------------------------------------------------------------------
+    const httpPort = options.httpPort === undefined ? (port === 0 ? 0 : port + 1) : options.httpPort;
+    if (httpPort !== null) {
+      http = await startHttpStatus({
+        host,
+        port: httpPort,
+        registry: metrics.registry,
+        status: status_,
+        healthy: () => !shuttingDown,
+        log,
+        ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
+        ...(options.httpExtraRoutes === undefined ? {} : { extraRoutes: options.httpExtraRoutes }),
+      });
+    }
+
+    const loopback = host === '127.0.0.1' || host === '::1' || host === 'localhost';
+    if (!loopback && options.authToken === undefined) {
+      log(`warning: listening on ${host} without --auth-token: anyone who can reach it can read and write every table`);
+    }
+    if (!loopback && oracle !== null) {
+      log(`warning: the oracle port ${grpcAddress(host, oracle.port)} has no authentication; keep it on a private network`);
+    }
+
+    let closing: Promise<void> | null = null;
+    const grace = options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
+    const theGrpc = grpcServer;
+    return {
+      host,
+      port: boundPort,
+      httpPort: http?.port ?? null,
+      oraclePort: oracle?.port ?? null,
+      store,
+      metrics,
+      oracle,
+      http,
+      status: status_,
+      close(): Promise<void> {
+        closing ??= (async () => {
+          shuttingDown = true;
+          // 1. Drain: new calls get UNAVAILABLE while in-flight calls run to their status.
+          //    (Closing the HTTP/2 sessions first would drop responses a slow reader has not
+          //    consumed yet, so sessions are closed only once the calls are done.)
+          // 2. tryShutdown: GOAWAY, wait for the streams to close, stop listening.
+          // Both within `grace`; then whatever is left is cancelled.
+          const deadline = performance.now() + grace;
+          const timeLeft = () => Math.max(0, deadline - performance.now());
+          let timer: NodeJS.Timeout | undefined;
+          const expired = new Promise<'expired'>((resolve) => {
+            timer = setTimeout(() => resolve('expired'), grace);
+          });
+          let outcome = await Promise.race([tracker.drain().then(() => 'drained' as const), expired]);
+          if (outcome === 'drained') {
+            // Let clients read the trailers of calls that just finished.
+            await new Promise((r) => setTimeout(r, Math.min(100, timeLeft())));
+            outcome = await Promise.race([new Promise<'drained'>((resolve) => theGrpc.tryShutdown(() => resolve('drained'))), expired]);
+          }
+          clearTimeout(timer);
+          if (outcome === 'expired') {
+            log(`shutdown: ${tracker.inflight} in-flight call(s) did not finish within ${grace} ms; cancelling them`);
+            theGrpc.forceShutdown();
+          }
+          if (rateTimer !== null) clearInterval(rateTimer);
+          await oracle?.close().catch((e: unknown) => log(`shutdown: oracle: ${(e as Error).message}`));
+          await http?.close().catch((e: unknown) => log(`shutdown: http: ${(e as Error).message}`));
+          if (ownsLocks) await locks.close();
+          if (ownsStore) await store.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (e) {
+    await cleanup();
+    throw e;
+  }
+}

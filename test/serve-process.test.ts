@@ -1,0 +1,354 @@
+/**
+ * `percolator serve` as a real process (compiled JS under dist/; `npm test` builds first):
+ * - kill -9 during a stream of writes: after a restart on the same --data directory, every
+ *   write the server acknowledged is there (twice over);
+ * - SIGTERM: an in-flight ReadRows (held back by a paused reader) still completes, late calls
+ *   are refused cleanly, the process prints {"stopped":true} and exits 0, the store is closed
+ *   (a restart opens it at once) and the oracle's mark survived.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import * as http2 from 'node:http2';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { OracleClient } from '../src/oracle/client.js';
+import { bigtablePackage, DATA_SERVICE, TABLE_ADMIN_SERVICE } from '../src/server/protos.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const mainJs = join(root, 'dist/cli/main.js');
+const serveJs = join(root, 'dist/cli/commands/serve.js');
+
+/** `node dist/cli/main.js serve …`, or — until serve is registered in commands/index.ts — a driver that registers it alone. */
+function serveCommand(args: string[]): string[] {
+  const index = join(root, 'dist/cli/commands/index.js');
+  if (existsSync(index) && readFileSync(index, 'utf8').includes('serve.js')) return [mainJs, 'serve', ...args];
+  const driver = `import { Command } from 'commander'; import { register } from ${JSON.stringify(serveJs)};
+const p = new Command(); register(p); await p.parseAsync(process.argv.slice(1), { from: 'user' });`;
+  return ['--input-type=module', '-e', driver, 'serve', ...args];
+}
+
+interface Spawned {
+  child: ChildProcess;
+  listening: { grpc: number; http: number | null; oracle: number | null };
+  stdout: string[];
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function startServe(args: string[]): Promise<Spawned> {
+  const child = spawn(process.execPath, serveCommand(args), { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stdout: string[] = [];
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let nl = buf.indexOf('\n');
+      while (nl >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        stdout.push(line);
+        try {
+          const msg = JSON.parse(line) as { listening?: Spawned['listening'] };
+          if (msg.listening) resolve({ child, listening: msg.listening, stdout, stderr: () => stderr, exited });
+        } catch {
+          /* not JSON */
+        }
+        nl = buf.indexOf('\n');
+      }
+    });
+    exited.then(({ code, signal }) => reject(new Error(`serve exited early (${code ?? signal}): ${stderr}`)));
+    setTimeout(() => reject(new Error(`serve did not start within 20 s: ${stderr}`)), 20_000).unref();
+  });
+}
+
+const pkg = bigtablePackage();
+function def(service: string, method: string): grpc.MethodDefinition<unknown, unknown> {
+  return (pkg[service] as unknown as Record<string, grpc.MethodDefinition<unknown, unknown>>)[method] as grpc.MethodDefinition<
+    unknown,
+    unknown
+  >;
+}
+function unary(client: grpc.Client, service: string, method: string, req: object): Promise<grpc.ServiceError | null> {
+  const d = def(service, method);
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(
+      `/${service}/${method}`,
+      d.requestSerialize,
+      d.responseDeserialize,
+      req,
+      new grpc.Metadata(),
+      { deadline: Date.now() + 10_000 },
+      (err) => resolve(err ?? null),
+    );
+  });
+}
+function readAll(
+  client: grpc.Client,
+  table: string,
+  pauseUntil?: Promise<void>,
+): Promise<{ err: grpc.ServiceError | null; rows: Map<string, string> }> {
+  const d = def(DATA_SERVICE, 'ReadRows');
+  return new Promise((resolve) => {
+    const rows = new Map<string, string>();
+    let key = '';
+    let value = '';
+    let inCell = false;
+    const s = client.makeServerStreamRequest(
+      `/${DATA_SERVICE}/ReadRows`,
+      d.requestSerialize,
+      d.responseDeserialize,
+      { tableName: T(table) },
+      new grpc.Metadata(),
+      {
+        deadline: Date.now() + 30_000,
+      },
+    );
+    if (pauseUntil) {
+      s.pause();
+      pauseUntil.then(() => s.resume());
+    }
+    // biome-ignore lint/suspicious/noExplicitAny: decoded messages
+    s.on('data', (m: any) => {
+      for (const c of m.chunks) {
+        if (c.rowKey?.length) key = c.rowKey.toString();
+        if (!inCell) value = '';
+        value += (c.value ?? Buffer.alloc(0)).toString();
+        inCell = (c.valueSize ?? 0) > 0;
+        if (c.commitRow) rows.set(key, value);
+      }
+    });
+    s.on('error', (err: grpc.ServiceError) => resolve({ err, rows }));
+    s.on('end', () => resolve({ err: null, rows }));
+  });
+}
+const T = (t: string) => `projects/p/instances/i/tables/${t}`;
+
+/**
+ * A bare HTTP/2 gRPC call (node:http2, not grpc-js): unlike grpc-js, a paused node:http2 stream
+ * stops sending WINDOW_UPDATEs, so the server really meets flow control.
+ */
+function rawServerStream(
+  port: number,
+  path: string,
+  request: Buffer,
+): { pause(): void; resume(): void; done: Promise<{ status: number; messages: Buffer[] }> } {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => undefined);
+  const frame = Buffer.alloc(5 + request.length);
+  frame.writeUInt32BE(request.length, 1);
+  request.copy(frame, 5);
+  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
+  stream.end(frame);
+  const messages: Buffer[] = [];
+  let pending = Buffer.alloc(0);
+  stream.on('data', (d: Buffer) => {
+    pending = Buffer.concat([pending, d]);
+    while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
+      const n = pending.readUInt32BE(1);
+      messages.push(pending.subarray(5, 5 + n));
+      pending = pending.subarray(5 + n);
+    }
+  });
+  const done = new Promise<{ status: number; messages: Buffer[] }>((resolve) => {
+    let status = -1;
+    stream.on('response', (headers) => {
+      if (headers['grpc-status'] !== undefined) status = Number(headers['grpc-status']);
+    });
+    stream.on('trailers', (trailers) => {
+      status = Number(trailers['grpc-status']);
+    });
+    stream.on('close', () => {
+      session.close();
+      resolve({ status, messages });
+    });
+  });
+  return { pause: () => stream.pause(), resume: () => stream.resume(), done };
+}
+const setCell = (v: string) => ({
+  setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: '1000', value: Buffer.from(v) },
+});
+
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'serve-test-'));
+  dirs.push(d);
+  return d;
+}
+
+beforeAll(() => {
+  if (!existsSync(serveJs)) throw new Error(`${serveJs} is not built: run \`npm run build\` (npm test does it in pretest)`);
+});
+
+describe('percolator serve as a process', () => {
+  it('keeps every acknowledged write across kill -9 (twice)', async () => {
+    const data = tempDir();
+    const acked = new Map<string, string>();
+    let seq = 0;
+    for (let round = 0; round < 2; round++) {
+      const s = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', 'off']);
+      children.push(s.child);
+      const client = new grpc.Client(`127.0.0.1:${s.listening.grpc}`, grpc.credentials.createInsecure());
+      if (round === 0) {
+        expect(
+          await unary(client, TABLE_ADMIN_SERVICE, 'CreateTable', {
+            parent: 'projects/p/instances/i',
+            tableId: 'd',
+            table: { columnFamilies: { f: {} } },
+          }),
+        ).toBeNull();
+      } else {
+        // everything acknowledged before the previous kill is there
+        const { err, rows } = await readAll(client, 'd');
+        expect(err).toBeNull();
+        const lost = [...acked].filter(([k, v]) => rows.get(k) !== v);
+        expect(lost).toEqual([]);
+      }
+      let stop = false;
+      const writer = async () => {
+        while (!stop) {
+          const key = `k${String(seq++).padStart(7, '0')}`;
+          const value = `v-${key}-${round}`;
+          const err = await unary(client, DATA_SERVICE, 'MutateRow', {
+            tableName: T('d'),
+            rowKey: Buffer.from(key),
+            mutations: [setCell(value)],
+          });
+          if (err === null) acked.set(key, value);
+          else if (!stop) throw new Error(`write failed before the kill: ${err.message}`);
+        }
+      };
+      const writers = Array.from({ length: 16 }, writer);
+      await new Promise((r) => setTimeout(r, 500));
+      s.child.kill('SIGKILL');
+      stop = true;
+      const outcomes = await Promise.allSettled(writers);
+      expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
+      await s.exited;
+      client.close();
+    }
+    expect(acked.size).toBeGreaterThan(100);
+    // final verification after the second kill
+    const s = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', 'off']);
+    children.push(s.child);
+    const client = new grpc.Client(`127.0.0.1:${s.listening.grpc}`, grpc.credentials.createInsecure());
+    const { err, rows } = await readAll(client, 'd');
+    client.close();
+    expect(err).toBeNull();
+    expect([...acked].filter(([k, v]) => rows.get(k) !== v)).toEqual([]);
+    s.child.kill('SIGKILL');
+    await s.exited;
+  });
+
+  it('shuts down gracefully on SIGTERM: in-flight calls finish, then the store is closed', async () => {
+    const data = tempDir();
+    const s = await startServe(['--data', data, '--port', '0', '--http-port', '0', '--oracle-port', '0']);
+    children.push(s.child);
+    expect(s.listening.http).not.toBeNull();
+    expect(s.listening.oracle).not.toBeNull();
+    const client = new grpc.Client(`127.0.0.1:${s.listening.grpc}`, grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': -1,
+    });
+    expect(
+      await unary(client, TABLE_ADMIN_SERVICE, 'CreateTable', {
+        parent: 'projects/p/instances/i',
+        tableId: 'g',
+        table: { columnFamilies: { f: {} } },
+      }),
+    ).toBeNull();
+    // 15 MB: more than the server buffers for a paused reader (~5 MB), so the
+    // ReadRows below is still in its handler, blocked on flow control, when SIGTERM arrives.
+    const ROWS = 150;
+    const big = 'x'.repeat(100 * 1024);
+    for (let i = 0; i < ROWS; i += 25) {
+      const errs = await Promise.all(
+        Array.from({ length: 25 }, (_, j) =>
+          unary(client, DATA_SERVICE, 'MutateRow', {
+            tableName: T('g'),
+            rowKey: Buffer.from(`r${String(i + j).padStart(4, '0')}`),
+            mutations: [setCell(big)],
+          }),
+        ),
+      );
+      expect(errs.every((e) => e === null)).toBe(true);
+    }
+    const oracle = new OracleClient({ host: '127.0.0.1', port: s.listening.oracle as number });
+    const ts = await oracle.getTimestamp();
+    await oracle.close();
+
+    // A scan held back by a paused reader (real HTTP/2 flow control) is in flight when SIGTERM arrives.
+    const scan = rawServerStream(
+      s.listening.grpc,
+      `/${DATA_SERVICE}/ReadRows`,
+      def(DATA_SERVICE, 'ReadRows').requestSerialize({ tableName: T('g') }),
+    );
+    scan.pause();
+    await new Promise((r) => setTimeout(r, 300));
+    s.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    // draining: health says so, new calls are refused, the scan is still in flight
+    expect((await fetch(`http://127.0.0.1:${s.listening.http}/healthz`)).status).toBe(503);
+    const refused = await unary(client, DATA_SERVICE, 'MutateRow', {
+      tableName: T('g'),
+      rowKey: Buffer.from('during'),
+      mutations: [setCell('x')],
+    });
+    expect(refused?.code).toBe(grpc.status.UNAVAILABLE);
+    expect(s.child.exitCode).toBeNull();
+    scan.resume();
+    const { status: scanStatus, messages } = await scan.done;
+    expect(scanStatus).toBe(0);
+    const decode = def(DATA_SERVICE, 'ReadRows').responseDeserialize;
+    let committed = 0;
+    let valueBytes = 0;
+    // biome-ignore lint/suspicious/noExplicitAny: decoded messages
+    for (const m of messages.map((b) => decode(b) as any)) {
+      for (const c of m.chunks) {
+        valueBytes += c.value?.length ?? 0;
+        if (c.commitRow) committed++;
+      }
+    }
+    expect(committed).toBe(ROWS);
+    expect(valueBytes).toBe(ROWS * big.length);
+    const { code, signal } = await s.exited;
+    expect(signal).toBeNull();
+    expect(code).toBe(0);
+    expect(s.stdout.some((l) => l.includes('"stopped":true'))).toBe(true);
+    // late calls are refused cleanly
+    const late = await unary(client, DATA_SERVICE, 'MutateRow', {
+      tableName: T('g'),
+      rowKey: Buffer.from('late'),
+      mutations: [setCell('x')],
+    });
+    expect(late?.code).toBe(grpc.status.UNAVAILABLE);
+    client.close();
+
+    // the store was closed (LevelDB lock released): a restart opens it, data and oracle mark intact
+    const again = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', '0']);
+    children.push(again.child);
+    const c2 = new grpc.Client(`127.0.0.1:${again.listening.grpc}`, grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': -1,
+    });
+    expect((await readAll(c2, 'g')).rows.size).toBe(ROWS);
+    c2.close();
+    const oracle2 = new OracleClient({ host: '127.0.0.1', port: again.listening.oracle as number });
+    expect(await oracle2.getTimestamp()).toBeGreaterThan(ts);
+    await oracle2.close();
+    again.child.kill('SIGTERM');
+    expect((await again.exited).code).toBe(0);
+  });
+});

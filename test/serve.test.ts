@@ -1,0 +1,718 @@
+/**
+ * `percolator serve`, in-process (`startServer`): the official @google-cloud/bigtable client
+ * end to end, the CellChunk protocol and error mapping seen raw, flow control on ReadRows, the
+ * network lock service, the oracle port, HTTP status/metrics and bearer-token auth.
+ * (Fuzzing: serve-fuzz.test.ts; cbt: serve-cbt.test.ts; kill -9 / SIGTERM: serve-process.test.ts.)
+ */
+import * as http2 from 'node:http2';
+import { createRequire } from 'node:module';
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OracleClient } from '../src/oracle/client.js';
+import { LockServiceError, NetworkLockService } from '../src/server/lock-client.js';
+import { bigtablePackage, DATA_SERVICE, TABLE_ADMIN_SERVICE } from '../src/server/protos.js';
+import { type PercolatorServer, startServer } from '../src/server/server.js';
+import { openStore } from '../src/store/open-store.js';
+import type { Store } from '../src/store/store.js';
+import type { ReadRowsOptions, Row } from '../src/store/types.js';
+
+process.env.METADATA_SERVER_DETECTION = 'none';
+const require = createRequire(import.meta.url);
+// biome-ignore lint/suspicious/noExplicitAny: the official client is untyped JS here
+const { Bigtable } = require('@google-cloud/bigtable') as { Bigtable: new (o: object) => any };
+
+// ---------------------------------------------------------------------------------------------
+// A raw gRPC client: any method, any request (object or raw bytes), with the statuses visible.
+
+const pkg = bigtablePackage();
+function methodDef(service: string, method: string): grpc.MethodDefinition<unknown, unknown> {
+  const def = (pkg[service] as unknown as Record<string, grpc.MethodDefinition<unknown, unknown>>)[method];
+  if (def === undefined) throw new Error(`no method ${service}/${method}`);
+  return def;
+}
+
+interface RawResult {
+  err: grpc.ServiceError | null;
+  // biome-ignore lint/suspicious/noExplicitAny: decoded protobuf messages
+  messages: any[];
+}
+
+class Raw {
+  readonly client: grpc.Client;
+  constructor(
+    address: string,
+    private readonly token?: string,
+  ) {
+    this.client = new grpc.Client(address, grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': -1,
+      'grpc.max_send_message_length': -1,
+    });
+  }
+  private md(): grpc.Metadata {
+    const md = new grpc.Metadata();
+    if (this.token !== undefined) md.set('authorization', `Bearer ${this.token}`);
+    return md;
+  }
+  call(service: string, method: string, req: object | Buffer, options: { pauseMs?: number } = {}): Promise<RawResult> {
+    const def = methodDef(service, method);
+    const serialize = (v: unknown): Buffer => (Buffer.isBuffer(v) ? v : def.requestSerialize(v));
+    const path = `/${service}/${method}`;
+    return new Promise((resolve) => {
+      if (!def.responseStream) {
+        this.client.makeUnaryRequest(
+          path,
+          serialize,
+          def.responseDeserialize,
+          req,
+          this.md(),
+          { deadline: Date.now() + 20_000 },
+          (err, res) => resolve({ err: err ?? null, messages: res === undefined ? [] : [res] }),
+        );
+        return;
+      }
+      const messages: unknown[] = [];
+      const stream = this.client.makeServerStreamRequest(path, serialize, def.responseDeserialize, req, this.md(), {
+        deadline: Date.now() + 20_000,
+      });
+      let settled = false;
+      const done = (err: grpc.ServiceError | null) => {
+        if (!settled) {
+          settled = true;
+          resolve({ err, messages });
+        }
+      };
+      stream.on('data', (m) => messages.push(m));
+      stream.on('error', (e: grpc.ServiceError) => done(e));
+      stream.on('end', () => done(null));
+      if (options.pauseMs !== undefined) {
+        stream.pause();
+        setTimeout(() => stream.resume(), options.pauseMs);
+      }
+    });
+  }
+  close(): void {
+    this.client.close();
+  }
+}
+
+const T = (table: string) => `projects/p/instances/i/tables/${table}`;
+
+/**
+ * A bare HTTP/2 gRPC call (node:http2, not grpc-js): unlike grpc-js, a paused node:http2 stream
+ * stops sending WINDOW_UPDATEs, so the server really meets flow control.
+ */
+function rawServerStream(
+  port: number,
+  path: string,
+  request: Buffer,
+): { pause(): void; resume(): void; done: Promise<{ status: number; messages: Buffer[] }> } {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => undefined);
+  const frame = Buffer.alloc(5 + request.length);
+  frame.writeUInt32BE(request.length, 1);
+  request.copy(frame, 5);
+  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
+  stream.end(frame);
+  const messages: Buffer[] = [];
+  let pending = Buffer.alloc(0);
+  stream.on('data', (d: Buffer) => {
+    pending = Buffer.concat([pending, d]);
+    while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
+      const n = pending.readUInt32BE(1);
+      messages.push(pending.subarray(5, 5 + n));
+      pending = pending.subarray(5 + n);
+    }
+  });
+  const done = new Promise<{ status: number; messages: Buffer[] }>((resolve) => {
+    let status = -1;
+    stream.on('response', (headers) => {
+      if (headers['grpc-status'] !== undefined) status = Number(headers['grpc-status']);
+    });
+    stream.on('trailers', (trailers) => {
+      status = Number(trailers['grpc-status']);
+    });
+    stream.on('close', () => {
+      session.close();
+      resolve({ status, messages });
+    });
+  });
+  return { pause: () => stream.pause(), resume: () => stream.resume(), done };
+}
+
+/** Reassembles ReadRowsResponse chunks into rows, checking the CellChunk protocol strictly. */
+function assembleChunks(
+  // biome-ignore lint/suspicious/noExplicitAny: decoded protobuf messages
+  messages: any[],
+): { key: Buffer; cells: { family: string; qualifier: Buffer; ts: number; value: Buffer; labels: string[] }[] }[] {
+  const rows: ReturnType<typeof assembleChunks> = [];
+  let cur: (typeof rows)[number] | null = null;
+  let family: string | null = null;
+  let qualifier: Buffer | null = null;
+  let pending: { family: string; qualifier: Buffer; ts: number; labels: string[]; parts: Buffer[]; size: number } | null = null;
+  for (const m of messages) {
+    for (const c of m.chunks ?? []) {
+      if (cur === null) {
+        expect(c.rowKey?.length ?? 0).toBeGreaterThan(0);
+        expect(c.familyName).toBeDefined();
+        expect(c.qualifier).toBeDefined();
+        cur = { key: c.rowKey, cells: [] };
+      } else if (pending === null) {
+        expect(c.rowKey?.length ?? 0).toBe(0);
+      }
+      if (pending === null) {
+        if (c.familyName !== undefined) {
+          family = c.familyName.value ?? '';
+          expect(c.qualifier).toBeDefined(); // a new family always comes with its qualifier
+        }
+        if (c.qualifier !== undefined) qualifier = c.qualifier.value ?? Buffer.alloc(0);
+        pending = {
+          family: family as string,
+          qualifier: qualifier as Buffer,
+          ts: Number(c.timestampMicros ?? 0),
+          labels: c.labels ?? [],
+          parts: [],
+          size: c.valueSize ?? 0,
+        };
+      } else {
+        // continuation of a split value: only the value (and value_size / commit_row)
+        expect(c.familyName).toBeUndefined();
+        expect(c.qualifier).toBeUndefined();
+        expect(c.timestampMicros ?? '0').toBe('0');
+        expect(c.labels ?? []).toEqual([]);
+      }
+      pending.parts.push(c.value ?? Buffer.alloc(0));
+      if ((c.valueSize ?? 0) > 0) {
+        expect(c.commitRow ?? false).toBe(false);
+        expect(c.valueSize).toBe(pending.size);
+        continue;
+      }
+      const value = Buffer.concat(pending.parts);
+      if (pending.size > 0) expect(value.length).toBe(pending.size);
+      cur.cells.push({ family: pending.family, qualifier: pending.qualifier, ts: pending.ts, value, labels: pending.labels });
+      pending = null;
+      if (c.commitRow) {
+        rows.push(cur);
+        cur = null;
+        family = null;
+        qualifier = null;
+      }
+    }
+  }
+  expect(cur).toBeNull();
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** Counts rows the server pulls from the store's readRows iterators (flow-control evidence). */
+function countingStore(inner: Store): { store: Store; pulled: () => number } {
+  let pulled = 0;
+  const store = new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop === 'readRows') {
+        return (table: string, options?: ReadRowsOptions): AsyncIterable<Row> => {
+          const it = target.readRows(table, options);
+          return {
+            async *[Symbol.asyncIterator]() {
+              for await (const r of it) {
+                pulled++;
+                yield r;
+              }
+            },
+          };
+        };
+      }
+      const v = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  return { store, pulled: () => pulled };
+}
+
+let server: PercolatorServer;
+let inner: Store;
+let pulled: () => number;
+let raw: Raw;
+const logs: string[] = [];
+
+beforeAll(async () => {
+  inner = await openStore('memory:');
+  const counting = countingStore(inner);
+  pulled = counting.pulled;
+  server = await startServer({ store: counting.store, port: 0, maxMessageBytes: 16 * 1024 * 1024, log: (l) => logs.push(l) });
+  raw = new Raw(`127.0.0.1:${server.port}`);
+});
+
+afterAll(async () => {
+  raw?.close();
+  await server?.close();
+  await inner?.close();
+});
+
+describe('official @google-cloud/bigtable client (6.5.x)', () => {
+  // biome-ignore lint/suspicious/noExplicitAny: untyped client
+  let bt: any;
+  // biome-ignore lint/suspicious/noExplicitAny: untyped client
+  let table: any;
+
+  beforeAll(async () => {
+    bt = new Bigtable({ projectId: 'p', apiEndpoint: `127.0.0.1:${server.port}`, metricsEnabled: false });
+    [table] = await bt.instance('i').createTable('official', { families: ['f'] });
+    await table.createFamily('g', { rule: { versions: 2 } });
+  });
+  afterAll(async () => {
+    await bt?.close();
+  });
+
+  it('creates tables and families, and reports them', async () => {
+    expect((await table.exists())[0]).toBe(true);
+    const [families] = await table.getFamilies();
+    expect(families.map((f: { id: string }) => f.id).sort()).toEqual(['f', 'g']);
+    const g = families.find((f: { id: string }) => f.id === 'g');
+    expect(g.metadata.gcRule.maxNumVersions).toBe(2);
+    const [tables] = await bt.instance('i').getTables();
+    expect(tables.map((t: { id: string }) => t.id)).toContain('official');
+    // any project / instance maps to the same store tables
+    const other = new Bigtable({ projectId: 'other', apiEndpoint: `127.0.0.1:${server.port}`, metricsEnabled: false });
+    expect((await other.instance('x').table('official').exists())[0]).toBe(true);
+    await other.close();
+  });
+
+  it('writes and reads many rows, binary keys and a value above 1 MiB (split into chunks)', async () => {
+    const entries = [];
+    for (let i = 0; i < 1000; i++) entries.push({ key: `row-${String(i).padStart(5, '0')}`, data: { f: { c: `v${i}` } } });
+    await table.insert(entries);
+    const binKey = Buffer.from([0x00, 0xff, 0x80, 0x0a, 0x00]);
+    const big = Buffer.alloc(3 * 1024 * 1024 + 123);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 7919) & 0xff;
+    await table.insert([
+      { key: binKey, data: { f: { [Buffer.from([0xfe, 0x01]).toString('latin1')]: Buffer.from([1, 2, 3]) } } },
+      { key: 'big', data: { f: { big } } },
+    ]);
+    const [rows] = await table.getRows({ decode: false });
+    expect(rows.length).toBe(1002);
+    const keys = rows.map((r: { id: Buffer }) => Buffer.from(r.id));
+    const sorted = [...keys].sort(Buffer.compare);
+    expect(keys).toEqual(sorted);
+    expect(keys[0]).toEqual(binKey);
+    const [bigRow] = await table.row('big').get({ decode: false });
+    expect(Buffer.compare(bigRow.data.f.big[0].value, big)).toBe(0);
+    const [some] = await table.getRows({ start: 'row-00100', end: 'row-00109', limit: 5 });
+    expect(some.map((r: { id: string }) => r.id)).toEqual(['row-00100', 'row-00101', 'row-00102', 'row-00103', 'row-00104']);
+    const [picked] = await table.getRows({ keys: ['row-00007', 'row-00934', 'nope'] });
+    expect(picked.map((r: { id: string }) => r.id)).toEqual(['row-00007', 'row-00934']);
+  });
+
+  it('applies filters, GC rules and versions', async () => {
+    const row = table.row('versions');
+    for (let v = 1; v <= 4; v++) await row.save({ g: { q: { value: `v${v}`, timestamp: v * 1000 } } });
+    const [r] = await row.get();
+    expect(r.data.g.q.map((c: { value: string }) => c.value)).toEqual(['v4', 'v3']); // maxNumVersions 2
+    const [limited] = await table.getRows({ keys: ['versions'], filter: [{ column: { cellLimit: 1 } }] });
+    expect(limited[0].data.g.q.map((c: { value: string }) => c.value)).toEqual(['v4']);
+    const [byValue] = await table.getRows({ start: 'row-00000', end: 'row-00050', filter: [{ value: /v1.*/ }] });
+    expect(byValue.map((x: { id: string }) => x.id)).toEqual(['row-00001', ...Array.from({ length: 10 }, (_, i) => `row-000${10 + i}`)]);
+    const [stripped] = await table.getRows({ keys: ['row-00001'], filter: [{ value: { strip: true } }] });
+    expect(stripped[0].data.f.c[0].value).toBe('');
+    const [labelled] = await table.getRows({ keys: ['row-00001'], filter: [{ label: 'seen' }] });
+    expect(labelled[0].data.f.c[0].labels).toEqual(['seen']);
+  });
+
+  it('checkAndMutate, readModifyWrite (increment, append), sampleRowKeys', async () => {
+    const [matched] = await table.row('row-00002').filter([{ column: 'c' }, { value: 'v2' }], {
+      onMatch: [{ method: 'insert', data: { f: { m: 'yes' } } }],
+      onNoMatch: [{ method: 'insert', data: { f: { m: 'no' } } }],
+    });
+    expect(matched).toBe(true);
+    const [notMatched] = await table.row('row-00003').filter([{ value: 'zzz' }], {
+      onMatch: [{ method: 'insert', data: { f: { m: 'yes' } } }],
+      onNoMatch: [{ method: 'insert', data: { f: { m: 'no' } } }],
+    });
+    expect(notMatched).toBe(false);
+    expect((await table.row('row-00002').get(['f:m']))[0].f.m[0].value).toBe('yes');
+    expect((await table.row('row-00003').get(['f:m']))[0].f.m[0].value).toBe('no');
+
+    await table.row('counter').increment('f:n', 5);
+    const [n] = await table.row('counter').increment('f:n', -2);
+    expect(n).toBe(3);
+    await table.row('counter').createRules([{ column: 'f:s', append: 'ab' }]);
+    const [apiResponse] = await table.row('counter').createRules([{ column: 'f:s', append: 'cd' }]);
+    const cell = apiResponse.row.families[0].columns[0].cells[0];
+    expect(Buffer.from(cell.value).toString()).toBe('abcd');
+
+    const [samples] = await table.sampleRowKeys();
+    expect(samples.length).toBeGreaterThanOrEqual(1);
+    expect(samples[samples.length - 1].key.length).toBe(0);
+  });
+
+  it('deletes rows, cells and row ranges, truncates and deletes the table', async () => {
+    await table.row('row-00004').delete();
+    await table.row('row-00005').deleteCells(['f:c']);
+    expect((await table.row('row-00004').exists())[0]).toBe(false);
+    expect((await table.row('row-00005').exists())[0]).toBe(false);
+    await table.deleteRows('row-001');
+    const [rows] = await table.getRows({ start: 'row-00090', end: 'row-00210' });
+    expect(rows.some((r: { id: string }) => r.id.startsWith('row-001'))).toBe(false);
+    expect(rows.length).toBe(121 - 100);
+    await table.truncate();
+    expect((await table.getRows())[0].length).toBe(0);
+    await table.delete();
+    expect((await table.exists())[0]).toBe(false);
+  });
+});
+
+describe('the wire protocol, seen raw', () => {
+  beforeAll(async () => {
+    await inner.createTable('rawt', { families: { a: {}, b: { gcRule: { maxNumVersions: 5 } } } });
+    const big = Buffer.alloc(2 * 1024 * 1024 + 5, 0x61);
+    const mutations = [
+      { setCell: { familyName: 'a', columnQualifier: Buffer.from('x'), timestampMicros: '3000', value: Buffer.from('x3') } },
+      { setCell: { familyName: 'a', columnQualifier: Buffer.from('x'), timestampMicros: '1000', value: Buffer.from('x1') } },
+      { setCell: { familyName: 'a', columnQualifier: Buffer.from(''), timestampMicros: '0', value: Buffer.from('empty-qualifier') } },
+      { setCell: { familyName: 'b', columnQualifier: Buffer.from('big'), timestampMicros: '2000', value: big } },
+      { setCell: { familyName: 'b', columnQualifier: Buffer.from('z'), timestampMicros: '2000', value: Buffer.alloc(0) } },
+    ];
+    const r = await raw.call(DATA_SERVICE, 'MutateRow', { tableName: T('rawt'), rowKey: Buffer.from('r1'), mutations });
+    expect(r.err).toBeNull();
+    for (const k of ['r0', 'r2', 'r3']) {
+      const w = await raw.call(DATA_SERVICE, 'MutateRow', {
+        tableName: T('rawt'),
+        rowKey: Buffer.from(k),
+        mutations: [{ setCell: { familyName: 'a', columnQualifier: Buffer.from('x'), timestampMicros: '1000', value: Buffer.from(k) } }],
+      });
+      expect(w.err).toBeNull();
+    }
+  });
+
+  it('follows the CellChunk protocol: presence rules, split values with value_size, labels, commit_row', async () => {
+    const r = await raw.call(DATA_SERVICE, 'ReadRows', { tableName: T('rawt'), rows: { rowKeys: [Buffer.from('r1')] } });
+    expect(r.err).toBeNull();
+    const rows = assembleChunks(r.messages);
+    expect(rows.length).toBe(1);
+    const cells = rows[0]!.cells;
+    expect(cells.map((c) => `${c.family}:${c.qualifier.toString()}@${c.ts}`)).toEqual([
+      'a:@0',
+      'a:x@3000',
+      'a:x@1000',
+      'b:big@2000',
+      'b:z@2000',
+    ]);
+    expect(cells[3]!.value.length).toBe(2 * 1024 * 1024 + 5);
+    expect(cells[3]!.value.every((b) => b === 0x61)).toBe(true);
+    // the 2 MiB value is split: 3 chunks, the first two with value_size
+    const chunks = r.messages.flatMap((m) => m.chunks);
+    expect(chunks.filter((c) => (c.valueSize ?? 0) > 0).length).toBe(2);
+    // the second version of a:x carries neither family nor qualifier
+    expect(chunks[2].familyName).toBeUndefined();
+    expect(chunks[2].qualifier).toBeUndefined();
+
+    const labelled = await raw.call(DATA_SERVICE, 'ReadRows', {
+      tableName: T('rawt'),
+      rows: { rowKeys: [Buffer.from('r1')] },
+      filter: { chain: { filters: [{ familyNameRegexFilter: 'a' }, { applyLabelTransformer: 'lbl' }] } },
+    });
+    expect(assembleChunks(labelled.messages)[0]!.cells.map((c) => c.labels)).toEqual([['lbl'], ['lbl'], ['lbl']]);
+  });
+
+  it('reads reversed, honours rows_limit and row ranges', async () => {
+    const rev = await raw.call(DATA_SERVICE, 'ReadRows', { tableName: T('rawt'), reversed: true, filter: { familyNameRegexFilter: 'a' } });
+    expect(rev.err).toBeNull();
+    expect(assembleChunks(rev.messages).map((x) => x.key.toString())).toEqual(['r3', 'r2', 'r1', 'r0']);
+    const lim = await raw.call(DATA_SERVICE, 'ReadRows', {
+      tableName: T('rawt'),
+      rowsLimit: '2',
+      rows: { rowRanges: [{ startKeyOpen: Buffer.from('r0') }] },
+    });
+    expect(assembleChunks(lim.messages).map((x) => x.key.toString())).toEqual(['r1', 'r2']);
+  });
+
+  it('maps errors to gRPC statuses with the stable code in the trailer', async () => {
+    const missing = await raw.call(DATA_SERVICE, 'ReadRows', { tableName: T('nope') });
+    expect(missing.err?.code).toBe(grpc.status.NOT_FOUND);
+    expect(missing.err?.metadata.get('percolator-error-code')).toEqual(['TABLE_NOT_FOUND']);
+    const badName = await raw.call(DATA_SERVICE, 'MutateRow', { tableName: 'rawt', rowKey: Buffer.from('k') });
+    expect(badName.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    const tooBigTs = await raw.call(DATA_SERVICE, 'MutateRow', {
+      tableName: T('rawt'),
+      rowKey: Buffer.from('k'),
+      mutations: [
+        { setCell: { familyName: 'a', columnQualifier: Buffer.from('q'), timestampMicros: '9007199254740993', value: Buffer.from('v') } },
+      ],
+    });
+    expect(tooBigTs.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(tooBigTs.err?.details).toMatch(/2\^53/);
+    const noFamily = await raw.call(DATA_SERVICE, 'MutateRow', {
+      tableName: T('rawt'),
+      rowKey: Buffer.from('k'),
+      mutations: [{ setCell: { familyName: 'zz', columnQualifier: Buffer.from('q'), value: Buffer.from('v') } }],
+    });
+    expect(noFamily.err?.code).toBe(grpc.status.NOT_FOUND);
+    expect(noFamily.err?.metadata.get('percolator-error-code')).toEqual(['FAMILY_NOT_FOUND']);
+    const badFilter = await raw.call(DATA_SERVICE, 'ReadRows', { tableName: T('rawt'), filter: { valueRegexFilter: Buffer.from('(') } });
+    expect(badFilter.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    const aggregate = await raw.call(DATA_SERVICE, 'MutateRow', {
+      tableName: T('rawt'),
+      rowKey: Buffer.from('k'),
+      mutations: [{ addToCell: { familyName: 'a' } }],
+    });
+    expect(aggregate.err?.code).toBe(grpc.status.UNIMPLEMENTED);
+    const unimplemented = await raw.call(DATA_SERVICE, 'ExecuteQuery', { instanceName: 'projects/p/instances/i', query: 'SELECT 1' });
+    expect(unimplemented.err?.code).toBe(grpc.status.UNIMPLEMENTED);
+    const malformed = await raw.call(DATA_SERVICE, 'MutateRow', Buffer.from([0x0a, 0xff, 0xff, 0xff]));
+    expect(malformed.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    const ping = await raw.call(DATA_SERVICE, 'PingAndWarm', { name: 'projects/p/instances/i' });
+    expect(ping.err).toBeNull();
+  });
+
+  it('answers MutateRows with one status per entry, in order, with ErrorInfo details', async () => {
+    const r = await raw.call(DATA_SERVICE, 'MutateRows', {
+      tableName: T('rawt'),
+      entries: [
+        {
+          rowKey: Buffer.from('m1'),
+          mutations: [{ setCell: { familyName: 'a', columnQualifier: Buffer.from('q'), value: Buffer.from('1') } }],
+        },
+        {
+          rowKey: Buffer.from('m2'),
+          mutations: [{ setCell: { familyName: 'nope', columnQualifier: Buffer.from('q'), value: Buffer.from('2') } }],
+        },
+        { rowKey: Buffer.from(''), mutations: [{ deleteFromRow: {} }] },
+        {
+          rowKey: Buffer.from('m4'),
+          mutations: [{ setCell: { familyName: 'a', columnQualifier: Buffer.from('q'), timestampMicros: '-7', value: Buffer.from('4') } }],
+        },
+        { rowKey: Buffer.from('m5'), mutations: [{ deleteFromRow: {} }] },
+      ],
+    });
+    expect(r.err).toBeNull();
+    const entries = r.messages.flatMap((m) => m.entries);
+    expect(entries.map((e) => Number(e.index))).toEqual([0, 1, 2, 3, 4]);
+    expect(entries.map((e) => e.status?.code ?? 0)).toEqual([
+      0,
+      grpc.status.NOT_FOUND,
+      grpc.status.INVALID_ARGUMENT,
+      grpc.status.INVALID_ARGUMENT,
+      0,
+    ]);
+    expect(entries[1].status.details[0].type_url).toBe('type.googleapis.com/google.rpc.ErrorInfo');
+    expect(entries[1].status.details[0].value.toString()).toContain('FAMILY_NOT_FOUND');
+  });
+
+  it('keeps locality groups through the percolator-locality-groups header', async () => {
+    const md = new grpc.Metadata();
+    md.set('percolator-locality-groups', JSON.stringify({ n: 'notify' }));
+    const def = methodDef(TABLE_ADMIN_SERVICE, 'CreateTable');
+    const headers = await new Promise<grpc.Metadata>((resolve, reject) => {
+      const call = raw.client.makeUnaryRequest(
+        `/${TABLE_ADMIN_SERVICE}/CreateTable`,
+        def.requestSerialize,
+        def.responseDeserialize,
+        {
+          parent: 'projects/p/instances/i',
+          tableId: 'grouped',
+          table: { columnFamilies: { n: {}, d: { gcRule: { maxAge: { seconds: '2', nanos: 500_000_000 } } } } },
+        },
+        md,
+        (err) => (err ? reject(err) : undefined),
+      );
+      call.on('metadata', resolve);
+    });
+    expect(JSON.parse(String(headers.get('percolator-locality-groups')[0]))).toEqual({ n: 'notify' });
+    const spec = await inner.getTable('grouped');
+    expect(spec.families.n?.localityGroup).toBe('notify');
+    expect(spec.families.d?.gcRule).toEqual({ maxAgeMicros: 2_500_000 });
+  });
+
+  it('respects flow control: a paused reader stops the scan, which then completes', async () => {
+    await inner.createTable('flow', { families: { f: {} } });
+    const value = Buffer.alloc(100 * 1024, 1);
+    for (let i = 0; i < 300; i++) {
+      await inner.mutateRow('flow', Buffer.from(`k${String(i).padStart(4, '0')}`), [
+        { setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value } },
+      ]);
+    }
+    const before = pulled();
+    const request = methodDef(DATA_SERVICE, 'ReadRows').requestSerialize({ tableName: T('flow') });
+    const call = rawServerStream(server.port, `/${DATA_SERVICE}/ReadRows`, request);
+    call.pause();
+    await new Promise((r) => setTimeout(r, 500));
+    const whilePaused = pulled() - before;
+    expect(whilePaused).toBeLessThan(100); // 30 MB table; a few MB of buffers at most
+    await new Promise((r) => setTimeout(r, 300));
+    expect(pulled() - before).toBe(whilePaused); // and it stays there
+    call.resume();
+    const result = await call.done;
+    expect(result.status).toBe(0);
+    const decode = methodDef(DATA_SERVICE, 'ReadRows').responseDeserialize;
+    const rows = assembleChunks(result.messages.map((m) => decode(m)));
+    expect(rows.length).toBe(300);
+    expect(pulled() - before).toBe(300);
+  });
+});
+
+describe('lock service, oracle and HTTP', () => {
+  it('serves the advisory lock service over gRPC (NetworkLockService)', async () => {
+    const a = new NetworkLockService({ address: `127.0.0.1:${server.port}` });
+    const b = new NetworkLockService({ address: `127.0.0.1:${server.port}` });
+    expect(await a.tryLock('t\u0000row', 'A', 10_000)).toBe(true);
+    expect(await b.tryLock('t\u0000row', 'B', 10_000)).toBe(false);
+    expect(await a.tryLock('t\u0000row', 'A', 10_000)).toBe(false); // held, by anyone
+    await b.unlock('t\u0000row', 'B'); // not the owner: no effect
+    expect(await b.tryLock('t\u0000row', 'B', 10_000)).toBe(false);
+    await a.unlock('t\u0000row', 'A');
+    expect(await b.tryLock('t\u0000row', 'B', 50)).toBe(true);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(await a.tryLock('t\u0000row', 'A', 10_000)).toBe(true); // B's lock expired
+    await expect(a.tryLock('', 'A', 1000)).rejects.toMatchObject({ code: 'LOCK_SERVICE_REJECTED' });
+    await a.close();
+    await b.close();
+  });
+
+  it('applies the unavailable policy when the lock service cannot be reached', async () => {
+    const dead = '127.0.0.1:1';
+    const grant = new NetworkLockService({ address: dead, timeoutMs: 500 });
+    const deny = new NetworkLockService({ address: dead, timeoutMs: 500, onUnavailable: 'deny' });
+    const fail = new NetworkLockService({ address: dead, timeoutMs: 500, onUnavailable: 'throw' });
+    expect(await grant.tryLock('k', 'o', 1000)).toBe(true);
+    expect(await deny.tryLock('k', 'o', 1000)).toBe(false);
+    await expect(fail.tryLock('k', 'o', 1000)).rejects.toBeInstanceOf(LockServiceError);
+    await grant.unlock('k', 'o'); // never throws for transport failures
+    expect(grant.stats.unlockFailures).toBe(1);
+    await Promise.all([grant.close(), deny.close(), fail.close()]);
+  });
+
+  it('hosts the timestamp oracle on its own port', async () => {
+    expect(server.oraclePort).not.toBeNull();
+    const client = new OracleClient({ host: '127.0.0.1', port: server.oraclePort as number });
+    const a = await client.getTimestamp();
+    const b = await client.getTimestamp();
+    expect(b).toBeGreaterThan(a);
+    await client.close();
+    expect(await inner.listTables()).toContain('_percolator_oracle');
+  });
+
+  it('serves /healthz, /metrics, /status.json and the status page', async () => {
+    const base = `http://127.0.0.1:${server.httpPort}`;
+    const health = await fetch(`${base}/healthz`);
+    expect(health.status).toBe(200);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/percolator_grpc_requests_total\{method="Bigtable.ReadRows",code="OK"\} \d+/);
+    expect(metrics).toMatch(/percolator_grpc_requests_total\{method="Bigtable.ReadRows",code="NOT_FOUND"\} \d+/);
+    expect(metrics).toMatch(/percolator_rows_written_total \d+/);
+    expect(metrics).toMatch(/percolator_oracle_timestamps_total [1-9]\d*/);
+    expect(metrics).toMatch(/percolator_grpc_request_duration_seconds_bucket/);
+    const status = (await (await fetch(`${base}/status.json`)).json()) as { rows: { written: number }; grpc: { requests: number } };
+    expect(status.rows.written).toBeGreaterThan(1000);
+    expect(status.grpc.requests).toBeGreaterThan(10);
+    const page = await (await fetch(`${base}/`)).text();
+    expect(page).toContain('<table');
+    expect((await fetch(`${base}/nope`)).status).toBe(404);
+  });
+
+  it('logged no unexpected errors', () => {
+    expect(logs.filter((l) => l.includes('unexpected'))).toEqual([]);
+  });
+});
+
+describe('bearer token', () => {
+  it('rejects gRPC calls without or with a wrong token (UNAUTHENTICATED) and HTTP likewise, except /healthz', async () => {
+    const store = await openStore('memory:');
+    const extra = { path: '/extra/*', title: 'Extra', handler: (_req: unknown, res: { end(s: string): void }) => res.end('extra page') };
+    const s = await startServer({
+      store,
+      port: 0,
+      authToken: 's3cret',
+      oraclePort: null,
+      log: () => undefined,
+      httpExtraRoutes: [extra as never],
+    });
+    try {
+      await store.createTable('t', { families: { f: {} } });
+      const addr = `127.0.0.1:${s.port}`;
+      for (const client of [new Raw(addr), new Raw(addr, 'wrong')]) {
+        const r = await client.call(DATA_SERVICE, 'ReadRows', { tableName: T('t') });
+        expect(r.err?.code).toBe(grpc.status.UNAUTHENTICATED);
+        const a = await client.call(TABLE_ADMIN_SERVICE, 'ListTables', { parent: 'projects/p/instances/i' });
+        expect(a.err?.code).toBe(grpc.status.UNAUTHENTICATED);
+        client.close();
+      }
+      const good = new Raw(addr, 's3cret');
+      expect((await good.call(DATA_SERVICE, 'ReadRows', { tableName: T('t') })).err).toBeNull();
+      good.close();
+      const wrongLocks = new NetworkLockService({ address: addr, authToken: 'nope' });
+      await expect(wrongLocks.tryLock('k', 'o', 1000)).rejects.toMatchObject({ code: 'LOCK_SERVICE_REJECTED' });
+      await wrongLocks.close();
+      const locks = new NetworkLockService({ address: addr, authToken: 's3cret' });
+      expect(await locks.tryLock('k', 'o', 1000)).toBe(true);
+      await locks.close();
+
+      const base = `http://127.0.0.1:${s.httpPort}`;
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      expect((await fetch(`${base}/metrics`)).status).toBe(401);
+      expect((await fetch(`${base}/`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+      expect((await fetch(`${base}/metrics`, { headers: { authorization: 'Bearer s3cret' } })).status).toBe(200);
+      expect((await fetch(`${base}/status.json?token=s3cret`)).status).toBe(200);
+      expect((await fetch(`${base}/extra/page`)).status).toBe(401);
+      const extraPage = await fetch(`${base}/extra/page?token=s3cret`);
+      expect(await extraPage.text()).toBe('extra page');
+      expect(await (await fetch(`${base}/?token=s3cret`)).text()).toContain('Extra');
+    } finally {
+      await s.close();
+      await store.close();
+    }
+  });
+});
+
+describe('graceful close (in-process)', () => {
+  it('lets in-flight calls finish, refuses new ones with UNAVAILABLE, then closes the store it opened', async () => {
+    const base = await openStore('memory:');
+    await base.createTable('t', { families: { f: {} } });
+    await base.mutateRow('t', Buffer.from('r'), [
+      { setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from('v') } },
+    ]);
+    // readRows that takes 400 ms before its first row
+    const slow = new Proxy(base, {
+      get(target, prop) {
+        if (prop === 'readRows') {
+          return (table: string, options?: ReadRowsOptions): AsyncIterable<Row> => {
+            const it = target.readRows(table, options);
+            return {
+              async *[Symbol.asyncIterator]() {
+                await new Promise((r) => setTimeout(r, 400));
+                yield* it;
+              },
+            };
+          };
+        }
+        const v = Reflect.get(target, prop);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const s = await startServer({ store: slow, port: 0, oraclePort: null, log: () => undefined });
+    const client = new Raw(`127.0.0.1:${s.port}`);
+    const inflight = client.call(DATA_SERVICE, 'ReadRows', { tableName: T('t') });
+    await new Promise((r) => setTimeout(r, 100));
+    const closed = s.close();
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await fetch(`http://127.0.0.1:${s.httpPort}/healthz`)).status).toBe(503);
+    const refused = await client.call(DATA_SERVICE, 'MutateRow', {
+      tableName: T('t'),
+      rowKey: Buffer.from('x'),
+      mutations: [{ deleteFromRow: {} }],
+    });
+    expect(refused.err?.code).toBe(grpc.status.UNAVAILABLE);
+    const done = await inflight;
+    expect(done.err).toBeNull();
+    expect(assembleChunks(done.messages).map((r) => r.key.toString())).toEqual(['r']);
+    await closed;
+    client.close();
+    // the server did not own this store: still open
+    expect(await base.listTables()).toEqual(['t']);
+    await base.close();
+
+    const owned = await startServer({ storeUrl: 'memory:', port: 0, httpPort: null, oraclePort: null, log: () => undefined });
+    await owned.close();
+    await expect(owned.store.listTables()).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+    await owned.close(); // idempotent
+  });
+});

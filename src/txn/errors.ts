@@ -24,7 +24,9 @@ export type TxnErrorCode =
   /** A stored lock or write record could not be decoded. */
   | 'CORRUPTED_RECORD'
   /** waitForQuiescence gave up: notifications were still pending. */
-  | 'QUIESCENCE_TIMEOUT';
+  | 'QUIESCENCE_TIMEOUT'
+  /** The options cannot work (e.g. a shared remote store without the deployment's oracle). */
+  | 'INVALID_CONFIG';
 
 export interface CellRef {
   readonly table: string;

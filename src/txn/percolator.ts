@@ -11,7 +11,9 @@
 import { isStoreError } from '../store/errors.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
+import { OracleClient } from '../oracle/client.js';
 import { Oracle } from '../oracle/oracle.js';
+import { NetworkLockService } from '../server/lock-client.js';
 import { StoreMarkStore } from '../oracle/mark-store.js';
 import type { TimestampSource } from '../oracle/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
@@ -81,7 +83,18 @@ export class Percolator {
     const ownsStore = typeof options.store !== 'object';
     const store = typeof options.store === 'object' ? options.store : await openStore(options.store ?? 'file:./percolator-data');
     try {
-      const oracle = options.oracle ?? (await Oracle.open({ markStore: new StoreMarkStore(store) }));
+      // One oracle per deployment: over a shared server (`bigtable://HOST:PORT`, i.e. `percolator
+      // serve`) use the oracle and lock service it hosts — an in-process oracle per client process
+      // would hand out the same timestamps twice.
+      const server = serverAddress(store.url);
+      if (server === null && store.url.startsWith('bigtable://') && options.oracle === undefined) {
+        throw new TxnError('INVALID_CONFIG', `a store at ${store.url} is shared by many processes: pass the deployment's oracle (an OracleClient) in options.oracle`, {
+          url: store.url,
+        });
+      }
+      const oracle =
+        options.oracle ??
+        (server !== null ? new OracleClient({ host: server.host, port: server.port + 2 }) : await Oracle.open({ markStore: new StoreMarkStore(store) }));
       const nowMs = options.nowMs ?? Date.now;
       const liveness = new Liveness(store, { leaseMs: options.leaseMs, nowMs });
       const owner = await liveness.register();
@@ -101,7 +114,8 @@ export class Percolator {
           for (const w of db?.workers ?? []) w.wake();
         },
       };
-      const lockService = options.lockService ?? new InProcessLockService();
+      const lockService =
+        options.lockService ?? (server !== null ? new NetworkLockService({ address: `${server.host}:${server.port}` }) : new InProcessLockService());
       db = new Percolator(store, oracle, liveness, env, observed, lockService, {
         store: ownsStore,
         oracle: options.oracle === undefined,
@@ -302,4 +316,13 @@ function issuedCount(oracle: TimestampSource): number | null {
   const o = oracle as { stats?: () => { handedOut?: number } };
   const n = typeof o.stats === 'function' ? o.stats().handedOut : undefined;
   return typeof n === 'number' ? n : null;
+}
+
+/**
+ * `bigtable://HOST:PORT…` → the `percolator serve` address (its oracle listens on PORT+2 and its
+ * lock service on PORT, see docs/server.md); null for local stores and Cloud Bigtable.
+ */
+function serverAddress(url: string): { host: string; port: number } | null {
+  const m = /^bigtable:\/\/(\[[^\]]+\]|[^/:?]+):(\d+)/.exec(url);
+  return m === null ? null : { host: (m[1] as string).replace(/^\[|\]$/g, ''), port: Number(m[2]) };
 }

@@ -30,7 +30,9 @@ export async function openStore(url: string, options: EngineStoreOptions = {}): 
     }
   }
   if (url.startsWith('bigtable://')) {
-    throw new StoreError('INVALID_STORE_URL', 'the bigtable:// backend is not implemented yet (issue: percolator serve / Cloud Bigtable)', { url });
+    // Loaded on demand: the Google client is heavy and only this backend needs it.
+    const { BigtableStore } = await import('./bigtable/bigtable-store.js');
+    return BigtableStore.open(url, options);
   }
   throw new StoreError('INVALID_STORE_URL', `unknown store URL ${JSON.stringify(url)}: use memory:, file:DIR or bigtable://HOST:PORT`, { url });
 }

@@ -29,6 +29,11 @@ describe('planRowSet', () => {
     ]);
   });
 
+  it('merges ranges that both start at the beginning of the table', () => {
+    const plan = planRowSet({ rowRanges: [{ endKeyOpen: b('c') }, { endKeyOpen: b('m') }] }, 't');
+    expect(plan.map((iv) => [hex(iv.gte), hex(iv.lt)])).toEqual([[null, 'm']]);
+  });
+
   it('treats empty bounds as unbounded and drops empty intervals', () => {
     const plan = planRowSet({ rowRanges: [{ startKeyClosed: b(''), endKeyOpen: b('') }, { startKeyClosed: b('q'), endKeyOpen: b('q') }] }, 't');
     expect(plan).toHaveLength(1);

@@ -63,7 +63,7 @@ export function planRowSet(rows: RowSet | undefined, table: string): KeyInterval
   for (const iv of intervals) {
     const last = out[out.length - 1];
     // Merge when overlapping or touching (last.lt >= iv.gte).
-    if (last !== undefined && (last.lt === undefined || (iv.gte !== undefined && compareBytes(last.lt, iv.gte) >= 0))) {
+    if (last !== undefined && (last.lt === undefined || iv.gte === undefined || compareBytes(last.lt, iv.gte) >= 0)) {
       // Already covered (e.g. a repeated key): keep `last` as it is, point marker included.
       if (cmpEnd(last.lt, iv.lt) >= 0) continue;
       out[out.length - 1] = { gte: last.gte, lt: iv.lt };

@@ -1,0 +1,839 @@
+/**
+ * `bigtable://…`: the Store contract over the Cloud Bigtable v2 API, through the official
+ * client's gapic layer. Works against `percolator serve`, Google's emulator and Cloud Bigtable
+ * (docs/bigtable-backend.md).
+ *
+ * What this class adds on top of plain RPCs, so every backend behaves alike:
+ * - Validation before anything is sent (table/family names, row key, value and mutation-count
+ *   limits, families against the table's schema, filters, ranges), with the embedded store's
+ *   error codes: bad input never leaves a partial write, whatever the server would do.
+ * - Canonical cell order (servers may send families in any order).
+ * - GC on read: the table's GC rules (cached from GetTable) become a server-side filter in front
+ *   of every read filter and checkAndMutate predicate (gc-filter.ts), so collected cells are
+ *   never visible even when the server collects lazily.
+ * - Timestamp mapping (timestamps.ts) and client-side "server time" where required.
+ * - Per-entry mutateRows results; batches of at most 100 000 mutations per request.
+ * - sampleRowKeys ending with an empty-key sample.
+ * - With `?emulator=1`, filters the emulator evaluates differently from the documentation are
+ *   evaluated here instead (filter-translate.ts `emulatorUnsafe`).
+ */
+import type { protos } from '@google-cloud/bigtable';
+import { Metadata } from '@grpc/grpc-js';
+import { asBuffer, bytesKey } from '../bytes.js';
+import { isStoreError, keyHex, StoreError } from '../errors.js';
+import { type CompiledFilter, compileFilter } from '../filter/row-filter.js';
+import { validateFilter } from '../filter/validate-filter.js';
+import { DEFAULT_LIMITS, type Store, type StoreLimits, type StoreOptions } from '../store.js';
+import type {
+  Bytes,
+  Cell,
+  CheckAndMutateRequest,
+  DropRowRangeRequest,
+  FamilyModification,
+  FamilySpec,
+  MutateRowsEntry,
+  MutateRowsResult,
+  Mutation,
+  ReadModifyWriteRule,
+  ReadRowsOptions,
+  Row,
+  RowFilter,
+  RowKeySample,
+  RowSet,
+  TableSpec,
+} from '../types.js';
+import { validateMutations, validateRowKey, validateRowRange, validateRules, validateTableName } from '../validate.js';
+import { checkModifications, tableSpecFromProto, tableSpecToProto, validateTableSpec } from './admin-convert.js';
+import { type BigtableClients, createClients } from './clients.js';
+import { emulatorUnsafe, type ProtoRowFilter, toProtoFilter } from './filter-translate.js';
+import { gcKeepFilter } from './gc-filter.js';
+import { codeFromStatusDetails, isRetryable, Status, statusToStoreError, toStoreError } from './grpc-errors.js';
+import { KeyedMutex } from './keyed-mutex.js';
+import { mutationBytes, type ProtoMutation, toProtoMutations, toProtoRules } from './mutations.js';
+import { ReadRowBatcher } from './read-row-batcher.js';
+import { ChunkMerger, remainingRowSet, rowSetToProto, sortCells } from './read-rows.js';
+import { applyRules, columnKey, newestVersionsFilter, ruleColumns, setCellsOf, unchangedCondition } from './rmw-cas.js';
+import { TimestampMapping, truncateToMillis } from './timestamps.js';
+import { type BigtableUrl, parseBigtableUrl } from './url.js';
+
+/** Cloud Bigtable's cap on mutations in one MutateRows request (all entries together). */
+export const MAX_MUTATIONS_PER_REQUEST = 100_000;
+/** Our cap on the encoded size of one MutateRows request. */
+export const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
+const READ_RETRIES = 5;
+const MUTATE_RETRIES = 3;
+const CAS_ATTEMPTS = 100;
+/**
+ * Call options for server-streaming calls, built fresh each time (gax adds routing headers to the
+ * object it is given). Streams are never retried by gax: a retried ReadRows would restart from
+ * its first row; we resume ourselves (`stream`). `reverseScans` sends the feature flag servers
+ * demand before they serve reversed reads (google.bigtable.v2.FeatureFlags{reverse_scans: true}).
+ */
+function streamOptions(reverseScans = false): Record<string, unknown> {
+  return {
+    retryRequestOptions: { retries: 0, noResponseRetries: 0 },
+    ...(reverseScans ? { otherArgs: { headers: { 'bigtable-features': 'CAE=' } } } : {}),
+  };
+}
+
+export interface BigtableStoreOptions extends StoreOptions {
+  /** Request batching caps (tests lower them to exercise batching). */
+  readonly maxMutationsPerRequest?: number;
+  readonly maxRequestBytes?: number;
+}
+
+interface SchemaEntry {
+  spec?: TableSpec;
+  at: number;
+  pending?: Promise<TableSpec>;
+}
+
+interface EntryStatus {
+  readonly code: number;
+  readonly message: string;
+  readonly details: unknown;
+}
+
+interface PreparedEntry {
+  readonly index: number;
+  readonly key: Bytes;
+  readonly mutations: ProtoMutation[];
+  readonly count: number;
+  readonly bytes: number;
+  readonly idempotent: boolean;
+}
+
+/** `percolator serve`'s extension: a family → locality group JSON map in request / response metadata. */
+export const LOCALITY_GROUPS_METADATA = 'percolator-locality-groups';
+
+type RawUnary = (
+  request: unknown,
+  metadata: Metadata,
+  options: Record<string, unknown>,
+  callback: (err: unknown, res: unknown) => void,
+) => { on?: (event: 'metadata', fn: (md: Metadata) => void) => void } | undefined;
+
+function withLocalityGroups(spec: TableSpec, json: string | undefined): TableSpec {
+  if (json === undefined) return spec;
+  let groups: unknown;
+  try {
+    groups = JSON.parse(json);
+  } catch {
+    return spec;
+  }
+  if (groups === null || typeof groups !== 'object') return spec;
+  const families: Record<string, FamilySpec> = {};
+  for (const [id, f] of Object.entries(spec.families)) {
+    const g = (groups as Record<string, unknown>)[id];
+    families[id] = typeof g === 'string' ? { ...f, localityGroup: g } : f;
+  }
+  return { families };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const TABLE_ID = /^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}$/;
+
+function combine(a: RowFilter | null | undefined, b: RowFilter | null | undefined): RowFilter | undefined {
+  if (a && b) return { chain: [a, b] };
+  return a ?? b ?? undefined;
+}
+
+export class BigtableStore implements Store {
+  readonly url: string;
+  readonly config: BigtableUrl;
+  private readonly clients: BigtableClients;
+  private readonly limits: StoreLimits;
+  private readonly now: () => number;
+  /** Stamps "server time" on our side (null: send -1 and let the server do it). */
+  private readonly clientTime: (() => number) | null;
+  private readonly ts: TimestampMapping;
+  private readonly maxMutationsPerRequest: number;
+  private readonly maxRequestBytes: number;
+  private readonly schemas = new Map<string, SchemaEntry>();
+  private readonly rowLocks = new KeyedMutex();
+  private readonly pointReads = new ReadRowBatcher((table, filter, keys) => this.multiGet(table, filter, keys));
+  private closed = false;
+
+  private constructor(config: BigtableUrl, options: BigtableStoreOptions) {
+    this.url = config.url;
+    this.config = config;
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.now = options.nowMicros ?? (() => Date.now() * 1000);
+    this.ts = new TimestampMapping(config.timestampScale, config.emulator || config.host === undefined);
+    this.clientTime = options.nowMicros !== undefined || config.timestampScale !== 1 ? () => truncateToMillis(this.now()) : null;
+    this.maxMutationsPerRequest = Math.min(options.maxMutationsPerRequest ?? MAX_MUTATIONS_PER_REQUEST, MAX_MUTATIONS_PER_REQUEST);
+    this.maxRequestBytes = options.maxRequestBytes ?? MAX_REQUEST_BYTES;
+    this.clients = createClients(config);
+  }
+
+  /** Opens a store for a `bigtable://` URL (no request is made until the first operation). */
+  static async open(url: string, options: BigtableStoreOptions = {}): Promise<BigtableStore> {
+    return new BigtableStore(parseBigtableUrl(url), options);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Plumbing
+
+  private checkOpen(): void {
+    if (this.closed) throw new StoreError('STORE_CLOSED', `the store ${this.url} is closed`, { url: this.url });
+  }
+
+  private tableName(table: string): string {
+    return `${this.clients.instanceName}/tables/${table}`;
+  }
+
+  /** A table name that cannot exist is simply not found (as in the embedded store). */
+  private checkTableRef(table: string): void {
+    if (typeof table !== 'string' || !TABLE_ID.test(table)) {
+      throw new StoreError('TABLE_NOT_FOUND', `table ${JSON.stringify(table)} does not exist`, { table });
+    }
+  }
+
+  private fail(e: unknown, context: Record<string, unknown>): StoreError {
+    if (this.closed && !isStoreError(e))
+      return new StoreError('STORE_CLOSED', `the store ${this.url} is closed`, { url: this.url }, { cause: e });
+    const err = toStoreError(e, context);
+    if (err.code === 'TABLE_NOT_FOUND' && typeof context.table === 'string') this.schemas.delete(context.table);
+    return err;
+  }
+
+  private async call<T>(context: Record<string, unknown>, fn: () => Promise<T>): Promise<T> {
+    this.checkOpen();
+    try {
+      return await fn();
+    } catch (e) {
+      throw this.fail(e, context);
+    }
+  }
+
+  /** The table's schema, cached for `schemaCacheMs` (fresh = always ask the server). */
+  private async schema(table: string, fresh = false): Promise<TableSpec> {
+    this.checkTableRef(table);
+    const e = this.schemas.get(table);
+    if (!fresh && e?.spec !== undefined && Date.now() - e.at <= this.config.schemaCacheMs) return e.spec;
+    if (!fresh && e?.pending !== undefined) return e.pending;
+    const pending = this.call({ table }, () => this.fetchSpec(table));
+    const entry: SchemaEntry = { ...(e?.spec !== undefined ? { spec: e.spec } : {}), at: e?.at ?? 0, pending };
+    this.schemas.set(table, entry);
+    try {
+      const spec = await pending;
+      if (this.schemas.get(table) === entry) this.schemas.set(table, { spec, at: Date.now() });
+      return spec;
+    } catch (err) {
+      if (this.schemas.get(table) === entry) this.schemas.delete(table);
+      throw err;
+    }
+  }
+
+  /**
+   * GetTable. On a local server the call also reads `percolator-locality-groups` from the
+   * response metadata (`percolator serve` sends the families' locality groups there; Cloud
+   * Bigtable has none), which needs the raw gRPC call: gax does not expose response metadata.
+   */
+  private async fetchSpec(table: string): Promise<TableSpec> {
+    const request = { name: this.tableName(table), view: 'SCHEMA_VIEW' as const };
+    if (this.config.host === undefined) {
+      const [t] = await this.clients.admin.getTable(request);
+      return tableSpecFromProto(t);
+    }
+    const stub = (await this.clients.admin.initialize()) as unknown as Record<string, RawUnary>;
+    const getTable = stub.getTable;
+    if (typeof getTable !== 'function') {
+      const [t] = await this.clients.admin.getTable(request, this.unary());
+      return tableSpecFromProto(t);
+    }
+    let groups: string | undefined;
+    const t = await new Promise<protos.google.bigtable.admin.v2.ITable>((resolve, reject) => {
+      const call = getTable.call(stub, request, new Metadata(), { deadline: Date.now() + 60_000 }, (err: unknown, res: unknown) =>
+        err ? reject(err) : resolve(res as protos.google.bigtable.admin.v2.ITable),
+      );
+      call?.on?.('metadata', (md: Metadata) => {
+        const v = md.get(LOCALITY_GROUPS_METADATA)[0];
+        if (v !== undefined) groups = String(v);
+      });
+    });
+    return withLocalityGroups(tableSpecFromProto(t), groups);
+  }
+
+  /** Call options carrying the families' locality groups to a local server (ignored elsewhere). */
+  private localityOptions(families: Readonly<Record<string, FamilySpec>>): Record<string, unknown> | undefined {
+    if (this.config.host === undefined) return undefined;
+    const groups: Record<string, string> = {};
+    for (const [id, f] of Object.entries(families)) {
+      if (f?.localityGroup !== undefined && f.localityGroup !== 'default') groups[id] = f.localityGroup;
+    }
+    if (Object.keys(groups).length === 0) return this.unary();
+    return this.unary({ otherArgs: { headers: { [LOCALITY_GROUPS_METADATA]: JSON.stringify(groups) } } });
+  }
+
+  /**
+   * Options for unary calls. Against a local server, gax's retries of UNAVAILABLE are capped so a
+   * server that is down fails the call within about two seconds instead of after gax's 60–600 s
+   * budgets meant for Cloud Bigtable.
+   */
+  private unary(extra?: Record<string, unknown>): Record<string, unknown> | undefined {
+    if (this.config.host === undefined) return extra;
+    return { maxRetries: 2, ...extra };
+  }
+
+  private remember(table: string, spec: TableSpec): void {
+    this.schemas.set(table, { spec, at: Date.now() });
+  }
+
+  /**
+   * Runs `check` against the cached schema; on FAMILY_NOT_FOUND re-reads the schema once (another
+   * client may have added the family) and checks again.
+   */
+  private async withSchema<T>(table: string, check: (spec: TableSpec) => T): Promise<{ spec: TableSpec; value: T }> {
+    const spec = await this.schema(table);
+    try {
+      return { spec, value: check(spec) };
+    } catch (e) {
+      if (!isStoreError(e, 'FAMILY_NOT_FOUND')) throw e;
+      const fresh = await this.schema(table, true);
+      return { spec: fresh, value: check(fresh) };
+    }
+  }
+
+  /** Extra rule for millisecond servers reached with timestampScale 1. */
+  private checkMillis(mutations: readonly Mutation[], table: string, key: Bytes): void {
+    if (!this.ts.requiresMillis) return;
+    for (const m of mutations) {
+      if ('setCell' in m && m.setCell.timestampMicros !== -1 && m.setCell.timestampMicros % 1000 !== 0) {
+        throw new StoreError(
+          'INVALID_TIMESTAMP',
+          `setCell timestamp ${m.setCell.timestampMicros} is not a multiple of 1000: this server keeps milliseconds (use ?timestampScale=1000 to store microseconds)`,
+          { table, row: keyHex(key), timestamp: m.setCell.timestampMicros },
+        );
+      }
+    }
+  }
+
+  private checkMutations(spec: TableSpec, table: string, key: Bytes, mutations: readonly Mutation[], allowEmpty = false): void {
+    validateMutations(mutations, spec, table, key, this.limits, allowEmpty);
+    this.checkMillis(mutations, table, key);
+  }
+
+  private protoFilter(f: RowFilter | undefined): ProtoRowFilter | undefined {
+    return f === undefined ? undefined : toProtoFilter(f, this.ts);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Admin
+
+  async createTable(name: string, spec: TableSpec): Promise<void> {
+    this.checkOpen();
+    validateTableName(name);
+    validateTableSpec(name, spec);
+    await this.call({ table: name }, () =>
+      this.clients.admin.createTable(
+        { parent: this.clients.instanceName, tableId: name, table: tableSpecToProto(spec) },
+        this.localityOptions(spec.families),
+      ),
+    );
+    this.schemas.delete(name);
+  }
+
+  async deleteTable(name: string): Promise<void> {
+    this.checkOpen();
+    this.checkTableRef(name);
+    try {
+      await this.call({ table: name }, () => this.clients.admin.deleteTable({ name: this.tableName(name) }, this.unary()));
+    } finally {
+      this.schemas.delete(name);
+    }
+  }
+
+  async listTables(): Promise<string[]> {
+    const [tables] = await this.call({}, () =>
+      this.clients.admin.listTables({ parent: this.clients.instanceName, view: 'NAME_ONLY' }, this.unary()),
+    );
+    const prefix = `${this.clients.instanceName}/tables/`;
+    return tables
+      .map((t) => t.name ?? '')
+      .map((n) => (n.startsWith(prefix) ? n.slice(prefix.length) : n.slice(n.lastIndexOf('/') + 1)))
+      .filter((n) => n !== '')
+      .sort();
+  }
+
+  async getTable(name: string): Promise<TableSpec> {
+    this.checkOpen();
+    const spec = await this.schema(name, true);
+    return structuredClone(spec);
+  }
+
+  async modifyColumnFamilies(name: string, modifications: readonly FamilyModification[]): Promise<TableSpec> {
+    this.checkOpen();
+    const current = await this.schema(name, true);
+    const mods = checkModifications(name, current, modifications);
+    if (mods.length === 0) return structuredClone(current);
+    try {
+      const created: Record<string, FamilySpec> = {};
+      for (const m of modifications) if ('create' in m) created[m.id] = m.create;
+      const [t] = await this.call({ table: name }, () =>
+        this.clients.admin.modifyColumnFamilies({ name: this.tableName(name), modifications: mods }, this.localityOptions(created)),
+      );
+      // The response carries no locality groups: read the schema back on a local server.
+      const spec = this.config.host !== undefined ? await this.call({ table: name }, () => this.fetchSpec(name)) : tableSpecFromProto(t);
+      this.remember(name, spec);
+      return structuredClone(spec);
+    } catch (e) {
+      this.schemas.delete(name);
+      throw e;
+    }
+  }
+
+  async dropRowRange(name: string, request: DropRowRangeRequest): Promise<void> {
+    this.checkOpen();
+    this.checkTableRef(name);
+    let req: protos.google.bigtable.admin.v2.IDropRowRangeRequest;
+    if (request !== null && typeof request === 'object' && 'rowKeyPrefix' in request) {
+      if (!(request.rowKeyPrefix instanceof Uint8Array) || request.rowKeyPrefix.byteLength === 0) {
+        throw new StoreError('INVALID_ARGUMENT', 'dropRowRange needs a non-empty rowKeyPrefix or deleteAllDataFromTable', { table: name });
+      }
+      req = { name: this.tableName(name), rowKeyPrefix: Buffer.from(asBuffer(request.rowKeyPrefix)) };
+    } else if (
+      request !== null &&
+      typeof request === 'object' &&
+      'deleteAllDataFromTable' in request &&
+      request.deleteAllDataFromTable === true
+    ) {
+      req = { name: this.tableName(name), deleteAllDataFromTable: true };
+    } else {
+      throw new StoreError('INVALID_ARGUMENT', 'dropRowRange needs rowKeyPrefix or deleteAllDataFromTable', { table: name });
+    }
+    await this.call({ table: name }, () => this.clients.admin.dropRowRange(req, this.unary()));
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Reads
+
+  async readRow(table: string, key: Bytes, filter?: RowFilter): Promise<Row | null> {
+    this.checkOpen();
+    this.checkTableRef(table);
+    validateRowKey(key, this.limits, table);
+    if (filter !== undefined) validateFilter(filter);
+    return this.pointReads.read(table, key, filter);
+  }
+
+  /** One ReadRows for several point reads with the same filter (read-row-batcher.ts). */
+  private async multiGet(table: string, filter: RowFilter | undefined, keys: readonly Bytes[]): Promise<Map<string, Row>> {
+    const compiled = filter === undefined ? null : compileFilter(filter);
+    const options: ReadRowsOptions = {
+      rows: { rowKeys: keys },
+      ...(filter !== undefined ? { filter } : {}),
+      ...(keys.length === 1 ? { rowsLimit: 1 } : {}),
+    };
+    const out = new Map<string, Row>();
+    for await (const row of this.scan(table, options, compiled)) out.set(bytesKey(row.key), row);
+    return out;
+  }
+
+  readRows(table: string, options: ReadRowsOptions = {}): AsyncIterable<Row> {
+    this.checkOpen();
+    this.checkTableRef(table);
+    const compiled = options.filter === undefined ? null : compileFilter(options.filter);
+    for (const r of options.rows?.rowRanges ?? []) validateRowRange(r, table);
+    const limit = options.rowsLimit ?? 0;
+    if (!Number.isSafeInteger(limit) || limit < 0)
+      throw new StoreError('INVALID_ARGUMENT', `rowsLimit must be a non-negative integer, got ${limit}`, { table });
+    return this.scan(table, options, compiled);
+  }
+
+  private async *scan(table: string, options: ReadRowsOptions, compiled: CompiledFilter | null): AsyncGenerator<Row> {
+    this.checkOpen();
+    const spec = await this.schema(table);
+    const gc = gcKeepFilter(spec, this.now());
+    const user = options.filter;
+    const clientSide = user !== undefined && compiled !== null && this.config.emulator && emulatorUnsafe(user);
+    const server = combine(gc, clientSide ? undefined : user);
+    const limit = options.rowsLimit ?? 0;
+    let count = 0;
+    for await (const row of this.stream(table, server, options.rows, clientSide ? 0 : limit, options.reversed === true)) {
+      let cells: readonly Cell[] = row.cells;
+      if (clientSide) {
+        cells = (compiled as CompiledFilter).apply(row.key, cells);
+        if (cells.length === 0) continue;
+      }
+      yield cells === row.cells ? row : { key: row.key, cells };
+      if (limit > 0 && ++count >= limit) return;
+    }
+  }
+
+  /** ReadRows with canonical cells, resuming after transient failures. */
+  private async *stream(
+    table: string,
+    filter: RowFilter | undefined,
+    rows: RowSet | undefined,
+    limit: number,
+    reversed: boolean,
+  ): AsyncGenerator<Row> {
+    const base = {
+      tableName: this.tableName(table),
+      ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
+      ...(filter !== undefined ? { filter: this.protoFilter(filter) } : {}),
+      ...(reversed ? { reversed: true } : {}),
+    };
+    let rowSet: protos.google.bigtable.v2.IRowSet | undefined = rowSetToProto(rows);
+    let remaining = limit;
+    let failures = 0;
+    for (;;) {
+      this.checkOpen();
+      const request: protos.google.bigtable.v2.IReadRowsRequest = {
+        ...base,
+        ...(rowSet !== undefined ? { rows: rowSet } : {}),
+        ...(remaining > 0 ? { rowsLimit: remaining } : {}),
+      };
+      const s = this.clients.data.readRows(request, streamOptions(reversed));
+      const merger = new ChunkMerger(this.ts);
+      let last: Uint8Array | null = null;
+      try {
+        for await (const resp of s as AsyncIterable<protos.google.bigtable.v2.IReadRowsResponse>) {
+          for (const row of merger.push(resp.chunks)) {
+            last = row.key;
+            failures = 0;
+            if (remaining > 0) remaining--;
+            yield row;
+          }
+        }
+        return;
+      } catch (e) {
+        const code = (e as { code?: unknown })?.code;
+        if (this.closed || typeof code !== 'number' || !isRetryable(code) || ++failures > READ_RETRIES) throw this.fail(e, { table });
+        await sleep(10 * 2 ** failures);
+        if (last !== null) {
+          const rest = remainingRowSet(rows, last, reversed, table);
+          if (rest === null) return;
+          rowSet = rest;
+          rows = protoRowSetToOurs(rest); // keep trimming the remaining set on later failures
+        }
+        if (limit > 0 && remaining === 0) return;
+      } finally {
+        (s as { cancel?: () => void }).cancel?.();
+      }
+    }
+  }
+
+  async sampleRowKeys(table: string): Promise<RowKeySample[]> {
+    this.checkOpen();
+    this.checkTableRef(table);
+    const out: RowKeySample[] = [];
+    await this.call({ table }, async () => {
+      const s = this.clients.data.sampleRowKeys(
+        {
+          tableName: this.tableName(table),
+          ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
+        },
+        streamOptions(),
+      );
+      for await (const r of s as AsyncIterable<protos.google.bigtable.v2.ISampleRowKeysResponse>) {
+        out.push({ key: Buffer.from(r.rowKey ?? Buffer.alloc(0)), offsetBytes: Number(String(r.offsetBytes ?? 0)) });
+      }
+    });
+    for (let i = 1; i < out.length; i++) {
+      const prev = out[i - 1] as RowKeySample;
+      if ((out[i] as RowKeySample).offsetBytes < prev.offsetBytes)
+        out[i] = { key: (out[i] as RowKeySample).key, offsetBytes: prev.offsetBytes };
+    }
+    const last = out[out.length - 1];
+    if (last === undefined || last.key.byteLength > 0) out.push({ key: new Uint8Array(0), offsetBytes: last?.offsetBytes ?? 0 });
+    return out;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Writes
+
+  async mutateRow(table: string, key: Bytes, mutations: readonly Mutation[]): Promise<void> {
+    this.checkOpen();
+    this.checkTableRef(table);
+    await this.schema(table);
+    validateRowKey(key, this.limits, table);
+    await this.withSchema(table, (spec) => this.checkMutations(spec, table, key, mutations));
+    const muts = toProtoMutations(mutations, this.ts, this.clientTime);
+    if (muts.length === 0) return;
+    await this.call({ table, row: keyHex(key) }, () =>
+      this.clients.data.mutateRow(
+        {
+          tableName: this.tableName(table),
+          rowKey: Buffer.from(asBuffer(key)),
+          mutations: muts,
+          ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
+        },
+        this.unary(),
+      ),
+    );
+  }
+
+  async mutateRows(table: string, entries: readonly MutateRowsEntry[]): Promise<MutateRowsResult[]> {
+    this.checkOpen();
+    this.checkTableRef(table);
+    if (!Array.isArray(entries)) throw new StoreError('INVALID_ARGUMENT', 'entries must be an array', { table });
+    let spec = await this.schema(table);
+    const results: MutateRowsResult[] = entries.map((_, index) => ({ index }));
+    const prepared: PreparedEntry[] = [];
+    const check = (i: number, s: TableSpec): void => {
+      const e = entries[i] as MutateRowsEntry;
+      if (e === null || typeof e !== 'object') throw new StoreError('INVALID_MUTATION', 'an entry must be an object', { table, index: i });
+      validateRowKey(e.key, this.limits, table);
+      this.checkMutations(s, table, e.key, e.mutations);
+    };
+    let refreshed = false;
+    for (let i = 0; i < entries.length; i++) {
+      try {
+        try {
+          check(i, spec);
+        } catch (e) {
+          if (!isStoreError(e, 'FAMILY_NOT_FOUND') || refreshed) throw e;
+          refreshed = true;
+          spec = await this.schema(table, true);
+          check(i, spec);
+        }
+      } catch (e) {
+        if (!isStoreError(e)) throw e;
+        results[i] = { index: i, error: e };
+        continue;
+      }
+      const e = entries[i] as MutateRowsEntry;
+      const mutations = toProtoMutations(e.mutations, this.ts, this.clientTime);
+      if (mutations.length === 0) continue;
+      let bytes = e.key.byteLength + 16;
+      for (const m of e.mutations) bytes += mutationBytes(m);
+      const idempotent = !mutations.some((m) => m.setCell?.timestampMicros === '-1');
+      prepared.push({ index: i, key: e.key, mutations, count: mutations.length, bytes, idempotent });
+    }
+    // Batches of ≤ maxMutationsPerRequest mutations and ≤ maxRequestBytes, in input order.
+    let batch: PreparedEntry[] = [];
+    let count = 0;
+    let bytes = 0;
+    for (const p of prepared) {
+      if (batch.length > 0 && (count + p.count > this.maxMutationsPerRequest || bytes + p.bytes > this.maxRequestBytes)) {
+        await this.sendBatch(table, batch, results);
+        batch = [];
+        count = 0;
+        bytes = 0;
+      }
+      batch.push(p);
+      count += p.count;
+      bytes += p.bytes;
+    }
+    if (batch.length > 0) await this.sendBatch(table, batch, results);
+    return results;
+  }
+
+  private async sendBatch(table: string, batch: readonly PreparedEntry[], results: MutateRowsResult[]): Promise<void> {
+    let pending = batch;
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      this.checkOpen();
+      const statuses = new Map<number, EntryStatus>();
+      let callError: StoreError | undefined;
+      let retryable = true;
+      try {
+        const s = this.clients.data.mutateRows(
+          {
+            tableName: this.tableName(table),
+            entries: pending.map((p) => ({ rowKey: Buffer.from(asBuffer(p.key)), mutations: p.mutations })),
+            ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
+          },
+          streamOptions(),
+        );
+        for await (const resp of s as AsyncIterable<protos.google.bigtable.v2.IMutateRowsResponse>) {
+          for (const e of resp.entries ?? []) {
+            statuses.set(Number(String(e.index ?? 0)), {
+              code: e.status?.code ?? 0,
+              message: e.status?.message ?? '',
+              details: e.status?.details,
+            });
+          }
+        }
+      } catch (e) {
+        callError = this.fail(e, { table });
+        if (callError.code === 'TABLE_NOT_FOUND' || callError.code === 'STORE_CLOSED') throw callError;
+        const code = (e as { code?: unknown })?.code;
+        retryable = typeof code === 'number' && isRetryable(code);
+      }
+      const mayRetry = retryable && attempt < MUTATE_RETRIES;
+      pending = this.afterAttempt(pending, statuses, results, table, mayRetry, callError);
+      if (pending.length > 0) await sleep(10 * 2 ** attempt);
+    }
+  }
+
+  /**
+   * Records the outcome of one MutateRows attempt; returns the entries worth retrying (transient
+   * failures of idempotent entries). Entries without a status get `callError` (or IO_ERROR).
+   */
+  private afterAttempt(
+    pending: readonly PreparedEntry[],
+    statuses: ReadonlyMap<number, EntryStatus>,
+    results: MutateRowsResult[],
+    table: string,
+    mayRetry: boolean,
+    callError: StoreError | undefined,
+  ): PreparedEntry[] {
+    const retry: PreparedEntry[] = [];
+    pending.forEach((p, i) => {
+      const st = statuses.get(i);
+      if (st !== undefined && st.code === Status.OK) {
+        results[p.index] = { index: p.index };
+        return;
+      }
+      if (mayRetry && p.idempotent && (st === undefined || isRetryable(st.code))) {
+        retry.push(p);
+        return;
+      }
+      const err =
+        st === undefined
+          ? (callError ?? new StoreError('IO_ERROR', 'the server did not report a status for this entry', { table, row: keyHex(p.key) }))
+          : statusToStoreError(st.code, st.message, { table, row: keyHex(p.key) }, codeFromStatusDetails(st.details as never));
+      results[p.index] = { index: p.index, error: err };
+    });
+    return retry;
+  }
+
+  async checkAndMutateRow(table: string, key: Bytes, request: CheckAndMutateRequest): Promise<boolean> {
+    this.checkOpen();
+    this.checkTableRef(table);
+    await this.schema(table);
+    validateRowKey(key, this.limits, table);
+    const trueM = request.trueMutations ?? [];
+    const falseM = request.falseMutations ?? [];
+    const { spec } = await this.withSchema(table, (s) => {
+      this.checkMutations(s, table, key, trueM, true);
+      this.checkMutations(s, table, key, falseM, true);
+    });
+    if (request.predicateFilter !== undefined) validateFilter(request.predicateFilter);
+    const predicate = combine(gcKeepFilter(spec, this.now()), request.predicateFilter);
+    return this.conditional(
+      table,
+      key,
+      predicate,
+      toProtoMutations(trueM, this.ts, this.clientTime),
+      toProtoMutations(falseM, this.ts, this.clientTime),
+    );
+  }
+
+  /** CheckAndMutateRow with a ready predicate (undefined = "the row has a cell"). */
+  private async conditional(
+    table: string,
+    key: Bytes,
+    predicate: RowFilter | undefined,
+    trueMutations: ProtoMutation[],
+    falseMutations: ProtoMutation[],
+  ): Promise<boolean> {
+    if (trueMutations.length === 0 && falseMutations.length === 0) {
+      // Nothing to write (the API demands at least one mutation): just evaluate the predicate.
+      for await (const _ of this.stream(table, predicate, { rowKeys: [key] }, 1, false)) return true;
+      return false;
+    }
+    const [resp] = await this.call({ table, row: keyHex(key) }, () =>
+      this.clients.data.checkAndMutateRow(
+        {
+          tableName: this.tableName(table),
+          rowKey: Buffer.from(asBuffer(key)),
+          ...(predicate !== undefined ? { predicateFilter: this.protoFilter(predicate) } : {}),
+          trueMutations,
+          falseMutations,
+          ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
+        },
+        this.unary(),
+      ),
+    );
+    return resp.predicateMatched === true;
+  }
+
+  async readModifyWriteRow(table: string, key: Bytes, rules: readonly ReadModifyWriteRule[]): Promise<Row> {
+    this.checkOpen();
+    this.checkTableRef(table);
+    await this.schema(table);
+    validateRowKey(key, this.limits, table);
+    await this.withSchema(table, (s) => validateRules(rules, s, table, key, this.limits));
+    if (this.clientTime === null) return this.nativeReadModifyWrite(table, key, rules);
+    return this.rowLocks.run(`${table}\u0000${bytesKey(key)}`, () => this.casReadModifyWrite(table, key, rules));
+  }
+
+  private async nativeReadModifyWrite(table: string, key: Bytes, rules: readonly ReadModifyWriteRule[]): Promise<Row> {
+    const [resp] = await this.call({ table, row: keyHex(key) }, () =>
+      this.clients.data.readModifyWriteRow(
+        {
+          tableName: this.tableName(table),
+          rowKey: Buffer.from(asBuffer(key)),
+          rules: toProtoRules(rules),
+          ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
+        },
+        this.unary(),
+      ),
+    );
+    const cells: Cell[] = [];
+    for (const fam of resp.row?.families ?? []) {
+      for (const col of fam.columns ?? []) {
+        for (const c of col.cells ?? []) {
+          cells.push({
+            family: fam.name ?? '',
+            qualifier: Buffer.from(col.qualifier ?? Buffer.alloc(0)),
+            timestamp: this.ts.fromWire(c.timestampMicros as string),
+            value: Buffer.from(c.value ?? Buffer.alloc(0)),
+            labels: [],
+          });
+        }
+      }
+    }
+    return { key: Buffer.from(resp.row?.key ?? asBuffer(key)), cells: sortCells(cells) };
+  }
+
+  private async casReadModifyWrite(table: string, key: Bytes, rules: readonly ReadModifyWriteRule[]): Promise<Row> {
+    const cols = ruleColumns(rules);
+    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+      const spec = await this.schema(table);
+      const gc = gcKeepFilter(spec, this.now());
+      const latest = new Map<string, Cell>();
+      for await (const row of this.stream(table, combine(gc, newestVersionsFilter(cols)), { rowKeys: [key] }, 1, false)) {
+        for (const c of row.cells) {
+          const k = columnKey(c.family, c.qualifier);
+          if (!latest.has(k)) latest.set(k, c);
+        }
+      }
+      const touched = applyRules(rules, latest, (this.clientTime as () => number)(), table, key);
+      const cond = unchangedCondition(cols, latest);
+      const writes = toProtoMutations(setCellsOf(touched.values()), this.ts, null);
+      const matched = await this.conditional(
+        table,
+        key,
+        combine(gc, cond.predicate),
+        cond.writeWhen ? writes : [],
+        cond.writeWhen ? [] : writes,
+      );
+      if (matched === cond.writeWhen) return { key, cells: sortCells([...touched.values()]) };
+      await sleep(Math.min(50, 1 + attempt * 2) * Math.random());
+    }
+    throw new StoreError('IO_ERROR', `readModifyWriteRow gave up after ${CAS_ATTEMPTS} conflicting attempts`, { table, row: keyHex(key) });
+  }
+
+  // ------------------------------------------------------------------------------------------
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.schemas.clear();
+    await this.clients.close();
+  }
+}
+
+/** Our RowSet view of a proto row set (used when resuming). */
+function protoRowSetToOurs(p: protos.google.bigtable.v2.IRowSet): RowSet {
+  const b = (x: Uint8Array | string | null | undefined): Uint8Array | undefined =>
+    x === null || x === undefined ? undefined : typeof x === 'string' ? Buffer.from(x, 'base64') : x;
+  return {
+    rowKeys: (p.rowKeys ?? []).map((k) => b(k) as Uint8Array),
+    rowRanges: (p.rowRanges ?? []).map((r) => {
+      const out: { startKeyClosed?: Uint8Array; startKeyOpen?: Uint8Array; endKeyClosed?: Uint8Array; endKeyOpen?: Uint8Array } = {};
+      const sc = b(r.startKeyClosed);
+      const so = b(r.startKeyOpen);
+      const ec = b(r.endKeyClosed);
+      const eo = b(r.endKeyOpen);
+      if (sc) out.startKeyClosed = sc;
+      if (so) out.startKeyOpen = so;
+      if (ec) out.endKeyClosed = ec;
+      if (eo) out.endKeyOpen = eo;
+      return out;
+    }),
+  };
+}

@@ -1,0 +1,135 @@
+/**
+ * Parsing of `bigtable://` store URLs (docs/bigtable-backend.md lists them):
+ *
+ *   bigtable://HOST:PORT                       a local server (`percolator serve`, Google's emulator)
+ *   bigtable://HOST:PORT/PROJECT/INSTANCE      the same, naming the project and instance
+ *   bigtable://PROJECT/INSTANCE                Cloud Bigtable, with the user's Google credentials
+ *
+ * Query options (all optional; an unknown one is an error so typos do not pass silently):
+ *   timestampScale=1|1000   wire timestamp = ours × scale. Default 1 with a host, 1000 without
+ *                           (Cloud Bigtable keeps milliseconds: our µs t travels as t×1000).
+ *   emulator[=1|0]          the server is Google's emulator: work around its documented
+ *                           departures (client-side evaluation of some filters, ms rounding).
+ *   schemaCacheMs=N         how long a table's families and GC rules are cached (default 10000).
+ *   appProfile=ID           Cloud Bigtable app profile.
+ *
+ * A host is recognised by its `:PORT` (or a bracketed IPv6 literal); without one the authority
+ * is the Cloud project.
+ */
+import { StoreError } from '../errors.js';
+
+export const DEFAULT_PROJECT = 'percolator';
+export const DEFAULT_INSTANCE = 'percolator';
+export const DEFAULT_SCHEMA_CACHE_MS = 10_000;
+
+export interface BigtableUrl {
+  /** The URL as given. */
+  readonly url: string;
+  /** `host:port` of a local server; undefined for Cloud Bigtable. */
+  readonly host?: string;
+  readonly project: string;
+  readonly instance: string;
+  /** Wire timestamp = our timestamp × scale. */
+  readonly timestampScale: 1 | 1000;
+  /** Work around the emulator's departures from the documentation. */
+  readonly emulator: boolean;
+  readonly schemaCacheMs: number;
+  readonly appProfileId?: string;
+}
+
+const ID = /^[a-z0-9][-a-z0-9_.:]*$/i;
+
+function bad(url: string, message: string): StoreError {
+  return new StoreError(
+    'INVALID_STORE_URL',
+    `${message} (in ${JSON.stringify(url)}); use bigtable://HOST:PORT[/PROJECT/INSTANCE] or bigtable://PROJECT/INSTANCE`,
+    { url },
+  );
+}
+
+function flag(url: string, name: string, v: string): boolean {
+  if (v === '' || v === '1' || v === 'true') return true;
+  if (v === '0' || v === 'false') return false;
+  throw bad(url, `${name} must be 1/true or 0/false, got ${JSON.stringify(v)}`);
+}
+
+export function parseBigtableUrl(url: string): BigtableUrl {
+  if (typeof url !== 'string' || !url.startsWith('bigtable://')) throw bad(String(url), 'not a bigtable:// URL');
+  let rest = url.slice('bigtable://'.length);
+  let query = '';
+  const q = rest.indexOf('?');
+  if (q >= 0) {
+    query = rest.slice(q + 1);
+    rest = rest.slice(0, q);
+  }
+  const slash = rest.indexOf('/');
+  const authority = slash >= 0 ? rest.slice(0, slash) : rest;
+  const path = (slash >= 0 ? rest.slice(slash + 1) : '').replace(/\/+$/, '');
+  const parts = path === '' ? [] : path.split('/');
+  if (authority === '') throw bad(url, 'missing host or project');
+
+  let host: string | undefined;
+  let project: string;
+  let instance: string;
+  const isHost = authority.startsWith('[') || authority.includes(':');
+  if (isHost) {
+    const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):(\d{1,5})$/.exec(authority);
+    if (m === null || Number(m[2]) < 1 || Number(m[2]) > 65535) throw bad(url, `bad HOST:PORT ${JSON.stringify(authority)}`);
+    host = authority;
+    if (parts.length === 0) {
+      project = DEFAULT_PROJECT;
+      instance = DEFAULT_INSTANCE;
+    } else if (parts.length === 2) {
+      [project, instance] = parts as [string, string];
+    } else {
+      throw bad(url, 'after HOST:PORT the path must be /PROJECT/INSTANCE');
+    }
+  } else {
+    if (parts.length !== 1) throw bad(url, 'Cloud Bigtable URLs are bigtable://PROJECT/INSTANCE');
+    project = authority;
+    instance = parts[0] as string;
+  }
+  if (!ID.test(project)) throw bad(url, `bad project id ${JSON.stringify(project)}`);
+  if (!ID.test(instance)) throw bad(url, `bad instance id ${JSON.stringify(instance)}`);
+
+  let timestampScale: 1 | 1000 = host === undefined ? 1000 : 1;
+  let emulator = false;
+  let schemaCacheMs = DEFAULT_SCHEMA_CACHE_MS;
+  let appProfileId: string | undefined;
+  const params = new URLSearchParams(query);
+  for (const [k, v] of params) {
+    switch (k) {
+      case 'timestampScale':
+        if (v !== '1' && v !== '1000') throw bad(url, `timestampScale must be 1 or 1000, got ${JSON.stringify(v)}`);
+        timestampScale = v === '1' ? 1 : 1000;
+        break;
+      case 'emulator':
+        emulator = flag(url, k, v);
+        break;
+      case 'schemaCacheMs': {
+        const n = Number(v);
+        if (v === '' || !Number.isSafeInteger(n) || n < 0)
+          throw bad(url, `schemaCacheMs must be a non-negative integer, got ${JSON.stringify(v)}`);
+        schemaCacheMs = n;
+        break;
+      }
+      case 'appProfile':
+        if (v === '') throw bad(url, 'appProfile must not be empty');
+        appProfileId = v;
+        break;
+      default:
+        throw bad(url, `unknown option ${JSON.stringify(k)} (known: timestampScale, emulator, schemaCacheMs, appProfile)`);
+    }
+  }
+  if (emulator && host === undefined) throw bad(url, 'emulator needs a HOST:PORT');
+  return {
+    url,
+    ...(host !== undefined ? { host } : {}),
+    project,
+    instance,
+    timestampScale,
+    emulator,
+    schemaCacheMs,
+    ...(appProfileId !== undefined ? { appProfileId } : {}),
+  };
+}

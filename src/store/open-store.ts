@@ -6,7 +6,6 @@
  * Throws INVALID_STORE_URL for anything else.
  */
 import { EngineStore, type EngineStoreOptions } from './engine-store.js';
-import { openLevelEngine } from './embedded/level-engine.js';
 import { StoreError } from './errors.js';
 import { MemoryEngine } from './memory/memory-engine.js';
 import type { Store } from './store.js';
@@ -21,6 +20,9 @@ export async function openStore(url: string, options: EngineStoreOptions = {}): 
   if (url.startsWith('file:')) {
     const dir = url.slice('file:'.length).replace(/^\/\/(?=\/)/, '');
     if (dir.length === 0) throw new StoreError('INVALID_STORE_URL', `file: URL needs a directory, e.g. file:./data (got ${url})`, { url });
+    // Loaded on demand: the native LevelDB binding costs start-up time in processes that never
+    // open a file: store (workers over a served store, the crash checkers' children).
+    const { openLevelEngine } = await import('./embedded/level-engine.js');
     const engine = await openLevelEngine(dir);
     try {
       return await EngineStore.open(engine, url, options);

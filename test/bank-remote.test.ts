@@ -1,0 +1,48 @@
+/**
+ * `check bank` over the Cloud Bigtable v2 API: 3 worker processes share one `percolator serve`
+ * (and, separately, Google's emulator) through the `bigtable://` backend while the supervisor
+ * kills them at protocol points. Same guarantees as on the embedded store: equal totals, no
+ * anomaly, no lock left.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBankCheck } from '../src/check/bank.js';
+import { type PercolatorServer, startServer } from '../src/server/server.js';
+import { EMULATOR_MISSING, emulatorBinary, type RunningEmulator, startEmulator } from './support/emulator.js';
+
+function expectClean(r: Awaited<ReturnType<typeof runBankCheck>>): void {
+  expect({ anomalies: r.anomalies, errors: r.errors, locksLeft: r.locksLeft, totalAfter: r.totalAfter }).toEqual({
+    anomalies: [],
+    errors: [],
+    locksLeft: 0,
+    totalAfter: r.totalBefore,
+  });
+  expect(r.workers).toBe(3);
+  expect(r.crashes).toBeGreaterThanOrEqual(3);
+  expect(r.committed).toBeGreaterThan(0);
+}
+
+describe('check bank over bigtable://', () => {
+  let server: PercolatorServer;
+  beforeAll(async () => {
+    server = await startServer({ storeUrl: 'memory:', port: 0, httpPort: null, oraclePort: null, log: () => undefined });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('against percolator serve: 3 worker processes and 1 server', async () => {
+    const r = await runBankCheck({ seconds: 6, maxSeconds: 20, crash: true, minCrashes: 3, workers: 3, store: `bigtable://127.0.0.1:${server.port}` });
+    expectClean(r);
+  }, 120_000);
+
+  const binary = emulatorBinary();
+  it.skipIf(binary === null)(`against Google's emulator${binary === null ? ` (${EMULATOR_MISSING})` : ''}`, async () => {
+    const emulator: RunningEmulator = await startEmulator(binary as string);
+    try {
+      const r = await runBankCheck({ seconds: 6, maxSeconds: 20, crash: true, minCrashes: 3, workers: 3, store: emulator.url('timestampScale=1000') });
+      expectClean(r);
+    } finally {
+      await emulator.stop();
+    }
+  }, 120_000);
+});

@@ -187,8 +187,14 @@ export class EngineStore implements Store {
       let j = i + 1;
       while (j < cells.length && (cells[j] as Cell).family === first.family && compareBytes((cells[j] as Cell).qualifier, first.qualifier) === 0) j++;
       const rule = t.rules.get(first.family);
+      // Fast path (scans): a column's single version survives every rule without a max age.
+      if (rule === undefined || (j - i === 1 && !t.timeRules.has(first.family))) {
+        if (out !== null) for (let k = i; k < j; k++) out.push(cells[k] as Cell);
+        i = j;
+        continue;
+      }
       const run = cells.slice(i, j);
-      const kept = rule === undefined ? run : collectColumn(rule, run, now);
+      const kept = collectColumn(rule, run, now);
       if (kept.length !== run.length && out === null) out = cells.slice(0, i) as Cell[];
       if (out !== null) for (const c of kept) out.push(c);
       i = j;
@@ -539,6 +545,25 @@ export class EngineStore implements Store {
         if (out.length > 0) {
           yield { key: iv.point, cells: out };
           if (++emitted === limit) return;
+        }
+        continue;
+      }
+      if (groups.length === 1) {
+        // One locality group (the common case): read engine batches directly, without the
+        // per-row generator layers of the multi-group merge.
+        const prefix = t.prefix(groups[0] as number);
+        const range = { gte: iv.gte ? rowKeyOf(prefix, iv.gte) : prefix, lt: iv.lt ? rowKeyOf(prefix, iv.lt) : prefixEnd(prefix), reverse: reversed };
+        for await (const batch of this.engine.iterate(range)) {
+          this.checkOpen();
+          const now = this.now();
+          for (const e of batch) {
+            const key = rowKeyFrom(e.key);
+            const cells = this.collect(t, this.decode(t, e.value, key), now);
+            const out = f === null ? cells : f.apply(key, cells);
+            if (out.length === 0) continue;
+            yield { key, cells: out };
+            if (++emitted === limit) return;
+          }
         }
         continue;
       }

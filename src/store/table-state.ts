@@ -5,6 +5,7 @@
  * while holding the table's write barrier (engine-store.ts).
  */
 import { StoreError } from './errors.js';
+import { gcRuleHasMaxAge } from './gc-rule.js';
 import { groupPrefix } from './key-layout.js';
 import { Tablets, type TabletsJson } from './tablets.js';
 import type { GcRule, TableSpec } from './types.js';
@@ -40,6 +41,8 @@ export class TableState {
   /** group id → engine key prefix */
   readonly prefixes = new Map<number, Uint8Array>();
   readonly rules = new Map<string, GcRule>();
+  /** Families whose rule depends on time (maxAge): even a lone version may expire. */
+  readonly timeRules = new Set<string>();
   readonly groupIds: number[];
   /** Writes in flight (admin operations wait for zero). */
   inflight = 0;
@@ -57,7 +60,10 @@ export class TableState {
       const gid = json.groups[fs.localityGroup ?? DEFAULT_GROUP];
       if (gid === undefined) throw new StoreError('DATA_CORRUPTED', `catalog: family ${family} of table ${json.name} has no locality group id`, { table: json.name, family });
       this.familyGroup.set(family, gid);
-      if (fs.gcRule !== undefined) this.rules.set(family, fs.gcRule);
+      if (fs.gcRule !== undefined) {
+        this.rules.set(family, fs.gcRule);
+        if (gcRuleHasMaxAge(fs.gcRule)) this.timeRules.add(family);
+      }
     }
     this.groupIds = [...new Set(this.familyGroup.values())].sort((a, b) => a - b);
     for (const gid of Object.values(json.groups)) this.prefixes.set(gid, groupPrefix(this.id, gid));

@@ -266,7 +266,13 @@ describe.skipIf(binary === null)('bigtable:// backend on the emulator', () => {
   it('Percolator transactions run unchanged over bigtable:// (emulator, timestampScale=1000)', async () => {
     // Oracle timestamps are µs and not multiples of 1000: only the ×1000 mapping can store them.
     const { Percolator } = await import('../src/txn/percolator.js');
-    const db = await Percolator.open({ store: `bigtable://${emu.host}:${emu.port}/bank/b1?emulator=1&timestampScale=1000`, lockWaitMs: 500, leaseMs: 2000 });
+    const { Oracle } = await import('../src/oracle/oracle.js');
+    const { MemoryMarkStore } = await import('../src/oracle/mark-store.js');
+    const url = `bigtable://${emu.host}:${emu.port}/bank/b1?emulator=1&timestampScale=1000`;
+    // The emulator hosts no oracle: a shared store without one named is refused, not guessed.
+    await expect(Percolator.open({ store: url })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    const oracle = await Oracle.open({ markStore: new MemoryMarkStore() });
+    const db = await Percolator.open({ store: url, oracle, lockWaitMs: 500, leaseMs: 2000 });
     try {
       await db.createTable('bank');
       const accounts = Array.from({ length: 6 }, (_, i) => `acct${i}`);
@@ -292,6 +298,7 @@ describe.skipIf(binary === null)('bigtable:// backend on the emulator', () => {
       expect(total).toBe(600);
     } finally {
       await db.close();
+      await oracle.close();
     }
   }, 60_000);
 

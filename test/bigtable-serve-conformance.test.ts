@@ -12,6 +12,7 @@ import { describeStoreConformance } from '../src/store/store-conformance.js';
 
 interface Server {
   readonly port: number;
+  readonly oraclePort: number | null;
   close(): Promise<void>;
 }
 type StartServer = (options: Record<string, unknown>) => Promise<Server>;
@@ -61,9 +62,12 @@ describe.skipIf(startServer === null)('Percolator over bigtable:// on percolator
   it('concurrent transfers keep the total (µs oracle timestamps, timestampScale=1)', async () => {
     const { Percolator } = await import('../src/txn/percolator.js');
     const backing = await openStore('memory:');
-    const server = await (startServer as StartServer)({ store: backing, port: 0, httpPort: null, oraclePort: null, log: () => undefined });
+    const { OracleClient } = await import('../src/oracle/client.js');
+    const server = await (startServer as StartServer)({ store: backing, port: 0, httpPort: null, oraclePort: 0, log: () => undefined });
     servers.push(server);
-    const db = await Percolator.open({ store: `bigtable://127.0.0.1:${server.port}`, lockWaitMs: 500, leaseMs: 2000 });
+    // Ephemeral ports: the oracle is not at PORT+2, so name the server's own oracle explicitly.
+    const oracle = new OracleClient({ port: server.oraclePort ?? 0 });
+    const db = await Percolator.open({ store: `bigtable://127.0.0.1:${server.port}`, oracle, lockWaitMs: 500, leaseMs: 2000 });
     try {
       await db.createTable('bank');
       const accounts = Array.from({ length: 6 }, (_, i) => `acct${i}`);
@@ -92,6 +96,7 @@ describe.skipIf(startServer === null)('Percolator over bigtable:// on percolator
       expect((await backing.getTable('bank')).families.notify?.localityGroup).toBeDefined();
     } finally {
       await db.close();
+      await oracle.close();
       await backing.close();
     }
   }, 60_000);

@@ -320,9 +320,11 @@ function issuedCount(oracle: TimestampSource): number | null {
 
 /**
  * `bigtable://HOST:PORT…` → the `percolator serve` address (its oracle listens on PORT+2 and its
- * lock service on PORT, see docs/server.md); null for local stores and Cloud Bigtable.
+ * lock service on PORT, see docs/server.md); null for local stores, Cloud Bigtable and Google's
+ * emulator (`?emulator=1`), which host no oracle.
  */
 function serverAddress(url: string): { host: string; port: number } | null {
+  if (/[?&]emulator=(1|true)(&|$)/.test(url)) return null;
   const m = /^bigtable:\/\/(\[[^\]]+\]|[^/:?]+):(\d+)/.exec(url);
   return m === null ? null : { host: (m[1] as string).replace(/^\[|\]$/g, ''), port: Number(m[2]) };
 }

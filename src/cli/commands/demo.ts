@@ -1,113 +1,187 @@
 /**
- * `percolator demo` — what `npm start` runs. Until the web-index application lands, it is a store
- * demo on real data: it loads the README/Markdown files found under node_modules into a durable
- * `file:` store, reads every one back and verifies it byte for byte, then shows a scan, a filtered
- * query, an atomic counter and the tablet layout.
+ * `percolator demo [--corpus local|synthetic] [--docs N] [--data DIR] [--json] [--serve]` — what
+ * `npm start` runs: the incremental web indexer of the Percolator paper on a real corpus (the
+ * documentation inside this project's node_modules) or a synthetic one shaped like the paper's
+ * benchmark. Loads the corpus with concurrent loader transactions while observers parse, cluster
+ * duplicates, invert links and export to a searchable index; shows progress, then a summary and
+ * a few searches. `--serve` keeps a live status page (and a search page) up until Ctrl-C.
  */
-import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import { isStoreError } from '../../store/errors.js';
-import { DEFAULT_STORE_URL, openStore } from '../../store/open-store.js';
-import type { Mutation } from '../../store/types.js';
-import { parsePositiveNumber, printResult } from '../parent-command.js';
+import { type CorpusName, type Progress, type RunHandle, type RunSummary, runWebIndex } from '../../apps/webindex/run.js';
+import { type SearchResult, search } from '../../apps/webindex/search.js';
+import { webIndexStatusSources } from '../../apps/webindex/status.js';
+import { DEFAULT_STORE_URL } from '../../store/open-store.js';
+import { type StatusServer, startStatusServer } from '../../status/server.js';
+import { parsePositiveNumber } from '../parent-command.js';
 
-function findDocs(root: string, limit: number): string[] {
-  const out: string[] = [];
-  const walk = (dir: string, depth: number): void => {
-    if (out.length >= limit || depth > 6) return;
-    let names: string[];
-    try {
-      names = readdirSync(dir).sort();
-    } catch {
-      return;
-    }
-    for (const name of names) {
-      if (out.length >= limit) return;
-      const p = join(dir, name);
-      let st: ReturnType<typeof statSync>;
-      try {
-        st = statSync(p);
-      } catch {
-        continue;
-      }
-      if (st.isDirectory()) walk(p, depth + 1);
-      else if (/\.(md|markdown|html?)$/i.test(name) && st.size > 0 && st.size < 1_000_000) out.push(p);
-    }
+interface DemoOptions {
+  corpus: string;
+  docs?: number;
+  data: string;
+  json?: boolean;
+  serve?: boolean;
+  port: number;
+  keep?: boolean;
+  threads: number;
+  seed: number;
+}
+
+const QUERIES: Record<CorpusName, string[]> = {
+  local: ['mit license', 'stream', 'command line', 'protocol buffers', 'leveldb'],
+  synthetic: [],
+};
+
+/** The progress display: a bar on a terminal, a line every few seconds otherwise, nothing with --json. */
+function progressReporter(json: boolean): { update(p: Progress): void; stop(): void } {
+  if (json) return { update: () => undefined, stop: () => undefined };
+  const fmt = (p: Progress) =>
+    `${p.indexed}/${p.total} indexed · ${p.loaded} loaded · ${p.processed} processed · ${p.pending} notifications pending · ${Math.round(p.indexed / Math.max(0.001, p.elapsedMs / 1000))} docs/s`;
+  if (!process.stderr.isTTY) {
+    let last = 0;
+    return {
+      update(p) {
+        if (p.elapsedMs - last < 5_000) return;
+        last = p.elapsedMs;
+        process.stderr.write(`percolator demo: ${fmt(p)}\n`);
+      },
+      stop: () => undefined,
+    };
+  }
+  const bar = new SingleBar({
+    stream: process.stderr,
+    format: ' indexing |{bar}| {percentage}% · {value}/{total} indexed · {loaded} loaded · {processed} processed · {pending} pending · {rate} docs/s',
+    barsize: 28,
+    hideCursor: true,
+    clearOnComplete: false,
+  });
+  let started = false;
+  return {
+    update(p) {
+      const payload = { loaded: p.loaded, processed: p.processed, pending: p.pending, rate: Math.round(p.indexed / Math.max(0.001, p.elapsedMs / 1000)) };
+      if (!started) {
+        bar.start(p.total, p.indexed, payload);
+        started = true;
+      } else bar.update(p.indexed, payload);
+    },
+    stop: () => {
+      if (started) bar.stop();
+    },
   };
-  walk(root, 0);
-  return out;
+}
+
+function printSummary(s: RunSummary, searches: SearchResult[], totalMs: number, serving: StatusServer | null): void {
+  const out: string[] = [];
+  const n = (x: number) => x.toLocaleString('en-US');
+  const corpus = s.corpus === 'local' ? 'local corpus (documentation under node_modules)' : 'synthetic corpus (three clustering keys)';
+  out.push('', `Percolator web index — ${corpus}, ${s.store}`);
+  const row = (k: string, v: string) => out.push(`  ${k.padEnd(26)} ${v}`);
+  row('documents', n(s.documents));
+  row('clusters', `${n(s.clusters)}  (${n(s.duplicateClusters)} with duplicates)`);
+  row('duplicates found', n(s.duplicatesFound));
+  row('links inverted', `${n(s.linksInverted)}  (${n(s.linksBetweenDocuments)} between documents of the corpus)`);
+  row('postings', n(s.postings));
+  row('documents/s', `${n(s.documentsPerSecond)}  (${n(s.loaded)} loaded and indexed in ${(s.loadAndProcessMs / 1000).toFixed(1)} s)`);
+  row('crawl-to-index latency', `median ${n(s.medianLatencyMs)} ms, p99 ${n(s.p99LatencyMs)} ms`);
+  row('observer transactions', `${n(s.observerCommits)} commits, ${n(s.conflicts)} conflicts retried`);
+  out.push('', 'Example searches:');
+  for (const r of searches) {
+    out.push(`  "${r.query}" — ${n(r.total)} result${r.total === 1 ? '' : 's'} (${r.tookMs.toFixed(1)} ms)`);
+    r.hits.slice(0, 3).forEach((h, i) => {
+      const extra = [h.size > 1 ? `${h.size - 1} duplicate${h.size === 2 ? '' : 's'}` : null, h.latencyMs !== null ? `indexed ${n(h.latencyMs)} ms after crawl` : null].filter((x) => x !== null);
+      out.push(`    ${i + 1}. ${h.title}`, `       ${h.url}${extra.length > 0 ? `  (${extra.join('; ')})` : ''}`);
+    });
+  }
+  out.push('', `Done in ${(totalMs / 1000).toFixed(1)} s. Search it again: percolator search "<query>" --data ${s.store.replace(/^file:/, '')}`);
+  if (serving !== null) out.push(`Status page: ${serving.url}  ·  search page: ${serving.url}search  (Ctrl-C to stop)`);
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+async function exampleSearches(handle: RunHandle, corpus: CorpusName, seed: number): Promise<SearchResult[]> {
+  const snap = await handle.db.snapshot();
+  try {
+    let queries = QUERIES[corpus];
+    if (corpus === 'synthetic') {
+      const { SyntheticCorpus } = await import('../../apps/webindex/corpus/synthetic.js');
+      const c = new SyntheticCorpus({ docs: 10, seed });
+      queries = [`topic${c.clusterOfDoc(0)}`, c.title(0).split(' ')[0]?.toLowerCase() ?? 'topic0'];
+    }
+    const results: SearchResult[] = [];
+    for (const q of queries) {
+      const r = await search(snap, q, 3);
+      if (r.total > 0) results.push(r);
+      if (results.length >= 3) break;
+    }
+    return results;
+  } finally {
+    snap.release();
+  }
 }
 
 export function register(program: Command): void {
   program
     .command('demo')
-    .description('load real documents into the embedded store, read them back and query them')
-    .option('--data <dir>', 'data directory', DEFAULT_STORE_URL.slice('file:'.length))
-    .option('--docs <n>', 'documents to load', parsePositiveNumber('docs'), 2000)
+    .description('the incremental web indexer of the Percolator paper: load a corpus, cluster duplicates, invert links, search')
+    .option('--corpus <name>', 'local (documentation under node_modules) or synthetic', 'local')
+    .option('--docs <n>', 'documents (local: at most this many files, default all; synthetic: default 2000)', parsePositiveNumber('docs'))
+    .option('--data <dir>', 'data directory (wiped first unless --keep)', DEFAULT_STORE_URL.slice('file:'.length))
     .option('--json', 'print one JSON object')
-    .action(async (opts: { data: string; docs: number; json?: boolean }) => {
-      const root = join(process.cwd(), 'node_modules');
-      const files = findDocs(root, opts.docs);
-      const store = await openStore(`file:${opts.data}`);
+    .option('--serve', 'serve a live status page while indexing, and keep serving until Ctrl-C')
+    .option('--port <port>', 'status page port (with --serve)', parsePositiveNumber('port'), 8087)
+    .option('--keep', 'keep existing data (re-crawl into it) instead of starting clean')
+    .option('--threads <n>', 'concurrent observer runs', parsePositiveNumber('threads'), 16)
+    .option('--seed <n>', 'synthetic corpus seed', Number, 42)
+    .action(async (opts: DemoOptions) => {
+      const t0 = performance.now();
+      if (opts.corpus !== 'local' && opts.corpus !== 'synthetic') {
+        throw Object.assign(new Error(`--corpus must be local or synthetic, got ${opts.corpus}`), { code: 'INVALID_ARGUMENT' });
+      }
+      const corpus: CorpusName = opts.corpus;
+      const progress = progressReporter(opts.json === true);
+      let serving: StatusServer | null = null;
+      const handle = await runWebIndex({
+        corpus,
+        docs: opts.docs,
+        seed: opts.seed,
+        store: `file:${opts.data}`,
+        keep: opts.keep === true,
+        threads: opts.threads,
+        onProgress: (p) => progress.update(p),
+        onStarted: async ({ db, worker, metrics }) => {
+          if (opts.serve !== true) return;
+          serving = await startStatusServer({ port: opts.port, sources: webIndexStatusSources(db, worker, metrics) });
+          if (opts.json !== true) process.stderr.write(`percolator demo: status page at ${serving.url}\n`);
+        },
+      }).finally(() => progress.stop());
       try {
-        try {
-          await store.createTable('docs', {
-            families: { content: {}, meta: { gcRule: { maxNumVersions: 3 }, localityGroup: 'meta' } },
+        const searches = await exampleSearches(handle, corpus, opts.seed);
+        const s = handle.summary;
+        if (opts.json === true) {
+          const { documents, duplicatesFound, linksInverted, documentsPerSecond, medianLatencyMs, p99LatencyMs, ...rest } = s;
+          process.stdout.write(
+            `${JSON.stringify({
+              documents,
+              duplicatesFound,
+              linksInverted,
+              documentsPerSecond,
+              medianLatencyMs,
+              p99LatencyMs,
+              ...rest,
+              totalMs: Math.round(performance.now() - t0),
+              statusUrl: (serving as StatusServer | null)?.url ?? null,
+              searches: searches.map((r) => ({ query: r.query, total: r.total, hits: r.hits.map((h) => ({ url: h.url, title: h.title, latencyMs: h.latencyMs, size: h.size })) })),
+            })}\n`,
+          );
+        } else printSummary(s, searches, performance.now() - t0, serving);
+        if (serving !== null) {
+          await new Promise<void>((done) => {
+            process.once('SIGINT', done);
+            process.once('SIGTERM', done);
           });
-        } catch (e) {
-          if (!isStoreError(e, 'TABLE_EXISTS')) throw e;
         }
-        const t0 = performance.now();
-        const entries = files.map((f) => {
-          const body = readFileSync(f);
-          const title = /^#\s+(.+)$/m.exec(body.toString('utf8'))?.[1]?.trim() ?? '';
-          const mutations: Mutation[] = [
-            { setCell: { familyName: 'content', columnQualifier: Buffer.from('body'), timestampMicros: -1, value: body } },
-            { setCell: { familyName: 'meta', columnQualifier: Buffer.from('title'), timestampMicros: -1, value: Buffer.from(title) } },
-            { setCell: { familyName: 'meta', columnQualifier: Buffer.from('bytes'), timestampMicros: -1, value: Buffer.from(String(body.length)) } },
-          ];
-          return { key: Buffer.from(relative(root, f)), mutations };
-        });
-        let failed = 0;
-        for (let i = 0; i < entries.length; i += 200) {
-          for (const r of await store.mutateRows('docs', entries.slice(i, i + 200))) if (r.error) failed++;
-        }
-        const loadMs = performance.now() - t0;
-        let verified = 0;
-        let mismatched = 0;
-        for (const e of entries) {
-          const row = await store.readRow('docs', e.key, { familyNameRegexFilter: 'content' });
-          const want = (e.mutations[0] as { setCell: { value: Uint8Array } }).setCell.value;
-          if (row && Buffer.compare(row.cells[0]?.value ?? new Uint8Array(), want) === 0) verified++;
-          else mismatched++;
-        }
-        let licenses = 0;
-        for await (const _ of store.readRows('docs', { filter: { chain: [{ familyNameRegexFilter: 'content' }, { valueRegexFilter: '(?s).*Permission is hereby granted.*' }, { stripValueTransformer: true }] } })) {
-          licenses++;
-        }
-        const titles: string[] = [];
-        for await (const row of store.readRows('docs', { rows: { rowRanges: [{ startKeyClosed: Buffer.from('re2/') }] }, rowsLimit: 3, filter: { columnRangeFilter: { familyName: 'meta', startQualifierClosed: Buffer.from('title'), endQualifierClosed: Buffer.from('title') } } })) {
-          titles.push(`${Buffer.from(row.key).toString()}: ${Buffer.from(row.cells[0]?.value ?? []).toString()}`);
-        }
-        const runs = await store.readModifyWriteRow('docs', Buffer.from('~demo-runs'), [{ familyName: 'meta', columnQualifier: Buffer.from('runs'), incrementAmount: 1n }]);
-        const runCount = Buffer.from(runs.cells[0]?.value ?? Buffer.alloc(8)).readBigInt64BE(0);
-        const result = {
-          store: store.url,
-          documents: files.length,
-          failedWrites: failed,
-          loadDocumentsPerSecond: Math.round(files.length / (loadMs / 1000)),
-          verified,
-          mismatched,
-          documentsWithMitLicenseText: licenses,
-          exampleTitles: titles,
-          demoRuns: Number(runCount),
-          tablets: (await store.sampleRowKeys('docs')).length,
-        };
-        printResult(result, opts.json === true);
-        if (mismatched > 0 || failed > 0) process.exitCode = 1;
       } finally {
-        await store.close();
+        await (serving as StatusServer | null)?.close();
+        await handle.close();
       }
     });
 }

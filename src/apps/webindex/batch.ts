@@ -1,0 +1,182 @@
+/**
+ * The batch recomputation: the whole web index computed from scratch from a corpus by plain
+ * functions (the MapReduce the paper replaced), and a reader that extracts the same shape from
+ * the store. Tests require the incremental result to equal this after every batch of updates.
+ *
+ * Independence: this file shares only the pure per-document functions (parseDocument,
+ * clusterKeys, termsOf, snippetOf) with the observers — none of their diffing, counting,
+ * component maintenance or conflict handling. Times (latencies, indexedAt) are not compared.
+ */
+import type { Snapshot } from '../../txn/transaction.js';
+import { type DocType, type KeyMode, clusterKeys, docTypeOf, parseDocument } from './parse.js';
+import {
+  ANCHORS,
+  ANCHOR_TEXT,
+  CLUSTERS,
+  CLUSTER_ID,
+  CLUSTER_STATE,
+  type ClusterState,
+  DOCS,
+  EXPORT_DOC,
+  INDEX,
+  PARSED_KEYS,
+  POSTING_SCORE,
+  RANK_INLINKS,
+  type ServingDoc,
+} from './schema.js';
+import { postingScore, snippetOf, termsOf } from './terms.js';
+import { compareStrings } from './util.js';
+
+/** The comparable state of a web index (plain, sorted-key objects). */
+export interface IndexState {
+  /** Live documents' clustering keys. */
+  readonly keys: Record<string, string[]>;
+  /** In-link counts of live documents (documents with none omitted). */
+  readonly ranks: Record<string, number>;
+  /** target → source → anchor text. */
+  readonly anchors: Record<string, Record<string, string>>;
+  /** Live document → its cluster id. */
+  readonly docClusters: Record<string, string>;
+  readonly clusters: Record<string, { canonical: string; size: number; members: Record<string, number> }>;
+  /** `term \u0000 clusterId` → score. */
+  readonly postings: Record<string, number>;
+  readonly results: Record<string, Omit<ServingDoc, 'latencyMs' | 'indexedAt'>>;
+}
+
+export interface CorpusDoc {
+  readonly url: string;
+  readonly content: string | Uint8Array;
+  readonly type?: DocType;
+}
+
+function sortObject<T>(entries: Iterable<[string, T]>): Record<string, T> {
+  return Object.fromEntries([...entries].sort((a, b) => compareStrings(a[0], b[0])));
+}
+
+/** The web index of `docs` (the live documents), from scratch. */
+export function batchIndex(docs: Iterable<CorpusDoc>, keyMode: KeyMode): IndexState {
+  const parsed = new Map<string, ReturnType<typeof parseDocument>>();
+  const keysOf = new Map<string, string[]>();
+  for (const d of docs) {
+    const content = typeof d.content === 'string' ? d.content : Buffer.from(d.content).toString('utf8');
+    const p = parseDocument(d.url, d.type ?? docTypeOf(d.url), content);
+    parsed.set(d.url, p);
+    keysOf.set(d.url, clusterKeys(d.url, p, keyMode));
+  }
+  // Link inversion: every live document's links, keyed by target.
+  const anchors = new Map<string, Map<string, string>>();
+  for (const [source, p] of parsed) {
+    for (const [target, anchor] of p.links) {
+      let m = anchors.get(target);
+      if (m === undefined) anchors.set(target, (m = new Map()));
+      m.set(source, anchor);
+    }
+  }
+  const rank = (u: string) => anchors.get(u)?.size ?? 0;
+  // Clusters: connected components of documents sharing a key (union-find).
+  const parent = new Map<string, string>();
+  const find = (x: string): string => {
+    while (parent.get(x) !== x) x = parent.get(x) as string;
+    return x;
+  };
+  const firstWithKey = new Map<string, string>();
+  for (const u of parsed.keys()) parent.set(u, u);
+  for (const [u, keys] of keysOf) {
+    for (const k of keys) {
+      const other = firstWithKey.get(k);
+      if (other === undefined) firstWithKey.set(k, u);
+      else parent.set(find(u), find(other));
+    }
+  }
+  const groups = new Map<string, string[]>();
+  for (const u of parsed.keys()) {
+    const r = find(u);
+    groups.set(r, [...(groups.get(r) ?? []), u]);
+  }
+  const clusters: IndexState['clusters'] = {};
+  const docClusters: [string, string][] = [];
+  const postings: [string, number][] = [];
+  const results: IndexState['results'] = {};
+  for (const members of groups.values()) {
+    members.sort(compareStrings);
+    const id = members.flatMap((m) => keysOf.get(m) as string[]).sort(compareStrings)[0] as string;
+    const canonical = [...members].sort((a, b) => rank(b) - rank(a) || compareStrings(a, b))[0] as string;
+    clusters[id] = { canonical, size: members.length, members: sortObject(members.map((m) => [m, rank(m)])) };
+    for (const m of members) docClusters.push([m, id]);
+    const c = parsed.get(canonical) as ReturnType<typeof parseDocument>;
+    const texts = members.flatMap((m) => [...(anchors.get(m)?.values() ?? [])]).filter((a) => a !== '');
+    for (const [term, score] of termsOf(c.title, c.text, texts)) postings.push([`${term}\u0000${id}`, postingScore(score)]);
+    results[id] = {
+      url: canonical,
+      title: c.title,
+      snippet: snippetOf(c.text),
+      size: members.length,
+      duplicates: members.filter((m) => m !== canonical).slice(0, 5),
+      inlinks: rank(canonical),
+    };
+  }
+  return {
+    keys: sortObject(keysOf),
+    ranks: sortObject([...parsed.keys()].filter((u) => rank(u) > 0).map((u) => [u, rank(u)])),
+    anchors: sortObject([...anchors].map(([t, m]) => [t, sortObject(m)])),
+    docClusters: sortObject(docClusters),
+    clusters: sortObject(Object.entries(clusters)),
+    postings: sortObject(postings),
+    results: sortObject(Object.entries(results)),
+  };
+}
+
+const text = (v: Uint8Array) => Buffer.from(v).toString('utf8');
+
+/** Reads the web index's state from the store at a snapshot, in the shape batchIndex returns. */
+export async function readIndexState(snap: Snapshot): Promise<IndexState> {
+  const keys: [string, string[]][] = [];
+  const ranks: [string, number][] = [];
+  const docClusters: [string, string][] = [];
+  for await (const r of snap.scan(DOCS, {}, { columns: [PARSED_KEYS, RANK_INLINKS, CLUSTER_ID] })) {
+    const url = text(r.row);
+    for (const [column, value] of r.columns) {
+      if (column === PARSED_KEYS) keys.push([url, JSON.parse(text(value)) as string[]]);
+      else if (column === RANK_INLINKS) ranks.push([url, Number(text(value))]);
+      else if (column === CLUSTER_ID) docClusters.push([url, text(value)]);
+    }
+  }
+  const anchors = new Map<string, [string, string][]>();
+  for await (const r of snap.scan(ANCHORS, {}, { columns: [ANCHOR_TEXT] })) {
+    const key = text(r.row);
+    const cut = key.indexOf('\u0000');
+    const target = key.slice(0, cut);
+    let list = anchors.get(target);
+    if (list === undefined) anchors.set(target, (list = []));
+    list.push([key.slice(cut + 1), text(r.columns.get(ANCHOR_TEXT) as Uint8Array)]);
+  }
+  const clusters: [string, IndexState['clusters'][string]][] = [];
+  const results: [string, IndexState['results'][string]][] = [];
+  for await (const r of snap.scan(CLUSTERS, {}, { columns: [CLUSTER_STATE, EXPORT_DOC] })) {
+    const id = text(r.row);
+    const state = r.columns.get(CLUSTER_STATE);
+    if (state !== undefined) {
+      const s = JSON.parse(text(state)) as ClusterState;
+      clusters.push([id, { canonical: s.canonical, size: s.size, members: sortObject(Object.entries(s.members)) }]);
+    }
+    const doc = r.columns.get(EXPORT_DOC);
+    if (doc !== undefined) {
+      const { latencyMs: _l, indexedAt: _i, ...rest } = JSON.parse(text(doc)) as ServingDoc;
+      results.push([id, rest]);
+    }
+  }
+  const postings: [string, number][] = [];
+  for await (const r of snap.scan(INDEX, {}, { columns: [POSTING_SCORE] })) {
+    const v = r.columns.get(POSTING_SCORE);
+    if (v !== undefined) postings.push([text(r.row), Number(text(v))]);
+  }
+  return {
+    keys: sortObject(keys),
+    ranks: sortObject(ranks),
+    anchors: sortObject([...anchors].map(([t, list]) => [t, sortObject(list)])),
+    docClusters: sortObject(docClusters),
+    clusters: sortObject(clusters),
+    postings: sortObject(postings),
+    results: sortObject(results),
+  };
+}

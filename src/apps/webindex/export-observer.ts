@@ -1,0 +1,120 @@
+/**
+ * Export (observes `clusters c:state`): makes a changed cluster searchable. The serving index is
+ * in the store: one posting row per (term, cluster) in `index`, and the result shown for the
+ * cluster in `clusters[id] export:doc`.
+ *
+ * What a cluster exports is computed from scratch on every run — the canonical member's title
+ * and text plus the anchor text of every link to any member (cached per member in
+ * `rank:anchors` by the cluster observer) — and diffed against what it posted last time
+ * (`export:terms`), so only changed postings are written. Every read is a point read.
+ *
+ * Invariants:
+ * - Every change that affects the exported document reaches this observer through `c:state`:
+ *   membership and rank changes directly, a member's anchors through the link relay's
+ *   `rank:dirty` (which re-runs the member's clustering), and the
+ *   canonical's content through its re-clustering (a content change always changes its keys).
+ * - A vanished cluster (`c:state` deleted) removes all its postings and its result.
+ * - Crawl-to-index latency is recorded for a member only once the cluster reflects that member's
+ *   current parse (`parsed:keys` = `cluster:keys`), and only once per fetch (`export:fetchedAt`).
+ *   It is measured to this transaction's start of commit work, not its commit timestamp.
+ */
+import type { Transaction } from '../../txn/transaction.js';
+import type { WebIndexMetrics } from './metrics.js';
+import {
+  CLUSTERS,
+  CLUSTER_KEYS,
+  CLUSTER_STATE,
+  type ClusterState,
+  DOCS,
+  EXPORT_DOC,
+  EXPORT_FETCHED_AT,
+  EXPORT_LATENCY_MS,
+  EXPORT_TERMS,
+  INDEX,
+  PAGES,
+  PARSED_FETCHED_AT,
+  PARSED_KEYS,
+  PARSED_TEXT,
+  PARSED_TITLE,
+  POSTING_SCORE,
+  RANK_ANCHORS,
+  type ServingDoc,
+  postingRow,
+} from './schema.js';
+import { postingScore, snippetOf, termsOf } from './terms.js';
+import { parseJson, toInt, utf8 } from './util.js';
+
+export interface ExportOptions {
+  readonly metrics?: WebIndexMetrics;
+  /** Wall clock (ms), injectable for tests. */
+  readonly nowMs?: () => number;
+}
+
+export function exportObserver(options: ExportOptions = {}) {
+  const nowMs = options.nowMs ?? Date.now;
+  return async (tx: Transaction, row: Uint8Array): Promise<void> => {
+    const id = utf8(row) as string;
+    const [stateValue, termsValue, docValue] = await tx.getMany(
+      CLUSTERS,
+      [CLUSTER_STATE, EXPORT_TERMS, EXPORT_DOC].map((column) => ({ row, column })),
+    );
+    const oldTerms = new Map(parseJson<[string, number][]>(termsValue, []));
+    const state = parseJson<ClusterState | null>(stateValue, null);
+    if (state === null) {
+      for (const t of oldTerms.keys()) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
+      if (termsValue !== null) tx.delete(CLUSTERS, row, EXPORT_TERMS);
+      if (docValue !== null) tx.delete(CLUSTERS, row, EXPORT_DOC);
+      return;
+    }
+    const members = Object.keys(state.members);
+    const perMember = [PARSED_KEYS, CLUSTER_KEYS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS, RANK_ANCHORS];
+    const [[titleValue, textValue], memberValues] = await Promise.all([
+      tx.getMany(
+        PAGES,
+        [PARSED_TITLE, PARSED_TEXT].map((column) => ({ row: state.canonical, column })),
+      ),
+      tx.getMany(
+        DOCS,
+        members.flatMap((m) => perMember.map((column) => ({ row: m, column }))),
+      ),
+    ]);
+    const title = utf8(titleValue) ?? '';
+    const text = utf8(textValue) ?? '';
+    const anchors = members.flatMap((_, i) => parseJson<string[]>(memberValues[i * perMember.length + 5], []));
+
+    const terms = termsOf(title, text, anchors).map(([t, score]): [string, number] => [t, postingScore(score)]);
+    const newTerms = new Map(terms);
+    for (const [t, score] of terms) if (oldTerms.get(t) !== score) tx.set(INDEX, postingRow(t, id), POSTING_SCORE, String(score));
+    for (const t of oldTerms.keys()) if (!newTerms.has(t)) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
+    const termsJson = JSON.stringify(terms);
+    if (termsJson !== utf8(termsValue)) tx.set(CLUSTERS, row, EXPORT_TERMS, termsJson);
+
+    const now = nowMs();
+    let canonicalLatency: number | null = null;
+    members.forEach((m, i) => {
+      const [parsedKeys, clusterKeys, parsedFetchedAt, exportedFetch, exportedLatency] = memberValues.slice(i * perMember.length, i * perMember.length + 5);
+      const keys = utf8(parsedKeys);
+      const fetchedAt = toInt(parsedFetchedAt);
+      let latency: number | null = exportedLatency === null ? null : toInt(exportedLatency);
+      if (keys !== null && keys === utf8(clusterKeys) && fetchedAt > toInt(exportedFetch)) {
+        latency = Math.max(0, now - fetchedAt);
+        tx.set(DOCS, m, EXPORT_FETCHED_AT, String(fetchedAt));
+        tx.set(DOCS, m, EXPORT_LATENCY_MS, String(latency));
+        options.metrics?.onIndexed(m, fetchedAt, latency);
+      }
+      if (m === state.canonical) canonicalLatency = latency;
+    });
+
+    const doc: ServingDoc = {
+      url: state.canonical,
+      title,
+      snippet: snippetOf(text),
+      size: state.size,
+      duplicates: members.filter((m) => m !== state.canonical).slice(0, 5),
+      inlinks: state.members[state.canonical] ?? 0,
+      latencyMs: canonicalLatency,
+      indexedAt: now,
+    };
+    tx.set(CLUSTERS, row, EXPORT_DOC, JSON.stringify(doc));
+  };
+}

@@ -1,0 +1,41 @@
+/**
+ * The link relay (observes `docs links:applied`): tells each crawled document whose in-links
+ * changed to recount them, with a weak notification (`rank:dirty`). Many links to one page then collapse
+ * into one recount, and no two linking pages ever conflict.
+ *
+ * Why a separate observer: which targets to notify is decided from a snapshot taken after the
+ * link transaction committed (this relay reacts to its strong notification), which the join
+ * argument below needs; the link observer's own snapshot predates its commit. (It also kept
+ * the web index clear of a weak-notification race, since fixed in the transaction layer: see
+ * src/notify/weak-notify-race.test.ts.)
+ *
+ * Invariants:
+ * - It consumes `links:changed` (the targets touched since its last run) and deletes it. A link
+ *   run committing meanwhile writes that cell too, so one of the two transactions retries and no
+ *   target is lost. The cell is not observed, so the delete does not wake the relay again.
+ * - Targets that are not crawled documents (no `parsed:keys` at the relay's snapshot) are skipped:
+ *   nothing ranks them yet. When such a target is parsed later, its parse commits after this
+ *   snapshot, so the cluster run that parse triggers (its join, which counts the in-links) starts
+ *   after the link transaction committed and counts its anchor. Checking cluster membership
+ *   instead would leave a gap: a target parsed before the link but joined after the relay's
+ *   snapshot, whose join read the anchors before the link committed.
+ */
+import type { Transaction } from '../../txn/transaction.js';
+import { DOCS, LINKS_CHANGED, PARSED_KEYS, RANK_DIRTY } from './schema.js';
+import { parseJson } from './util.js';
+
+export function linkNotifyObserver() {
+  return async (tx: Transaction, row: Uint8Array): Promise<void> => {
+    const pending = await tx.get(DOCS, row, LINKS_CHANGED);
+    const targets = parseJson<string[]>(pending, []);
+    if (targets.length === 0) return;
+    const keys = await tx.getMany(
+      DOCS,
+      targets.map((t) => ({ row: t, column: PARSED_KEYS })),
+    );
+    targets.forEach((t, i) => {
+      if (keys[i] !== null) tx.notify(DOCS, t, RANK_DIRTY);
+    });
+    tx.delete(DOCS, row, LINKS_CHANGED);
+  };
+}

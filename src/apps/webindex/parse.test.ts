@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import { SyntheticCorpus } from './corpus/synthetic.js';
+import { clusterKeys, parseDocument, resolveLink, urlKey } from './parse.js';
+import { postingScore, termsOf, tokenize } from './terms.js';
+
+const BASE = 'file:///node_modules/pkg/README.md';
+
+describe('parseDocument (markdown)', () => {
+  it('extracts the title, inline, reference, autolink and HTML links, and resolves them', () => {
+    const md = [
+      '# My Package',
+      '',
+      'See [the license](LICENSE) and [docs][api], or <https://example.com/x>.',
+      '[![npm badge](https://img.shields.io/npm/v/x.svg)](https://www.npmjs.com/package/x)',
+      'Jump to [usage](#usage). Mail [me](mailto:a@b.c). <a href="docs/guide.html">Guide</a>',
+      '',
+      '```js',
+      'see [not a link](http://ignored.example/)',
+      '```',
+      '[api]: ./docs/api.md "API"',
+    ].join('\n');
+    const p = parseDocument(BASE, 'md', md);
+    expect(p.title).toBe('My Package');
+    expect(p.links).toEqual([
+      ['file:///node_modules/pkg/LICENSE', 'the license'],
+      ['file:///node_modules/pkg/docs/api.md', 'docs'],
+      ['file:///node_modules/pkg/docs/guide.html', 'Guide'],
+      ['https://example.com/x', 'https://example.com/x'],
+      ['https://www.npmjs.com/package/x', 'npm badge'],
+    ]);
+    expect(p.text).toContain('not a link');
+    expect(p.text).not.toContain('(LICENSE)');
+    expect(p.fingerprint).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  it('falls back to a setext heading, then the first line, then the file name', () => {
+    expect(parseDocument(BASE, 'md', 'Title here\n==========\n\nbody').title).toBe('Title here');
+    expect(parseDocument(BASE, 'md', '\n  just text\nmore').title).toBe('just text');
+    expect(parseDocument('file:///node_modules/pkg/NOTES.md', 'md', '').title).toBe('NOTES.md');
+  });
+
+  it('joins several anchors of one target and drops self links', () => {
+    const p = parseDocument(BASE, 'md', '[a](x.md) [b](x.md) [a](x.md) [me](README.md) [top](./README.md#top)');
+    expect(p.links).toEqual([['file:///node_modules/pkg/x.md', 'a | b']]);
+  });
+});
+
+describe('parseDocument (html and text)', () => {
+  it('takes the title tag, anchors, and body text without scripts', () => {
+    const html =
+      '<html><head><title>Guide &amp; API</title><style>p{}</style></head><body><h1>Head</h1>' +
+      '<script>var a="<a href=x>";</script><p>Hello <a href="/other.html">the <b>other</b> page</a>.</p></body></html>';
+    const p = parseDocument('https://site.example/docs/index.html', 'html', html);
+    expect(p.title).toBe('Guide & API');
+    expect(p.links).toEqual([['https://site.example/other.html', 'the other page']]);
+    expect(p.text).toBe('Head Hello the other page .');
+  });
+
+  it('treats plain text as text with bare URLs as links', () => {
+    const p = parseDocument('file:///node_modules/pkg/LICENSE', 'text', 'MIT License\n\nSee https://opensource.org/licenses/MIT.\n');
+    expect(p.title).toBe('MIT License');
+    expect(p.links).toEqual([['https://opensource.org/licenses/MIT', '']]);
+  });
+
+  it('fingerprints exactly what the index shows: same title and text, same fingerprint', () => {
+    const a = parseDocument('file:///a/LICENSE', 'text', 'MIT License\n\nPermission   is granted.');
+    const b = parseDocument('file:///b/LICENSE', 'text', 'MIT License\nPermission is\ngranted.');
+    const c = parseDocument('file:///c/LICENSE', 'text', 'ISC License\nPermission is granted.');
+    expect(a.fingerprint).toBe(b.fingerprint);
+    expect(a.fingerprint).not.toBe(c.fingerprint);
+  });
+});
+
+describe('links, keys and terms', () => {
+  it('resolves only links to documents', () => {
+    expect(resolveLink('#x', BASE)).toBeNull();
+    expect(resolveLink('javascript:alert(1)', BASE)).toBeNull();
+    expect(resolveLink('../other/README.md#install', BASE)).toBe('file:///node_modules/other/README.md');
+    expect(resolveLink('HTTPS://Example.COM/a', BASE)).toBe('https://example.com/a');
+  });
+
+  it('normalizes URL keys across scheme, www, trailing slash and index pages', () => {
+    const k = urlKey('https://site.example/a');
+    expect(urlKey('http://www.site.example/a/')).toBe(k);
+    expect(urlKey('https://www.Site.example/a/index.html?ref=2')).toBe(k);
+  });
+
+  it('gives the fingerprint key always and the URL and title keys in the three-key mode', () => {
+    const p = parseDocument('https://s.example/a', 'md', '# Hello World\n\ntext');
+    expect(clusterKeys('https://s.example/a', p, 'content')).toEqual([`fp:${p.fingerprint}`]);
+    expect(clusterKeys('https://s.example/a', p, 'content+url+title')).toEqual([`fp:${p.fingerprint}`, 'title:hello world', 'url:s.example/a']);
+  });
+
+  it('scores title, anchors and body, deterministically, at most 48 terms', () => {
+    expect(tokenize('The Quick-brown fox, 2024 and x_y!')).toEqual(['quick', 'brown', 'fox', 'x_y']);
+    const t = termsOf('Stream parser', 'a fast stream parser for streams', ['parser docs']);
+    expect(t.slice(0, 3)).toEqual([
+      ['parser', 6],
+      ['stream', 4],
+      ['docs', 2],
+    ]);
+    expect(termsOf('t', Array.from({ length: 500 }, (_, i) => `w${i}x`).join(' '), [])).toHaveLength(48);
+    expect([1, 2, 3, 4, 7, 8].map(postingScore)).toEqual([1, 2, 2, 3, 3, 4]);
+  });
+});
+
+describe('SyntheticCorpus', () => {
+  it('is shaped like the paper benchmark: ~3.3 documents per cluster, ~93 % in clusters of more than one', () => {
+    const c = new SyntheticCorpus({ docs: 20_000, seed: 1 });
+    const sizes = new Map<number, number>();
+    for (let i = 0; i < c.size; i++) sizes.set(c.clusterOfDoc(i), (sizes.get(c.clusterOfDoc(i)) ?? 0) + 1);
+    const perCluster = c.size / sizes.size;
+    const inMulti = [...sizes.values()].filter((s) => s > 1).reduce((a, b) => a + b, 0) / c.size;
+    expect(perCluster).toBeGreaterThan(3.1);
+    expect(perCluster).toBeLessThan(3.5);
+    expect(inMulti).toBeGreaterThan(0.91);
+    expect(inMulti).toBeLessThan(0.95);
+  });
+
+  it('is deterministic, has unique URLs, and its generated clusters are what three-key clustering finds', () => {
+    const a = new SyntheticCorpus({ docs: 300, seed: 5 });
+    const b = new SyntheticCorpus({ docs: 300, seed: 5 });
+    expect(a.content(17)).toBe(b.content(17));
+    expect(new Set(Array.from({ length: 300 }, (_, i) => a.url(i))).size).toBe(300);
+    // Union of documents sharing a key must reproduce the generator's clusters exactly.
+    const owner = new Map<string, number>();
+    const parent = Array.from({ length: 300 }, (_, i) => i);
+    const find = (x: number): number => (parent[x] === x ? x : (parent[x] = find(parent[x] as number)));
+    for (let i = 0; i < 300; i++) {
+      const d = a.doc(i);
+      for (const k of clusterKeys(d.url, parseDocument(d.url, 'md', d.content as string), 'content+url+title')) {
+        const o = owner.get(k);
+        if (o === undefined) owner.set(k, i);
+        else parent[find(i)] = find(o);
+      }
+    }
+    for (let i = 0; i < 300; i++) for (let j = i + 1; j < Math.min(300, i + 8); j++) expect(find(i) === find(j)).toBe(a.clusterOfDoc(i) === a.clusterOfDoc(j));
+  });
+});

@@ -1,0 +1,64 @@
+/**
+ * The document processor (observes `pages raw:content`): parses the crawled bytes into title and
+ * text (kept in `pages`, read only by the export) and links and clustering keys (in `docs`, where
+ * the other observers pick them up).
+ *
+ * Invariants:
+ * - It writes a parsed column only when its value changes, so a re-crawl that brings the same
+ *   content triggers nothing downstream (the paper's point: work proportional to change).
+ * - `parsed:keys` include the fingerprint of title and text, so any change to what the index
+ *   shows of this document changes its keys, and re-clustering (and re-export) follows.
+ * - `parsed:fetchedAt` changes together with `parsed:keys`: it names the fetch whose content the
+ *   keys describe, which is what crawl-to-index latency is measured from.
+ * - A deleted `raw:content` deletes every parsed column, which removes the document's links and
+ *   cluster membership downstream.
+ */
+import type { Transaction } from '../../txn/transaction.js';
+import type { WebIndexMetrics } from './metrics.js';
+import { type DocType, type KeyMode, clusterKeys, docTypeOf, parseDocument } from './parse.js';
+import { DOCS, PAGES, PARSED_FETCHED_AT, PARSED_KEYS, PARSED_LINKS, PARSED_TEXT, PARSED_TITLE, RAW_CONTENT, RAW_FETCHED_AT, RAW_TYPE } from './schema.js';
+import { utf8 } from './util.js';
+
+export interface ProcessOptions {
+  readonly keyMode: KeyMode;
+  readonly metrics?: WebIndexMetrics;
+}
+
+export function processObserver(options: ProcessOptions) {
+  return async (tx: Transaction, row: Uint8Array): Promise<void> => {
+    const url = utf8(row) as string;
+    const [[content, fetchedAt, type, oldTitle], [oldKeys, oldLinks]] = await Promise.all([
+      tx.getMany(
+        PAGES,
+        [RAW_CONTENT, RAW_FETCHED_AT, RAW_TYPE, PARSED_TITLE].map((column) => ({ row, column })),
+      ),
+      tx.getMany(
+        DOCS,
+        [PARSED_KEYS, PARSED_LINKS].map((column) => ({ row, column })),
+      ),
+    ]);
+    if (content === null) {
+      if (oldKeys !== null) for (const c of [PARSED_KEYS, PARSED_FETCHED_AT]) tx.delete(DOCS, row, c);
+      if (oldTitle !== null) for (const c of [PARSED_TITLE, PARSED_TEXT]) tx.delete(PAGES, row, c);
+      if (oldLinks !== null) tx.delete(DOCS, row, PARSED_LINKS);
+      options.metrics?.onProcessed();
+      return;
+    }
+    const doc = parseDocument(url, (utf8(type) as DocType | null) ?? docTypeOf(url), utf8(content) as string);
+    const keys = JSON.stringify(clusterKeys(url, doc, options.keyMode));
+    const unchanged = keys === utf8(oldKeys);
+    if (!unchanged) {
+      tx.set(DOCS, row, PARSED_KEYS, keys);
+      tx.set(DOCS, row, PARSED_FETCHED_AT, utf8(fetchedAt) ?? '0');
+      tx.set(PAGES, row, PARSED_TITLE, doc.title);
+      tx.set(PAGES, row, PARSED_TEXT, doc.text);
+    }
+    const links = JSON.stringify(doc.links);
+    if (doc.links.length === 0) {
+      if (oldLinks !== null) tx.delete(DOCS, row, PARSED_LINKS);
+    } else if (links !== utf8(oldLinks)) {
+      tx.set(DOCS, row, PARSED_LINKS, links);
+    }
+    options.metrics?.onProcessed(url, Number(utf8(fetchedAt) ?? 0), unchanged);
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * The web index's tables and columns (docs/webindex.md explains each one). Every observer reads
+ * and writes only through transactions, so everything here is snapshot-isolated.
+ *
+ * Invariants the observers maintain (and test/webindex.test.ts checks against a from-scratch
+ * batch computation after every batch of updates):
+ * - `pages[u] parsed:*` and `docs[u] parsed:*` are the parse of `pages[u] raw:content` (absent
+ *   when the document is gone).
+ * - `anchors[t \0 s]` exists iff live document s links to t (one row per inverted link).
+ * - Clusters are the connected components of live documents joined by shared clustering keys;
+ *   a cluster's id is the smallest key among its members; its canonical member has the most
+ *   in-links (ties: the smallest URL); `docs[m] rank:inlinks` is member m's in-link count.
+ * - The serving index (`index`, `clusters[id] export:*`) holds, per cluster, the canonical's title
+ *   and text plus the anchor text of every link to any member: links to duplicates count for the
+ *   canonical.
+ *
+ * Contention rule: no two documents' transactions write a common cell unless they must
+ * serialize. Inverted links are one row each, postings one row per (term, cluster); the only
+ * shared cells are a cluster's (written by the transactions that re-cluster its members).
+ */
+
+export const PAGES = 'pages';
+export const DOCS = 'docs';
+export const CLUSTERS = 'clusters';
+export const CKEYS = 'ckeys';
+export const INDEX = 'index';
+export const ANCHORS = 'anchors';
+export const TABLES = [PAGES, DOCS, ANCHORS, CLUSTERS, CKEYS, INDEX] as const;
+
+// pages[url] — the bulky values, written once per fetch: the store rewrites a row's cells on
+// every mutation of the row, so they are kept apart from the busy `docs` rows.
+/** The crawled bytes (observed by `process`). Deleted when a crawl finds the page gone. */
+export const RAW_CONTENT = 'raw:content';
+/** Wall-clock ms of the loader transaction that wrote this fetch (crawl time). */
+export const RAW_FETCHED_AT = 'raw:fetchedAt';
+/** `md`, `html` or `text`. */
+export const RAW_TYPE = 'raw:type';
+export const PARSED_TITLE = 'parsed:title';
+/** Whitespace-normalized text (capped, see parse.ts). */
+export const PARSED_TEXT = 'parsed:text';
+
+// docs[url] — one row per crawled URL: everything the observers coordinate on.
+/** JSON `[[target, anchorText], …]` sorted by target (observed by `links`). */
+export const PARSED_LINKS = 'parsed:links';
+/** JSON sorted array of clustering keys, always including `fp:<fingerprint>` (observed by `cluster`). */
+export const PARSED_KEYS = 'parsed:keys';
+/** `raw:fetchedAt` of the fetch whose content `parsed:keys/title/text` reflect. */
+export const PARSED_FETCHED_AT = 'parsed:fetchedAt';
+/** JSON object target → anchor text: the links the `links` observer has inverted into `anchors` (observed by `links.notify`). */
+export const LINKS_APPLIED = 'links:applied';
+/** JSON array: every target whose anchors changed since the link relay last ran (not observed). */
+export const LINKS_CHANGED = 'links:changed';
+/** Weak-notification-only column: this document's in-links changed (observed by `cluster`). */
+export const RANK_DIRTY = 'rank:dirty';
+/** A cluster member's in-link count (decimal; absent = 0), as its last cluster run counted it. */
+export const RANK_INLINKS = 'rank:inlinks';
+/** JSON sorted array of the non-empty anchor texts of those links (what the export indexes). */
+export const RANK_ANCHORS = 'rank:anchors';
+/** JSON clustering keys the `cluster` observer has registered in `ckeys` for this document. */
+export const CLUSTER_KEYS = 'cluster:keys';
+/** The id of the cluster this document belongs to. */
+export const CLUSTER_ID = 'cluster:id';
+/** `parsed:fetchedAt` of the version the export has made searchable, and how long that took. */
+export const EXPORT_FETCHED_AT = 'export:fetchedAt';
+export const EXPORT_LATENCY_MS = 'export:latencyMs';
+
+// anchors[target \0 source] — one row per inverted link, written only by the source's `links` runs.
+export const ANCHOR_TEXT = 'a:text';
+export const anchorRow = (target: string, source: string): string => `${target}\u0000${source}`;
+export const anchorPrefix = (target: string): string => `${target}\u0000`;
+
+// ckeys[key] — who carries a clustering key.
+/** JSON sorted array of the URLs registered with this key. */
+export const KEY_MEMBERS = 'k:members';
+
+// clusters[id]
+/** JSON ClusterState, rewritten by every transaction that changes the cluster (observed by `export`). */
+export const CLUSTER_STATE = 'c:state';
+/** JSON `[[term, score], …]` the export last posted. */
+export const EXPORT_TERMS = 'export:terms';
+/** JSON ServingDoc: what search shows for this cluster. */
+export const EXPORT_DOC = 'export:doc';
+
+// index[term \0 clusterId] — one posting per row, so no two clusters ever write the same cell.
+export const POSTING_SCORE = 'p:score';
+export const postingRow = (term: string, clusterId: string): string => `${term}\u0000${clusterId}`;
+
+export interface ClusterState {
+  readonly canonical: string;
+  readonly size: number;
+  /** Member URL → in-link count, sorted by URL. */
+  readonly members: Readonly<Record<string, number>>;
+}
+
+/** What the serving index shows for one cluster. */
+export interface ServingDoc {
+  readonly url: string;
+  readonly title: string;
+  readonly snippet: string;
+  /** Members of the cluster (1 = no duplicates). */
+  readonly size: number;
+  /** A few other members (duplicates), for display. */
+  readonly duplicates: readonly string[];
+  /** In-links of the canonical member. */
+  readonly inlinks: number;
+  /** Crawl-to-index latency of the canonical's current version (null if it predates this export). */
+  readonly latencyMs: number | null;
+  /** Wall-clock ms of the export transaction. */
+  readonly indexedAt: number;
+}
+
+/** Names of the observers (each names its ack column; keep stable across versions). */
+export const OBSERVERS = {
+  process: 'webindex.process',
+  links: 'webindex.links',
+  linksNotify: 'webindex.links.notify',
+  clusterKeys: 'webindex.cluster.keys',
+  clusterRank: 'webindex.cluster.rank',
+  export: 'webindex.export',
+} as const;

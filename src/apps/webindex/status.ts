@@ -1,0 +1,63 @@
+/**
+ * The web index's live status page sources: Percolator's own numbers (transactions, conflicts,
+ * notifications pending, per-observer latency, oracle rate) plus document throughput and
+ * crawl-to-index latency, and search over the serving index.
+ */
+import type { Worker } from '../../notify/worker.js';
+import { PERCOLATOR_CHARTS, percolatorSampler } from '../../status/percolator-sources.js';
+import type { StatusSources } from '../../status/types.js';
+import type { Percolator } from '../../txn/percolator.js';
+import type { WebIndexMetrics } from './metrics.js';
+import { search } from './search.js';
+
+export function webIndexStatusSources(db: Percolator, worker: Worker, metrics: WebIndexMetrics, title = 'Percolator web index'): StatusSources {
+  const base = percolatorSampler(db, { workers: () => [worker] });
+  return {
+    title,
+    async sample() {
+      const s = await base();
+      const p = metrics.latencyPercentiles();
+      return {
+        counters: { documentsLoaded: metrics.loaded, documentsIndexed: metrics.indexed, ...s.counters },
+        gauges: { ...s.gauges, latencyMedianMs: p?.medianMs ?? null, latencyP99Ms: p?.p99Ms ?? null },
+        observers: s.observers,
+      };
+    },
+    headline: [
+      { key: 'counters.documentsIndexed', label: 'Documents indexed', total: true },
+      { key: 'counters.documentsIndexed', label: 'Indexed / s' },
+      { key: 'gauges.notificationsPending', label: 'Notifications pending' },
+      { key: 'counters.conflicts', label: 'Conflicts / s' },
+      { key: 'gauges.latencyMedianMs', label: 'Crawl → index median', unit: 'ms' },
+      { key: 'gauges.latencyP99Ms', label: 'Crawl → index p99', unit: 'ms' },
+      { key: 'counters.timestamps', label: 'Oracle timestamps / s' },
+    ],
+    charts: [
+      {
+        title: 'Document throughput',
+        unit: 'documents/s',
+        series: [
+          { key: 'counters.documentsLoaded', label: 'loaded' },
+          { key: 'counters.documentsIndexed', label: 'indexed' },
+        ],
+      },
+      {
+        title: 'Crawl-to-index latency (recent documents)',
+        unit: 'ms',
+        series: [
+          { key: 'gauges.latencyMedianMs', label: 'median' },
+          { key: 'gauges.latencyP99Ms', label: 'p99' },
+        ],
+      },
+      ...PERCOLATOR_CHARTS,
+    ],
+    async search(query, limit) {
+      const snap = await db.snapshot();
+      try {
+        return await search(snap, query, limit);
+      } finally {
+        snap.release();
+      }
+    },
+  };
+}

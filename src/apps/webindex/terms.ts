@@ -1,0 +1,53 @@
+/**
+ * What the serving index posts for a cluster: its most significant terms with a score. Pure and
+ * deterministic (independent of the order anchors are read in), shared by the export observer,
+ * the batch recomputation and search (query terms are tokenized the same way).
+ *
+ * Invariants: a cluster posts at most MAX_TERMS terms, so one export writes a bounded number of
+ * rows however long the document is; the score weighs the title ×3 and anchor text ×2 over the
+ * body, the classic signals of a web index. A posting stores the score's power-of-two bucket,
+ * not the score, so a new link to a page rewrites a posting only when it moves a bucket — most
+ * re-exports then write only the terms that entered or left the top MAX_TERMS.
+ */
+
+export const MAX_TERMS = 48;
+/** Body tokens considered (the start of long documents says what they are about). */
+const MAX_BODY_TOKENS = 4_000;
+
+const STOP = new Set(
+  (
+    'a an and are as at be but by for from has have if in into is it its of on or that the their then there these this to was were will with ' +
+    'you your we our can not no do does so than which when who what how all any may also only use used using'
+  ).split(' '),
+);
+
+/** Lower-case words of 2–30 letters/digits (not all digits), stop words removed. */
+export function tokenize(text: string, limit = Number.POSITIVE_INFINITY): string[] {
+  const out: string[] = [];
+  for (const m of text.toLowerCase().matchAll(/[\p{L}\p{N}][\p{L}\p{N}_]*/gu)) {
+    const t = m[0];
+    if (t.length < 2 || t.length > 30 || STOP.has(t) || /^[0-9_]+$/.test(t)) continue;
+    out.push(t);
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+/** `[term, score]` sorted by score descending, then term. */
+export function termsOf(title: string, text: string, anchors: readonly string[]): [string, number][] {
+  const score = new Map<string, number>();
+  const add = (t: string, w: number) => score.set(t, (score.get(t) ?? 0) + w);
+  for (const t of tokenize(title)) add(t, 3);
+  for (const a of anchors) for (const t of tokenize(a, 50)) add(t, 2);
+  for (const t of tokenize(text, MAX_BODY_TOKENS)) add(t, 1);
+  return [...score.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).slice(0, MAX_TERMS);
+}
+
+/** The value a posting stores for a term score: 1 + ⌊log2(score)⌋. */
+export function postingScore(score: number): number {
+  return 1 + Math.floor(Math.log2(Math.max(1, score)));
+}
+
+export function snippetOf(text: string): string {
+  return text.length <= 200 ? text : `${text.slice(0, 197).replace(/\s+\S*$/, '')}…`;
+}

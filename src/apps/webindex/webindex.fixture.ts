@@ -1,0 +1,75 @@
+/** Shared harness of the web index tests: an index on a memory store, and state comparison. */
+import { expect } from 'vitest';
+import { type CorpusDoc, type IndexState, batchIndex, readIndexState } from './batch.js';
+import type { CrawledDoc } from './loader.js';
+import { loadDocuments } from './loader.js';
+import { WebIndexMetrics } from './metrics.js';
+import type { KeyMode } from './parse.js';
+import { createWebIndexTables, registerWebIndex } from './pipeline.js';
+import type { Worker } from '../../notify/worker.js';
+import type { Store } from '../../store/store.js';
+import { Percolator } from '../../txn/percolator.js';
+
+export interface TestIndex {
+  readonly db: Percolator;
+  readonly worker: Worker;
+  readonly metrics: WebIndexMetrics;
+  /** The live corpus as the test believes it to be (url → latest fetch). */
+  readonly live: Map<string, CorpusDoc>;
+  /** Loads fetches (null content = deletion) and waits until the index is quiescent. */
+  crawl(docs: readonly CrawledDoc[], concurrency?: number): Promise<void>;
+  state(): Promise<IndexState>;
+  close(): Promise<void>;
+}
+
+export async function openTestIndex(keyMode: KeyMode, options: { store?: Store; threads?: number } = {}): Promise<TestIndex> {
+  const db = await Percolator.open({ store: options.store ?? 'memory:', leaseMs: 2_000 });
+  await createWebIndexTables(db);
+  const metrics = new WebIndexMetrics();
+  const worker = registerWebIndex(db.worker({ threads: options.threads ?? 8, maxFailures: 100 }), { keyMode, metrics });
+  await worker.start();
+  const live = new Map<string, CorpusDoc>();
+  return {
+    db,
+    worker,
+    metrics,
+    live,
+    async crawl(docs, concurrency = 4) {
+      await loadDocuments(db, docs, { concurrency, metrics });
+      for (const d of docs) {
+        if (d.content === null) live.delete(d.url);
+        else live.set(d.url, { url: d.url, content: d.content, type: d.type });
+      }
+      await db.waitForQuiescence({ timeoutMs: 120_000 });
+    },
+    async state() {
+      const snap = await db.snapshot();
+      try {
+        return await readIndexState(snap);
+      } finally {
+        snap.release();
+      }
+    },
+    async close() {
+      await worker.stop();
+      await db.close();
+    },
+  };
+}
+
+/** Field by field, so a failure shows which part of the index diverged. */
+export function expectSameIndex(got: IndexState, want: IndexState): void {
+  expect(got.keys, 'parsed keys').toEqual(want.keys);
+  expect(got.anchors, 'inverted links').toEqual(want.anchors);
+  expect(got.ranks, 'in-link counts').toEqual(want.ranks);
+  expect(got.clusters, 'clusters').toEqual(want.clusters);
+  expect(got.docClusters, 'document → cluster').toEqual(want.docClusters);
+  expect(got.results, 'search results').toEqual(want.results);
+  expect(got.postings, 'postings').toEqual(want.postings);
+}
+
+export async function expectMatchesBatch(index: TestIndex, keyMode: KeyMode): Promise<IndexState> {
+  const want = batchIndex(index.live.values(), keyMode);
+  expectSameIndex(await index.state(), want);
+  return want;
+}

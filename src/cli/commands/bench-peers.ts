@@ -1,0 +1,53 @@
+/**
+ * `percolator bench peers [--seconds S] [--clients N] [--accounts N] [--json]`: the bank-transfer
+ * workload on Percolator (`file:`) vs PostgreSQL at REPEATABLE READ on loopback (installed and
+ * started privately by the benchmark itself). See src/bench/peers-bench.ts.
+ */
+import type { Command } from 'commander';
+import { runPeersBench } from '../../bench/peers-bench.js';
+import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+
+export function register(program: Command): void {
+  commandGroup(program, 'bench')
+    .command('peers')
+    .description('bank transfers/s: Percolator (file:) vs PostgreSQL REPEATABLE READ on loopback, same clients (target ratio >= 1.0)')
+    .option('--seconds <s>', 'measured seconds per side and round', parsePositiveNumber('seconds'), 10)
+    .option('--clients <n>', 'concurrent clients on each side', parsePositiveNumber('clients'), 16)
+    .option('--accounts <n>', 'accounts (equal initial balances)', parsePositiveNumber('accounts'), 1000)
+    .option('--warmup <s>', 'unmeasured warm-up seconds per side (default: min(2, seconds/5))', (raw: string) => {
+      const n = Number(raw);
+      if (!Number.isFinite(n) || n < 0) throw new Error(`--warmup must be a number >= 0, got ${raw}`);
+      return n;
+    })
+    .option('--rounds <n>', 'rounds; each measures both sides, alternating which goes first', parsePositiveNumber('rounds'), 1)
+    .option('--postgres <url>', 'use this PostgreSQL server (postgres://...) instead of a private throwaway cluster')
+    .option('--only <side>', 'run one side only: percolator or postgres')
+    .option('--json', 'print one JSON object')
+    .action(
+      async (opts: {
+        seconds: number;
+        clients: number;
+        accounts: number;
+        warmup?: number;
+        rounds: number;
+        postgres?: string;
+        only?: string;
+        json?: boolean;
+      }) => {
+        if (opts.only !== undefined && opts.only !== 'percolator' && opts.only !== 'postgres') {
+          throw new Error(`--only must be percolator or postgres, got ${opts.only}`);
+        }
+        const result = await runPeersBench({
+          seconds: opts.seconds,
+          clients: opts.clients,
+          accounts: opts.accounts,
+          warmupSeconds: opts.warmup,
+          rounds: opts.rounds,
+          postgresUrl: opts.postgres,
+          only: opts.only as 'percolator' | 'postgres' | undefined,
+        });
+        printResult(result, opts.json === true);
+        if (!result.totalsOk) process.exitCode = 1;
+      },
+    );
+}

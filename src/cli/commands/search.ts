@@ -1,0 +1,56 @@
+/**
+ * `percolator search "query" [--data DIR] [--json] [--limit N]`: queries the web index's serving
+ * index (the AND of the query's terms) at one snapshot and prints each result with its
+ * crawl-to-index latency. The data directory must hold an index built by `percolator demo`
+ * (the embedded store allows one process at a time: with `demo --serve` running, use its search
+ * page instead).
+ */
+import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
+import { search } from '../../apps/webindex/search.js';
+import { INDEX } from '../../apps/webindex/schema.js';
+import { DEFAULT_STORE_URL } from '../../store/open-store.js';
+import { Percolator } from '../../txn/percolator.js';
+import { parsePositiveNumber, printResult } from '../parent-command.js';
+
+export function register(program: Command): void {
+  program
+    .command('search')
+    .description('search the web index built by `percolator demo`')
+    .argument('<query...>', 'terms (all must match)')
+    .option('--data <dir>', 'data directory', DEFAULT_STORE_URL.slice('file:'.length))
+    .option('--limit <n>', 'results to show', parsePositiveNumber('limit'), 10)
+    .option('--json', 'print one JSON object')
+    .action(async (words: string[], opts: { data: string; limit: number; json?: boolean }) => {
+      if (!existsSync(opts.data)) {
+        throw Object.assign(new Error(`no index at ${opts.data}: run \`percolator demo --data ${opts.data}\` first`), { code: 'NO_INDEX' });
+      }
+      const db = await Percolator.open({ store: `file:${opts.data}` });
+      try {
+        if (!(await db.store.listTables()).includes(INDEX)) {
+          throw Object.assign(new Error(`${opts.data} holds no web index: run \`percolator demo --data ${opts.data}\` first`), { code: 'NO_INDEX' });
+        }
+        const snap = await db.snapshot();
+        try {
+          const r = await search(snap, words.join(' '), opts.limit);
+          if (opts.json === true) {
+            printResult(r, true);
+            return;
+          }
+          const n = (x: number) => x.toLocaleString('en-US');
+          const out = [`"${r.query}": ${n(r.total)} result${r.total === 1 ? '' : 's'} (${r.tookMs.toFixed(1)} ms)${r.terms.length === 0 ? ' — no searchable terms in the query' : ''}`];
+          r.hits.forEach((h, i) => {
+            out.push(`${String(i + 1).padStart(3)}. ${h.title}`, `     ${h.url}`);
+            if (h.snippet !== '') out.push(`     ${h.snippet.slice(0, 160)}`);
+            const meta = [`score ${h.score}`, h.size > 1 ? `${h.size - 1} duplicate${h.size === 2 ? '' : 's'}` : null, `${n(h.inlinks)} in-links`, h.latencyMs !== null ? `crawl-to-index ${n(h.latencyMs)} ms` : 'crawl-to-index n/a'];
+            out.push(`     ${meta.filter((x) => x !== null).join(' · ')}`);
+          });
+          process.stdout.write(`${out.join('\n')}\n`);
+        } finally {
+          snap.release();
+        }
+      } finally {
+        await db.close();
+      }
+    });
+}

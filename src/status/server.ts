@@ -1,0 +1,197 @@
+/**
+ * The live status page: an HTTP server (127.0.0.1 by default) that samples its sources once per
+ * interval, keeps a bounded history, and serves
+ *   GET /             the dashboard (charts drawn by the page from /status.json, polled each second)
+ *   GET /status.json  title, chart specs, totals and history
+ *   GET /metrics      the latest sample in the Prometheus text format
+ *   GET /search?q=…   a search page (when the sources can search), /api/search?q=… its JSON
+ *
+ * Invariants: sampling is the server's job, so open pages cost nothing extra; a failing source
+ * never stops the server (the error is shown on the page and sampling continues); memory is
+ * bounded by `historySize` points.
+ */
+import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dashboardHtml, escapeHtml, searchHtml } from './page.js';
+import type { ChartSpec, HeadlineSpec, HistoryPoint, StatusDocument, StatusSample, StatusSources } from './types.js';
+
+export interface StatusServerOptions {
+  /** 0 (default) picks a free port. */
+  readonly port?: number;
+  readonly host?: string;
+  readonly sources: StatusSources;
+  /** Sampling interval. Default 1 000 ms. */
+  readonly intervalMs?: number;
+  /** Points kept. Default 600 (10 minutes at 1 s). */
+  readonly historySize?: number;
+}
+
+export interface StatusServer {
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** Default charts for a sample: every counter as a rate, every gauge, observer latency. */
+export function defaultCharts(sample: StatusSample): ChartSpec[] {
+  const charts: ChartSpec[] = [];
+  for (const k of Object.keys(sample.counters ?? {})) charts.push({ title: `${k} per second`, unit: '/s', series: [{ key: `counters.${k}` }] });
+  for (const k of Object.keys(sample.gauges ?? {})) charts.push({ title: k, series: [{ key: `gauges.${k}` }] });
+  if (sample.observers !== undefined) charts.push({ title: 'Observer latency (mean per interval)', unit: 'ms', series: [{ key: 'observers.*' }] });
+  return charts;
+}
+
+export async function startStatusServer(options: StatusServerOptions): Promise<StatusServer> {
+  const sources = options.sources;
+  const intervalMs = options.intervalMs ?? 1_000;
+  const historySize = options.historySize ?? 600;
+  const history: HistoryPoint[] = [];
+  let previous: { t: number; sample: StatusSample } | null = null;
+  let charts: readonly ChartSpec[] = sources.charts ?? [];
+  const headline: readonly HeadlineSpec[] = sources.headline ?? [];
+  let totals: Record<string, number> = {};
+  let lastError: string | null = null;
+  let latest: StatusSample = {};
+
+  const takeSample = async (): Promise<void> => {
+    let sample: StatusSample;
+    try {
+      sample = await sources.sample();
+      lastError = null;
+    } catch (e) {
+      lastError = e instanceof Error ? e.message : String(e);
+      return;
+    }
+    const t = Date.now();
+    latest = sample;
+    if (sources.charts === undefined && charts.length === 0) charts = defaultCharts(sample);
+    const v: Record<string, number | null> = {};
+    const dt = previous === null ? 0 : (t - previous.t) / 1000;
+    totals = {};
+    for (const [k, x] of Object.entries(sample.counters ?? {})) {
+      totals[`counters.${k}`] = x;
+      const before = previous?.sample.counters?.[k];
+      v[`counters.${k}`] = dt > 0 && before !== undefined ? Math.max(0, (x - before) / dt) : null;
+    }
+    for (const [k, x] of Object.entries(sample.gauges ?? {})) {
+      v[`gauges.${k}`] = x;
+      if (x !== null) totals[`gauges.${k}`] = x;
+    }
+    for (const [k, o] of Object.entries(sample.observers ?? {})) {
+      const before = previous?.sample.observers?.[k];
+      const runs = o.runs - (before?.runs ?? 0);
+      v[`observers.${k}`] = before !== undefined && runs > 0 ? (o.totalMs - before.totalMs) / runs : null;
+      totals[`observers.${k}`] = o.runs > 0 ? o.totalMs / o.runs : 0;
+    }
+    previous = { t, sample };
+    history.push({ t, v });
+    if (history.length > historySize) history.splice(0, history.length - historySize);
+  };
+
+  let sampling: Promise<void> = takeSample();
+  const timer = setInterval(() => {
+    sampling = sampling.then(takeSample);
+  }, intervalMs);
+  timer.unref();
+
+  const statusDocument = (): StatusDocument => ({
+    title: sources.title ?? 'Percolator',
+    now: Date.now(),
+    intervalMs,
+    charts,
+    headline,
+    totals,
+    history,
+    searchEnabled: sources.search !== undefined,
+    error: lastError,
+  });
+
+  const send = (res: ServerResponse, status: number, type: string, body: string) => {
+    res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+    res.end(body);
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'http://status.local');
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
+    switch (url.pathname) {
+      case '/':
+        return send(res, 200, 'text/html; charset=utf-8', dashboardHtml(sources.title ?? 'Percolator', sources.search !== undefined));
+      case '/status.json':
+        return send(res, 200, 'application/json', JSON.stringify(statusDocument()));
+      case '/metrics':
+        return send(res, 200, 'text/plain; version=0.0.4', prometheusText(latest));
+      case '/search':
+      case '/api/search': {
+        if (sources.search === undefined) return send(res, 404, 'text/plain', 'search is not enabled\n');
+        const q = url.searchParams.get('q') ?? '';
+        const limit = Math.min(100, Math.max(1, Number(url.searchParams.get('limit') ?? 10) || 10));
+        let result = null;
+        let error: string | null = null;
+        if (q.trim() !== '') {
+          try {
+            result = await sources.search(q, limit);
+          } catch (e) {
+            error = e instanceof Error ? e.message : String(e);
+          }
+        }
+        if (url.pathname === '/api/search') {
+          return send(res, error === null ? 200 : 500, 'application/json', JSON.stringify(error === null ? { query: q, ...(result ?? { total: 0, tookMs: 0, hits: [] }) } : { error }));
+        }
+        return send(res, 200, 'text/html; charset=utf-8', searchHtml(sources.title ?? 'Percolator', q, result, error));
+      }
+      default:
+        return send(res, 404, 'text/html; charset=utf-8', `<p>not found: ${escapeHtml(url.pathname)}</p>`);
+    }
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      if (!res.headersSent) send(res, 500, 'text/plain', `${e instanceof Error ? e.message : String(e)}\n`);
+      else res.end();
+    });
+  });
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
+    port,
+    close: async () => {
+      clearInterval(timer);
+      await sampling.catch(() => undefined);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+const metricName = (s: string) => s.replace(/[^a-zA-Z0-9_]/g, '_').replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
+
+/** The latest sample as Prometheus text exposition. */
+export function prometheusText(sample: StatusSample): string {
+  const lines: string[] = [];
+  for (const [k, v] of Object.entries(sample.counters ?? {})) {
+    const n = `percolator_${metricName(k)}_total`;
+    lines.push(`# TYPE ${n} counter`, `${n} ${v}`);
+  }
+  for (const [k, v] of Object.entries(sample.gauges ?? {})) {
+    if (v === null) continue;
+    const n = `percolator_${metricName(k)}`;
+    lines.push(`# TYPE ${n} gauge`, `${n} ${v}`);
+  }
+  const obs = Object.entries(sample.observers ?? {});
+  if (obs.length > 0) {
+    lines.push('# TYPE percolator_observer_runs_total counter');
+    for (const [k, o] of obs) lines.push(`percolator_observer_runs_total{observer="${k.replace(/["\\\n]/g, '_')}"} ${o.runs}`);
+    lines.push('# TYPE percolator_observer_run_seconds_total counter');
+    for (const [k, o] of obs) lines.push(`percolator_observer_run_seconds_total{observer="${k.replace(/["\\\n]/g, '_')}"} ${o.totalMs / 1000}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

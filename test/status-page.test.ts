@@ -1,0 +1,188 @@
+/**
+ * The live status page in a real browser: headless Chromium (Debian's `chromium` package, driven by
+ * playwright-core with `executablePath`) loads the dashboard and the test checks that it renders
+ * live numbers — values that change between two looks — and charts with drawn pixels, then that
+ * the search page renders results. Skipped, with a message, where /usr/bin/chromium is absent.
+ *
+ * The second part runs the real web index (memory store) behind the page.
+ */
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SyntheticCorpus } from '../src/apps/webindex/corpus/synthetic.js';
+import { loadDocuments } from '../src/apps/webindex/loader.js';
+import { WebIndexMetrics } from '../src/apps/webindex/metrics.js';
+import { createWebIndexTables, registerWebIndex } from '../src/apps/webindex/pipeline.js';
+import { webIndexStatusSources } from '../src/apps/webindex/status.js';
+import { prometheusText, startStatusServer } from '../src/status/server.js';
+import type { StatusDocument } from '../src/status/types.js';
+import { Percolator } from '../src/txn/percolator.js';
+
+/** Debian's chromium; CHROMIUM_PATH overrides it (e.g. to check the skip path). */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) {
+  console.warn(`status page browser tests SKIPPED: ${CHROMIUM} not found (install Debian's chromium: apt-get install -y chromium)`);
+}
+
+type Browser = import('playwright-core').Browser;
+
+// In-page code is passed as strings: this project type-checks for Node (no DOM library).
+/** An in-page expression: the number shown by element `id` (thousands separators removed). */
+const shown = (id: string) => `Number((document.getElementById('${id}')?.textContent ?? '').replace(/,/g, ''))`;
+let browser: Browser | null = null;
+
+beforeAll(async () => {
+  if (!hasChromium) return;
+  const { chromium } = await import('playwright-core');
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe('status server (HTTP)', () => {
+  it('serves history as JSON, Prometheus text, and 404s', async () => {
+    let n = 0;
+    const server = await startStatusServer({ intervalMs: 50, sources: { sample: () => ({ counters: { things: (n += 10) }, gauges: { depth: n % 7 } }) } });
+    try {
+      // Sampling happens every 50 ms; wait for a few points (polling an HTTP endpoint, bounded).
+      let doc: StatusDocument | null = null;
+      for (let i = 0; i < 100 && (doc?.history.length ?? 0) < 4; i++) {
+        doc = (await (await fetch(`${server.url}status.json`)).json()) as StatusDocument;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(doc?.history.length).toBeGreaterThanOrEqual(4);
+      expect(doc?.charts.map((c) => c.title)).toEqual(['things per second', 'depth']);
+      const rates = doc?.history.slice(1).map((p) => p.v['counters.things']) ?? [];
+      expect(rates.every((r) => typeof r === 'number' && r > 0)).toBe(true);
+      const metrics = await (await fetch(`${server.url}metrics`)).text();
+      expect(metrics).toMatch(/^percolator_things_total \d+$/m);
+      expect((await fetch(`${server.url}nope`)).status).toBe(404);
+      expect((await fetch(`${server.url}search?q=x`)).status).toBe(404);
+    } finally {
+      await server.close();
+    }
+    expect(prometheusText({ observers: { 'a"b': { runs: 2, totalMs: 500 } } })).toContain('percolator_observer_run_seconds_total{observer="a_b"} 0.5');
+  });
+
+  it('keeps serving when a source fails, and shows the error', async () => {
+    let fail = false;
+    const server = await startStatusServer({
+      intervalMs: 30,
+      sources: {
+        sample: () => {
+          if (fail) throw new Error('store unavailable');
+          return { counters: { x: Date.now() } };
+        },
+      },
+    });
+    try {
+      fail = true;
+      let doc: StatusDocument | null = null;
+      for (let i = 0; i < 100 && doc?.error == null; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        doc = (await (await fetch(`${server.url}status.json`)).json()) as StatusDocument;
+      }
+      expect(doc?.error).toBe('store unavailable');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe.skipIf(!hasChromium)('status page in headless Chromium', () => {
+  it('renders live numbers and drawn charts, and the search page renders results', async () => {
+    const started = Date.now();
+    const server = await startStatusServer({
+      intervalMs: 250,
+      sources: {
+        title: 'Test system',
+        sample: () => {
+          const s = (Date.now() - started) / 1000;
+          return {
+            counters: { documentsIndexed: Math.round(s * 120), commits: Math.round(s * 900) },
+            gauges: { notificationsPending: Math.round(50 + 40 * Math.sin(s)) },
+            observers: { process: { runs: Math.round(s * 100), totalMs: s * 300 }, export: { runs: Math.round(s * 50), totalMs: s * 400 } },
+          };
+        },
+        headline: [
+          { key: 'counters.documentsIndexed', label: 'Documents indexed', total: true },
+          { key: 'counters.commits', label: 'Commits / s' },
+        ],
+        charts: [
+          { title: 'Throughput', unit: '/s', series: [{ key: 'counters.documentsIndexed', label: 'indexed' }, { key: 'counters.commits' }] },
+          { title: 'Pending', series: [{ key: 'gauges.notificationsPending' }] },
+          { title: 'Observer latency', unit: 'ms', series: [{ key: 'observers.*' }] },
+        ],
+        search: async (q) => ({ total: 1, tookMs: 1.5, hits: [{ url: 'https://example.com/a', title: `Result for <${q}>`, snippet: 'a snippet', size: 3, latencyMs: 42 }] }),
+      },
+    });
+    const page = await (browser as Browser).newPage();
+    try {
+      await page.goto(server.url);
+      const indexed = page.locator('#h-counters-documentsIndexed-total');
+      await page.waitForFunction(`${shown('h-counters-documentsIndexed-total')} > 0`, null, { timeout: 15_000 });
+      const first = Number((await indexed.textContent())?.replace(/,/g, ''));
+      // Live: the page polls every second; the number must move on its own.
+      await page.waitForFunction(`${shown('h-counters-documentsIndexed-total')} > ${first}`, null, { timeout: 15_000 });
+      const commitsRate = Number((await page.locator('#h-counters-commits').textContent())?.replace(/,/g, ''));
+      expect(commitsRate).toBeGreaterThan(300);
+      expect(commitsRate).toBeLessThan(3_000);
+      expect(await page.locator('#live').textContent()).toContain('live');
+      // Charts: every canvas has plotted points and non-blank pixels; legends list the observers.
+      await page.waitForFunction("[...document.querySelectorAll('canvas')].every((c) => Number(c.dataset.points) >= 2)", null, { timeout: 15_000 });
+      // Pixels with any opacity, per canvas: a blank canvas has none.
+      const painted = (await page.evaluate(`[...document.querySelectorAll('canvas')].map((c) => {
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+        return n;
+      })`)) as number[];
+      expect(painted).toHaveLength(3);
+      for (const n of painted) expect(n).toBeGreaterThan(500);
+      expect(await page.locator('#legend-2').textContent()).toMatch(/export.*process/);
+      expect(await page.title()).toBe('Test system — status');
+
+      await page.click('a[href="search"]');
+      await page.fill('input[name=q]', 'hello');
+      await page.click('button');
+      await page.waitForSelector('.hit');
+      expect(await page.locator('.hit a').textContent()).toBe('Result for <hello>');
+      expect(await page.locator('.hit .meta').textContent()).toContain('indexed 42 ms after crawl');
+      expect(await page.locator('.hit .meta').textContent()).toContain('2 duplicates');
+    } finally {
+      await page.close();
+      await server.close();
+    }
+  }, 60_000);
+
+  it('shows the real web index indexing live, and searches it', async () => {
+    const db = await Percolator.open({ store: 'memory:', leaseMs: 2_000 });
+    const metrics = new WebIndexMetrics();
+    await createWebIndexTables(db);
+    const worker = registerWebIndex(db.worker({ threads: 8 }), { keyMode: 'content+url+title', metrics });
+    await worker.start();
+    const server = await startStatusServer({ intervalMs: 250, sources: webIndexStatusSources(db, worker, metrics) });
+    const page = await (browser as Browser).newPage();
+    try {
+      await page.goto(server.url);
+      const corpus = new SyntheticCorpus({ docs: 60, seed: 2 });
+      const loading = loadDocuments(db, corpus.documents(), { concurrency: 2, metrics });
+      await page.waitForFunction(`${shown('h-counters-documentsIndexed-total')} > 0`, null, { timeout: 30_000 });
+      await loading;
+      await db.waitForQuiescence({ timeoutMs: 60_000 });
+      await page.waitForFunction(`${shown('h-counters-documentsIndexed-total')} === 60`, null, { timeout: 15_000 });
+      const latency = await page.locator('#h-gauges-latencyMedianMs').textContent();
+      expect(latency).toMatch(/^[\d,.]+ ms$/);
+      await page.goto(`${server.url}search?q=topic${corpus.clusterOfDoc(0)}`);
+      await page.waitForSelector('.hit');
+      expect(await page.locator('.hit').count()).toBe(1);
+      expect(await page.locator('.hit .meta').textContent()).toMatch(/indexed [\d,]+ ms after crawl/);
+    } finally {
+      await page.close();
+      await server.close();
+      await worker.stop();
+      await db.close();
+    }
+  }, 120_000);
+});

@@ -1,0 +1,324 @@
+/**
+ * The web index against its batch recomputation: after every batch of updates — first crawl,
+ * re-crawls that change content (splitting and merging clusters), re-crawls that change nothing,
+ * deletions, re-additions — the state the observers built incrementally must equal the state
+ * computed from scratch from the live corpus (batch.ts). Both corpora, concurrent loaders, two
+ * workers in two clients, and search.
+ */
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { batchIndex } from '../src/apps/webindex/batch.js';
+import { listLocalDocs, localDocuments } from '../src/apps/webindex/corpus/local.js';
+import { SyntheticCorpus } from '../src/apps/webindex/corpus/synthetic.js';
+import { type CrawledDoc, loadDocuments } from '../src/apps/webindex/loader.js';
+import { createWebIndexTables, registerWebIndex } from '../src/apps/webindex/pipeline.js';
+import { clusterObserver } from '../src/apps/webindex/cluster-observer.js';
+import { linkNotifyObserver } from '../src/apps/webindex/link-notify-observer.js';
+import { linkObserver } from '../src/apps/webindex/link-observer.js';
+import { CLUSTER_ID, DOCS, PAGES, PARSED_KEYS, PARSED_LINKS, RANK_DIRTY, RANK_INLINKS, RAW_CONTENT } from '../src/apps/webindex/schema.js';
+import { search } from '../src/apps/webindex/search.js';
+import { readStats } from '../src/apps/webindex/stats.js';
+import { type TestIndex, expectMatchesBatch, expectSameIndex, openTestIndex } from '../src/apps/webindex/webindex.fixture.js';
+import { InProcessLockService } from '../src/notify/lock-service.js';
+import { openStore } from '../src/store/open-store.js';
+import { Percolator } from '../src/txn/percolator.js';
+
+const SLOW = 240_000;
+let index: TestIndex | null = null;
+afterEach(async () => {
+  await index?.close();
+  index = null;
+});
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from }, (_, i) => from + i);
+}
+
+describe('incremental equals batch (synthetic corpus, three clustering keys)', () => {
+  it(
+    'after the first crawl, re-crawls, unchanged re-crawls, deletions and re-additions',
+    async () => {
+      const corpus = new SyntheticCorpus({ docs: 90, seed: 11 });
+      const ix = (index = await openTestIndex('content+url+title'));
+
+      await ix.crawl([...corpus.documents()]);
+      const first = await expectMatchesBatch(ix, 'content+url+title');
+      // The generator's clusters are real: many documents have duplicates.
+      expect(Object.keys(first.clusters).length).toBeLessThan(60);
+      expect(Object.keys(first.ranks).length).toBeGreaterThan(20);
+
+      // Re-crawl a third of the documents with new content: copies leave their clusters,
+      // originals change title on even versions (their same-title members split off).
+      await ix.crawl([...range(0, 90).filter((i) => i % 3 === 0).map((i) => corpus.doc(i, 2)), ...range(0, 90).filter((i) => i % 7 === 1).map((i) => corpus.doc(i, 0))]);
+      await expectMatchesBatch(ix, 'content+url+title');
+
+      // Delete some documents, including popular link targets (low numbers) and canonicals.
+      const gone = [0, 1, 2, 5, 8, 13, 21, 34, 55];
+      await ix.crawl(gone.map((i) => ({ url: corpus.url(i), content: null })));
+      await expectMatchesBatch(ix, 'content+url+title');
+
+      // Bring some back at their first version (copies rejoin), re-crawl others again.
+      await ix.crawl([0, 5, 21].map((i) => corpus.doc(i, 0)).concat(range(30, 45).map((i) => corpus.doc(i, 3))));
+      await expectMatchesBatch(ix, 'content+url+title');
+
+      // Every live document's current version became searchable, with a latency.
+      const snap = await ix.db.snapshot();
+      const stats = await readStats(snap);
+      snap.release();
+      expect(stats.documents).toBe(ix.live.size);
+      expect(stats.indexedDocuments).toBe(ix.live.size);
+      expect(stats.medianLatencyMs).toBeGreaterThanOrEqual(0);
+      expect(ix.worker.metrics.parked).toBe(0);
+    },
+    SLOW,
+  );
+
+  it(
+    're-crawling unchanged pages changes nothing downstream',
+    async () => {
+      const corpus = new SyntheticCorpus({ docs: 40, seed: 3 });
+      const ix = (index = await openTestIndex('content+url+title'));
+      await ix.crawl([...corpus.documents()]);
+      const commits = ix.worker.metrics.commits;
+      await ix.crawl([...corpus.documents(0, 20)]);
+      // Only the document processor ran (once per re-crawl); it found nothing to change.
+      expect(ix.worker.metrics.commits - commits).toBe(20);
+      await expectMatchesBatch(ix, 'content+url+title');
+    },
+    SLOW,
+  );
+});
+
+describe('randomized rounds', () => {
+  it(
+    'random re-crawls, deletions and re-additions at high concurrency, checked after every round',
+    async () => {
+      const corpus = new SyntheticCorpus({ docs: 60, seed: 99 });
+      const ix = (index = await openTestIndex('content+url+title', { threads: 16 }));
+      let seed = 12345;
+      const rand = () => {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        return seed / 2147483648;
+      };
+      await ix.crawl([...corpus.documents()], 8);
+      await expectMatchesBatch(ix, 'content+url+title');
+      for (let round = 1; round <= 6; round++) {
+        const batch: CrawledDoc[] = [];
+        for (let i = 0; i < 60; i++) {
+          const r = rand();
+          if (r < 0.15) batch.push({ url: corpus.url(i), content: null });
+          else if (r < 0.45) batch.push(corpus.doc(i, Math.floor(rand() * 4)));
+        }
+        await ix.crawl(batch, 8);
+        await expectMatchesBatch(ix, 'content+url+title');
+      }
+      expect(ix.worker.metrics.parked).toBe(0);
+    },
+    SLOW,
+  );
+});
+
+describe('link relay', () => {
+  it(
+    'recounts a target whose link was added, counted and removed again before the relay ran',
+    async () => {
+      // A diff of link sets between relay runs would see "no change" here and leave the count at 1.
+      const t = { url: 'https://t.example/a', content: '# Target\n\ntext', type: 'md' as const };
+      const s = { url: 'https://s.example/b', content: '# Source\n\nno links yet', type: 'md' as const };
+      const ix = (index = await openTestIndex('content'));
+      await ix.crawl([t, s]);
+      await ix.worker.stop(); // notifications now wait; observer bodies are run by hand below
+      const source = Buffer.from(s.url);
+      await ix.db.transaction(async (tx) => tx.set(DOCS, s.url, PARSED_LINKS, JSON.stringify([[t.url, 'to t']])));
+      await ix.db.transaction((tx) => linkObserver()(tx, source));
+      await ix.db.transaction((tx) => clusterObserver()(tx, Buffer.from(t.url), RANK_DIRTY));
+      const mid = await ix.db.snapshot();
+      expect(await mid.getString(DOCS, t.url, RANK_INLINKS)).toBe('1');
+      mid.release();
+      await ix.db.transaction(async (tx) => tx.delete(DOCS, s.url, PARSED_LINKS));
+      await ix.db.transaction((tx) => linkObserver()(tx, source));
+      await ix.worker.start();
+      await ix.db.waitForQuiescence({ timeoutMs: 60_000 });
+      await expectMatchesBatch(ix, 'content');
+    },
+    SLOW,
+  );
+});
+
+describe('link relay and joins', () => {
+  it(
+    'counts a link inverted while its target was joining (the join read before the link committed)',
+    async () => {
+      const t = { url: 'https://t.example/a', content: '# Target\n\ntext', type: 'md' as const };
+      const s = { url: 'https://s.example/b', content: `# Source\n\n[to t](${t.url})`, type: 'md' as const };
+      const ix = (index = await openTestIndex('content'));
+      await ix.worker.stop(); // everything below is driven by hand, in a chosen order
+      await loadDocuments(ix.db, [t, s]);
+      for (const d of [t, s]) ix.live.set(d.url, d);
+      const { processObserver } = await import('../src/apps/webindex/process-observer.js');
+      const proc = processObserver({ keyMode: 'content' });
+      await ix.db.transaction((tx) => proc(tx, Buffer.from(t.url)));
+      await ix.db.transaction((tx) => proc(tx, Buffer.from(s.url)));
+      // The target's join reads (no in-links yet) but has not committed...
+      const join = await ix.db.begin();
+      await clusterObserver()(join, Buffer.from(t.url), PARSED_KEYS);
+      // ...when the source's link is inverted and relayed.
+      await ix.db.transaction((tx) => linkObserver()(tx, Buffer.from(s.url)));
+      await ix.db.transaction((tx) => linkNotifyObserver()(tx, Buffer.from(s.url)));
+      const before = await ix.db.snapshot();
+      expect(await before.get(DOCS, t.url, CLUSTER_ID)).toBeNull(); // not a member when relayed
+      before.release();
+      await join.commit();
+      join.release();
+      await ix.worker.start();
+      await ix.db.waitForQuiescence({ timeoutMs: 60_000 });
+      const after = await ix.db.snapshot();
+      expect(await after.getString(DOCS, t.url, RANK_INLINKS)).toBe('1');
+      after.release();
+      await expectMatchesBatch(ix, 'content');
+    },
+    SLOW,
+  );
+});
+
+describe('incremental equals batch (local corpus: node_modules documentation, fingerprint clustering)', () => {
+  it(
+    'after the first crawl, edits, deletions and re-additions',
+    async () => {
+      const root = join(process.cwd(), 'node_modules');
+      const files = await listLocalDocs(root, 70);
+      const docs: CrawledDoc[] = [];
+      for await (const d of localDocuments(root, files)) docs.push(d);
+      expect(docs.length).toBe(70);
+      const ix = (index = await openTestIndex('content'));
+      await ix.crawl(docs);
+      await expectMatchesBatch(ix, 'content');
+
+      const text = (d: CrawledDoc) => Buffer.from(d.content as Uint8Array).toString('utf8');
+      // Edit some documents: new text (re-fingerprinted), a new link to another document.
+      const edited = docs
+        .filter((_, i) => i % 5 === 0)
+        .map((d, i) => ({ url: d.url, content: `${text(d)}\n\nEdited. See [a sibling](${(docs[(i * 7) % docs.length] as CrawledDoc).url}).\n`, type: 'md' as const }));
+      // Make two documents exact duplicates of a third (a new cluster of three).
+      const original = docs[3] as CrawledDoc;
+      const dups = [docs[40], docs[41]].map((d) => ({ url: (d as CrawledDoc).url, content: original.content, type: 'text' as const }));
+      await ix.crawl([...edited, ...dups]);
+      await expectMatchesBatch(ix, 'content');
+
+      await ix.crawl(docs.filter((_, i) => i % 4 === 1).map((d) => ({ url: d.url, content: null })));
+      await expectMatchesBatch(ix, 'content');
+
+      await ix.crawl(docs.filter((_, i) => i % 8 === 1));
+      await expectMatchesBatch(ix, 'content');
+    },
+    SLOW,
+  );
+});
+
+describe('concurrency', () => {
+  it(
+    'concurrent loaders in two clients writing overlapping URLs: the index matches the winning fetches',
+    async () => {
+      const corpus = new SyntheticCorpus({ docs: 60, seed: 21 });
+      const store = await openStore('memory:');
+      const ix = (index = await openTestIndex('content+url+title', { store }));
+      const other = await Percolator.open({ store, oracle: ix.db.oracle, leaseMs: 2_000 });
+      try {
+        // Three loader sets at once, two of them in a second client, overlapping on 20–49.
+        await Promise.all([
+          loadDocuments(ix.db, corpus.documents(0, 50, 0), { concurrency: 4 }),
+          loadDocuments(other, corpus.documents(20, 60, 1), { concurrency: 4 }),
+          loadDocuments(other, range(30, 40).map((i) => corpus.doc(i, 2)), { concurrency: 2 }),
+        ]);
+        await ix.db.waitForQuiescence({ timeoutMs: 120_000 });
+        // Which fetch of a URL won is up to the race; the index must reflect exactly the winners.
+        const snap = await ix.db.snapshot();
+        const winners: { url: string; content: Uint8Array; type: 'md' }[] = [];
+        for await (const r of snap.scan(PAGES, {}, { columns: [RAW_CONTENT] })) {
+          const c = r.columns.get(RAW_CONTENT);
+          if (c !== undefined) winners.push({ url: Buffer.from(r.row).toString('utf8'), content: c, type: 'md' });
+        }
+        snap.release();
+        expect(winners.length).toBe(60);
+        expectSameIndex(await ix.state(), batchIndex(winners, 'content+url+title'));
+      } finally {
+        await other.close();
+      }
+    },
+    SLOW,
+  );
+
+  it(
+    'two workers in two clients share the work and still build the batch result',
+    async () => {
+      const corpus = new SyntheticCorpus({ docs: 60, seed: 8 });
+      const store = await openStore('memory:');
+      const lockService = new InProcessLockService();
+      const a = await Percolator.open({ store, lockService, leaseMs: 2_000 });
+      const b = await Percolator.open({ store, lockService, oracle: a.oracle, leaseMs: 2_000 });
+      await createWebIndexTables(a);
+      const wa = registerWebIndex(a.worker({ threads: 4, maxFailures: 100 }), { keyMode: 'content+url+title' });
+      const wb = registerWebIndex(b.worker({ threads: 4, maxFailures: 100 }), { keyMode: 'content+url+title' });
+      try {
+        await wa.start();
+        await wb.start();
+        await loadDocuments(a, corpus.documents(), { concurrency: 4 });
+        await a.waitForQuiescence({ timeoutMs: 120_000 });
+        await loadDocuments(b, range(0, 60).filter((i) => i % 2 === 0).map((i) => corpus.doc(i, 1)), { concurrency: 4 });
+        await a.waitForQuiescence({ timeoutMs: 120_000 });
+        expect(wa.metrics.commits).toBeGreaterThan(0);
+        expect(wb.metrics.commits).toBeGreaterThan(0);
+        const live = range(0, 60).map((i) => corpus.doc(i, i % 2 === 0 ? 1 : 0) as { url: string; content: string });
+        const { readIndexState } = await import('../src/apps/webindex/batch.js');
+        const snap = await a.snapshot();
+        const got = await readIndexState(snap);
+        snap.release();
+        expectSameIndex(got, batchIndex(live, 'content+url+title'));
+      } finally {
+        await wa.stop();
+        await wb.stop();
+        await b.close();
+        await a.close();
+        await store.close();
+      }
+    },
+    SLOW,
+  );
+});
+
+describe('search', () => {
+  it(
+    'returns the canonical of each matching cluster, ANDs terms, and reports crawl-to-index latency',
+    async () => {
+      const corpus = new SyntheticCorpus({ docs: 50, seed: 4 });
+      const ix = (index = await openTestIndex('content+url+title'));
+      await ix.crawl([...corpus.documents()]);
+      const want = batchIndex(ix.live.values(), 'content+url+title');
+      const snap = await ix.db.snapshot();
+      try {
+        // Every synthetic document carries the token topic<cluster>: one cluster matches.
+        const c = corpus.clusterOfDoc(10);
+        const r = await search(snap, `topic${c}`);
+        expect(r.total).toBe(1);
+        const hit = r.hits[0];
+        expect(hit).toBeDefined();
+        const cluster = want.clusters[hit?.clusterId ?? ''];
+        expect(hit?.url).toBe(cluster?.canonical);
+        expect(hit?.size).toBe(cluster?.size);
+        expect(hit?.size).toBe(range(0, 50).filter((i) => corpus.clusterOfDoc(i) === c).length);
+        expect(hit?.latencyMs).toBeGreaterThanOrEqual(0);
+        // AND: two clusters' topics never co-occur in one document.
+        expect((await search(snap, `topic${c} topic${corpus.clusterOfDoc(40)}`)).total).toBe(0);
+        // A title word finds its cluster, ranked first by the title weight.
+        const title = corpus.title(10).split(' ')[0] as string;
+        const byTitle = await search(snap, `${title} topic${c}`);
+        expect(byTitle.hits.map((h) => h.clusterId)).toEqual([hit?.clusterId]);
+        expect((await search(snap, 'zzzznotaword')).hits).toEqual([]);
+        expect((await search(snap, 'the and of')).terms).toEqual([]);
+      } finally {
+        snap.release();
+      }
+    },
+    SLOW,
+  );
+});

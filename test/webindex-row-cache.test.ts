@@ -9,14 +9,14 @@
  * buffers — so one cached row can keep several KiB alive per cell while being counted as a few
  * dozen bytes, and the budget bounds nothing.
  *
- * Marked `it.fails` while the bug is open (it passes when the cache over-retains).
+ * Fixed: `rewriteRow` caches views into the encoded row, which has its own exact-size allocation.
  */
 import { expect, it } from 'vitest';
 import { openStore } from '../src/store/open-store.js';
 import type { Cell } from '../src/store/types.js';
 import { Percolator } from '../src/txn/percolator.js';
 
-it.fails('the row cache keeps no more memory alive than its budget (values are compact copies)', async () => {
+it('the row cache keeps no more memory alive than its budget (values are compact copies)', async () => {
   const budget = 256 * 1024;
   const store = await openStore('memory:', { cacheBytes: budget });
   const db = await Percolator.open({ store, leaseMs: 2_000 });

@@ -230,7 +230,9 @@ export class EngineStore implements Store {
       } else {
         const value = encodeRow(mine);
         ops.push({ type: 'put', key: ek, value });
-        updates.push([ek.toString('latin1'), mine, value.byteLength]);
+        // Cache views into the encoded row, not `mine`: the mutation's values are views into the
+        // caller's buffers (pool slabs, scratch space) that the budget cannot see.
+        updates.push([ek.toString('latin1'), decodeRow(value), value.byteLength]);
       }
       delta += cellsBytes(mine) - cellsBytes(old);
     }

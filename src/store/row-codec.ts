@@ -68,7 +68,9 @@ export function encodeRow(cells: readonly Cell[]): Uint8Array {
   }
   size += varintSize(families);
 
-  const buf = Buffer.allocUnsafe(size);
+  // Its own allocation, not a slice of Node's shared pool: caches keep decoded views into this
+  // buffer, and a pool slab would keep unrelated kilobytes alive behind them.
+  const buf = Buffer.allocUnsafeSlow(size);
   let off = 4;
   buf[off++] = VERSION;
   off = writeVarint(buf, off, families);

@@ -59,12 +59,23 @@ export function encodeColumn(column: string): Uint8Array {
 
 /** Like encodeColumn, but rejects reserved names: what user-facing calls use. */
 export function encodeUserColumn(column: string): Uint8Array {
+  const hit = userColumns.get(column);
+  if (hit !== undefined) return hit;
   const i = typeof column === 'string' ? column.indexOf(':') : -1;
   if (i <= 0 || !FAMILY.test(column.slice(0, i))) {
     throw new TxnError('INVALID_COLUMN', `invalid column ${JSON.stringify(column)}: use family:qualifier with family [_a-zA-Z0-9][-_.a-zA-Z0-9]*`, { column });
   }
-  return Buffer.from(column, 'utf8');
+  const q = Buffer.from(column, 'utf8');
+  if (userColumns.size >= 10_000) userColumns.clear();
+  userColumns.set(column, q);
+  return q;
 }
+
+/**
+ * Validated, encoded user columns: every read and write encodes its column, and applications use
+ * few distinct ones. The buffers are shared, so nothing may write into a qualifier.
+ */
+const userColumns = new Map<string, Uint8Array>();
 
 export function decodeColumn(qualifier: Uint8Array): string {
   return Buffer.from(qualifier).toString('utf8');
@@ -104,31 +115,47 @@ const KINDS = ['put', 'delete', 'rollback'] as const;
 const MODES = ['none', 'inline', 'data'] as const;
 const VERSION = 1;
 
+/** Appends fields to one growing buffer: records are built on every prewrite and commit. */
 class Writer {
-  private parts: Buffer[] = [];
+  private buf = Buffer.allocUnsafe(128);
+  private off = 0;
+  private room(n: number): void {
+    if (this.off + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.off + n));
+    this.buf.copy(next, 0, 0, this.off);
+    this.buf = next;
+  }
   u8(n: number): this {
-    this.parts.push(Buffer.from([n]));
+    this.room(1);
+    this.buf[this.off++] = n;
     return this;
   }
   f64(n: number): this {
-    const b = Buffer.allocUnsafe(8);
-    b.writeDoubleBE(n);
-    this.parts.push(b);
+    this.room(8);
+    this.buf.writeDoubleBE(n, this.off);
+    this.off += 8;
     return this;
   }
   u32(n: number): this {
-    const b = Buffer.allocUnsafe(4);
-    b.writeUInt32BE(n);
-    this.parts.push(b);
+    this.room(4);
+    this.buf.writeUInt32BE(n, this.off);
+    this.off += 4;
     return this;
   }
   bytes(b: Uint8Array): this {
     this.u32(b.byteLength);
-    this.parts.push(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+    this.room(b.byteLength);
+    this.buf.set(b, this.off);
+    this.off += b.byteLength;
     return this;
   }
   str(s: string): this {
-    return this.bytes(Buffer.from(s, 'utf8'));
+    const n = Buffer.byteLength(s, 'utf8');
+    this.u32(n);
+    this.room(n);
+    this.buf.write(s, this.off, n, 'utf8');
+    this.off += n;
+    return this;
   }
   value(v: ValueRef): this {
     this.u8(MODES.indexOf(v.mode));
@@ -136,7 +163,7 @@ class Writer {
     return this;
   }
   done(): Uint8Array {
-    return Buffer.concat(this.parts);
+    return this.buf.subarray(0, this.off);
   }
 }
 
@@ -257,23 +284,27 @@ export function exactColumn(family: string, q: Uint8Array): RowFilter {
  * columns, so one filter object (and its compiled form, cached by the store) serves every read
  * of those columns. Versions are bounded by GC.
  */
-export function readFilter(qualifiers: readonly Uint8Array[]): RowFilter {
-  const key = qualifiers.length === 1 ? Buffer.from(qualifiers[0] as Uint8Array).toString('latin1') : qualifiers.map((q) => Buffer.from(q).toString('latin1')).join('\u0000\u0001');
-  let f = readFilters.get(key);
+export function readFilter(columns: readonly { readonly column: string; readonly q: Uint8Array }[]): RowFilter {
+  // Keyed by the column names (no per-read encoding); one map per arity so keys cannot collide.
+  const single = columns.length === 1;
+  const key = single ? (columns[0] as { column: string }).column : JSON.stringify(columns.map((c) => c.column));
+  const cache = single ? singleReadFilters : multiReadFilters;
+  let f = cache.get(key);
   if (f === undefined) {
     const branches: RowFilter[] = [];
-    for (const q of qualifiers) {
-      branches.push(exactColumn(LOCK, q));
-      branches.push(exactColumn(WRITE, q));
+    for (const c of columns) {
+      branches.push(exactColumn(LOCK, c.q));
+      branches.push(exactColumn(WRITE, c.q));
     }
     f = { interleave: branches };
-    if (readFilters.size >= 10_000) readFilters.clear();
-    readFilters.set(key, f);
+    if (cache.size >= 10_000) cache.clear();
+    cache.set(key, f);
   }
   return f;
 }
 
-const readFilters = new Map<string, RowFilter>();
+const singleReadFilters = new Map<string, RowFilter>();
+const multiReadFilters = new Map<string, RowFilter>();
 
 /** Lock and write cells of every column at or below `ts` (scans). */
 export function readAllFilter(ts: number, columnFilter?: RowFilter): RowFilter {

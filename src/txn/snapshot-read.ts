@@ -9,7 +9,7 @@
  * retryable). Otherwise the newest non-rollback write record at or below ts decides: a put's
  * value is inline in the record (short values) or in `data` at the writer's start ts.
  */
-import { bytesKey } from '../store/bytes.js';
+import { bytesKey, compareBytes } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
 import type { Cell, RowFilter, RowRange } from '../store/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
@@ -109,6 +109,41 @@ export interface VersionAt {
   readonly commitTs: number;
 }
 
+/**
+ * The newest visible non-rollback write record of each column at ts (index-aligned with
+ * `columns`), and the locks at or below ts. Cells come in canonical order (qualifier, then
+ * timestamp descending), so the first visible record of a column is its newest.
+ */
+function interpretColumns(table: string, row: Uint8Array, cells: readonly Cell[], ts: number, columns: readonly ColumnRef[]): { writes: ([WriteRecord, number] | undefined)[]; locks: LockedCell[] | null } {
+  const writes: ([WriteRecord, number] | undefined)[] = new Array(columns.length);
+  let locks: LockedCell[] | null = null;
+  // Few columns (the usual point read): match qualifiers directly instead of building string keys.
+  const index = columns.length <= 8 ? null : new Map(columns.map((c, i) => [bytesKey(c.q), i]));
+  for (const c of cells) {
+    if (c.timestamp > ts) continue;
+    if (c.family === LOCK) {
+      (locks ??= []).push({ table, row, column: decodeColumn(c.qualifier), q: c.qualifier, startTs: c.timestamp, lock: decodeLock(c.value) });
+      continue;
+    }
+    if (c.family !== WRITE) continue;
+    let i = -1;
+    if (index === null) {
+      for (let j = 0; j < columns.length; j++) {
+        if (compareBytes((columns[j] as ColumnRef).q, c.qualifier) === 0) {
+          i = j;
+          break;
+        }
+      }
+    } else {
+      i = index.get(bytesKey(c.qualifier)) ?? -1;
+    }
+    if (i < 0 || writes[i] !== undefined) continue; // newest visible record already found
+    const w = decodeWrite(c.value);
+    if (w.kind !== 'rollback') writes[i] = [w, c.timestamp];
+  }
+  return { writes, locks };
+}
+
 /** Visible versions of `columns` in one row at ts, in the order given. */
 export async function readVersionsAt(
   store: Store,
@@ -118,12 +153,12 @@ export async function readVersionsAt(
   ts: number,
   ctx: ReadContext,
 ): Promise<VersionAt[]> {
-  const filter = readFilter(columns.map((c) => c.q));
+  const filter = readFilter(columns);
   let backoff: Backoff | null = null;
   for (;;) {
     const r = await store.readRow(table, row, filter);
-    const { writes, locks } = interpret(table, row, r?.cells ?? [], ts);
-    if (locks.length > 0) {
+    const { writes, locks } = interpretColumns(table, row, r?.cells ?? [], ts, columns);
+    if (locks !== null) {
       const blocked = await resolveAll(store, locks, ctx);
       if (blocked !== null) {
         backoff ??= new Backoff(ctx);
@@ -131,15 +166,29 @@ export async function readVersionsAt(
       }
       continue;
     }
-    return Promise.all(
-      columns.map(async (c): Promise<VersionAt> => {
-        const w = writes.get(bytesKey(c.q));
-        if (w === undefined) return { value: null, commitTs: 0 };
-        return { value: await committedValue(store, table, row, c.q, w[0]), commitTs: w[1] };
-      }),
-    );
+    const out: VersionAt[] = new Array(columns.length);
+    let pending: Promise<void>[] | null = null;
+    for (let i = 0; i < columns.length; i++) {
+      const w = writes[i];
+      if (w === undefined) out[i] = ABSENT;
+      else if (w[0].kind !== 'put') out[i] = { value: null, commitTs: w[1] };
+      else if (w[0].value.mode === 'inline') out[i] = { value: w[0].value.value, commitTs: w[1] };
+      else {
+        // Only long values (in `data`) cost a second read.
+        const q = (columns[i] as ColumnRef).q;
+        (pending ??= []).push(
+          committedValue(store, table, row, q, w[0]).then((value) => {
+            out[i] = { value, commitTs: w[1] };
+          }),
+        );
+      }
+    }
+    if (pending !== null) await Promise.all(pending);
+    return out;
   }
 }
+
+const ABSENT: VersionAt = Object.freeze({ value: null, commitTs: 0 });
 
 /** Values of `columns` in one row at ts (null = absent or deleted), in the order given. */
 export async function readRowAt(

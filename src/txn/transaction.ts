@@ -126,6 +126,14 @@ export class Snapshot {
   /** Several cells, one store read per distinct row, in parallel. Values in the order asked. */
   async getMany(table: string, cells: readonly { row: RowKey; column: string }[]): Promise<(Uint8Array | null)[]> {
     this.checkActive();
+    if (cells.length === 1) {
+      // The common point read, without the grouping machinery below.
+      const c = cells[0] as { row: RowKey; column: string };
+      const own = this.buffered(table, c.row, c.column);
+      if (own !== undefined) return [own];
+      const q = this.allowReserved ? encodeColumn(c.column) : encodeUserColumn(c.column);
+      return readRowAt(this.env.store, table, toBytes(c.row), [{ column: c.column, q }], this.startTs, this.env.read);
+    }
     const out: (Uint8Array | null)[] = new Array(cells.length).fill(null);
     const byRow = new Map<string, { row: Uint8Array; refs: ColumnRef[]; slots: number[] }>();
     cells.forEach((c, i) => {
@@ -267,18 +275,24 @@ export class Transaction extends Snapshot {
     const prewritten: BufferedRow[] = [];
     const refresher = this.startLockRefresher(primaryRow, primaryCell, template);
     try {
-      try {
-        await prewrite(env.store, primaryRow, this.startTs, template);
-        prewritten.push(primaryRow);
-        await env.onProtocolPoint?.('after-primary-prewrite');
-        await inParallel(secondaries, async (r, i) => {
+      // The primary and the secondaries are prewritten concurrently (one round trip, not two):
+      // a reader that meets a secondary lock before the primary's exists rolls the primary back
+      // (rollback record at startTs), and then our primary prewrite fails on that record.
+      const outcomes = await Promise.allSettled([
+        prewrite(env.store, primaryRow, this.startTs, template).then(async () => {
+          prewritten.push(primaryRow);
+          if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-primary-prewrite');
+        }),
+        inParallel(secondaries, async (r, i) => {
           await prewrite(env.store, r, this.startTs, template);
           prewritten.push(r);
-          if (i === 0) await env.onProtocolPoint?.('mid-secondary-prewrites');
-        });
-      } catch (e) {
-        await this.rollBack(prewritten);
-        throw e;
+          if (i === 0 && env.onProtocolPoint !== undefined) await env.onProtocolPoint('mid-secondary-prewrites');
+        }),
+      ]);
+      const failed = outcomes.find((o) => o.status === 'rejected');
+      if (failed !== undefined) {
+        await this.rollBack(primaryFirst(prewritten, primaryRow));
+        throw failed.reason;
       }
       const commitTs = await env.getTimestamp();
       try {
@@ -287,7 +301,7 @@ export class Transaction extends Snapshot {
         // for the outcome) or our committed data — never a snapshot without it. If we abort
         // instead, the notification is spurious, which weak notifications allow.
         await this.writeWeakNotifications(commitTs);
-        await env.onProtocolPoint?.('before-primary-commit');
+        if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('before-primary-commit');
         this.committed = await commitPrimary(env.store, primaryRow, 0, this.startTs, commitTs);
       } catch (e) {
         await this.rollBack(prewritten);
@@ -297,13 +311,13 @@ export class Transaction extends Snapshot {
       refresher.stop();
     }
     const commitTs = this.committed;
-    await env.onProtocolPoint?.('after-primary-commit');
+    if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-primary-commit');
     // Past the commit point: failures here are repaired by readers (roll forward).
     await inParallel(secondaries, async (r, i) => {
       await commitSecondary(env.store, r, this.startTs, commitTs).catch(() => undefined);
-      if (i === 0) await env.onProtocolPoint?.('mid-secondary-commits');
+      if (i === 0 && env.onProtocolPoint !== undefined) await env.onProtocolPoint('mid-secondary-commits');
     });
-    await env.onProtocolPoint?.('after-commit');
+    if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-commit');
     if (this.weak.length > 0 || rows.some((r) => r.cells.some((c) => c.notify))) env.onNotified?.();
     return commitTs;
   }
@@ -348,6 +362,10 @@ export class Transaction extends Snapshot {
     timer.unref();
     return { stop: () => clearInterval(timer) };
   }
+}
+
+function primaryFirst(rows: readonly BufferedRow[], primary: BufferedRow): BufferedRow[] {
+  return [...rows.filter((r) => r === primary), ...rows.filter((r) => r !== primary)];
 }
 
 /** Runs fn over items with bounded parallelism; rejects with the first error after all settle. */

@@ -42,7 +42,8 @@ export interface BarChartOptions {
 
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b'];
 const DASHES = ['', '6 4', '2 3', '8 3 2 3'];
-const MARGIN = { top: 42, right: 24, bottom: 54, left: 72 };
+const MARGIN = { top: 62, right: 24, bottom: 54, left: 72 };
+const LEGEND_Y = 46;
 
 /** Escapes text for SVG content and attribute values. */
 export function escapeXml(s: string): string {
@@ -133,17 +134,14 @@ function frame(
   return out;
 }
 
-/** A legend box in the top-left corner of the plot area. */
+/** A legend row under the title, outside the plot area (so it never hides data or markers). */
 function legend(names: readonly string[], swatch: (i: number, x: number, y: number) => string): string[] {
   const out = [`<g>`];
-  const width = 24 + 7 * Math.max(...names.map((s) => s.length));
-  out.push(
-    `<rect x="${MARGIN.left + 8}" y="${MARGIN.top + 6}" width="${width + 24}" height="${names.length * 18 + 8}" fill="#ffffff" fill-opacity="0.85" stroke="#cccccc"/>`,
-  );
+  let x = MARGIN.left;
   names.forEach((name, i) => {
-    const y = MARGIN.top + 20 + i * 18;
-    out.push(swatch(i, MARGIN.left + 14, y - 4));
-    out.push(`<text x="${MARGIN.left + 42}" y="${y}">${escapeXml(name)}</text>`);
+    out.push(swatch(i, x, LEGEND_Y - 4));
+    out.push(`<text x="${x + 28}" y="${LEGEND_Y}">${escapeXml(name)}</text>`);
+    x += 28 + 7 * name.length + 24;
   });
   out.push(`</g>`);
   return out;
@@ -175,7 +173,10 @@ export function renderLineChart(o: LineChartOptions): string {
     out.push(
       `<line x1="${n(px(m.x))}" y1="${MARGIN.top}" x2="${n(px(m.x))}" y2="${MARGIN.top + ph}" stroke="#777777" stroke-dasharray="3 3"/>`,
     );
-    out.push(`<text x="${n(px(m.x) - 4)}" y="${MARGIN.top + 12}" text-anchor="end" fill="#555555">${escapeXml(m.label)}</text>`);
+    const right = sx(m.x) > pw * 0.6; // label on the side with room
+    out.push(
+      `<text x="${n(px(m.x) + (right ? -4 : 4))}" y="${MARGIN.top + 12}" text-anchor="${right ? 'end' : 'start'}" fill="#555555">${escapeXml(m.label)}</text>`,
+    );
   }
   const style = (i: number) => {
     const dash = DASHES[i % DASHES.length] as string;

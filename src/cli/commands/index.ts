@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander';
 import { register as benchClumping } from './bench-clumping.js';
+import { register as benchLatency } from './bench-latency.js';
 import { register as benchOverhead } from './bench-overhead.js';
 import { register as benchPeers } from './bench-peers.js';
 import { register as benchStore } from './bench-store.js';
@@ -21,4 +22,4 @@ import { register as worker } from './worker.js';
 
 export type RegisterCommand = (program: Command) => void;
 
-export const commands: RegisterCommand[] = [demo, search, scan, benchStore, benchOverhead, benchClumping, benchWebindex, benchPeers, checkDurability, checkBank, checkNotify, oracle, serve, worker, wait];
+export const commands: RegisterCommand[] = [demo, search, scan, benchStore, benchOverhead, benchClumping, benchLatency, benchWebindex, benchPeers, checkDurability, checkBank, checkNotify, oracle, serve, worker, wait];

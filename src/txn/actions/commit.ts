@@ -68,3 +68,19 @@ export async function commitPrimary(store: Store, row: BufferedRow, primaryIndex
 export async function commitSecondary(store: Store, row: BufferedRow, startTs: number, commitTs: number): Promise<void> {
   await store.mutateRow(row.table, row.row, commitMutations(row, startTs, commitTs));
 }
+
+/**
+ * `commitSecondary` for many rows, batched: one `mutateRows` per table (each row atomic on its
+ * own, as Bigtable's MutateRows promises). Rejects with the first row's error after all ran.
+ */
+export async function commitSecondaries(store: Store, rows: readonly BufferedRow[], startTs: number, commitTs: number): Promise<void> {
+  if (rows.length === 0) return;
+  const byTable = new Map<string, { key: Uint8Array; mutations: Mutation[] }[]>();
+  for (const r of rows) {
+    let list = byTable.get(r.table);
+    if (list === undefined) byTable.set(r.table, (list = []));
+    list.push({ key: r.row, mutations: commitMutations(r, startTs, commitTs) });
+  }
+  const results = await Promise.all([...byTable].map(([table, entries]) => store.mutateRows(table, entries)));
+  for (const list of results) for (const r of list) if (r.error !== undefined) throw r.error;
+}

@@ -13,7 +13,16 @@ import { latencySvg } from '../src/cli/commands/bench-latency.js';
 describe('bench latency', () => {
   it('measures both pipelines at every crawl rate on the real system', { timeout: 120_000 }, async () => {
     const rates = [1, 10, 100];
-    const r = await runLatencyBench({ docs: 100, seed: 7, hourSeconds: 0.5, rates, minSamples: 5, probeDocs: 30, threads: 8 });
+    const r = await runLatencyBench({
+      docs: 100,
+      seed: 7,
+      hourSeconds: 0.5,
+      rates,
+      minSamples: 5,
+      probeDocs: 30,
+      threads: 8,
+      batchRounds: 3,
+    });
 
     expect(r.repositoryDocuments).toBe(100);
     expect(r.timeCompression).toBe(7200);

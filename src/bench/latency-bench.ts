@@ -56,7 +56,7 @@ export interface LatencyBenchOptions {
   readonly rates?: readonly number[];
   /** At least this many re-crawls per rate (low rates then run several compressed hours). Default 20. */
   readonly minSamples?: number;
-  /** Batch rounds measured over the whole repository. Default 3. */
+  /** Batch rounds measured over the whole repository. Default 5. */
   readonly batchRounds?: number;
   /** Re-crawls in the capacity burst. Default min(docs, 200). */
   readonly probeDocs?: number;
@@ -193,7 +193,7 @@ async function measureBatch(db: Percolator, keyMode: KeyMode, documents: number,
   for (const fraction of [8, 4, 2]) {
     const n = Math.max(1, Math.floor(documents / fraction));
     let best = Infinity;
-    for (let i = 0; i < 2; i++) {
+    for (let i = 0; i < 3; i++) {
       const r = await batchRound(db, keyMode, n);
       best = Math.min(best, r.readMs + r.computeMs);
     }
@@ -315,7 +315,7 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
       const db = handle.db;
       const keyMode = handle.summary.keyMode;
       log(`loaded in ${(handle.summary.loadAndProcessMs / 1000).toFixed(1)} s; measuring batch rounds`);
-      const batch = await measureBatch(db, keyMode, n, Math.max(1, options.batchRounds ?? 3));
+      const batch = await measureBatch(db, keyMode, n, Math.max(1, options.batchRounds ?? 5));
       log(`batch round ${batch.roundMs} ms (read ${batch.readMs} + compute ${batch.computeMs})`);
 
       /** Re-crawl versions of `count` distinct random documents at the given moments. */

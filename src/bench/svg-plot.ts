@@ -141,7 +141,7 @@ function legend(names: readonly string[], swatch: (i: number, x: number, y: numb
   names.forEach((name, i) => {
     out.push(swatch(i, x, LEGEND_Y - 4));
     out.push(`<text x="${x + 28}" y="${LEGEND_Y}">${escapeXml(name)}</text>`);
-    x += 28 + 7 * name.length + 24;
+    x += 28 + 6.5 * name.length + 24;
   });
   out.push(`</g>`);
   return out;

@@ -4,8 +4,9 @@
  *
  * It opens the store (after a kill -9 of its predecessor, this is where LevelDB recovery runs),
  * creates the table if missing, and runs WORKERS concurrent write loops through the real Store API
- * — `mutateRows` batches, single `mutateRow`s and `checkAndMutateRow`s (false branch on a fresh
- * row) — so group commit, row latches and the row codec are all on the path being killed.
+ * — `mutateRows` batches, single `mutateRow`s, `checkAndMutateRow`s (false branch on a fresh
+ * row), and deferred writes followed by a durable one — so group commit, row latches, the row
+ * codec and the deferred-write overlay are all on the path being killed.
  *
  * Contract with the parent (durability-protocol.ts): an `ack` names keys whose write promise has
  * resolved, and is sent only then. It may be lost to the kill (the parent then simply does not
@@ -56,7 +57,17 @@ async function writeLoop(store: Store, runId: string, generation: number, worker
   while (!stopping) {
     const r = Math.random();
     let keys: string[];
-    if (r < 0.7) {
+    if (r < 0.1) {
+      // Deferred writes resolve before they are durable; the durable write issued after them is
+      // acknowledged only when they are durable too (the store's log is ordered). So all these
+      // keys are acknowledged together, once the durable one resolved.
+      const n = 1 + Math.floor(Math.random() * 8);
+      keys = Array.from({ length: n + 1 }, next);
+      const deferred = keys.slice(0, n).map((k) => store.mutateRow(DURABILITY_TABLE, Buffer.from(k), rowMutations(k), { durability: 'deferred' }));
+      await Promise.all(deferred);
+      const last = keys[n] as string;
+      await store.mutateRow(DURABILITY_TABLE, Buffer.from(last), rowMutations(last));
+    } else if (r < 0.7) {
       const n = 1 + Math.floor(Math.random() * 64);
       keys = Array.from({ length: n }, next);
       const entries: MutateRowsEntry[] = keys.map((k) => ({ key: Buffer.from(k), mutations: rowMutations(k) }));

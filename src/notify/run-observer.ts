@@ -10,7 +10,8 @@
  * covered (C' > S = ack), so it runs again; several changes before a run collapse into one run.
  * Weak notifications run the observer even when C <= A (they signal no data change).
  *
- * Returns: { ran, upTo } — upTo is the commit ts the observer has now processed up to.
+ * Returns: { ran, committed, upTo, wrote } — upTo is the commit ts the observer has now processed
+ * up to; a run that wrote nothing does not commit (nor write its ack).
  * Throws: the observer's own error (wrapped in ObserverFailure), or RETRIES_EXHAUSTED.
  */
 import type { Store } from '../store/store.js';
@@ -42,9 +43,43 @@ export class ObserverFailure extends Error {
 
 export interface RunOutcome {
   readonly ran: boolean;
+  /**
+   * The run committed (its writes and the ack). A run whose observer wrote nothing commits
+   * nothing: there is nothing to make atomic, and the ack only saves a future re-run (a
+   * re-delivered notification then runs the observer again, which again writes nothing).
+   */
+  readonly committed: boolean;
   readonly upTo: number;
   /** Transactions that lost a conflict and were retried. */
   readonly conflicts: number;
+  /** Cells the committed run wrote or weakly notified (for local dispatch); empty otherwise. */
+  readonly wrote: readonly WrittenCell[];
+}
+
+export interface WrittenCell {
+  readonly table: string;
+  readonly row: Uint8Array | string;
+  readonly column: string;
+}
+
+/**
+ * Records the cells an observer writes or notifies through `tx` (set, setJson, delete, notify),
+ * so that the worker can hand the rows it notified straight to a local runner after commit.
+ */
+function trackWrites(tx: Transaction, wrote: WrittenCell[]): void {
+  const { set, delete: del, notify } = tx;
+  tx.set = function (table, row, column, value) {
+    wrote.push({ table, row, column });
+    set.call(this, table, row, column, value);
+  };
+  tx.delete = function (table, row, column) {
+    wrote.push({ table, row, column });
+    del.call(this, table, row, column);
+  };
+  tx.notify = function (table, row, column) {
+    wrote.push({ table, row, column });
+    notify.call(this, table, row, column);
+  };
 }
 
 function encodeTs(ts: number): Uint8Array {
@@ -78,17 +113,26 @@ export async function runObserver(
       const upTo = change?.commitTs ?? 0;
       if (!weak && upTo <= decodeTs(acked?.value ?? null)) {
         tx.abort();
-        return { ran: false, upTo, conflicts };
+        return { ran: false, committed: false, upTo, conflicts, wrote: [] };
       }
+      const wrote: WrittenCell[] = [];
+      trackWrites(tx, wrote);
       try {
         await obs.fn(tx, row, obs.column, table);
       } catch (e) {
         if (isTxnError(e) && e.retryable) throw e;
         throw new ObserverFailure(obs.name, table, row, obs.column, e);
       }
+      if (wrote.length === 0) {
+        // Read-only run: nothing to commit. Skipping the ack is safe: the change stays processed
+        // as far as anyone can observe (the observer wrote nothing), and the notification is
+        // cleared by the caller exactly as after a commit.
+        tx.abort();
+        return { ran: true, committed: false, upTo, conflicts, wrote };
+      }
       tx.setInternal(table, row, ack, encodeTs(tx.startTs));
       await tx.commit();
-      return { ran: true, upTo, conflicts };
+      return { ran: true, committed: true, upTo, conflicts, wrote };
     } catch (e) {
       tx.abort();
       if (!isTxnError(e) || !e.retryable) throw e;

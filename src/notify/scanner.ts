@@ -23,7 +23,8 @@ export interface NotifiedCell {
 export interface Job {
   readonly table: string;
   readonly row: Uint8Array;
-  readonly cells: readonly NotifiedCell[];
+  /** The notifications the scanner saw; absent for a local hint (then: whatever is notified now). */
+  readonly cells?: readonly NotifiedCell[];
   /** The advisory lock owner (the scanner that took the row's lock); the runner releases it. */
   readonly lockOwner: string;
 }
@@ -42,8 +43,12 @@ export interface ScannerHost {
   /** Resolves when the job is queued (waits while the queue is full). */
   enqueue(job: Job): Promise<void>;
   readonly stats: ScannerStats;
-  /** Idle wait between empty passes; resolves early when new work is hinted. */
-  idle(ms: number): Promise<void>;
+  /**
+   * Idle wait between passes. `wakeable` (empty passes): resolves early when new work is hinted.
+   * Not after a jump: the work met is someone else's, and a local commit (which wakes idle
+   * scanners) says nothing new about it — waking there made scanners spin at the commit rate.
+   */
+  idle(ms: number, wakeable?: boolean): Promise<void>;
 }
 
 export interface ScannerStats {
@@ -136,7 +141,7 @@ export async function scanLoop(host: ScannerHost, lockOwner: string): Promise<vo
       // Met another scanner's row: jump elsewhere — but back off when jumps keep failing to find
       // free work (every notified row held by others), instead of spinning over the notify group.
       // The wait also yields to the event loop, which an in-memory store never does by itself.
-      await host.idle(jumpMs);
+      await host.idle(jumpMs, false);
       jumpMs = Math.min(jumpMs * 2, 50);
       continue;
     }

@@ -10,6 +10,15 @@
  * Notify cells of a column are cleared only after all its observers succeeded, and only up to
  * the newest notify timestamp seen before the run: a newer change keeps its notification.
  *
+ * Local dispatch: a commit made by this worker's own observers (or announced with `hint()`, as the
+ * web index's loader does) that notifies a column this worker observes hands the row straight to a
+ * runner, without waiting for a scanner to find it — the scanners remain the safety net for
+ * everything else (other processes' commits, rows that were busy, crashes). A hint is only a
+ * proposal, exactly like a scanned row: the runner takes the row's advisory lock, reads its notify
+ * cells afresh, and the ack protocol decides. A hint for a row this worker already holds (queued
+ * or running) is remembered and re-issued when the row is released, so a notification written
+ * while its row runs is picked up at once too.
+ *
  * stop() is graceful: scanners stop, queued jobs are dropped (their notifications stay), running
  * observer transactions finish (commit or abort) before it resolves.
  */
@@ -18,7 +27,7 @@ import { NOTIFY, encodeColumn } from '../txn/layout.js';
 import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
 import type { LockService } from './lock-service.js';
 import type { ObserverFn, ObserverRegistration } from './observer.js';
-import { type ObserverHost, runObserver } from './run-observer.js';
+import { type ObserverHost, type WrittenCell, runObserver } from './run-observer.js';
 import { type Job, NOTIFY_FILTER, type NotifiedCell, type ScannerHost, type ScannerStats, notificationsOf, scanLoop } from './scanner.js';
 
 export interface WorkerOptions {
@@ -38,7 +47,10 @@ export interface WorkerOptions {
 
 export interface WorkerMetrics {
   runs: number;
+  /** Runs that committed (a run whose observer wrote nothing does not commit). */
   commits: number;
+  /** Rows handed to runners by local commits (not found by scanning). */
+  hinted: number;
   skipped: number;
   conflicts: number;
   failures: number;
@@ -59,6 +71,9 @@ export interface WorkerHost extends ObserverHost {
 
 let workerSeq = 0;
 
+/** Local hints queued at most (beyond it, hints are dropped: the scanners find those rows). */
+const MAX_HINTED = 100_000;
+
 interface FailureState {
   failures: number;
   nextAttempt: number;
@@ -74,9 +89,16 @@ export class Worker {
   private readonly rowLockTtlMs: number;
   private readonly log: (message: string, error?: unknown) => void;
   private readonly queue: Job[] = [];
+  /** Rows handed over by local commits (unbounded up to MAX_HINTED: a runner must never wait on it). */
+  private readonly hinted: Job[] = [];
+  private hintedHead = 0;
+  /** Rows this worker holds the advisory lock of (queued or running) → a hint arrived meanwhile. */
+  private readonly held = new Map<string, { again: boolean }>();
+  private readonly hintOwner: string;
   private readonly spaceWaiters: (() => void)[] = [];
   private readonly jobWaiters: (() => void)[] = [];
   private readonly idleWaiters = new Set<() => void>();
+  private readonly sleepers = new Set<() => void>();
   private readonly failuresOf = new Map<string, FailureState>();
   private tasks: Promise<void>[] = [];
   private isRunning = false;
@@ -84,6 +106,7 @@ export class Worker {
   readonly metrics: WorkerMetrics = {
     runs: 0,
     commits: 0,
+    hinted: 0,
     skipped: 0,
     conflicts: 0,
     failures: 0,
@@ -103,6 +126,7 @@ export class Worker {
     this.maxFailures = Math.max(1, options.maxFailures ?? 5);
     this.rowLockTtlMs = options.rowLockTtlMs ?? 30_000;
     this.log = options.log ?? ((m, e) => console.error(`percolator worker: ${m}`, e ?? ''));
+    this.hintOwner = `${host.owner}/${workerSeq++}/hint`;
   }
 
   /**
@@ -134,8 +158,11 @@ export class Worker {
     for (const w of this.jobWaiters.splice(0)) w();
     for (const w of this.spaceWaiters.splice(0)) w();
     for (const w of this.idleWaiters) w();
-    const dropped = this.queue.splice(0);
+    for (const w of this.sleepers) w();
+    const dropped = [...this.queue.splice(0), ...this.hinted.splice(0).slice(this.hintedHead)];
+    this.hintedHead = 0;
     for (const job of dropped) await this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner);
+    this.held.clear();
     await Promise.all(this.tasks);
     this.tasks = [];
   }
@@ -144,6 +171,72 @@ export class Worker {
   wake(): void {
     for (const w of this.idleWaiters) w();
   }
+
+  /**
+   * A commit notified `row` of `table` (or may have): hands the row to a runner at once if this
+   * worker observes something in `table`, instead of waiting for a scanner to find it. Safe to
+   * call for any row at any time — a hint is a proposal, the runner checks the notify cells.
+   */
+  hint(table: string, row: Uint8Array | string): void {
+    if (!this.isRunning || !this.observers.some((o) => o.table === ALL_TABLES || o.table === table)) return;
+    const key = typeof row === 'string' ? Buffer.from(row, 'utf8') : row;
+    const lockKey = this.lockKey(table, key);
+    const held = this.held.get(lockKey);
+    if (held !== undefined) {
+      held.again = true;
+      return;
+    }
+    if (this.hinted.length - this.hintedHead >= MAX_HINTED || this.skipRow(table, key, Date.now())) return;
+    const job: Job = { table, row: key, lockOwner: this.hintOwner };
+    // Held before the lock is even asked for: a second hint meanwhile only marks it again.
+    this.held.set(lockKey, { again: false });
+    void this.host.lockService.tryLock(lockKey, this.hintOwner, this.rowLockTtlMs).then(
+      (ok) => {
+        if (ok && this.isRunning) {
+          this.metrics.hinted++;
+          this.hinted.push(job);
+          this.jobWaiters.shift()?.();
+          return;
+        }
+        // Held by a scanner or another process (which will see the notification, or leave it to
+        // the scanners), or stopping: nothing to do.
+        this.held.delete(lockKey);
+        if (ok) void this.host.lockService.unlock(lockKey, this.hintOwner);
+      },
+      () => this.held.delete(lockKey),
+    );
+  }
+
+  private hintWritten(wrote: readonly WrittenCell[]): void {
+    for (const w of wrote) if (this.observersOf(w.table, w.column).length > 0) this.hint(w.table, w.row);
+  }
+
+  private skipRow(table: string, row: Uint8Array, now: number): boolean {
+    if (this.failuresOf.size === 0) return false;
+    const prefix = `${table}/${Buffer.from(row).toString('hex')}/`;
+    for (const [k, s] of this.failuresOf) if (k.startsWith(prefix) && (s.parked || s.nextAttempt > now)) return true;
+    return false;
+  }
+
+  /** The next job: the older of the two queues' heads (hints and scanned rows share the runners). */
+  private nextJob(): Job | undefined {
+    const h = this.hinted[this.hintedHead];
+    if (h !== undefined && (this.queue.length === 0 || this.preferHint)) {
+      this.preferHint = false;
+      this.hinted[this.hintedHead++] = undefined as unknown as Job;
+      if (this.hintedHead > 1024 && this.hintedHead * 2 > this.hinted.length) {
+        this.hinted.splice(0, this.hintedHead);
+        this.hintedHead = 0;
+      }
+      return h;
+    }
+    this.preferHint = true;
+    const job = this.queue.shift();
+    if (job !== undefined) this.spaceWaiters.shift()?.();
+    return job;
+  }
+
+  private preferHint = true;
 
   /** Cells parked after too many failures: `table/rowhex/column`. */
   parkedCells(): string[] {
@@ -192,48 +285,63 @@ export class Worker {
         return tablesCache.tables;
       },
       observes: (table, column) => this.observersOf(table, column).length > 0,
-      tryLockRow: (table, row, lockOwner) => this.host.lockService.tryLock(this.lockKey(table, row), lockOwner, this.rowLockTtlMs),
-      skip: (table, row, now) => {
-        const prefix = `${table}/${Buffer.from(row).toString('hex')}/`;
-        for (const [k, s] of this.failuresOf) if (k.startsWith(prefix) && (s.parked || s.nextAttempt > now)) return true;
-        return false;
+      tryLockRow: async (table, row, lockOwner) => {
+        const key = this.lockKey(table, row);
+        if (this.held.has(key)) return false;
+        const ok = await this.host.lockService.tryLock(key, lockOwner, this.rowLockTtlMs);
+        if (ok) this.held.set(key, { again: false });
+        return ok;
       },
+      skip: (table, row, now) => this.skipRow(table, row, now),
       enqueue: async (job) => {
         while (this.isRunning && this.queue.length >= this.queueSize) await new Promise<void>((r) => this.spaceWaiters.push(r));
         if (!this.isRunning) {
+          this.held.delete(this.lockKey(job.table, job.row));
           await this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner);
           return;
         }
         this.queue.push(job);
         this.jobWaiters.shift()?.();
       },
-      idle: (ms) =>
+      idle: (ms, wakeable = true) =>
         new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(timer);
             this.idleWaiters.delete(done);
+            this.sleepers.delete(done);
             resolve();
           };
           const timer = setTimeout(done, ms);
-          this.idleWaiters.add(done);
+          // stop() wakes every waiter, wakeable or not.
+          if (wakeable) this.idleWaiters.add(done);
+          else this.sleepers.add(done);
         }),
     };
   }
 
   private async runner(): Promise<void> {
     while (this.isRunning) {
-      const job = this.queue.shift();
+      // Yield to timers and I/O between rows. With a store that answers in microtasks (memory:,
+      // cached rows) runners fed by local hints would otherwise never leave the microtask queue:
+      // timers (lock-wait backoff, conflict retries, the loaders' pacing) then fire seconds late.
+      await new Promise<void>((r) => setImmediate(r));
+      const job = this.nextJob();
       if (job === undefined) {
         await new Promise<void>((r) => this.jobWaiters.push(r));
         continue;
       }
-      this.spaceWaiters.shift()?.();
       this.active++;
+      const lockKey = this.lockKey(job.table, job.row);
       try {
         await this.process(job);
       } finally {
         this.active--;
-        await this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner);
+        await this.host.lockService.unlock(lockKey, job.lockOwner);
+        const held = this.held.get(lockKey);
+        this.held.delete(lockKey);
+        // A local commit notified this row while it ran (e.g. an observer of the row wrote a
+        // column another observer of the row watches): run it again now.
+        if (held?.again === true) this.hint(job.table, job.row);
       }
     }
   }
@@ -243,8 +351,12 @@ export class Worker {
     // (another runner may have processed and cleared them meanwhile).
     const fresh = await this.host.store.readRow(job.table, job.row, NOTIFY_FILTER);
     if (fresh === null) return;
-    const current = new Map(notificationsOf(fresh.cells).map((c) => [c.column, c]));
-    const cells = job.cells.map((c) => current.get(c.column)).filter((c): c is NotifiedCell => c !== undefined);
+    // Every observed column notified now (not only those the scanner saw): newer notifications
+    // are as good, and each cell's clearing bound (maxTs) comes from this read.
+    const now = Date.now();
+    const cells = notificationsOf(fresh.cells).filter(
+      (c) => this.observersOf(job.table, c.column).length > 0 && !this.isBackingOff(this.cellKey(job.table, job.row, c.column), now),
+    );
     const clears: { column: string; maxTs: number }[] = [];
     for (const cell of cells) {
       const key = this.cellKey(job.table, job.row, cell.column);
@@ -256,7 +368,10 @@ export class Worker {
           this.metrics.conflicts += r.conflicts;
           if (r.ran) {
             this.metrics.runs++;
-            this.metrics.commits++;
+            if (r.committed) {
+              this.metrics.commits++;
+              this.hintWritten(r.wrote);
+            }
             const m = (this.metrics.observerMs[obs.name] ??= { runs: 0, totalMs: 0, lastMs: 0 });
             m.runs++;
             m.lastMs = performance.now() - t0;
@@ -282,6 +397,12 @@ export class Worker {
       })),
     );
     this.metrics.cleared += clears.length;
+  }
+
+  private isBackingOff(cellKey: string, now: number): boolean {
+    if (this.failuresOf.size === 0) return false;
+    const s = this.failuresOf.get(cellKey);
+    return s !== undefined && (s.parked || s.nextAttempt > now);
   }
 
   private fail(key: string, error: unknown): void {

@@ -46,10 +46,19 @@ import type {
   RowFilter,
   RowKeySample,
   TableSpec,
+  WriteOptions,
 } from './types.js';
 import { validateFamilyName, validateMutations, validateRowKey, validateRules, validateTableName } from './validate.js';
 
 const EMPTY_CELLS: readonly Cell[] = Object.freeze([]);
+const DEFERRED = { deferred: true } as const;
+
+function deferred(options: WriteOptions | undefined, table: string): boolean {
+  const d = options?.durability;
+  if (d === undefined || d === 'durable') return false;
+  if (d === 'deferred') return true;
+  throw new StoreError('INVALID_ARGUMENT', `durability must be 'durable' or 'deferred', not ${JSON.stringify(d)}`, { table });
+}
 const DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024;
 const DEFAULT_CACHE_BYTES = 128 * 1024 * 1024;
 
@@ -208,6 +217,7 @@ export class EngineStore implements Store {
     key: Bytes,
     groups: readonly number[],
     mutate: (cells: readonly Cell[]) => readonly Cell[] | null,
+    deferred = false,
   ): Promise<void> {
     const now = this.now();
     const before = groups.map((g) => this.loadGroup(t, g, key));
@@ -238,7 +248,7 @@ export class EngineStore implements Store {
     }
     if (ops.length === 0) return;
     try {
-      await this.engine.write(ops);
+      await this.engine.write(ops, deferred ? DEFERRED : undefined);
     } catch (e) {
       for (const [ck] of updates) this.cache.delete(ck);
       throw e;
@@ -638,7 +648,7 @@ export class EngineStore implements Store {
   // ------------------------------------------------------------------------------------------
   // Data: writes
 
-  async mutateRow(table: string, key: Bytes, mutations: readonly Mutation[]): Promise<void> {
+  async mutateRow(table: string, key: Bytes, mutations: readonly Mutation[], options?: WriteOptions): Promise<void> {
     const spec = this.table(table).spec;
     validateRowKey(key, this.limits, table);
     validateMutations(mutations, spec, table, key, this.limits);
@@ -648,20 +658,20 @@ export class EngineStore implements Store {
       if (t.spec !== spec) validateMutations(mutations, t.spec, table, key, this.limits);
       const groups = this.groupsOfMutations(t, mutations);
       await this.latches.run(this.latchKey(t, key), () =>
-        this.rewriteRow(t, key, groups, (cells) => applyMutations(cells, mutations, this.serverMicros)),
+        this.rewriteRow(t, key, groups, (cells) => applyMutations(cells, mutations, this.serverMicros), deferred(options, table)),
       );
     } finally {
       this.leaveWrite(t);
     }
   }
 
-  async mutateRows(table: string, entries: readonly MutateRowsEntry[]): Promise<MutateRowsResult[]> {
+  async mutateRows(table: string, entries: readonly MutateRowsEntry[], options?: WriteOptions): Promise<MutateRowsResult[]> {
     this.table(table);
     if (!Array.isArray(entries)) throw new StoreError('INVALID_ARGUMENT', 'mutateRows needs an array of entries', { table });
     return Promise.all(
       entries.map(async (e, index): Promise<MutateRowsResult> => {
         try {
-          await this.mutateRow(table, e.key, e.mutations);
+          await this.mutateRow(table, e.key, e.mutations, options);
           return { index };
         } catch (err) {
           if (err instanceof StoreError && err.code !== 'STORE_CLOSED' && err.code !== 'TABLE_NOT_FOUND') return { index, error: err };
@@ -693,7 +703,7 @@ export class EngineStore implements Store {
         const matched = predicate === null ? cells.length > 0 : predicate.apply(key, cells).length > 0;
         const muts = matched ? trueM : falseM;
         if (muts.length > 0) {
-          await this.rewriteRow(t, key, matched ? trueGroups : falseGroups, (c) => applyMutations(c, muts, this.serverMicros));
+          await this.rewriteRow(t, key, matched ? trueGroups : falseGroups, (c) => applyMutations(c, muts, this.serverMicros), deferred(request, table));
         }
         return matched;
       });

@@ -8,6 +8,11 @@
  * - `write` applies a batch atomically. When its promise resolves, the batch is durable (for a
  *   durable engine: on disk and fsynced, or covered by a later fsync that has completed). Batches
  *   issued concurrently may be group-committed together; they are applied in call order.
+ * - A DEFERRED write (`{ deferred: true }`) resolves as soon as its ops are queued in order and
+ *   visible to `get` and `iterate`, before they are durable. They become durable with the group
+ *   commit they joined — in particular before any durable write issued after the deferred one
+ *   resolved (the log is sequential). A crash can lose them. The caller must not modify a
+ *   deferred op's buffers afterwards (they may be held until the group is written).
  * - `get` is synchronous and sees every batch whose `write` has resolved.
  * - `iterate` sees a consistent snapshot taken when it starts.
  * - The engine does not interpret keys or values; the store layer above owns the layout
@@ -26,6 +31,11 @@ export interface KvRange {
   readonly reverse?: boolean;
 }
 
+export interface KvWriteOptions {
+  /** Resolve once applied and visible, before durable (see the contract above). */
+  readonly deferred?: boolean;
+}
+
 export interface KvEntry {
   readonly key: Uint8Array;
   readonly value: Uint8Array;
@@ -35,7 +45,7 @@ export interface KvEngine {
   get(key: Uint8Array): Uint8Array | undefined;
   /** Yields entries of the range in order, a batch at a time (batches are never empty). */
   iterate(range: KvRange): AsyncIterable<readonly KvEntry[]>;
-  write(ops: readonly KvOp[]): Promise<void>;
+  write(ops: readonly KvOp[], options?: KvWriteOptions): Promise<void>;
   /** Deletes every key in the range (not atomic with other writes; durable when resolved). */
   clear(range: KvRange): Promise<void>;
   close(): Promise<void>;

@@ -1753,6 +1753,30 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         expect(readI64(row!.cells[0].value)).toBe(200n);
       });
 
+      it('deferred writes are visible to every read when their promise resolves, and serialize with other writers of the row', async () => {
+        const t = await mkTable('deferred', { f: null });
+        const deferred = { durability: 'deferred' } as const;
+        await s.mutateRow(t, b('r1'), [setCell('f', 'a', 1000, 'x')], deferred);
+        expect(await get(s, t, 'r1')).toEqual(['f:a@1000=x']);
+        const results = await s.mutateRows(t, [{ key: b('r2'), mutations: [setCell('f', 'a', 1000, 'y')] }], deferred);
+        expect(results).toEqual([{ index: 0 }]);
+        expect(await get(s, t, 'r2')).toEqual(['f:a@1000=y']);
+        // A deferred conditional "set if absent" races like a durable one: exactly one winner.
+        const matched = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => s.checkAndMutateRow(t, b('r3'), { falseMutations: [setCell('f', 'a', 1000 * (i + 1), `w${i}`)], durability: 'deferred' })),
+        );
+        expect(matched.filter((m) => !m)).toHaveLength(1);
+        const rows: string[] = [];
+        for await (const r of s.readRows(t)) rows.push(Buffer.from(r.key).toString());
+        expect(rows).toEqual(['r1', 'r2', 'r3']);
+        // Followed by a durable write, everything is there after a reopen (durable backends).
+        await s.mutateRow(t, b('r4'), [setCell('f', 'a', 1000, 'z')]);
+        if (!factory.reopen) return;
+        s = await reopen(s);
+        expect(await get(s, t, 'r1')).toEqual(['f:a@1000=x']);
+        expect(await get(s, t, 'r3')).toHaveLength(1);
+      });
+
       it('concurrent checkAndMutateRow "set if absent" on one row: exactly one wins', async () => {
         const t = await mkTable('conc-cas', { f: null });
         const n = 50;

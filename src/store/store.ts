@@ -6,7 +6,8 @@
  * Contract shared by all backends (the conformance suite in `store-conformance.ts` checks it):
  * - Single-row operations are atomic: a concurrent reader sees all of a row mutation or none.
  *   Concurrent writers to one row are serialized.
- * - A promise that resolves means the write is durable for durable backends (survives kill -9).
+ * - A promise that resolves means the write is durable for durable backends (survives kill -9),
+ *   unless the caller asked for `durability: 'deferred'` (see WriteOptions).
  * - Invalid input throws a `StoreError` and writes nothing (for `mutateRows`, per row).
  * - Reads apply each family's GC rule, so collected cells are never visible even before the
  *   background reclamation removes them.
@@ -25,6 +26,7 @@ import type {
   RowFilter,
   RowKeySample,
   TableSpec,
+  WriteOptions,
 } from './types.js';
 
 export interface Store {
@@ -50,13 +52,13 @@ export interface Store {
   /** Rows in key order (descending if `reversed`); rows left with no cells are skipped. */
   readRows(table: string, options?: ReadRowsOptions): AsyncIterable<Row>;
   /** Atomic within the row. */
-  mutateRow(table: string, key: Bytes, mutations: readonly Mutation[]): Promise<void>;
+  mutateRow(table: string, key: Bytes, mutations: readonly Mutation[], options?: WriteOptions): Promise<void>;
   /**
    * Each entry is atomic on its own; entries are independent (one failing does not stop the
    * others). Returns one result per entry, in input order. Throws only for table-level problems
    * (TABLE_NOT_FOUND) or a closed store.
    */
-  mutateRows(table: string, entries: readonly MutateRowsEntry[]): Promise<MutateRowsResult[]>;
+  mutateRows(table: string, entries: readonly MutateRowsEntry[], options?: WriteOptions): Promise<MutateRowsResult[]>;
   /**
    * Evaluates the predicate on the row and applies the true or false mutations, atomically.
    * Returns whether the predicate matched.

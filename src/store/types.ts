@@ -190,11 +190,23 @@ export interface MutateRowsResult {
   readonly error?: import('./errors.js').StoreError;
 }
 
-export interface CheckAndMutateRequest {
+export interface CheckAndMutateRequest extends WriteOptions {
   /** Absent: the condition is "the row has at least one cell". */
   readonly predicateFilter?: RowFilter;
   readonly trueMutations?: readonly Mutation[];
   readonly falseMutations?: readonly Mutation[];
+}
+
+export interface WriteOptions {
+  /**
+   * 'durable' (default): the promise resolves once the write is durable. 'deferred': it resolves
+   * once the write is applied and visible to every reader of this store, and the write becomes
+   * durable with the store's next group commit — at the latest before any durable write issued
+   * after this promise resolved is acknowledged. A crash can lose a deferred write, so use it only
+   * for data that can be recovered (Percolator's locks, and its secondary commits once the primary
+   * commit is durable). Backends that cannot defer (bigtable://) write durably.
+   */
+  readonly durability?: 'durable' | 'deferred';
 }
 
 /** A tablet boundary: rows < `key` hold about `offsetBytes` bytes. The last sample has an empty key. */

@@ -42,6 +42,8 @@ export interface LoadOptions {
   readonly beforeEach?: () => Promise<void>;
   /** Wall clock (ms). */
   readonly nowMs?: () => number;
+  /** Called after each fetch commits (e.g. to hand the page to a local worker at once: `worker.hint`). */
+  readonly onCommitted?: (doc: CrawledDoc) => void;
 }
 
 export interface LoadResult {
@@ -69,6 +71,7 @@ export async function loadDocuments(db: Percolator, docs: AsyncIterable<CrawledD
       if (r.done) return;
       const doc = r.value;
       await db.transaction(async (tx) => writeFetch(tx, doc, nowMs()));
+      options.onCommitted?.(doc);
       if (doc.content === null) {
         deleted++;
         options.metrics?.onDeleted();

@@ -20,6 +20,7 @@ import { type CrawledDoc, loadDocuments } from './loader.js';
 import { WebIndexMetrics } from './metrics.js';
 import type { KeyMode } from './parse.js';
 import { createWebIndexTables, registerWebIndex } from './pipeline.js';
+import { PAGES } from './schema.js';
 import { type IndexStats, readStats } from './stats.js';
 
 export type CorpusName = 'local' | 'synthetic';
@@ -143,7 +144,8 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
         await new Promise((r) => setTimeout(r, 2));
       }
     };
-    const load = await loadDocuments(db, corpus.docs, { concurrency: options.loaders ?? 4, metrics, beforeEach });
+    const w = worker;
+    const load = await loadDocuments(db, corpus.docs, { concurrency: options.loaders ?? 4, metrics, beforeEach, onCommitted: (d) => w.hint(PAGES, d.url) });
     await db.waitForQuiescence({ timeoutMs: 600_000 });
     const elapsedMs = performance.now() - t0;
     stopProgress = true;
@@ -172,7 +174,6 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
       conflicts: m.conflicts,
       observerRuns,
     };
-    const w = worker;
     return {
       db,
       worker: w,

@@ -570,3 +570,48 @@ describe('LevelEngine: corruption', () => {
     expect(again.get(s('b'))).toBeUndefined();
   });
 });
+
+describe('deferred writes', () => {
+  it('resolve before the group is written, and get, iterate and a reopen all see them', async () => {
+    const dir = tempDir();
+    const e = await open(dir);
+    await e.write([put(s('a'), s('old')), put(s('gone'), s('x'))]);
+    const before = e.stats().batches;
+    await e.write([put(s('a'), s('new')), put(s('b'), s('1')), del(s('gone'))], { deferred: true });
+    // Nothing was written to LevelDB yet: these answers come from the overlay.
+    expect(e.stats().batches).toBe(before);
+    expect(hex(e.get(s('a')) as Uint8Array)).toBe(hex(s('new')));
+    expect(hex(e.get(s('b')) as Uint8Array)).toBe(hex(s('1')));
+    expect(e.get(s('gone'))).toBeUndefined();
+    const scanned = await all(e.iterate({}));
+    expect(scanned.map((x) => Buffer.from(x.key).toString())).toEqual(['a', 'b']);
+    expect(scanned.map((x) => Buffer.from(x.value).toString())).toEqual(['new', '1']);
+    await e.close();
+    const again = await open(dir);
+    expect(Buffer.from(again.get(s('a')) as Uint8Array).toString()).toBe('new');
+    expect(again.get(s('gone'))).toBeUndefined();
+  });
+
+  it('a durable write issued after deferred ones is acknowledged only once they are durable too', async () => {
+    const dir = tempDir();
+    const e = await open(dir);
+    const deferred = Array.from({ length: 50 }, (_, i) => e.write([put(s(`d${i}`), s(`v${i}`))], { deferred: true }));
+    await Promise.all(deferred);
+    const batches = e.stats().batches;
+    await e.write([put(s('durable'), s('1'))]);
+    // The durable write's group (or an earlier one) carried the deferred ops to disk.
+    expect(e.stats().batches).toBeGreaterThan(batches);
+    for (let i = 0; i < 50; i++) expect(Buffer.from(e.get(s(`d${i}`)) as Uint8Array).toString()).toBe(`v${i}`);
+  });
+
+  it('a later durable write to the same key wins once acknowledged; an unacknowledged one stays invisible', async () => {
+    const e = await open(tempDir());
+    await e.write([put(s('k'), s('deferred'))], { deferred: true });
+    const durable = e.write([put(s('k'), s('durable'))]);
+    // Until the durable write resolves, readers see the acknowledged deferred value or the
+    // durable one (LevelDB applies a group right after its fsync), never anything else.
+    expect(['deferred', 'durable']).toContain(Buffer.from(e.get(s('k')) as Uint8Array).toString());
+    await durable;
+    expect(Buffer.from(e.get(s('k')) as Uint8Array).toString()).toBe('durable');
+  });
+});

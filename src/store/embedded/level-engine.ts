@@ -25,7 +25,15 @@
  *   record was synced, so a reader can see a group slightly before its promise resolves, but
  *   never before it is durable.
  * - Keys and values are copied into the native batch during the `write` call, so callers may
- *   reuse their buffers as soon as `write` returns.
+ *   reuse their buffers as soon as `write` returns (except a deferred write's values, see below).
+ * - DEFERRED writes (Percolator's locks and secondary commits, which the protocol can recover):
+ *   the ops join the open group like any other and the call resolves at once. Until LevelDB has
+ *   applied that group, an OVERLAY (key → newest deferred value, and the group holding it) makes
+ *   them visible: `get` consults it first, and `iterate` waits until every group holding a
+ *   deferred op is written before it opens its LevelDB snapshot. Durability comes from the group's
+ *   fsync; a later durable write is in the same or a later group, so when it is acknowledged the
+ *   deferred ops before it are durable too. If a group holding deferred ops fails, acknowledged
+ *   data was lost: the engine fails every later call with the IO_ERROR (reopen to recover).
  * - `iterate` uses a LevelDB iterator, which reads from an implicit snapshot taken when the
  *   iterator is created (on the consumer's first `next()`); it is closed in `finally`, so a
  *   consumer's early `break` releases it.
@@ -51,7 +59,7 @@ import { mkdir, open, readdir, readFile, stat, writeFile } from 'node:fs/promise
 import { join } from 'node:path';
 import { ClassicLevel, type Iterator as LevelIterator } from 'classic-level';
 import { StoreError } from '../errors.js';
-import type { KvEngine, KvEntry, KvOp, KvRange } from '../kv-engine.js';
+import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
 
 // ---------------------------------------------------------------------------------------------
 // Public API
@@ -199,6 +207,8 @@ interface Group {
   readonly batch: NativeBatch;
   ops: number;
   bytes: number;
+  /** Overlay keys of the deferred ops in this group (null: none). */
+  deferredKeys: string[] | null;
   readonly promise: Promise<void>;
   readonly resolve: () => void;
   readonly reject: (e: unknown) => void;
@@ -223,6 +233,12 @@ class LevelEngineImpl implements LevelEngine {
   private readonly maxGroupOps: number;
   private readonly maxGroupBytes: number;
   private readonly flushNow = (): void => this.flush();
+  /** Deferred ops LevelDB has not applied yet: latin1 key → newest value (undefined = deleted). */
+  private readonly overlay = new Map<string, { readonly value: Uint8Array | undefined; readonly group: Group }>();
+  /** The newest group holding deferred ops, until it is written. */
+  private lastDeferred: Group | null = null;
+  /** Set when a group holding acknowledged deferred ops failed: every later call fails. */
+  private failed: StoreError | null = null;
 
   constructor(
     private readonly db: ClassicLevel<Uint8Array, Uint8Array>,
@@ -243,6 +259,11 @@ class LevelEngineImpl implements LevelEngine {
 
   get(key: Uint8Array): Uint8Array | undefined {
     if (this.state !== 'open') throw this.closedError();
+    if (this.failed !== null) throw this.failed;
+    if (this.overlay.size !== 0) {
+      const e = this.overlay.get(latin1(key));
+      if (e !== undefined) return e.value;
+    }
     try {
       return this.db.getSync(key);
     } catch (e) {
@@ -251,6 +272,10 @@ class LevelEngineImpl implements LevelEngine {
   }
 
   async *iterate(range: KvRange): AsyncIterable<readonly KvEntry[]> {
+    if (this.state !== 'open') throw this.closedError();
+    // The snapshot must include acknowledged deferred ops: wait until LevelDB has them.
+    if (this.lastDeferred !== null) await this.lastDeferred.promise.catch(() => undefined);
+    if (this.failed !== null) throw this.failed;
     if (this.state !== 'open') throw this.closedError();
     // highWaterMarkBytes bounds what one native nextv() buffers (default 16 KiB, ~100 small
     // entries per thread-pool round trip); 1 MiB lets the growing batch size take effect.
@@ -295,8 +320,9 @@ class LevelEngineImpl implements LevelEngine {
     }
   }
 
-  write(ops: readonly KvOp[]): Promise<void> {
+  write(ops: readonly KvOp[], options?: KvWriteOptions): Promise<void> {
     if (this.state !== 'open') return Promise.reject(this.closedError());
+    if (this.failed !== null) return Promise.reject(this.failed);
     const n = ops.length;
     // Validate the whole call before any op reaches the shared native batch.
     let bytes = 0;
@@ -341,7 +367,16 @@ class LevelEngineImpl implements LevelEngine {
       this.flushScheduled = true;
       setImmediate(this.flushNow);
     }
-    return g.promise;
+    if (options?.deferred !== true) return g.promise;
+    const keys = (g.deferredKeys ??= []);
+    for (let i = 0; i < n; i++) {
+      const op = ops[i] as KvOp;
+      const k = latin1(op.key);
+      this.overlay.set(k, { value: op.type === 'put' ? op.value : undefined, group: g });
+      keys.push(k);
+    }
+    this.lastDeferred = g;
+    return RESOLVED;
   }
 
   private newGroup(): Group {
@@ -355,7 +390,9 @@ class LevelEngineImpl implements LevelEngine {
       resolve = res;
       reject = rej;
     });
-    const g: Group = { batch, ops: 0, bytes: 0, promise, resolve, reject };
+    // Deferred writers never await the promise; a failure is recorded in `failed` instead.
+    promise.catch(() => undefined);
+    const g: Group = { batch, ops: 0, bytes: 0, deferredKeys: null, promise, resolve, reject };
     this.queue.push(g);
     return g;
   }
@@ -384,6 +421,11 @@ class LevelEngineImpl implements LevelEngine {
 
   private settle(g: Group, err: StoreError | null): void {
     this.inFlight = null;
+    if (g.deferredKeys !== null) {
+      if (err !== null) this.failed ??= err;
+      for (const k of g.deferredKeys) if (this.overlay.get(k)?.group === g) this.overlay.delete(k);
+      if (this.lastDeferred === g) this.lastDeferred = null;
+    }
     if (err === null) g.resolve();
     else g.reject(err);
     if (this.queue.length > 0) {
@@ -447,6 +489,10 @@ class LevelEngineImpl implements LevelEngine {
     }
     this.state = 'closed';
   }
+}
+
+function latin1(key: Uint8Array): string {
+  return Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('latin1');
 }
 
 function badOp(index: number, why: string): StoreError {

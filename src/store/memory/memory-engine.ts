@@ -1,6 +1,7 @@
 /**
  * The `memory:` engine: an in-memory B+ tree (sorted-btree) implementing KvEngine. Nothing is
- * durable; `write` applies synchronously and resolves immediately. Iterators read a copy-on-write
+ * durable; `write` applies synchronously and resolves immediately (so a deferred write is simply
+ * a write). Iterators read a copy-on-write
  * clone, so they see the snapshot taken when they start, like LevelDB's.
  */
 import btreeModule from 'sorted-btree';

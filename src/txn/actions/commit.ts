@@ -15,6 +15,8 @@
  * Throws: TXN_ABORTED when our primary lock is gone and no commit record of ours exists (we were
  *   rolled back).
  * Idempotent: yes, both.
+ * Durability: the primary commit is durable when it resolves (it is the commit point); secondary
+ *   commits are deferred (visible at once, durable with the next group commit).
  */
 import type { Store } from '../../store/store.js';
 import type { Mutation } from '../../store/types.js';
@@ -66,8 +68,14 @@ export async function commitPrimary(store: Store, row: BufferedRow, primaryIndex
 }
 
 export async function commitSecondary(store: Store, row: BufferedRow, startTs: number, commitTs: number): Promise<void> {
-  await store.mutateRow(row.table, row.row, commitMutations(row, startTs, commitTs));
+  await store.mutateRow(row.table, row.row, commitMutations(row, startTs, commitTs), DEFERRED);
 }
+
+/**
+ * Secondary commits need not be durable on their own: the primary's commit record already is,
+ * and a secondary lock that a crash brings back is rolled forward from it by the next reader.
+ */
+const DEFERRED = { durability: 'deferred' } as const;
 
 /**
  * `commitSecondary` for many rows, batched: one `mutateRows` per table (each row atomic on its
@@ -81,6 +89,6 @@ export async function commitSecondaries(store: Store, rows: readonly BufferedRow
     if (list === undefined) byTable.set(r.table, (list = []));
     list.push({ key: r.row, mutations: commitMutations(r, startTs, commitTs) });
   }
-  const results = await Promise.all([...byTable].map(([table, entries]) => store.mutateRows(table, entries)));
+  const results = await Promise.all([...byTable].map(([table, entries]) => store.mutateRows(table, entries, DEFERRED)));
   for (const list of results) for (const r of list) if (r.error !== undefined) throw r.error;
 }

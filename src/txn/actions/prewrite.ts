@@ -13,6 +13,7 @@
  *   caller resolve it), WRITE_CONFLICT (a commit at or after S; `details.commitTs`),
  *   TXN_ABORTED (our own rollback record at S).
  * Idempotent: yes — if our locks are already there (a retried call), it succeeds.
+ * Durability: deferred (see below); resolves once the locks are visible to every reader.
  */
 import type { Store } from '../../store/store.js';
 import type { Mutation } from '../../store/types.js';
@@ -41,6 +42,10 @@ export async function prewrite(store: Store, row: BufferedRow, startTs: number, 
   const conflicted = await store.checkAndMutateRow(row.table, row.row, {
     predicateFilter: prewriteConflictFilter(qualifiers, startTs),
     falseMutations: prewriteMutations(row, startTs, template),
+    // A lock need not be durable on its own: the primary commit is durable and the store's log is
+    // ordered, so a commit that survives a crash implies the locks written before it did; a lock
+    // lost in a crash belonged to a transaction that had not committed.
+    durability: 'deferred',
   });
   if (!conflicted) return;
   // Find out why, cell by cell (the conflict path is rare; clarity over speed).

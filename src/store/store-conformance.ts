@@ -1448,7 +1448,7 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         }
         // Splitting may happen in the background: give it up to 3 s.
         let samples = await st.sampleRowKeys(t);
-        for (const deadline = Date.now() + 3000; samples.length < 4 && Date.now() < deadline; ) {
+        for (const deadline = Date.now() + 3000; samples.length < 4 && Date.now() < deadline;) {
           await new Promise((r) => setTimeout(r, 50));
           samples = await st.sampleRowKeys(t);
         }
@@ -1763,7 +1763,9 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         expect(await get(s, t, 'r2')).toEqual(['f:a@1000=y']);
         // A deferred conditional "set if absent" races like a durable one: exactly one winner.
         const matched = await Promise.all(
-          Array.from({ length: 20 }, (_, i) => s.checkAndMutateRow(t, b('r3'), { falseMutations: [setCell('f', 'a', 1000 * (i + 1), `w${i}`)], durability: 'deferred' })),
+          Array.from({ length: 20 }, (_, i) =>
+            s.checkAndMutateRow(t, b('r3'), { falseMutations: [setCell('f', 'a', 1000 * (i + 1), `w${i}`)], durability: 'deferred' }),
+          ),
         );
         expect(matched.filter((m) => !m)).toHaveLength(1);
         const rows: string[] = [];

@@ -62,9 +62,24 @@ describe('collectGarbage', () => {
     const s0 = await db.snapshot();
     const start = s0.startTs;
     s0.release();
-    const p = { table: 't', row: Buffer.from('p'), cells: [{ column: 'c:v', q: encodeColumn('c:v'), kind: 'put' as const, value: Buffer.from('primary'), notify: false }] };
-    const k = { table: 't', row: Buffer.from('k'), cells: [{ column: 'c:v', q: encodeColumn('c:v'), kind: 'put' as const, value: Buffer.from('secondary'), notify: false }] };
-    const template = { primaryTable: 't', primaryRow: p.row, primaryColumn: 'c:v', wallTimeMs: Date.now(), ttlMs: 60_000, owner: 'dead-worker' };
+    const p = {
+      table: 't',
+      row: Buffer.from('p'),
+      cells: [{ column: 'c:v', q: encodeColumn('c:v'), kind: 'put' as const, value: Buffer.from('primary'), notify: false }],
+    };
+    const k = {
+      table: 't',
+      row: Buffer.from('k'),
+      cells: [{ column: 'c:v', q: encodeColumn('c:v'), kind: 'put' as const, value: Buffer.from('secondary'), notify: false }],
+    };
+    const template = {
+      primaryTable: 't',
+      primaryRow: p.row,
+      primaryColumn: 'c:v',
+      wallTimeMs: Date.now(),
+      ttlMs: 60_000,
+      owner: 'dead-worker',
+    };
     await prewrite(db.store, p, start, template);
     await prewrite(db.store, k, start, template);
     await commitPrimary(db.store, p, 0, start, await db.oracle.getTimestamp());

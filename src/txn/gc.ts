@@ -36,10 +36,16 @@ export async function collectGarbage(store: Store, tables: readonly string[], wa
   if (!(watermark > 0)) return { watermark, effectiveWatermark: watermark, locksResolved: 0, versionsRemoved: 0, rowsRewritten: 0 };
   // Phase 1: resolve old locks.
   for (const table of tables) {
-    const old = store.readRows(table, { filter: { chain: [{ familyNameRegexFilter: LOCK }, { timestampRangeFilter: { endTimestampMicros: watermark } }] } });
+    const old = store.readRows(table, {
+      filter: { chain: [{ familyNameRegexFilter: LOCK }, { timestampRangeFilter: { endTimestampMicros: watermark } }] },
+    });
     for await (const r of old) {
       for (const c of r.cells) {
-        const outcome = await resolveLock(store, { table, row: r.key, column: decodeColumn(c.qualifier), q: c.qualifier, startTs: c.timestamp, lock: decodeLock(c.value) }, ctx);
+        const outcome = await resolveLock(
+          store,
+          { table, row: r.key, column: decodeColumn(c.qualifier), q: c.qualifier, startTs: c.timestamp, lock: decodeLock(c.value) },
+          ctx,
+        );
         if (outcome === 'locked') effective = Math.min(effective, c.timestamp);
         else locksResolved++;
       }
@@ -53,7 +59,11 @@ export async function collectGarbage(store: Store, tables: readonly string[], wa
     for await (const r of rows) {
       const mutations = shadowedVersions(r.cells, effective);
       if (mutations.length === 0) continue;
-      await store.mutateRow(table, r.key, mutations.map((m) => m.mutation));
+      await store.mutateRow(
+        table,
+        r.key,
+        mutations.map((m) => m.mutation),
+      );
       versionsRemoved += mutations.reduce((n, m) => n + m.versions, 0);
       rowsRewritten++;
     }
@@ -83,12 +93,20 @@ export function shadowedVersions(cells: readonly Cell[], watermark: number): { m
       const kept = cells[keep] as Cell;
       const keptStart = decodeWrite(kept.value).startTs;
       out.push({
-        mutation: { deleteFromColumn: { familyName: WRITE, columnQualifier: q, timeRange: { startTimestampMicros: 0, endTimestampMicros: kept.timestamp } } },
+        mutation: {
+          deleteFromColumn: {
+            familyName: WRITE,
+            columnQualifier: q,
+            timeRange: { startTimestampMicros: 0, endTimestampMicros: kept.timestamp },
+          },
+        },
         versions: j - keep - 1,
       });
       // Data cells of older versions all sit below the kept version's start ts.
       out.push({
-        mutation: { deleteFromColumn: { familyName: DATA, columnQualifier: q, timeRange: { startTimestampMicros: 0, endTimestampMicros: keptStart } } },
+        mutation: {
+          deleteFromColumn: { familyName: DATA, columnQualifier: q, timeRange: { startTimestampMicros: 0, endTimestampMicros: keptStart } },
+        },
         versions: 0,
       });
     }

@@ -63,7 +63,11 @@ export function encodeUserColumn(column: string): Uint8Array {
   if (hit !== undefined) return hit;
   const i = typeof column === 'string' ? column.indexOf(':') : -1;
   if (i <= 0 || !FAMILY.test(column.slice(0, i))) {
-    throw new TxnError('INVALID_COLUMN', `invalid column ${JSON.stringify(column)}: use family:qualifier with family [_a-zA-Z0-9][-_.a-zA-Z0-9]*`, { column });
+    throw new TxnError(
+      'INVALID_COLUMN',
+      `invalid column ${JSON.stringify(column)}: use family:qualifier with family [_a-zA-Z0-9][-_.a-zA-Z0-9]*`,
+      { column },
+    );
   }
   const q = Buffer.from(column, 'utf8');
   if (userColumns.size >= 10_000) userColumns.clear();

@@ -55,9 +55,15 @@ export class Liveness implements LivenessView {
     const id = randomBytes(12).toString('hex');
     this.id = id;
     await this.renew();
-    this.timer = setInterval(() => {
-      if (this.renewal === null) this.renewal = this.renew().catch(() => undefined).finally(() => (this.renewal = null));
-    }, Math.max(10, Math.floor(this.leaseMs / 3)));
+    this.timer = setInterval(
+      () => {
+        if (this.renewal === null)
+          this.renewal = this.renew()
+            .catch(() => undefined)
+            .finally(() => (this.renewal = null));
+      },
+      Math.max(10, Math.floor(this.leaseMs / 3)),
+    );
     this.timer.unref();
     return id;
   }

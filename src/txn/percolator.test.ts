@@ -161,11 +161,14 @@ describe('Percolator transactions', () => {
       await reached;
       await other.close(); // its lease is gone: the locks' owner is dead
       const snap = await db.snapshot();
-      expect(await snap.getMany('t', ['p', 's1', 's2'].map((row) => ({ row, column: 'c:v' }))).then((vs) => vs.map(str))).toEqual([
-        expected,
-        expected,
-        expected,
-      ]);
+      expect(
+        await snap
+          .getMany(
+            't',
+            ['p', 's1', 's2'].map((row) => ({ row, column: 'c:v' })),
+          )
+          .then((vs) => vs.map(str)),
+      ).toEqual([expected, expected, expected]);
       snap.release();
       // Every lock is gone after the reads.
       const locks = [];

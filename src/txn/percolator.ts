@@ -88,13 +88,19 @@ export class Percolator {
       // would hand out the same timestamps twice.
       const server = serverAddress(store.url);
       if (server === null && store.url.startsWith('bigtable://') && options.oracle === undefined) {
-        throw new TxnError('INVALID_CONFIG', `a store at ${store.url} is shared by many processes: pass the deployment's oracle (an OracleClient) in options.oracle`, {
-          url: store.url,
-        });
+        throw new TxnError(
+          'INVALID_CONFIG',
+          `a store at ${store.url} is shared by many processes: pass the deployment's oracle (an OracleClient) in options.oracle`,
+          {
+            url: store.url,
+          },
+        );
       }
       const oracle =
         options.oracle ??
-        (server !== null ? new OracleClient({ host: server.host, port: server.port + 2 }) : await Oracle.open({ markStore: new StoreMarkStore(store) }));
+        (server !== null
+          ? new OracleClient({ host: server.host, port: server.port + 2 })
+          : await Oracle.open({ markStore: new StoreMarkStore(store) }));
       const nowMs = options.nowMs ?? Date.now;
       const liveness = new Liveness(store, { leaseMs: options.leaseMs, nowMs });
       const owner = await liveness.register();
@@ -115,7 +121,8 @@ export class Percolator {
         },
       };
       const lockService =
-        options.lockService ?? (server !== null ? new NetworkLockService({ address: `${server.host}:${server.port}` }) : new InProcessLockService());
+        options.lockService ??
+        (server !== null ? new NetworkLockService({ address: `${server.host}:${server.port}` }) : new InProcessLockService());
       db = new Percolator(store, oracle, liveness, env, observed, lockService, {
         store: ownsStore,
         oracle: options.oracle === undefined,
@@ -265,7 +272,11 @@ export class Percolator {
       const after = issuedCount(this.oracle);
       if (pending === 0 && before === after) return;
       if (Date.now() > deadline) {
-        throw new TxnError('QUIESCENCE_TIMEOUT', `not quiescent after ${options.timeoutMs ?? 60_000} ms: ${pending} notifications pending`, { pending });
+        throw new TxnError(
+          'QUIESCENCE_TIMEOUT',
+          `not quiescent after ${options.timeoutMs ?? 60_000} ms: ${pending} notifications pending`,
+          { pending },
+        );
       }
       // Polling for a condition across processes (no event to wait on).
       await new Promise((r) => setTimeout(r, delay));

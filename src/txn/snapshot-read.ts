@@ -15,7 +15,18 @@ import type { Cell, RowFilter, RowRange } from '../store/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { LockedCell, ResolveContext } from './actions/types.js';
 import { TxnError, describeCell } from './errors.js';
-import { DATA, LOCK, WRITE, decodeColumn, decodeLock, decodeWrite, exactColumn, readAllFilter, readFilter, type WriteRecord } from './layout.js';
+import {
+  DATA,
+  LOCK,
+  WRITE,
+  decodeColumn,
+  decodeLock,
+  decodeWrite,
+  exactColumn,
+  readAllFilter,
+  readFilter,
+  type WriteRecord,
+} from './layout.js';
 
 export interface ReadContext extends ResolveContext {
   /** How long a read waits for a live transaction's lock before failing with KEY_LOCKED. */
@@ -61,11 +72,15 @@ async function committedValue(store: Store, table: string, row: Uint8Array, q: U
   const r = await store.readRow(table, row, filter);
   const cell = r?.cells[0];
   if (cell === undefined) {
-    throw new TxnError('CORRUPTED_RECORD', `committed value of ${describeCell({ table, row, column: decodeColumn(q) })} is missing from data@${w.startTs}`, {
-      table,
-      row,
-      startTs: w.startTs,
-    });
+    throw new TxnError(
+      'CORRUPTED_RECORD',
+      `committed value of ${describeCell({ table, row, column: decodeColumn(q) })} is missing from data@${w.startTs}`,
+      {
+        table,
+        row,
+        startTs: w.startTs,
+      },
+    );
   }
   return cell.value;
 }
@@ -114,7 +129,13 @@ export interface VersionAt {
  * `columns`), and the locks at or below ts. Cells come in canonical order (qualifier, then
  * timestamp descending), so the first visible record of a column is its newest.
  */
-function interpretColumns(table: string, row: Uint8Array, cells: readonly Cell[], ts: number, columns: readonly ColumnRef[]): { writes: ([WriteRecord, number] | undefined)[]; locks: LockedCell[] | null } {
+function interpretColumns(
+  table: string,
+  row: Uint8Array,
+  cells: readonly Cell[],
+  ts: number,
+  columns: readonly ColumnRef[],
+): { writes: ([WriteRecord, number] | undefined)[]; locks: LockedCell[] | null } {
   const writes: ([WriteRecord, number] | undefined)[] = new Array(columns.length);
   let locks: LockedCell[] | null = null;
   // Few columns (the usual point read): match qualifiers directly instead of building string keys.
@@ -122,7 +143,14 @@ function interpretColumns(table: string, row: Uint8Array, cells: readonly Cell[]
   for (const c of cells) {
     if (c.timestamp > ts) continue;
     if (c.family === LOCK) {
-      (locks ??= []).push({ table, row, column: decodeColumn(c.qualifier), q: c.qualifier, startTs: c.timestamp, lock: decodeLock(c.value) });
+      (locks ??= []).push({
+        table,
+        row,
+        column: decodeColumn(c.qualifier),
+        q: c.qualifier,
+        startTs: c.timestamp,
+        lock: decodeLock(c.value),
+      });
       continue;
     }
     if (c.family !== WRITE) continue;

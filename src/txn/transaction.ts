@@ -88,7 +88,12 @@ function columnsFilter(columns: readonly string[] | undefined): RowFilter | unde
       return { columnQualifierRegexFilter: `${escaped}:(?s:.*)` };
     }
     const q = encodeColumn(c);
-    return { interleave: [{ columnRangeFilter: { familyName: LOCK, startQualifierClosed: q, endQualifierClosed: q } }, { columnRangeFilter: { familyName: 'write', startQualifierClosed: q, endQualifierClosed: q } }] };
+    return {
+      interleave: [
+        { columnRangeFilter: { familyName: LOCK, startQualifierClosed: q, endQualifierClosed: q } },
+        { columnRangeFilter: { familyName: 'write', startQualifierClosed: q, endQualifierClosed: q } },
+      ],
+    };
   });
   return branches.length === 1 ? branches[0] : { interleave: branches };
 }
@@ -164,7 +169,11 @@ export class Snapshot {
    * Rows of a range at the snapshot, with their visible columns (optionally only `columns`:
    * exact `family:qualifier` names or whole families as `family:`).
    */
-  async *scan(table: string, range: ScanRange = {}, options: { columns?: readonly string[]; limit?: number } = {}): AsyncGenerator<ScannedRow> {
+  async *scan(
+    table: string,
+    range: ScanRange = {},
+    options: { columns?: readonly string[]; limit?: number } = {},
+  ): AsyncGenerator<ScannedRow> {
     this.checkActive();
     yield* scanAt(this.env.store, table, toRowRange(range), this.startTs, this.env.read, columnsFilter(options.columns), options.limit);
   }
@@ -336,7 +345,10 @@ export class Transaction extends Snapshot {
     for (const w of this.weak) {
       let list = byTable.get(w.table);
       if (list === undefined) byTable.set(w.table, (list = []));
-      list.push({ key: w.row, mutations: [{ setCell: { familyName: NOTIFY, columnQualifier: encodeColumn(w.column), timestampMicros: ts, value: WEAK } }] });
+      list.push({
+        key: w.row,
+        mutations: [{ setCell: { familyName: NOTIFY, columnQualifier: encodeColumn(w.column), timestampMicros: ts, value: WEAK } }],
+      });
     }
     for (const [table, entries] of byTable) {
       for (const r of await this.env.store.mutateRows(table, entries)) if (r.error) throw r.error;
@@ -359,7 +371,13 @@ export class Transaction extends Snapshot {
     const env = this.env;
     const period = Math.max(50, Math.floor(env.lockTtlMs / 3));
     const timer = setInterval(() => {
-      const lock = encodeLock({ ...template, wallTimeMs: env.read.nowMs(), kind: cell.kind, notify: cell.notify, value: valueRefFor(cell.kind, cell.value) });
+      const lock = encodeLock({
+        ...template,
+        wallTimeMs: env.read.nowMs(),
+        kind: cell.kind,
+        notify: cell.notify,
+        value: valueRefFor(cell.kind, cell.value),
+      });
       void env.store
         .checkAndMutateRow(row.table, row.row, {
           predicateFilter: lockAtFilter(cell.q, this.startTs),

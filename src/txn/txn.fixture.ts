@@ -30,7 +30,13 @@ export async function makeFixture(): Promise<Fixture> {
     row: (row, ...cells) => ({
       table: 't',
       row: Buffer.from(row),
-      cells: cells.map(([column, value]) => ({ column, q: encodeColumn(column), kind: value === null ? 'delete' : 'put', value: value === null ? null : Buffer.from(value), notify: false })),
+      cells: cells.map(([column, value]) => ({
+        column,
+        q: encodeColumn(column),
+        kind: value === null ? 'delete' : 'put',
+        value: value === null ? null : Buffer.from(value),
+        notify: false,
+      })),
     }),
     template: (primary, owner = 'w1', ttlMs = 10_000) => ({
       primaryTable: primary.table,
@@ -42,7 +48,9 @@ export async function makeFixture(): Promise<Fixture> {
     }),
     lockedCell: async (row, column) => {
       const q = encodeColumn(column);
-      const r = await store.readRow('t', Buffer.from(row), { columnRangeFilter: { familyName: LOCK, startQualifierClosed: q, endQualifierClosed: q } });
+      const r = await store.readRow('t', Buffer.from(row), {
+        columnRangeFilter: { familyName: LOCK, startQualifierClosed: q, endQualifierClosed: q },
+      });
       const c = r?.cells[0];
       if (c === undefined) return null;
       return { table: 't', row: Buffer.from(row), column, q, startTs: c.timestamp, lock: decodeLock(c.value) };

@@ -11,7 +11,8 @@ beforeEach(async () => {
   f = await makeFixture();
 });
 const q = encodeColumn('c:a');
-const read = (ts: number) => readRowAt(f.store, 't', Buffer.from('p'), [{ column: 'c:a', q }], ts, { ...f.ctx, lockWaitMs: 0 }).then((v) => v[0]);
+const read = (ts: number) =>
+  readRowAt(f.store, 't', Buffer.from('p'), [{ column: 'c:a', q }], ts, { ...f.ctx, lockWaitMs: 0 }).then((v) => v[0]);
 
 describe('cleanup (rollback)', () => {
   it('removes the lock and its data and leaves a rollback record; idempotent', async () => {

@@ -26,7 +26,12 @@ export async function cleanup(store: Store, table: string, row: Uint8Array, q: U
   if (before.rolledBack && before.ownLock === null) return 'rolledBack';
   const atS = { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 };
   const rollbackRecord: Mutation = {
-    setCell: { familyName: WRITE, columnQualifier: q, timestampMicros: startTs, value: encodeWrite({ kind: 'rollback', startTs, value: { mode: 'none' } }) },
+    setCell: {
+      familyName: WRITE,
+      columnQualifier: q,
+      timestampMicros: startTs,
+      value: encodeWrite({ kind: 'rollback', startTs, value: { mode: 'none' } }),
+    },
   };
   const hadLock = await store.checkAndMutateRow(table, row, {
     predicateFilter: lockAtFilter(q, startTs),

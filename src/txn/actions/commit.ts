@@ -32,11 +32,24 @@ const STRONG = Buffer.from('s');
  * observed column, set its notify cell at commitTs in the same atomic row mutation, so a
  * notification exists exactly for committed changes.
  */
-export function commitCellMutations(q: Uint8Array, kind: WriteKind, ref: ValueRef, startTs: number, commitTs: number, notify: boolean): Mutation[] {
+export function commitCellMutations(
+  q: Uint8Array,
+  kind: WriteKind,
+  ref: ValueRef,
+  startTs: number,
+  commitTs: number,
+  notify: boolean,
+): Mutation[] {
   const out: Mutation[] = [
     // The write record carries short values itself, so readers never touch `data` for them.
     { setCell: { familyName: WRITE, columnQualifier: q, timestampMicros: commitTs, value: encodeWrite({ kind, startTs, value: ref }) } },
-    { deleteFromColumn: { familyName: LOCK, columnQualifier: q, timeRange: { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 } } },
+    {
+      deleteFromColumn: {
+        familyName: LOCK,
+        columnQualifier: q,
+        timeRange: { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 },
+      },
+    },
   ];
   if (notify) out.push({ setCell: { familyName: NOTIFY, columnQualifier: q, timestampMicros: commitTs, value: STRONG } });
   return out;
@@ -48,7 +61,13 @@ export function commitMutations(row: BufferedRow, startTs: number, commitTs: num
   return mutations;
 }
 
-export async function commitPrimary(store: Store, row: BufferedRow, primaryIndex: number, startTs: number, commitTs: number): Promise<number> {
+export async function commitPrimary(
+  store: Store,
+  row: BufferedRow,
+  primaryIndex: number,
+  startTs: number,
+  commitTs: number,
+): Promise<number> {
   const primary = row.cells[primaryIndex];
   if (primary === undefined) throw new RangeError('primaryIndex out of range');
   const ok = await store.checkAndMutateRow(row.table, row.row, {
@@ -59,12 +78,16 @@ export async function commitPrimary(store: Store, row: BufferedRow, primaryIndex
   const s = await readColumnStatus(store, row.table, row.row, primary.q, startTs);
   if (s.commitTs !== null) return s.commitTs;
   const ref = { table: row.table, row: row.row, column: primary.column };
-  throw new TxnError('TXN_ABORTED', `transaction ${startTs} lost its primary lock on ${describeCell(ref)} before committing: it was rolled back`, {
-    ...ref,
-    startTs,
-    commitTs,
-    rolledBack: s.rolledBack,
-  });
+  throw new TxnError(
+    'TXN_ABORTED',
+    `transaction ${startTs} lost its primary lock on ${describeCell(ref)} before committing: it was rolled back`,
+    {
+      ...ref,
+      startTs,
+      commitTs,
+      rolledBack: s.rolledBack,
+    },
+  );
 }
 
 export async function commitSecondary(store: Store, row: BufferedRow, startTs: number, commitTs: number): Promise<void> {

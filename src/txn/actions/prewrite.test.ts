@@ -49,7 +49,10 @@ describe('prewrite', () => {
     await prewrite(f.store, w, 100, f.template(w));
     await commitPrimary(f.store, w, 0, 100, 120);
     const late = f.row('r', ['c:a', 'v2']);
-    await expect(prewrite(f.store, late, 110, f.template(late))).rejects.toMatchObject({ code: 'WRITE_CONFLICT', details: { commitTs: 120 } });
+    await expect(prewrite(f.store, late, 110, f.template(late))).rejects.toMatchObject({
+      code: 'WRITE_CONFLICT',
+      details: { commitTs: 120 },
+    });
     // A transaction that started after the commit may write.
     await expect(prewrite(f.store, late, 130, f.template(late))).resolves.toBeUndefined();
   });

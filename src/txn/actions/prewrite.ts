@@ -29,7 +29,14 @@ export function prewriteMutations(row: BufferedRow, startTs: number, template: L
   const mutations: Mutation[] = [];
   for (const c of row.cells) {
     const value = valueRefFor(c.kind, c.value);
-    mutations.push({ setCell: { familyName: LOCK, columnQualifier: c.q, timestampMicros: startTs, value: encodeLock({ ...template, kind: c.kind, notify: c.notify, value }) } });
+    mutations.push({
+      setCell: {
+        familyName: LOCK,
+        columnQualifier: c.q,
+        timestampMicros: startTs,
+        value: encodeLock({ ...template, kind: c.kind, notify: c.notify, value }),
+      },
+    });
     if (value.mode === 'data' && c.value !== null) {
       mutations.push({ setCell: { familyName: DATA, columnQualifier: c.q, timestampMicros: startTs, value: c.value } });
     }
@@ -54,25 +61,46 @@ export async function prewrite(store: Store, row: BufferedRow, startTs: number, 
     const s = await readColumnStatus(store, row.table, row.row, c.q, startTs);
     const ref = { table: row.table, row: row.row, column: c.column };
     if (s.rolledBack) {
-      throw new TxnError('TXN_ABORTED', `transaction ${startTs} was rolled back by another (found its rollback record at ${describeCell(ref)})`, { ...ref, startTs });
+      throw new TxnError(
+        'TXN_ABORTED',
+        `transaction ${startTs} was rolled back by another (found its rollback record at ${describeCell(ref)})`,
+        { ...ref, startTs },
+      );
     }
     const other = s.otherLocks[0];
     if (other !== undefined) {
-      throw new TxnError('KEY_LOCKED', `${describeCell(ref)} is locked by transaction ${other[0]}`, { ...ref, startTs, lockTs: other[0], lock: other[1] });
-    }
-    if (s.latestCommitTs !== null && s.latestCommitTs >= startTs && s.commitTs === null) {
-      throw new TxnError('WRITE_CONFLICT', `${describeCell(ref)} was written at ${s.latestCommitTs}, after this transaction started at ${startTs}`, {
+      throw new TxnError('KEY_LOCKED', `${describeCell(ref)} is locked by transaction ${other[0]}`, {
         ...ref,
         startTs,
-        commitTs: s.latestCommitTs,
+        lockTs: other[0],
+        lock: other[1],
       });
+    }
+    if (s.latestCommitTs !== null && s.latestCommitTs >= startTs && s.commitTs === null) {
+      throw new TxnError(
+        'WRITE_CONFLICT',
+        `${describeCell(ref)} was written at ${s.latestCommitTs}, after this transaction started at ${startTs}`,
+        {
+          ...ref,
+          startTs,
+          commitTs: s.latestCommitTs,
+        },
+      );
     }
     if (s.ownLock !== null) ownLocks++;
     else if (s.commitTs !== null) {
-      throw new TxnError('TXN_ABORTED', `transaction ${startTs} already committed ${describeCell(ref)} at ${s.commitTs}: prewrite after commit`, { ...ref, startTs });
+      throw new TxnError(
+        'TXN_ABORTED',
+        `transaction ${startTs} already committed ${describeCell(ref)} at ${s.commitTs}: prewrite after commit`,
+        { ...ref, startTs },
+      );
     }
   }
   if (ownLocks === row.cells.length) return; // a retried prewrite: our locks are in place
   // The conflict went away between the check and the read (e.g. a lock was resolved): retry.
-  throw new TxnError('KEY_LOCKED', `prewrite of ${row.table} row raced with a lock that has since been resolved`, { table: row.table, row: row.row, startTs });
+  throw new TxnError('KEY_LOCKED', `prewrite of ${row.table} row raced with a lock that has since been resolved`, {
+    table: row.table,
+    row: row.row,
+    startTs,
+  });
 }

@@ -43,7 +43,13 @@ export function interpretColumn(cells: readonly Cell[], startTs: number): Column
   return { ownLock, commitTs, rolledBack, otherLocks, latestCommitTs };
 }
 
-export async function readColumnStatus(store: Store, table: string, row: Uint8Array, q: Uint8Array, startTs: number): Promise<ColumnStatus> {
+export async function readColumnStatus(
+  store: Store,
+  table: string,
+  row: Uint8Array,
+  q: Uint8Array,
+  startTs: number,
+): Promise<ColumnStatus> {
   const r = await store.readRow(table, row, columnStatusFilter(q));
   return interpretColumn(r?.cells ?? [], startTs);
 }

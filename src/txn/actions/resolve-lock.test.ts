@@ -70,7 +70,10 @@ describe('resolveLock', () => {
     const { p } = await twoRowTxn('crashed', 100);
     const cell = await f.lockedCell('s', 'c:b');
     if (!cell) throw new Error('expected a lock');
-    const [commit, ...resolved] = await Promise.allSettled([commitPrimary(f.store, p, 0, 100, 110), ...Array.from({ length: 20 }, () => resolveLock(f.store, cell, f.ctx))]);
+    const [commit, ...resolved] = await Promise.allSettled([
+      commitPrimary(f.store, p, 0, 100, 110),
+      ...Array.from({ length: 20 }, () => resolveLock(f.store, cell, f.ctx)),
+    ]);
     const outcome = commit?.status === 'fulfilled' ? 'committed' : 'rolledBack';
     for (const r of resolved) expect(r).toEqual({ status: 'fulfilled', value: outcome });
     expect(await readS('c:b', 1000)).toBe(outcome === 'committed' ? 'sv' : null);

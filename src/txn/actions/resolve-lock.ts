@@ -20,7 +20,8 @@ export async function resolveLock(store: Store, cell: LockedCell, ctx: ResolveCo
   const { lock, startTs } = cell;
   const primary = { table: lock.primaryTable, row: lock.primaryRow, q: encodeColumn(lock.primaryColumn) };
   const status = await checkTxnStatus(store, primary, startTs, ctx);
-  const isPrimary = cell.table === lock.primaryTable && cell.column === lock.primaryColumn && Buffer.compare(cell.row, lock.primaryRow) === 0;
+  const isPrimary =
+    cell.table === lock.primaryTable && cell.column === lock.primaryColumn && Buffer.compare(cell.row, lock.primaryRow) === 0;
   if (status.state === 'locked') return 'locked';
   if (isPrimary) return status.state;
   if (status.state === 'committed') {
@@ -34,4 +35,3 @@ export async function resolveLock(store: Store, cell: LockedCell, ctx: ResolveCo
   await cleanup(store, cell.table, cell.row, cell.q, startTs);
   return 'rolledBack';
 }
-

@@ -47,6 +47,13 @@ export interface PercolatorOptions {
   readonly lockService?: LockService;
   /** How often the observed-columns registry is reloaded (ms). Default 1 000. */
   readonly observedRefreshMs?: number;
+  /**
+   * Background version GC (`collectGarbage`): a pass every this many ms, when something was
+   * committed since the last one. 0 turns it off. Default 60 000 for local stores; 0 for
+   * `bigtable://`, where one process of the deployment should run it (every client doing full
+   * passes would only repeat each other's work).
+   */
+  readonly gcIntervalMs?: number;
 }
 
 export interface QuiescenceOptions {
@@ -68,6 +75,11 @@ export class Percolator {
 
   private readonly workers = new Set<Worker>();
   private tablesCache: { at: number; tables: string[] } = { at: 0, tables: [] };
+  private commitsSinceGc = 0;
+  private gcTimer: NodeJS.Timeout | null = null;
+  private gcRunning: Promise<void> | null = null;
+  /** The last background GC pass (null before the first), and its error if it failed. */
+  lastGc: { readonly result: GcResult | null; readonly error: unknown; readonly at: number } | null = null;
 
   private constructor(
     readonly store: Store,
@@ -119,6 +131,9 @@ export class Percolator {
         onNotified: () => {
           for (const w of db?.workers ?? []) w.wake();
         },
+        onCommitted: () => {
+          if (db !== null) db.commitsSinceGc++;
+        },
       };
       const lockService =
         options.lockService ??
@@ -128,6 +143,7 @@ export class Percolator {
         oracle: options.oracle === undefined,
         lockService: options.lockService === undefined,
       });
+      db.startBackgroundGc(options.gcIntervalMs ?? (store.url.startsWith('bigtable://') ? 0 : 60_000));
       return db;
     } catch (e) {
       if (ownsStore) await store.close().catch(() => undefined);
@@ -224,6 +240,27 @@ export class Percolator {
     return collectGarbage(this.store, await this.percolatorTables(0), await this.oracle.getWatermark(), this.env.read);
   }
 
+  private startBackgroundGc(intervalMs: number): void {
+    if (!(intervalMs > 0)) return;
+    this.gcTimer = setInterval(() => {
+      if (this.gcRunning !== null || this.commitsSinceGc === 0 || this.closed) return;
+      this.commitsSinceGc = 0;
+      this.gcRunning = this.collectGarbage().then(
+        (result) => {
+          this.lastGc = { result, error: null, at: Date.now() };
+        },
+        (error: unknown) => {
+          // A failed pass is retried at the next tick; it never touches data it did not check.
+          this.lastGc = { result: null, error, at: Date.now() };
+        },
+      );
+      void this.gcRunning.finally(() => {
+        this.gcRunning = null;
+      });
+    }, intervalMs);
+    this.gcTimer.unref();
+  }
+
   /** Tables that carry the Percolator system families (cached for `maxAgeMs`). */
   async percolatorTables(maxAgeMs = 1_000): Promise<string[]> {
     if (Date.now() - this.tablesCache.at <= maxAgeMs) return this.tablesCache.tables;
@@ -314,6 +351,8 @@ export class Percolator {
     if (this.closed) return;
     for (const w of this.workers) await w.stop();
     this.closed = true;
+    if (this.gcTimer !== null) clearInterval(this.gcTimer);
+    await this.gcRunning;
     await this.observed.close();
     if (this.owns.lockService) await this.lockService.close();
     await this.liveness.close();

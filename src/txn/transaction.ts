@@ -48,6 +48,8 @@ export interface TxnEnvironment {
   isObserved(table: string, column: string): boolean;
   /** Called after a commit that set notify cells (wakes local workers). */
   onNotified?(): void;
+  /** Called after every commit point passed (drives background version GC). */
+  onCommitted?(): void;
 }
 
 export function toBytes(v: Value): Uint8Array {
@@ -335,6 +337,7 @@ export class Transaction extends Snapshot {
       commitSecondaries(env.store, secondaries.slice(1), this.startTs, commitTs).catch(() => undefined),
     ]);
     if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-commit');
+    env.onCommitted?.();
     if (this.weak.length > 0 || rows.some((r) => r.cells.some((c) => c.notify))) env.onNotified?.();
     return commitTs;
   }

@@ -92,10 +92,12 @@ export interface BatchMeasurement {
   readonly readMs: number;
   readonly computeMs: number;
   readonly roundsMs: number[];
-  /** Fastest round over the first n documents of the repository (rounds grow with its size). */
-  readonly scaling: { documents: number; roundMs: number }[];
-  /** Least-squares fit of `scaling`: roundMs ≈ fixedMs + msPerDocument × documents. */
-  readonly fixedMs: number;
+  /**
+   * roundMs / documents. A round's work (parse every document, invert every link, cluster, score
+   * every cluster) grows in proportion to a repository of the same shape; the extrapolation below
+   * assumes that. (Rounds over a prefix of the URL-ordered table are no smaller repository: they
+   * split clusters, and per-cluster work dominates, so they are not used.)
+   */
   readonly msPerDocument: number;
 }
 
@@ -124,8 +126,8 @@ export interface LatencyBenchResult {
     readonly measuredRatio: number;
     readonly met: boolean;
     /**
-     * Repository size at which the batch median would reach ratio × the incremental median
-     * measured at the lowest rate, from the batch fit — assuming (as Percolator's design intends)
+     * Repository size at which the batch median (≈ 1.5 rounds) would reach ratio × the incremental
+     * median measured at the lowest rate, rounds growing in proportion to the repository — assuming (as Percolator's design intends)
      * that the incremental latency at light load does not grow with the repository.
      */
     readonly extrapolatedDocuments: number | null;
@@ -157,12 +159,8 @@ const median = (xs: readonly number[]) =>
   );
 const utf8 = (v: Uint8Array) => Buffer.from(v).toString('utf8');
 
-/** One batch round over the first `limit` documents (all by default): read at a snapshot, recompute. */
-export async function batchRound(
-  db: Percolator,
-  keyMode: KeyMode,
-  limit?: number,
-): Promise<{ documents: number; readMs: number; computeMs: number }> {
+/** One batch round over the whole repository: read every live page at a snapshot, recompute the index. */
+export async function batchRound(db: Percolator, keyMode: KeyMode): Promise<{ documents: number; readMs: number; computeMs: number }> {
   const t0 = performance.now();
   const docs: CorpusDoc[] = [];
   const snap = await db.snapshot();
@@ -172,7 +170,6 @@ export async function batchRound(
       if (content === undefined) continue;
       const type = r.columns.get(RAW_TYPE);
       docs.push({ url: utf8(r.row), content, type: type === undefined ? undefined : (utf8(type) as DocType) });
-      if (limit !== undefined && docs.length >= limit) break;
     }
   } finally {
     snap.release();
@@ -189,30 +186,12 @@ async function measureBatch(db: Percolator, keyMode: KeyMode, documents: number,
   const full: { documents: number; readMs: number; computeMs: number }[] = [];
   for (let i = 0; i < rounds; i++) full.push(await batchRound(db, keyMode));
   const totals = full.map((r) => r.readMs + r.computeMs);
-  const scaling: { documents: number; roundMs: number }[] = [];
-  for (const fraction of [8, 4, 2]) {
-    const n = Math.max(1, Math.floor(documents / fraction));
-    let best = Infinity;
-    for (let i = 0; i < 3; i++) {
-      const r = await batchRound(db, keyMode, n);
-      best = Math.min(best, r.readMs + r.computeMs);
-    }
-    scaling.push({ documents: n, roundMs: round(best) });
-  }
-  scaling.push({ documents: full[0]?.documents ?? documents, roundMs: round(Math.min(...totals)) });
-  // Least squares over the scaling points.
-  const mx = scaling.reduce((s, p) => s + p.documents, 0) / scaling.length;
-  const my = scaling.reduce((s, p) => s + p.roundMs, 0) / scaling.length;
-  const sxx = scaling.reduce((s, p) => s + (p.documents - mx) ** 2, 0);
-  const slope = sxx === 0 ? 0 : scaling.reduce((s, p) => s + (p.documents - mx) * (p.roundMs - my), 0) / sxx;
   return {
     roundMs: round(median(totals)),
     readMs: round(median(full.map((r) => r.readMs))),
     computeMs: round(median(full.map((r) => r.computeMs))),
     roundsMs: totals.map((t) => round(t)),
-    scaling,
-    fixedMs: round(my - slope * mx, 2),
-    msPerDocument: round(slope, 5),
+    msPerDocument: round(median(totals) / Math.max(1, full[0]?.documents ?? documents), 5),
   };
 }
 
@@ -388,8 +367,7 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
       const first = points[0] as LatencyPoint;
       const wantBatchMs = TARGET_RATIO * Math.max(1, first.incrementalMedianMs);
       // Batch median ≈ 1.5 × round; round ≈ fixed + perDoc × N.
-      const extrapolatedDocuments =
-        batch.msPerDocument > 0 ? Math.max(n, Math.round((wantBatchMs / 1.5 - batch.fixedMs) / batch.msPerDocument)) : null;
+      const extrapolatedDocuments = batch.msPerDocument > 0 ? Math.max(n, Math.round(wantBatchMs / 1.5 / batch.msPerDocument)) : null;
       return {
         repositoryDocuments: n,
         timeCompression: round(3600 / hourSeconds, 2),

@@ -58,7 +58,7 @@ function printTable(r: LatencyBenchResult): void {
   out('');
   out(`crossover: ${r.crossoverPercentPerHour === null ? 'none' : `${r.crossoverPercentPerHour} %/h`} — ${r.crossoverMethod}`);
   out(
-    `target: ≥ ${r.target.ratio}× at ${r.target.atPercentPerHour} %/h: measured ${r.target.measuredRatio}× (${r.target.met ? 'met' : 'NOT met'})${r.target.extrapolatedDocuments === null ? '' : `; the batch fit reaches it at ≈ ${r.target.extrapolatedDocuments} documents`}`,
+    `target: ≥ ${r.target.ratio}× at ${r.target.atPercentPerHour} %/h: measured ${r.target.measuredRatio}× (${r.target.met ? 'met' : 'NOT met'})${r.target.extrapolatedDocuments === null ? '' : `; batch rounds growing in proportion would reach it at ≈ ${r.target.extrapolatedDocuments} documents`}`,
   );
   out(
     `elapsed: ${(r.elapsedMs / 1000).toFixed(1)} s; load (1 min) ${r.machine.load1mStart} → ${r.machine.load1mEnd} on ${r.machine.cpus} CPUs`,

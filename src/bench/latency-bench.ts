@@ -12,6 +12,9 @@
  *   moments of the window. A document's latency is the one the export observer recorded for that
  *   exact fetch (`export:fetchedAt` = our fetch time, `export:latencyMs`): from the loader's
  *   transaction to the export transaction that made it searchable. Read back from the store.
+ *   Each crawl is one loader transaction that, once committed, hints the in-process worker, as
+ *   the web index's loader does (run.ts); without the hint the first observer waits for a
+ *   scanner, which idles up to ~100 ms between passes when there is little work.
  * - Time compression: one "hour" is `hourSeconds` real seconds (default 10 s, i.e. 360×), so r %/h
  *   means r % of the repository re-crawled per `hourSeconds`. Latencies are real milliseconds on
  *   both sides. Compression only raises the load: the incremental side sees the crawl load of a
@@ -40,6 +43,7 @@ import { percentile } from '../apps/webindex/metrics.js';
 import type { DocType, KeyMode } from '../apps/webindex/parse.js';
 import { runWebIndex } from '../apps/webindex/run.js';
 import { DOCS, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS, PAGES, RAW_CONTENT, RAW_TYPE } from '../apps/webindex/schema.js';
+import type { Worker } from '../notify/worker.js';
 import type { Percolator } from '../txn/percolator.js';
 
 export const DEFAULT_RATES: readonly number[] = [1, 2, 5, 10, 20, 50, 100];
@@ -223,7 +227,7 @@ interface Crawl {
 }
 
 /** Fires each crawl at its moment (one loader transaction each), then waits for the index to settle. */
-async function runCrawls(db: Percolator, crawls: Crawl[]): Promise<{ startWall: number }> {
+async function runCrawls(db: Percolator, worker: Worker, crawls: Crawl[]): Promise<{ startWall: number }> {
   const t0 = performance.now();
   const startWall = Date.now();
   const inflight: Promise<void>[] = [];
@@ -232,10 +236,13 @@ async function runCrawls(db: Percolator, crawls: Crawl[]): Promise<{ startWall: 
     // Pacing the crawl schedule (the arrival process), not waiting for a condition.
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     inflight.push(
-      db.transaction(async (tx) => {
-        c.fetchedAt = Date.now();
-        writeFetch(tx, c.doc, c.fetchedAt);
-      }),
+      db
+        .transaction(async (tx) => {
+          c.fetchedAt = Date.now();
+          writeFetch(tx, c.doc, c.fetchedAt);
+        })
+        // As the web index's own loader does (run.ts): announce the commit to the in-process worker.
+        .then(() => worker.hint(PAGES, c.url)),
     );
   }
   await Promise.all(inflight);
@@ -321,7 +328,7 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
         const moments = Array.from({ length: count }, () => random() * windowMs).sort((a, b) => a - b);
         const crawls = makeCrawls(moments);
         log(`${rate} %/h: ${count} re-crawls over ${hours} compressed hour(s) = ${(windowMs / 1000).toFixed(1)} s`);
-        const { startWall } = await runCrawls(db, crawls);
+        const { startWall } = await runCrawls(db, handle.worker, crawls);
         const latencies = await readLatencies(db, crawls);
         const lastIndexed = Math.max(...crawls.map((c, i) => c.fetchedAt + (latencies[i] ?? 0)));
         raw.push({ rate, hours, crawls, latencies, windowMs, drainMs: Math.max(0, lastIndexed - (startWall + windowMs)) });
@@ -330,7 +337,7 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
       const probeCount = Math.min(n, Math.max(1, Math.floor(options.probeDocs ?? 200)));
       log(`capacity: a burst of ${probeCount} re-crawls`);
       const probe = makeCrawls(Array.from({ length: probeCount }, () => 0));
-      const { startWall: probeStart } = await runCrawls(db, probe);
+      const { startWall: probeStart } = await runCrawls(db, handle.worker, probe);
       const probeLatencies = await readLatencies(db, probe);
       const probeEnd = Math.max(...probe.map((c, i) => c.fetchedAt + (probeLatencies[i] ?? 0)));
       const capacity = probeCount / Math.max(0.001, (probeEnd - probeStart) / 1000);

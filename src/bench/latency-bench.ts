@@ -29,7 +29,7 @@
  *   batch rounds do not write their output anywhere, which favours the batch side.
  * - Crossover: the lowest crawl rate at which incremental no longer beats batch (interpolated in
  *   log-log between the measured points around it). If none in range it is extrapolated from the
- *   measured incremental capacity (a burst of re-crawls): beyond the rate where crawls arrive
+ *   measured incremental capacity (a burst of re-crawls, timed to quiescence): beyond the rate where crawls arrive
  *   faster than the pipeline indexes them the backlog grows through the hour, and its median
  *   reaches the batch median at r_sat × (1 + 2 × (batch − incremental) / hour).
  */
@@ -62,7 +62,7 @@ export interface LatencyBenchOptions {
   readonly minSamples?: number;
   /** Batch rounds measured over the whole repository. Default 5. */
   readonly batchRounds?: number;
-  /** Re-crawls in the capacity burst. Default min(docs, 200). */
+  /** Re-crawls in the capacity burst. Default min(docs, 300). */
   readonly probeDocs?: number;
   readonly threads?: number;
   readonly store?: 'file:' | 'memory:';
@@ -116,7 +116,7 @@ export interface LatencyBenchResult {
   readonly crossoverMethod: string;
   readonly batch: BatchMeasurement;
   readonly incremental: {
-    /** Re-crawls indexed per second in a burst (the pipeline's capacity). */
+    /** Re-crawls per second of a burst, until the index is quiescent (the pipeline's capacity). */
     readonly capacityDocsPerSecond: number;
     /** The crawl rate (%/h, compressed) at which crawls arrive as fast as that. */
     readonly saturationPercentPerHour: number;
@@ -334,13 +334,14 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
         raw.push({ rate, hours, crawls, latencies, windowMs, drainMs: Math.max(0, lastIndexed - (startWall + windowMs)) });
       }
 
-      const probeCount = Math.min(n, Math.max(1, Math.floor(options.probeDocs ?? 200)));
-      log(`capacity: a burst of ${probeCount} re-crawls`);
+      const probeCount = Math.min(n, Math.max(1, Math.floor(options.probeDocs ?? 300)));
+      log(`capacity: a burst of ${probeCount} re-crawls, timed to quiescence`);
       const probe = makeCrawls(Array.from({ length: probeCount }, () => 0));
       const { startWall: probeStart } = await runCrawls(db, handle.worker, probe);
-      const probeLatencies = await readLatencies(db, probe);
-      const probeEnd = Math.max(...probe.map((c, i) => c.fetchedAt + (probeLatencies[i] ?? 0)));
-      const capacity = probeCount / Math.max(0.001, (probeEnd - probeStart) / 1000);
+      // To quiescence, not to the last export of a crawled document: a re-crawl also causes
+      // follow-up work (link relay, in-link recounts and re-exports of the pages it links to)
+      // that competes for the same capacity when crawls keep coming.
+      const capacity = probeCount / Math.max(0.001, (Date.now() - probeStart) / 1000);
       const saturationPercentPerHour = (100 * capacity * hourSeconds) / n;
 
       const points: LatencyPoint[] = raw.map((p) => {

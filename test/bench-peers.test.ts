@@ -5,7 +5,8 @@
  * them; the benchmark itself does), in a private throwaway cluster.
  */
 import { describe, expect, it } from 'vitest';
-import { runPeersBench } from '../src/bench/peers-bench.js';
+import { peersSvg, runPeersBench } from '../src/bench/peers-bench.js';
+import { checkSvg } from '../src/bench/svg-plot.js';
 import { findPostgresBinDir } from '../src/bench/peers-postgres.js';
 
 const quiet = () => undefined;
@@ -28,5 +29,9 @@ describe('bench peers', () => {
     expect(r.postgresTps).toBeGreaterThan(0);
     expect(r.ratio).toBeCloseTo((r.percolatorTps as number) / (r.postgresTps as number), 2);
     expect(r.postgres?.settings).toMatchObject({ listen_addresses: '127.0.0.1', fsync: 'on', synchronous_commit: 'on' });
+    const svg = peersSvg(r);
+    expect(checkSvg(svg)).toEqual([]);
+    expect(svg).toContain('PostgreSQL');
+    expect(svg).toContain('Percolator');
   });
 });

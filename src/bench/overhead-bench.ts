@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { Percolator } from '../txn/percolator.js';
+import { renderBarChart } from './svg-plot.js';
 
 export interface OverheadResult {
   readonly store: string;
@@ -27,20 +28,40 @@ export interface OverheadResult {
   readonly writeRatio: number;
 }
 
-async function measure(seconds: number, clients: number, op: (client: number, i: number) => Promise<void>): Promise<number> {
+/** Runs `op` from `clients` concurrent loops for `seconds`; returns ops/s and each client's op count. */
+async function measure(
+  seconds: number,
+  clients: number,
+  op: (client: number, i: number) => Promise<void>,
+): Promise<{ perSecond: number; perClient: number[] }> {
   const end = performance.now() + seconds * 1000;
   const start = performance.now();
-  let ops = 0;
+  const perClient = new Array<number>(clients).fill(0);
   await Promise.all(
     Array.from({ length: clients }, async (_, c) => {
       let i = 0;
       while (performance.now() < end) {
         await op(c, i++);
-        ops++;
+        perClient[c] = i;
       }
     }),
   );
-  return ops / ((performance.now() - start) / 1000);
+  const ops = perClient.reduce((a, b) => a + b, 0);
+  return { perSecond: ops / ((performance.now() - start) / 1000), perClient };
+}
+
+/** Figure 8 as a grouped bar chart: operations/s of the raw store and of Percolator. */
+export function overheadSvg(r: OverheadResult): string {
+  return renderBarChart({
+    title: `Percolator overhead on ${r.store} (${r.clients} clients): readRatio ${r.readRatio}, writeRatio ${r.writeRatio}`,
+    yLabel: 'operations/s',
+    categories: ['reads', 'writes'],
+    series: [
+      { name: 'raw store', values: [r.rawReadsPerSecond, r.rawWritesPerSecond] },
+      { name: 'Percolator', values: [r.txnReadsPerSecond, r.txnWritesPerSecond] },
+    ],
+    logY: true,
+  });
 }
 
 const key = (c: number, i: number) => `k${c}-${i}`;
@@ -61,20 +82,26 @@ export async function runOverheadBench(opts: { seconds: number; clients?: number
     await db.createTable('txn');
     const q = Buffer.from('c');
     // Writes: both sides write fresh rows.
-    const rawWritesPerSecond = await measure(opts.seconds, clients, (c, i) =>
-      store.mutateRow('raw', Buffer.from(key(c, i)), [{ setCell: { familyName: 'f', columnQualifier: q, timestampMicros: 1000, value: VALUE } }]),
+    const rawWrites = await measure(opts.seconds, clients, (c, i) =>
+      store.mutateRow('raw', Buffer.from(key(c, i)), [
+        { setCell: { familyName: 'f', columnQualifier: q, timestampMicros: 1000, value: VALUE } },
+      ]),
     );
-    const txnWritesPerSecond = await measure(opts.seconds, clients, (c, i) => db.transaction(async (tx) => tx.set('txn', key(c, i), 'f:c', VALUE)));
-    // Reads: of rows the write phases created (row i of client c exists for small i on both sides).
-    const rows = 2000;
-    const rawReadsPerSecond = await measure(opts.seconds, clients, async (c, i) => {
+    const txnWrites = await measure(opts.seconds, clients, (c, i) => db.transaction(async (tx) => tx.set('txn', key(c, i), 'f:c', VALUE)));
+    // Reads: of rows both write phases created (rows 0..rows-1 of every client exist on both sides).
+    const rows = Math.max(1, Math.min(2000, ...rawWrites.perClient, ...txnWrites.perClient));
+    const rawReads = await measure(opts.seconds, clients, async (c, i) => {
       await store.readRow('raw', Buffer.from(key(c, i % rows)));
     });
-    const txnReadsPerSecond = await measure(opts.seconds, clients, async (c, i) => {
+    const txnReads = await measure(opts.seconds, clients, async (c, i) => {
       const s = await db.snapshot();
       await s.get('txn', key(c, i % rows), 'f:c');
       s.release();
     });
+    const rawWritesPerSecond = rawWrites.perSecond;
+    const txnWritesPerSecond = txnWrites.perSecond;
+    const rawReadsPerSecond = rawReads.perSecond;
+    const txnReadsPerSecond = txnReads.perSecond;
     await db.close();
     return {
       store: opts.store ?? 'file:',

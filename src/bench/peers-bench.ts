@@ -37,6 +37,7 @@ import type { Store } from '../store/store.js';
 import { isTxnError } from '../txn/errors.js';
 import { Percolator } from '../txn/percolator.js';
 import { type PostgresServer, startPostgres } from './peers-postgres.js';
+import { renderBarChart } from './svg-plot.js';
 
 export interface PeersOptions {
   /** Measured seconds per side and round (default 10). */
@@ -517,4 +518,19 @@ export async function runPeersBench(opts: PeersOptions = {}): Promise<PeersResul
     }
     await server?.stop();
   }
+}
+
+/** Transfers/s and latency of both sides, as a grouped bar chart. */
+export function peersSvg(r: PeersResult): string {
+  const sides = [
+    { name: 'Percolator (file:)', side: r.percolator },
+    { name: 'PostgreSQL REPEATABLE READ', side: r.postgres },
+  ].filter((x) => x.side !== null);
+  return renderBarChart({
+    title: `Bank transfers, ${r.clients} clients, ${r.accounts} accounts: ratio ${r.ratio ?? 'n/a'}`,
+    yLabel: 'transfers/s  |  ms',
+    categories: ['transfers/s', 'p50 latency (ms)', 'p99 latency (ms)'],
+    series: sides.map(({ name, side }) => ({ name, values: [side?.tps ?? 0, side?.latencyMs.p50 ?? 0, side?.latencyMs.p99 ?? 0] })),
+    logY: true,
+  });
 }

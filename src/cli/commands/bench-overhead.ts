@@ -1,6 +1,7 @@
-/** `percolator bench overhead [--seconds S] [--clients N] [--store URL] [--json]` (Figure 8). */
+/** `percolator bench overhead [--seconds S] [--clients N] [--store URL] [--json] [--svg FILE]` (Figure 8). */
+import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { runOverheadBench } from '../../bench/overhead-bench.js';
+import { overheadSvg, runOverheadBench } from '../../bench/overhead-bench.js';
 import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
 
 export function register(program: Command): void {
@@ -11,7 +12,10 @@ export function register(program: Command): void {
     .option('--clients <n>', 'concurrent clients on each side', parsePositiveNumber('clients'), 32)
     .option('--store <url>', 'backend: file: (a temporary directory), memory:, or a URL', 'file:')
     .option('--json', 'print one JSON object')
-    .action(async (opts: { seconds: number; clients: number; store: string; json?: boolean }) => {
-      printResult(await runOverheadBench({ seconds: opts.seconds, clients: opts.clients, store: opts.store }), opts.json === true);
+    .option('--svg <file>', 'also write the bar chart (Figure 8) to this SVG file')
+    .action(async (opts: { seconds: number; clients: number; store: string; json?: boolean; svg?: string }) => {
+      const result = await runOverheadBench({ seconds: opts.seconds, clients: opts.clients, store: opts.store });
+      if (opts.svg !== undefined) writeFileSync(opts.svg, overheadSvg(result));
+      printResult(result, opts.json === true);
     });
 }

@@ -1,10 +1,11 @@
 /**
- * `percolator bench peers [--seconds S] [--clients N] [--accounts N] [--json]`: the bank-transfer
+ * `percolator bench peers [--seconds S] [--clients N] [--accounts N] [--json] [--svg FILE]`: the bank-transfer
  * workload on Percolator (`file:`) vs PostgreSQL at REPEATABLE READ on loopback (installed and
  * started privately by the benchmark itself). See src/bench/peers-bench.ts.
  */
+import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { runPeersBench } from '../../bench/peers-bench.js';
+import { peersSvg, runPeersBench } from '../../bench/peers-bench.js';
 import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
 
 export function register(program: Command): void {
@@ -23,6 +24,7 @@ export function register(program: Command): void {
     .option('--postgres <url>', 'use this PostgreSQL server (postgres://...) instead of a private throwaway cluster')
     .option('--only <side>', 'run one side only: percolator or postgres')
     .option('--json', 'print one JSON object')
+    .option('--svg <file>', 'also write a bar chart of both sides to this SVG file')
     .action(
       async (opts: {
         seconds: number;
@@ -33,6 +35,7 @@ export function register(program: Command): void {
         postgres?: string;
         only?: string;
         json?: boolean;
+        svg?: string;
       }) => {
         if (opts.only !== undefined && opts.only !== 'percolator' && opts.only !== 'postgres') {
           throw new Error(`--only must be percolator or postgres, got ${opts.only}`);
@@ -46,6 +49,7 @@ export function register(program: Command): void {
           postgresUrl: opts.postgres,
           only: opts.only as 'percolator' | 'postgres' | undefined,
         });
+        if (opts.svg !== undefined) writeFileSync(opts.svg, peersSvg(result));
         printResult(result, opts.json === true);
         if (!result.totalsOk) process.exitCode = 1;
       },

@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { FileMarkStore } from '../oracle/mark-store.js';
 import { Oracle } from '../oracle/oracle.js';
 import { type OracleServer, startOracleServer } from '../oracle/server.js';
+import { renderBarChart } from './svg-plot.js';
 
 export interface OracleBenchOptions {
   readonly seconds: number;
@@ -186,4 +187,18 @@ export async function runOracleBench(options: OracleBenchOptions): Promise<Oracl
     await server?.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Loopback vs in-process rate against the paper's 2 M/s, as a bar chart. */
+export function oracleSvg(r: OracleBenchResult): string {
+  return renderBarChart({
+    title: `Timestamp oracle: ${r.clients} client processes x ${r.callersPerClient} callers, average batch ${r.averageBatch}`,
+    yLabel: 'timestamps/s',
+    categories: ['loopback (TCP)', 'in-process'],
+    series: [
+      { name: 'measured', values: [r.timestampsPerSecond, r.inProcessTimestampsPerSecond] },
+      { name: 'paper (2 M/s, one machine)', values: [2_000_000, 2_000_000] },
+    ],
+    logY: true,
+  });
 }

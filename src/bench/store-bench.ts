@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import type { Mutation } from '../store/types.js';
+import { renderBarChart } from './svg-plot.js';
 
 export interface StoreBenchResult {
   readonly store: string;
@@ -137,4 +138,27 @@ export async function runStoreBench(opts: { seconds: number; stores?: readonly s
     }
   }
   return { results };
+}
+
+/** Every measured rate of every backend, as a grouped bar chart (log scale: rates span 10^3–10^6). */
+export function storeSvg(results: readonly StoreBenchResult[]): string {
+  const metrics: [string, (r: StoreBenchResult) => number | null][] = [
+    ['row writes (1 client)', (r) => r.rowWritesPerSecond],
+    ['row writes (concurrent)', (r) => r.concurrentRowWritesPerSecond],
+    ['cell writes (batched)', (r) => r.batchedCellWritesPerSecond],
+    ['point reads', (r) => r.pointReadsPerSecond],
+    ['point reads (uncached)', (r) => r.pointReadsUncachedPerSecond],
+    ['scanned cells', (r) => r.scanCellsPerSecond],
+  ];
+  return renderBarChart({
+    title: 'Raw store throughput (durable writes on file:)',
+    yLabel: 'per second',
+    categories: metrics.map(([name]) => name),
+    series: results.map((r) => ({
+      name: r.store.startsWith('file:') ? 'file:' : r.store,
+      values: metrics.map(([, get]) => get(r) ?? Number.NaN),
+    })),
+    logY: true,
+    width: 960,
+  });
 }

@@ -5,8 +5,9 @@
  * The server prints one JSON line `{"listening":{"host","port"},"mark":…}` once it accepts
  * connections and runs until SIGINT / SIGTERM, then closes cleanly (the mark lock is released).
  */
+import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { runOracleBench } from '../../bench/oracle-bench.js';
+import { oracleSvg, runOracleBench } from '../../bench/oracle-bench.js';
 import { FileMarkStore, type MarkStore, StoreMarkStore } from '../../oracle/mark-store.js';
 import { startOracleServer } from '../../oracle/server.js';
 import { openStore } from '../../store/open-store.js';
@@ -76,13 +77,15 @@ export function register(program: Command): void {
     .option('--callers <n>', 'concurrent callers per client process', parseCount('callers'), 2000)
     .option('--server-process', 'run the server in its own process (default: in this one)')
     .option('--json', 'print one JSON object')
-    .action(async (opts: { seconds: number; clients: number; callers: number; serverProcess?: boolean; json?: boolean }) => {
+    .option('--svg <file>', 'also write a bar chart to this SVG file')
+    .action(async (opts: { seconds: number; clients: number; callers: number; serverProcess?: boolean; json?: boolean; svg?: string }) => {
       const result = await runOracleBench({
         seconds: opts.seconds,
         clients: opts.clients,
         callers: opts.callers,
         serverProcess: opts.serverProcess === true,
       });
+      if (opts.svg !== undefined) writeFileSync(opts.svg, oracleSvg(result));
       printResult(result, opts.json === true);
     });
 }

@@ -150,6 +150,7 @@ export class BigtableStore implements Store {
   private readonly maxMutationsPerRequest: number;
   private readonly maxRequestBytes: number;
   private readonly schemas = new Map<string, SchemaEntry>();
+  private dataStub: Promise<Record<string, RawUnary>> | null = null;
   private readonly rowLocks = new KeyedMutex();
   private readonly pointReads = new ReadRowBatcher((table, filter, keys) => this.multiGet(table, filter, keys));
   private closed = false;
@@ -264,6 +265,25 @@ export class BigtableStore implements Store {
     }
     if (Object.keys(groups).length === 0) return this.unary();
     return this.unary({ otherArgs: { headers: { [LOCALITY_GROUPS_METADATA]: JSON.stringify(groups) } } });
+  }
+
+  /**
+   * A unary data call straight on the gRPC stub, for a local server (`percolator serve` or the
+   * emulator): the hot calls of the transaction protocol (MutateRow, CheckAndMutateRow) spend
+   * about a third of their client CPU in gax's wrappers (retry, promise and option plumbing),
+   * measured at ~6 800 vs ~10 500 MutateRow/s with 32 callers. No retries: a local server that
+   * is down fails the call at once (IO_ERROR), as the gax path capped at two retries nearly does.
+   */
+  private async rawData(method: 'mutateRow' | 'checkAndMutateRow', request: object): Promise<unknown> {
+    this.dataStub ??= this.clients.data.initialize() as unknown as Promise<Record<string, RawUnary>>;
+    const stub = await this.dataStub;
+    const fn = stub[method];
+    if (typeof fn !== 'function') throw new StoreError('IO_ERROR', `the Bigtable client has no ${method} stub`, {});
+    return new Promise((resolve, reject) => {
+      fn.call(stub, request, new Metadata(), { deadline: Date.now() + 60_000 }, (err: unknown, res: unknown) =>
+        err ? reject(err) : resolve(res),
+      );
+    });
   }
 
   /**
@@ -551,16 +571,14 @@ export class BigtableStore implements Store {
     await this.withSchema(table, (spec) => this.checkMutations(spec, table, key, mutations));
     const muts = toProtoMutations(mutations, this.ts, this.clientTime);
     if (muts.length === 0) return;
+    const request = {
+      tableName: this.tableName(table),
+      rowKey: Buffer.from(asBuffer(key)),
+      mutations: muts,
+      ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
+    };
     await this.call({ table, row: keyHex(key) }, () =>
-      this.clients.data.mutateRow(
-        {
-          tableName: this.tableName(table),
-          rowKey: Buffer.from(asBuffer(key)),
-          mutations: muts,
-          ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
-        },
-        this.unary(),
-      ),
+      this.config.host !== undefined ? this.rawData('mutateRow', request) : this.clients.data.mutateRow(request, this.unary()),
     );
   }
 
@@ -724,19 +742,20 @@ export class BigtableStore implements Store {
       for await (const _ of this.stream(table, predicate, { rowKeys: [key] }, 1, false)) return true;
       return false;
     }
-    const [resp] = await this.call({ table, row: keyHex(key) }, () =>
-      this.clients.data.checkAndMutateRow(
-        {
-          tableName: this.tableName(table),
-          rowKey: Buffer.from(asBuffer(key)),
-          ...(predicate !== undefined ? { predicateFilter: this.protoFilter(predicate) } : {}),
-          trueMutations,
-          falseMutations,
-          ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
-        },
-        this.unary(),
-      ),
-    );
+    const request = {
+      tableName: this.tableName(table),
+      rowKey: Buffer.from(asBuffer(key)),
+      ...(predicate !== undefined ? { predicateFilter: this.protoFilter(predicate) } : {}),
+      trueMutations,
+      falseMutations,
+      ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
+    };
+    const resp =
+      this.config.host !== undefined
+        ? ((await this.call({ table, row: keyHex(key) }, () => this.rawData('checkAndMutateRow', request))) as {
+            predicateMatched?: boolean | null;
+          })
+        : (await this.call({ table, row: keyHex(key) }, () => this.clients.data.checkAndMutateRow(request, this.unary())))[0];
     return resp.predicateMatched === true;
   }
 

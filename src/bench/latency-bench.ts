@@ -200,7 +200,7 @@ async function measureBatch(db: Percolator, keyMode: KeyMode, documents: number,
 }
 
 /**
- * Median batch latency of documents crawled at `crawlMs` (ms from an arbitrary origin) when rounds
+ * Batch latencies of documents crawled at `crawlMs` (ms from an arbitrary origin) when rounds
  * of the given durations run back to back, starting at a random phase: a document waits for the
  * round in progress to end (that round's snapshot missed it), then for the next one to finish.
  */
@@ -208,8 +208,8 @@ export function batchLatencies(crawlMs: readonly number[], roundsMs: readonly nu
   if (roundsMs.length === 0 || crawlMs.length === 0) return [];
   const sorted = [...crawlMs].sort((a, b) => a - b);
   let k = 0;
-  let start = (sorted[0] as number) - random() * (roundsMs[0] as number);
-  const duration = (i: number) => roundsMs[i % roundsMs.length] as number;
+  let start = (sorted[0] as number) - random() * Math.max(0.001, roundsMs[0] as number);
+  const duration = (i: number) => Math.max(0.001, roundsMs[i % roundsMs.length] as number);
   return sorted.map((t) => {
     while (start + duration(k) <= t) start += duration(k++);
     return start + duration(k) - t + duration(k + 1);

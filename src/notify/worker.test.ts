@@ -107,6 +107,74 @@ describe('observers', () => {
     await worker.stop();
   });
 
+  it('a run whose observer writes nothing commits nothing, clears its notification, and later changes run again', async () => {
+    const seen: string[] = [];
+    const worker = db.worker();
+    worker.observe('doc:content', 'reader', async (tx, row) => {
+      seen.push((await tx.getString('docs', row, 'doc:content')) ?? '');
+    });
+    await worker.start();
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'one'));
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(seen).toEqual(['one']);
+    expect(worker.metrics.runs).toBe(1);
+    expect(worker.metrics.commits).toBe(0);
+    expect(await db.pendingNotifications()).toBe(0);
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'two'));
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(seen).toEqual(['one', 'two']);
+    expect(worker.metrics.commits).toBe(0);
+    await worker.stop();
+  });
+
+  it('hands rows its own observers notified straight to a runner (local dispatch), including the row that is running', async () => {
+    const order: string[] = [];
+    const worker = db.worker({ threads: 2 });
+    // content(a) → derived(a) (the same row, notified while it runs) → derived2(b) (another row).
+    worker.observe('doc:content', 'first', async (tx, row) => {
+      order.push(`first ${Buffer.from(row).toString()}`);
+      tx.set('docs', row, 'doc:derived', 'x');
+    });
+    worker.observe('doc:derived', 'second', async (tx, row) => {
+      order.push(`second ${Buffer.from(row).toString()}`);
+      tx.set('docs', 'b', 'doc:derived2', 'y');
+    });
+    worker.observe('doc:derived2', 'third', async (_tx, row) => {
+      order.push(`third ${Buffer.from(row).toString()}`);
+    });
+    await worker.start();
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'one'));
+    worker.hint('docs', 'a');
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(order).toEqual(['first a', 'second a', 'third b']);
+    expect(worker.metrics.hinted).toBeGreaterThanOrEqual(2);
+    expect(await db.pendingNotifications()).toBe(0);
+    await worker.stop();
+  });
+
+  it('a hint for a row with nothing to do, or for a table nobody observes, is harmless', async () => {
+    await db.createTable('other');
+    const runs: string[] = [];
+    const worker = db.worker();
+    worker.observe(
+      'doc:content',
+      'count',
+      async (_tx, row) => {
+        runs.push(Buffer.from(row).toString());
+      },
+      { table: 'docs' },
+    );
+    await worker.start();
+    worker.hint('docs', 'nothing-here');
+    worker.hint('other', 'x');
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'one'));
+    worker.hint('docs', 'a');
+    worker.hint('docs', 'a');
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(runs).toEqual(['a']);
+    await worker.stop();
+  });
+
   it('two workers racing on one notification: exactly one observer commit', async () => {
     // Separate instances with separate advisory lock services, so both really run the observer.
     const second = await Percolator.open({ store: db.store, oracle: db.oracle, leaseMs: 1000 });

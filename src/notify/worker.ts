@@ -57,7 +57,7 @@ export interface WorkerMetrics {
   parked: number;
   cleared: number;
   /** Per-observer run latency (ms): last and total, for status pages. */
-  readonly observerMs: Record<string, { runs: number; totalMs: number; lastMs: number }>;
+  readonly observerMs: Record<string, { runs: number; totalMs: number; lastMs: number; commits?: number; conflicts?: number }>;
   readonly scanner: ScannerStats;
 }
 
@@ -92,8 +92,12 @@ export class Worker {
   /** Rows handed over by local commits (unbounded up to MAX_HINTED: a runner must never wait on it). */
   private readonly hinted: Job[] = [];
   private hintedHead = 0;
-  /** Rows this worker holds the advisory lock of (queued or running) → a hint arrived meanwhile. */
-  private readonly held = new Map<string, { again: boolean }>();
+  /**
+   * Rows this worker holds the advisory lock of (queued or running). A hint for a queued row is
+   * absorbed (its runner reads the notify cells when it starts); one for a running row sets
+   * `again`, and the row is handed over again when released.
+   */
+  private readonly held = new Map<string, { started: boolean; again: boolean }>();
   private readonly hintOwner: string;
   private readonly spaceWaiters: (() => void)[] = [];
   private readonly jobWaiters: (() => void)[] = [];
@@ -183,13 +187,14 @@ export class Worker {
     const lockKey = this.lockKey(table, key);
     const held = this.held.get(lockKey);
     if (held !== undefined) {
-      held.again = true;
+      if (held.started) held.again = true;
       return;
     }
     if (this.hinted.length - this.hintedHead >= MAX_HINTED || this.skipRow(table, key, Date.now())) return;
     const job: Job = { table, row: key, lockOwner: this.hintOwner };
     // Held before the lock is even asked for: a second hint meanwhile only marks it again.
-    this.held.set(lockKey, { again: false });
+    const mine = { started: false, again: false };
+    this.held.set(lockKey, mine);
     void this.host.lockService.tryLock(lockKey, this.hintOwner, this.rowLockTtlMs).then(
       (ok) => {
         if (ok && this.isRunning) {
@@ -200,10 +205,12 @@ export class Worker {
         }
         // Held by a scanner or another process (which will see the notification, or leave it to
         // the scanners), or stopping: nothing to do.
-        this.held.delete(lockKey);
+        if (this.held.get(lockKey) === mine) this.held.delete(lockKey);
         if (ok) void this.host.lockService.unlock(lockKey, this.hintOwner);
       },
-      () => this.held.delete(lockKey),
+      () => {
+        if (this.held.get(lockKey) === mine) this.held.delete(lockKey);
+      },
     );
   }
 
@@ -287,9 +294,8 @@ export class Worker {
       observes: (table, column) => this.observersOf(table, column).length > 0,
       tryLockRow: async (table, row, lockOwner) => {
         const key = this.lockKey(table, row);
-        if (this.held.has(key)) return false;
         const ok = await this.host.lockService.tryLock(key, lockOwner, this.rowLockTtlMs);
-        if (ok) this.held.set(key, { again: false });
+        if (ok) this.held.set(key, { started: false, again: false });
         return ok;
       },
       skip: (table, row, now) => this.skipRow(table, row, now),
@@ -325,6 +331,7 @@ export class Worker {
       // cached rows) runners fed by local hints would otherwise never leave the microtask queue:
       // timers (lock-wait backoff, conflict retries, the loaders' pacing) then fire seconds late.
       await new Promise<void>((r) => setImmediate(r));
+      if (!this.isRunning) break;
       const job = this.nextJob();
       if (job === undefined) {
         await new Promise<void>((r) => this.jobWaiters.push(r));
@@ -332,6 +339,8 @@ export class Worker {
       }
       this.active++;
       const lockKey = this.lockKey(job.table, job.row);
+      const entry = this.held.get(lockKey);
+      if (entry !== undefined) entry.started = true;
       try {
         await this.process(job);
       } finally {
@@ -366,13 +375,15 @@ export class Worker {
         try {
           const r = await runObserver(this.host, obs, job.table, job.row, cell.weak);
           this.metrics.conflicts += r.conflicts;
+          const m = (this.metrics.observerMs[obs.name] ??= { runs: 0, totalMs: 0, lastMs: 0, commits: 0, conflicts: 0 });
+          m.conflicts = (m.conflicts ?? 0) + r.conflicts;
           if (r.ran) {
             this.metrics.runs++;
             if (r.committed) {
               this.metrics.commits++;
+              m.commits = (m.commits ?? 0) + 1;
               this.hintWritten(r.wrote);
             }
-            const m = (this.metrics.observerMs[obs.name] ??= { runs: 0, totalMs: 0, lastMs: 0 });
             m.runs++;
             m.lastMs = performance.now() - t0;
             m.totalMs += m.lastMs;

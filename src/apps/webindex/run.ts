@@ -65,7 +65,7 @@ export interface RunSummary extends IndexStats {
   readonly loadAndProcessMs: number;
   readonly observerCommits: number;
   readonly conflicts: number;
-  readonly observerRuns: Record<string, { runs: number; meanMs: number }>;
+  readonly observerRuns: Record<string, { runs: number; commits: number; conflicts: number; meanMs: number }>;
 }
 
 export interface RunHandle {
@@ -161,7 +161,9 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     }
     const m = worker.metrics;
     const observerRuns: RunSummary['observerRuns'] = {};
-    for (const [name, o] of Object.entries(m.observerMs)) observerRuns[name] = { runs: o.runs, meanMs: Math.round((o.totalMs / Math.max(1, o.runs)) * 100) / 100 };
+    for (const [name, o] of Object.entries(m.observerMs)) {
+      observerRuns[name] = { runs: o.runs, commits: o.commits ?? 0, conflicts: o.conflicts ?? 0, meanMs: Math.round((o.totalMs / Math.max(1, o.runs)) * 100) / 100 };
+    }
     const summary: RunSummary = {
       corpus: options.corpus,
       keyMode: corpus.keyMode,

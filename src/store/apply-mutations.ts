@@ -29,15 +29,3 @@ export function applyMutations(cells: readonly Cell[], mutations: readonly Mutat
   }
   return out;
 }
-
-/** The families a mutation list touches, or null when it touches the whole row. */
-export function familiesTouched(mutations: readonly Mutation[]): Set<string> | null {
-  const families = new Set<string>();
-  for (const m of mutations) {
-    if ('setCell' in m) families.add(m.setCell.familyName);
-    else if ('deleteFromColumn' in m) families.add(m.deleteFromColumn.familyName);
-    else if ('deleteFromFamily' in m) families.add(m.deleteFromFamily.familyName);
-    else return null;
-  }
-  return families;
-}

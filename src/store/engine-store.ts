@@ -15,7 +15,7 @@
  * - Admin operations that rewrite or drop data raise the table's barrier, wait until in-flight
  *   writes drain, do their work, and lower it; writes arriving meanwhile wait at the barrier.
  */
-import { applyMutations, familiesTouched } from './apply-mutations.js';
+import { applyMutations } from './apply-mutations.js';
 import { bytesKey, compareBytes } from './bytes.js';
 import { cellsBytes, makeCell, mergeGroups, upsertCell } from './cells.js';
 import { StoreError, keyHex } from './errors.js';
@@ -194,7 +194,12 @@ export class EngineStore implements Store {
     while (i < cells.length) {
       const first = cells[i] as Cell;
       let j = i + 1;
-      while (j < cells.length && (cells[j] as Cell).family === first.family && compareBytes((cells[j] as Cell).qualifier, first.qualifier) === 0) j++;
+      while (
+        j < cells.length &&
+        (cells[j] as Cell).family === first.family &&
+        compareBytes((cells[j] as Cell).qualifier, first.qualifier) === 0
+      )
+        j++;
       const rule = t.rules.get(first.family);
       // Fast path (scans): a column's single version survives every rule without a max age.
       if (rule === undefined || (j - i === 1 && !t.timeRules.has(first.family))) {
@@ -257,9 +262,8 @@ export class EngineStore implements Store {
     this.account(t, key, delta);
   }
 
-  private groupsOfMutations(t: TableState, mutations: readonly Mutation[]): number[] {
-    const fams = familiesTouched(mutations);
-    return t.groupsFor(fams);
+  private groupsOfMutations(t: TableState, mutations: readonly Mutation[]): readonly number[] {
+    return t.groupsForMutations(mutations);
   }
 
   private latchKey(t: TableState, key: Bytes): string {
@@ -364,7 +368,8 @@ export class EngineStore implements Store {
 
   private validateFamily(table: string, family: string, fs: FamilySpec): void {
     validateFamilyName(family, table);
-    if (fs === null || typeof fs !== 'object') throw new StoreError('INVALID_ARGUMENT', `family ${family}: spec must be an object`, { table, family });
+    if (fs === null || typeof fs !== 'object')
+      throw new StoreError('INVALID_ARGUMENT', `family ${family}: spec must be an object`, { table, family });
     validateGcRule(fs.gcRule);
     if (fs.localityGroup !== undefined && (typeof fs.localityGroup !== 'string' || !/^[-_.a-zA-Z0-9]{1,64}$/.test(fs.localityGroup))) {
       throw new StoreError('INVALID_NAME', `invalid locality group name ${JSON.stringify(fs.localityGroup)}`, { table, family });
@@ -379,7 +384,14 @@ export class EngineStore implements Store {
       this.checkOpen();
       if (this.tables.has(name)) throw new StoreError('TABLE_EXISTS', `table ${JSON.stringify(name)} already exists`, { table: name });
       const families = structuredClone(spec.families);
-      const t = new TableState({ name, id: this.nextTableId++, spec: { families }, groups: assignGroups({ families }), tablets: new Tablets().toJSON(), purges: [] });
+      const t = new TableState({
+        name,
+        id: this.nextTableId++,
+        spec: { families },
+        groups: assignGroups({ families }),
+        tablets: new Tablets().toJSON(),
+        purges: [],
+      });
       this.tables.set(name, t);
       try {
         await this.saveCatalog();
@@ -420,20 +432,26 @@ export class EngineStore implements Store {
         const id = m?.id;
         if ('create' in m) {
           this.validateFamily(name, id, m.create);
-          if (Object.hasOwn(families, id)) throw new StoreError('FAMILY_EXISTS', `column family ${id} already exists in table ${name}`, { table: name, family: id });
+          if (Object.hasOwn(families, id))
+            throw new StoreError('FAMILY_EXISTS', `column family ${id} already exists in table ${name}`, { table: name, family: id });
           families[id] = structuredClone(m.create);
         } else if ('update' in m) {
           this.validateFamily(name, id, m.update);
           const old = families[id];
-          if (old === undefined) throw new StoreError('FAMILY_NOT_FOUND', `column family ${id} does not exist in table ${name}`, { table: name, family: id });
+          if (old === undefined)
+            throw new StoreError('FAMILY_NOT_FOUND', `column family ${id} does not exist in table ${name}`, { table: name, family: id });
           const group = m.update.localityGroup ?? old.localityGroup ?? DEFAULT_GROUP;
           if (group !== (old.localityGroup ?? DEFAULT_GROUP)) {
-            throw new StoreError('INVALID_ARGUMENT', `moving family ${id} to another locality group is not supported`, { table: name, family: id });
+            throw new StoreError('INVALID_ARGUMENT', `moving family ${id} to another locality group is not supported`, {
+              table: name,
+              family: id,
+            });
           }
           families[id] = { ...structuredClone(m.update), localityGroup: old.localityGroup };
           if (families[id]?.localityGroup === undefined) delete (families[id] as { localityGroup?: string }).localityGroup;
         } else if ('drop' in m) {
-          if (families[id] === undefined) throw new StoreError('FAMILY_NOT_FOUND', `column family ${id} does not exist in table ${name}`, { table: name, family: id });
+          if (families[id] === undefined)
+            throw new StoreError('FAMILY_NOT_FOUND', `column family ${id} does not exist in table ${name}`, { table: name, family: id });
           dropped.push(id);
           delete families[id];
         } else {
@@ -472,7 +490,11 @@ export class EngineStore implements Store {
           const cells = decodeRow(e.value, { table: t.name });
           const kept = cells.filter((c) => c.family !== family);
           if (kept.length === cells.length) continue;
-          ops.push(kept.length === 0 ? { type: 'del', key: Uint8Array.prototype.slice.call(e.key) } : { type: 'put', key: Uint8Array.prototype.slice.call(e.key), value: encodeRow(kept) });
+          ops.push(
+            kept.length === 0
+              ? { type: 'del', key: Uint8Array.prototype.slice.call(e.key) }
+              : { type: 'put', key: Uint8Array.prototype.slice.call(e.key), value: encodeRow(kept) },
+          );
         }
         if (ops.length > 0) await this.engine.write(ops);
       }
@@ -488,7 +510,9 @@ export class EngineStore implements Store {
       let prefixKey: Uint8Array | null = null;
       if ('rowKeyPrefix' in request) {
         if (!(request.rowKeyPrefix instanceof Uint8Array) || request.rowKeyPrefix.byteLength === 0) {
-          throw new StoreError('INVALID_ARGUMENT', 'dropRowRange needs a non-empty rowKeyPrefix or deleteAllDataFromTable', { table: name });
+          throw new StoreError('INVALID_ARGUMENT', 'dropRowRange needs a non-empty rowKeyPrefix or deleteAllDataFromTable', {
+            table: name,
+          });
         }
         prefixKey = request.rowKeyPrefix;
       } else if (!('deleteAllDataFromTable' in request) || request.deleteAllDataFromTable !== true) {
@@ -532,7 +556,8 @@ export class EngineStore implements Store {
     const f = this.compile(options.filter);
     const plan = planRowSet(options.rows, table);
     const limit = options.rowsLimit ?? 0;
-    if (!Number.isSafeInteger(limit) || limit < 0) throw new StoreError('INVALID_ARGUMENT', `rowsLimit must be a non-negative integer, got ${limit}`, { table });
+    if (!Number.isSafeInteger(limit) || limit < 0)
+      throw new StoreError('INVALID_ARGUMENT', `rowsLimit must be a non-negative integer, got ${limit}`, { table });
     const reversed = options.reversed === true;
     const groups = t.groupsFor(f === null ? null : f.families);
     return this.scan(t, plan, f, groups, limit, reversed);
@@ -564,7 +589,11 @@ export class EngineStore implements Store {
         // One locality group (the common case): read engine batches directly, without the
         // per-row generator layers of the multi-group merge.
         const prefix = t.prefix(groups[0] as number);
-        const range = { gte: iv.gte ? rowKeyOf(prefix, iv.gte) : prefix, lt: iv.lt ? rowKeyOf(prefix, iv.lt) : prefixEnd(prefix), reverse: reversed };
+        const range = {
+          gte: iv.gte ? rowKeyOf(prefix, iv.gte) : prefix,
+          lt: iv.lt ? rowKeyOf(prefix, iv.lt) : prefixEnd(prefix),
+          reverse: reversed,
+        };
         for await (const batch of this.engine.iterate(range)) {
           this.checkOpen();
           const now = this.now();
@@ -703,7 +732,13 @@ export class EngineStore implements Store {
         const matched = predicate === null ? cells.length > 0 : predicate.apply(key, cells).length > 0;
         const muts = matched ? trueM : falseM;
         if (muts.length > 0) {
-          await this.rewriteRow(t, key, matched ? trueGroups : falseGroups, (c) => applyMutations(c, muts, this.serverMicros), deferred(request, table));
+          await this.rewriteRow(
+            t,
+            key,
+            matched ? trueGroups : falseGroups,
+            (c) => applyMutations(c, muts, this.serverMicros),
+            deferred(request, table),
+          );
         }
         return matched;
       });
@@ -735,12 +770,16 @@ export class EngineStore implements Store {
               let base = 0n;
               if (latest !== undefined) {
                 if (latest.value.byteLength !== 8) {
-                  throw new StoreError('INVALID_ARGUMENT', `cannot increment a value of ${latest.value.byteLength} bytes: it must be a 64-bit big-endian integer`, {
-                    table,
-                    row: keyHex(key),
-                    family: r.familyName,
-                    size: latest.value.byteLength,
-                  });
+                  throw new StoreError(
+                    'INVALID_ARGUMENT',
+                    `cannot increment a value of ${latest.value.byteLength} bytes: it must be a 64-bit big-endian integer`,
+                    {
+                      table,
+                      row: keyHex(key),
+                      family: r.familyName,
+                      size: latest.value.byteLength,
+                    },
+                  );
                 }
                 base = Buffer.from(latest.value.buffer, latest.value.byteOffset, 8).readBigInt64BE(0);
               }
@@ -753,7 +792,9 @@ export class EngineStore implements Store {
             out = upsertCell(out, cell);
             touched.set(`${r.familyName}\u0000${bytesKey(r.columnQualifier)}`, cell);
           }
-          result = [...touched.values()].sort((a, b) => (a.family < b.family ? -1 : a.family > b.family ? 1 : Buffer.compare(a.qualifier, b.qualifier)));
+          result = [...touched.values()].sort((a, b) =>
+            a.family < b.family ? -1 : a.family > b.family ? 1 : Buffer.compare(a.qualifier, b.qualifier),
+          );
           return out;
         }),
       );
@@ -829,4 +870,3 @@ export class EngineStore implements Store {
     }
   }
 }
-

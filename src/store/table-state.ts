@@ -8,7 +8,9 @@ import { StoreError } from './errors.js';
 import { gcRuleHasMaxAge } from './gc-rule.js';
 import { groupPrefix } from './key-layout.js';
 import { Tablets, type TabletsJson } from './tablets.js';
-import type { GcRule, TableSpec } from './types.js';
+import type { GcRule, Mutation, TableSpec } from './types.js';
+
+const NO_GROUPS: readonly number[] = Object.freeze([]);
 
 export const DEFAULT_GROUP = 'default';
 
@@ -58,7 +60,11 @@ export class TableState {
     this.purges = json.purges;
     for (const [family, fs] of Object.entries(json.spec.families)) {
       const gid = json.groups[fs.localityGroup ?? DEFAULT_GROUP];
-      if (gid === undefined) throw new StoreError('DATA_CORRUPTED', `catalog: family ${family} of table ${json.name} has no locality group id`, { table: json.name, family });
+      if (gid === undefined)
+        throw new StoreError('DATA_CORRUPTED', `catalog: family ${family} of table ${json.name} has no locality group id`, {
+          table: json.name,
+          family,
+        });
       this.familyGroup.set(family, gid);
       if (fs.gcRule !== undefined) {
         this.rules.set(family, fs.gcRule);
@@ -74,14 +80,51 @@ export class TableState {
   }
 
   /** Group ids that hold any of `families` (all groups when null). Unknown families are ignored. */
-  groupsFor(families: ReadonlySet<string> | null): number[] {
+  groupsFor(families: Iterable<string> | null): readonly number[] {
     if (families === null) return this.groupIds;
-    const out = new Set<number>();
+    // Usually every family is in one group: answer with a shared one-element array, no Set.
+    let only = -1;
+    let out: number[] | null = null;
     for (const f of families) {
       const g = this.familyGroup.get(f);
-      if (g !== undefined) out.add(g);
+      if (g === undefined || g === only) continue;
+      if (only === -1) only = g;
+      else if (out === null) out = [only, g];
+      else if (!out.includes(g)) out.push(g);
     }
-    return [...out].sort((a, b) => a - b);
+    if (out !== null) return out.sort((a, b) => a - b);
+    return only === -1 ? NO_GROUPS : this.singleGroup(only);
+  }
+
+  /** The groups a list of mutations writes to (all groups for deleteFromRow). */
+  groupsForMutations(mutations: readonly Mutation[]): readonly number[] {
+    let only = -1;
+    let out: number[] | null = null;
+    for (const m of mutations) {
+      const family =
+        'setCell' in m
+          ? m.setCell.familyName
+          : 'deleteFromColumn' in m
+            ? m.deleteFromColumn.familyName
+            : 'deleteFromFamily' in m
+              ? m.deleteFromFamily.familyName
+              : null;
+      if (family === null) return this.groupIds;
+      const g = this.familyGroup.get(family);
+      if (g === undefined || g === only) continue;
+      if (only === -1) only = g;
+      else if (out === null) out = [only, g];
+      else if (!out.includes(g)) out.push(g);
+    }
+    if (out !== null) return out.sort((a, b) => a - b);
+    return only === -1 ? NO_GROUPS : this.singleGroup(only);
+  }
+
+  private readonly singles = new Map<number, readonly number[]>();
+  private singleGroup(g: number): readonly number[] {
+    let a = this.singles.get(g);
+    if (a === undefined) this.singles.set(g, (a = Object.freeze([g])));
+    return a;
   }
 
   prefix(gid: number): Uint8Array {

@@ -20,7 +20,8 @@ import { commitPrimary, commitSecondaries, commitSecondary } from './actions/com
 import { type LockTemplate, prewrite } from './actions/prewrite.js';
 import type { BufferedCell, BufferedRow } from './actions/types.js';
 import { TxnError } from './errors.js';
-import { LOCK, NOTIFY, encodeColumn, encodeLock, encodeUserColumn, lockAtFilter, valueRefFor } from './layout.js';
+import { LockRefresher } from './lock-refresher.js';
+import { LOCK, NOTIFY, encodeColumn, encodeUserColumn } from './layout.js';
 
 const WEAK = Buffer.from('w');
 import { type ColumnRef, type ReadContext, type ScannedRow, readRowAt, scanAt } from './snapshot-read.js';
@@ -284,7 +285,7 @@ export class Transaction extends Snapshot {
     };
     const secondaries = rows.slice(1);
     const prewritten: BufferedRow[] = [];
-    const refresher = this.startLockRefresher(primaryRow, primaryCell, template);
+    const refresher = refresherOf(env).track(primaryRow, primaryCell, template, this.startTs);
     try {
       // The primary and the secondaries are prewritten concurrently (one round trip, not two):
       // a reader that meets a secondary lock before the primary's exists rolls the primary back
@@ -364,33 +365,15 @@ export class Transaction extends Snapshot {
       for (const c of r.cells) await cleanup(this.env.store, r.table, r.row, c.q, this.startTs).catch(() => undefined);
     }
   }
+}
 
-  /**
-   * Long commits refresh the primary lock's wall time so readers do not take it for abandoned
-   * (§2.2: "the worker periodically updates the wall time in the primary lock"). Conditioned on
-   * the lock still being ours, so it can never resurrect a rolled-back lock.
-   */
-  private startLockRefresher(row: BufferedRow, cell: BufferedCell, template: LockTemplate): { stop(): void } {
-    const env = this.env;
-    const period = Math.max(50, Math.floor(env.lockTtlMs / 3));
-    const timer = setInterval(() => {
-      const lock = encodeLock({
-        ...template,
-        wallTimeMs: env.read.nowMs(),
-        kind: cell.kind,
-        notify: cell.notify,
-        value: valueRefFor(cell.kind, cell.value),
-      });
-      void env.store
-        .checkAndMutateRow(row.table, row.row, {
-          predicateFilter: lockAtFilter(cell.q, this.startTs),
-          trueMutations: [{ setCell: { familyName: LOCK, columnQualifier: cell.q, timestampMicros: this.startTs, value: lock } }],
-        })
-        .catch(() => undefined);
-    }, period);
-    timer.unref();
-    return { stop: () => clearInterval(timer) };
-  }
+const refreshers = new WeakMap<TxnEnvironment, LockRefresher>();
+
+/** The one lock refresher of an environment (created on first use). */
+function refresherOf(env: TxnEnvironment): LockRefresher {
+  let r = refreshers.get(env);
+  if (r === undefined) refreshers.set(env, (r = new LockRefresher(env.store, env.lockTtlMs, env.read.nowMs)));
+  return r;
 }
 
 function primaryFirst(rows: readonly BufferedRow[], primary: BufferedRow): BufferedRow[] {

@@ -52,6 +52,8 @@ export interface RunOutcome {
   readonly upTo: number;
   /** Transactions that lost a conflict and were retried. */
   readonly conflicts: number;
+  /** Of those, retried at once because the observer found its snapshot stale (`details.retryNow`). */
+  readonly staleRetries: number;
   /** Cells the committed run wrote or weakly notified (for local dispatch); empty otherwise. */
   readonly wrote: readonly WrittenCell[];
 }
@@ -106,6 +108,7 @@ export async function runObserver(
     { column: ack, q: encodeColumn(ack) },
   ];
   let conflicts = 0;
+  let freeRetries = 1000;
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
     const tx = await host.begin();
     try {
@@ -113,7 +116,7 @@ export async function runObserver(
       const upTo = change?.commitTs ?? 0;
       if (!weak && upTo <= decodeTs(acked?.value ?? null)) {
         tx.abort();
-        return { ran: false, committed: false, upTo, conflicts, wrote: [] };
+        return { ran: false, committed: false, upTo, conflicts, staleRetries: 1000 - freeRetries, wrote: [] };
       }
       const wrote: WrittenCell[] = [];
       trackWrites(tx, wrote);
@@ -128,15 +131,23 @@ export async function runObserver(
         // as far as anyone can observe (the observer wrote nothing), and the notification is
         // cleared by the caller exactly as after a commit.
         tx.abort();
-        return { ran: true, committed: false, upTo, conflicts, wrote };
+        return { ran: true, committed: false, upTo, conflicts, staleRetries: 1000 - freeRetries, wrote };
       }
       tx.setInternal(table, row, ack, encodeTs(tx.startTs));
       await tx.commit();
-      return { ran: true, committed: true, upTo, conflicts, wrote };
+      return { ran: true, committed: true, upTo, conflicts, staleRetries: 1000 - freeRetries, wrote };
     } catch (e) {
       tx.abort();
       if (!isTxnError(e) || !e.retryable) throw e;
       conflicts++;
+      // An observer that found its snapshot stale before writing (it waited for a concurrent run
+      // of its process to commit: `details.retryNow`) retries at once, and not at the expense of
+      // its attempts: someone else made progress.
+      if (e.details.retryNow === true && freeRetries > 0) {
+        freeRetries--;
+        attempt--;
+        continue;
+      }
       // A conflict on the ack means another run committed: the re-check will see its ack.
       await new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 2 ** attempt)));
     } finally {

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Percolator } from '../txn/percolator.js';
+import { TxnError } from '../txn/errors.js';
 import type { Transaction } from '../txn/transaction.js';
 
 let db: Percolator;
@@ -172,6 +173,24 @@ describe('observers', () => {
     worker.hint('docs', 'a');
     await db.waitForQuiescence({ timeoutMs: 10_000 });
     expect(runs).toEqual(['a']);
+    await worker.stop();
+  });
+
+  it('an observer that finds its snapshot stale (retryNow) is retried at once, counted apart from conflicts', async () => {
+    let attempts = 0;
+    const worker = db.worker();
+    worker.observe('doc:content', 'stale-once', async (tx, row) => {
+      if (++attempts <= 60) throw new TxnError('WRITE_CONFLICT', 'stale', { retryNow: true });
+      tx.set('docs', row, 'doc:done', 'yes');
+    });
+    await worker.start();
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'x'));
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    // 60 stale retries: more than the 50 attempts a real conflict gets, and no failure.
+    expect(await read('a', 'doc:done')).toBe('yes');
+    expect(worker.metrics.staleRetries).toBe(60);
+    expect(worker.metrics.conflicts).toBe(0);
+    expect(worker.metrics.failures).toBe(0);
     await worker.stop();
   });
 

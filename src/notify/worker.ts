@@ -52,7 +52,10 @@ export interface WorkerMetrics {
   /** Rows handed to runners by local commits (not found by scanning). */
   hinted: number;
   skipped: number;
+  /** Commit conflicts (write-write, or a live lock), each followed by a retry. */
   conflicts: number;
+  /** Runs retried at once because the observer found its snapshot stale before writing. */
+  staleRetries: number;
   failures: number;
   parked: number;
   cleared: number;
@@ -113,6 +116,7 @@ export class Worker {
     hinted: 0,
     skipped: 0,
     conflicts: 0,
+    staleRetries: 0,
     failures: 0,
     parked: 0,
     cleared: 0,
@@ -374,9 +378,10 @@ export class Worker {
         const t0 = performance.now();
         try {
           const r = await runObserver(this.host, obs, job.table, job.row, cell.weak);
-          this.metrics.conflicts += r.conflicts;
+          this.metrics.conflicts += r.conflicts - r.staleRetries;
+          this.metrics.staleRetries += r.staleRetries;
           const m = (this.metrics.observerMs[obs.name] ??= { runs: 0, totalMs: 0, lastMs: 0, commits: 0, conflicts: 0 });
-          m.conflicts = (m.conflicts ?? 0) + r.conflicts;
+          m.conflicts = (m.conflicts ?? 0) + r.conflicts - r.staleRetries;
           if (r.ran) {
             this.metrics.runs++;
             if (r.committed) {

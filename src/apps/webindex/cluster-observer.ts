@@ -29,6 +29,13 @@
  *   rewrites the component, so the final state uses exact counts. Links the relay skipped
  *   because the document was not parsed yet are counted by the join (link-notify-observer.ts).
  * - A relayed change that alters neither the count nor the anchor texts writes nothing.
+ * - A relayed change that alters the count of a document whose keys did not change cannot change
+ *   any component: it rewrites its cluster's `c:state` in place (the member's count, and the
+ *   canonical), without the component search. `c:state`'s member counts always equal the members'
+ *   `rank:inlinks` caches: a member's cache is only written by its own run, together with its
+ *   cluster's state.
+ * - Runs of one process that share a key (or the old cluster) are serialized by an in-process gate
+ *   (gate.ts) instead of conflicting at commit; consecutive duplicates are the common case.
  */
 import type { Transaction } from '../../txn/transaction.js';
 import {
@@ -47,6 +54,8 @@ import {
   RANK_INLINKS,
   anchorPrefix,
 } from './schema.js';
+import { TxnError } from '../../txn/errors.js';
+import { KeyGate } from './gate.js';
 import { compareStrings, parseJson, toInt, utf8 } from './util.js';
 
 interface DocInfo {
@@ -67,7 +76,18 @@ async function countAnchors(tx: Transaction, target: string): Promise<{ count: n
   return { count, texts: JSON.stringify(texts.sort(compareStrings)) };
 }
 
+/** The canonical of a cluster: most in-links, ties broken by the smallest URL. */
+function canonicalOf(members: Readonly<Record<string, number>>): string {
+  let canonical: string | null = null;
+  for (const [m, rank] of Object.entries(members)) {
+    const best = canonical === null ? -1 : (members[canonical] as number);
+    if (canonical === null || rank > best || (rank === best && compareStrings(m, canonical) < 0)) canonical = m;
+  }
+  return canonical as string;
+}
+
 export function clusterObserver() {
+  const gate = new KeyGate();
   return async (tx: Transaction, row: Uint8Array, column: string): Promise<void> => {
     const self = utf8(row) as string;
     const [keysValue, appliedValue, idValue, rankValue, anchorsValue] = await tx.getMany(
@@ -84,6 +104,11 @@ export function clusterObserver() {
       return;
     }
     const sameKeys = JSON.stringify(newKeys) === JSON.stringify(oldKeys);
+    const gateKeys = [...newKeys, ...oldKeys];
+    if (oldId !== null) gateKeys.push(`id\u0000${oldId}`);
+    if (!(await gate.enter(tx, gateKeys))) {
+      throw new TxnError('WRITE_CONFLICT', 'a run of this process committed one of our keys after our snapshot: retry with a fresh one', { row: self, retryNow: true });
+    }
     // Count only when the in-links may have changed: a link change was relayed, or joining.
     const counted = newKeys.length > 0 && (column !== PARSED_KEYS || oldId === null) ? await countAnchors(tx, self) : null;
     const rank = counted?.count ?? (newKeys.length > 0 ? cachedRank : 0);
@@ -97,6 +122,19 @@ export function clusterObserver() {
       const state = await tx.get(CLUSTERS, oldId, CLUSTER_STATE);
       if (state !== null) tx.set(CLUSTERS, oldId, CLUSTER_STATE, state);
       return;
+    }
+    if (column !== PARSED_KEYS && oldId !== null && sameKeys && newKeys.length > 0) {
+      // Only the count changed: no component can change. Rewrite the member's count (and the
+      // canonical) in its cluster's state, when the state lists it (else: the full path).
+      const state = parseJson<ClusterState | null>(await tx.get(CLUSTERS, oldId, CLUSTER_STATE), null);
+      if (state !== null && Object.hasOwn(state.members, self)) {
+        const members = { ...state.members, [self]: rank };
+        tx.set(CLUSTERS, oldId, CLUSTER_STATE, JSON.stringify({ canonical: canonicalOf(members), size: state.size, members } satisfies ClusterState));
+        if (rank > 0) tx.set(DOCS, self, RANK_INLINKS, String(rank));
+        else tx.delete(DOCS, self, RANK_INLINKS);
+        if (counted !== null && textsChanged) tx.set(DOCS, self, RANK_ANCHORS, counted.texts);
+        return;
+      }
     }
 
     // The component search, over the snapshot plus this document's own change.

@@ -160,12 +160,11 @@ describe('link relay and joins', () => {
       const { processObserver } = await import('../src/apps/webindex/process-observer.js');
       const proc = processObserver({ keyMode: 'content' });
       await ix.db.transaction((tx) => proc(tx, Buffer.from(t.url)));
-      await ix.db.transaction((tx) => proc(tx, Buffer.from(s.url)));
       // The target's join reads (no in-links yet) but has not committed...
       const join = await ix.db.begin();
       await clusterObserver()(join, Buffer.from(t.url), PARSED_KEYS);
-      // ...when the source's link is inverted and relayed.
-      await ix.db.transaction((tx) => linkObserver()(tx, Buffer.from(s.url)));
+      // ...when the source is parsed (which inverts its link) and its link relayed.
+      await ix.db.transaction((tx) => proc(tx, Buffer.from(s.url)));
       await ix.db.transaction((tx) => linkNotifyObserver()(tx, Buffer.from(s.url)));
       const before = await ix.db.snapshot();
       expect(await before.get(DOCS, t.url, CLUSTER_ID)).toBeNull(); // not a member when relayed

@@ -5,8 +5,8 @@
  * Contract (the observed-columns registry): call `registerWebIndex(worker)` and `worker.start()`
  * before loading documents, or the loads will not notify the observers.
  *
- * The chain for one new document: loader → process → cluster → export, and process → links →
- * links.notify ⇢ cluster (of each linked document) → export. Solid arrows are strong notifications
+ * The chain for one new document: loader → process (parse and link inversion) → cluster → export,
+ * and process → links.notify ⇢ cluster (of each linked document) → export. Solid arrows are strong notifications
  * written at the writer's commit timestamp, so each run starts after the data it reacts to is
  * committed; the one weak arrow (⇢) lets many links to one page collapse into one recount.
  */
@@ -15,11 +15,10 @@ import type { Percolator } from '../../txn/percolator.js';
 import { clusterObserver } from './cluster-observer.js';
 import { exportObserver } from './export-observer.js';
 import { linkNotifyObserver } from './link-notify-observer.js';
-import { linkObserver } from './link-observer.js';
 import type { WebIndexMetrics } from './metrics.js';
 import type { KeyMode } from './parse.js';
 import { processObserver } from './process-observer.js';
-import { CLUSTERS, CLUSTER_STATE, DOCS, LINKS_APPLIED, OBSERVERS, PAGES, PARSED_KEYS, PARSED_LINKS, RANK_DIRTY, RAW_CONTENT, TABLES } from './schema.js';
+import { CLUSTERS, CLUSTER_STATE, DOCS, LINKS_APPLIED, OBSERVERS, PAGES, PARSED_KEYS, RANK_DIRTY, RAW_CONTENT, TABLES } from './schema.js';
 
 export interface WebIndexOptions {
   /** Clustering keys: `content` (fingerprint only, default) or `content+url+title` (the paper's three). */
@@ -33,11 +32,10 @@ export async function createWebIndexTables(db: Percolator): Promise<void> {
   for (const t of TABLES) await db.createTable(t);
 }
 
-/** Registers the five observers of the pipeline on `worker` (call before `worker.start()`). */
+/** Registers the observers of the pipeline on `worker` (call before `worker.start()`). */
 export function registerWebIndex(worker: Worker, options: WebIndexOptions = {}): Worker {
   const cluster = clusterObserver();
   worker.observe(RAW_CONTENT, OBSERVERS.process, processObserver({ keyMode: options.keyMode ?? 'content', metrics: options.metrics }), { table: PAGES });
-  worker.observe(PARSED_LINKS, OBSERVERS.links, linkObserver(), { table: DOCS });
   worker.observe(LINKS_APPLIED, OBSERVERS.linksNotify, linkNotifyObserver(), { table: DOCS });
   worker.observe(PARSED_KEYS, OBSERVERS.clusterKeys, cluster, { table: DOCS });
   worker.observe(RANK_DIRTY, OBSERVERS.clusterRank, cluster, { table: DOCS });

@@ -40,13 +40,17 @@ export const PARSED_TITLE = 'parsed:title';
 export const PARSED_TEXT = 'parsed:text';
 
 // docs[url] — one row per crawled URL: everything the observers coordinate on.
-/** JSON `[[target, anchorText], …]` sorted by target (observed by `links`). */
+/**
+ * JSON `[[target, anchorText], …]` sorted by target: input of the standalone `linkObserver` only.
+ * The pipeline's processor inverts the links it parses directly (link-observer.ts) and no longer
+ * writes this column.
+ */
 export const PARSED_LINKS = 'parsed:links';
 /** JSON sorted array of clustering keys, always including `fp:<fingerprint>` (observed by `cluster`). */
 export const PARSED_KEYS = 'parsed:keys';
 /** `raw:fetchedAt` of the fetch whose content `parsed:keys/title/text` reflect. */
 export const PARSED_FETCHED_AT = 'parsed:fetchedAt';
-/** JSON object target → anchor text: the links the `links` observer has inverted into `anchors` (observed by `links.notify`). */
+/** JSON object target → anchor text: the links inverted into `anchors` (by `process`; observed by `links.notify`). */
 export const LINKS_APPLIED = 'links:applied';
 /** JSON array: every target whose anchors changed since the link relay last ran (not observed). */
 export const LINKS_CHANGED = 'links:changed';

@@ -1,13 +1,22 @@
 /**
  * `bench webindex`: the web indexer on the synthetic corpus shaped like the paper's benchmark,
- * end to end (concurrent loaders, every observer, quiescence) on a fresh store, reporting
- * throughput and crawl-to-index latency. A first version: one run, one store, no comparison yet
- * against a batch (MapReduce-style) baseline.
+ * end to end (concurrent loaders, every observer, quiescence) on fresh stores, in two phases:
+ *
+ * - **saturation**: `docs` documents loaded as fast as the pipeline takes them (loaders paced
+ *   only by a large window of documents loaded but not yet searchable); `documentsPerSecond` is
+ *   documents ÷ time from the first load to quiescence (every observer done, links and ranks
+ *   included). Its latency is reported too, but under saturation it measures the backlog.
+ * - **light load**: a fresh store, `lightDocs` documents arriving on a fixed schedule of
+ *   `lightRate` per second; `medianLatencyMs` / `p99LatencyMs` are the crawl-to-index latency
+ *   there (loader commit → the export that made the fetch searchable).
+ *
+ * Peak RSS of the process is sampled throughout (`peakRssMiB`, with `process.resourceUsage()`'s
+ * maxRSS as a floor).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runWebIndex } from '../apps/webindex/run.js';
+import { type RunSummary, runWebIndex } from '../apps/webindex/run.js';
 
 export interface WebIndexBenchOptions {
   readonly docs: number;
@@ -16,55 +25,111 @@ export interface WebIndexBenchOptions {
   readonly store?: 'file:' | 'memory:';
   readonly threads?: number;
   readonly loaders?: number;
+  /** Saturation phase: documents loaded but not yet searchable before loaders wait. Default 1 024. */
+  readonly window?: number;
+  /** Light-load phase: documents (default 200; 0 skips the phase) and arrival rate per second (default 20). */
+  readonly lightDocs?: number;
+  readonly lightRate?: number;
+  /** Progress lines on stderr. */
+  readonly log?: (line: string) => void;
 }
 
 export interface WebIndexBenchResult {
   readonly documents: number;
   readonly duplicatesFound: number;
   readonly linksInverted: number;
+  /** Saturation throughput. */
   readonly documentsPerSecond: number;
+  /** Light-load crawl-to-index latency. */
   readonly medianLatencyMs: number;
   readonly p99LatencyMs: number;
+  readonly saturation: { readonly documentsPerSecond: number; readonly medianLatencyMs: number; readonly p99LatencyMs: number; readonly elapsedMs: number; readonly window: number };
+  readonly lightLoad: { readonly documents: number; readonly ratePerSecond: number; readonly medianLatencyMs: number; readonly p99LatencyMs: number; readonly elapsedMs: number } | null;
+  readonly peakRssMiB: number;
   readonly clusters: number;
   readonly postings: number;
   readonly observerCommits: number;
   readonly conflicts: number;
+  readonly commitsPerDocument: number;
+  readonly cpuMsPerDocument: number;
   readonly elapsedMs: number;
   readonly store: string;
   readonly threads: number;
 }
 
-export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<WebIndexBenchResult> {
+/** Samples the process's RSS until stopped; returns the peak (bytes). */
+function rssSampler(intervalMs = 200): { stop(): number } {
+  let peak = process.memoryUsage().rss;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, intervalMs);
+  timer.unref();
+  return {
+    stop() {
+      clearInterval(timer);
+      return Math.max(peak, process.memoryUsage().rss, process.resourceUsage().maxRSS * 1024);
+    },
+  };
+}
+
+async function phase(options: WebIndexBenchOptions, docs: number, extra: { window?: number; rate?: number }): Promise<RunSummary> {
   const dir = options.store === 'memory:' ? null : await mkdtemp(join(tmpdir(), 'percolator-bench-webindex-'));
-  const threads = options.threads ?? 16;
   try {
     const handle = await runWebIndex({
       corpus: 'synthetic',
-      docs: options.docs,
+      docs,
       seed: options.seed,
       store: dir === null ? 'memory:' : `file:${dir}`,
       keep: true,
-      threads,
+      threads: options.threads ?? 16,
       loaders: options.loaders,
+      ...extra,
+      progressIntervalMs: 5_000,
+      onProgress: options.log === undefined ? undefined : (p) => options.log?.(`${p.indexed}/${p.total} indexed, ${p.loaded} loaded, ${Math.round(p.elapsedMs / 1000)} s`),
     });
     const s = handle.summary;
     await handle.close();
-    return {
-      documents: s.documents,
-      duplicatesFound: s.duplicatesFound,
-      linksInverted: s.linksInverted,
-      documentsPerSecond: s.documentsPerSecond,
-      medianLatencyMs: s.medianLatencyMs,
-      p99LatencyMs: s.p99LatencyMs,
-      clusters: s.clusters,
-      postings: s.postings,
-      observerCommits: s.observerCommits,
-      conflicts: s.conflicts,
-      elapsedMs: s.loadAndProcessMs,
-      store: dir === null ? 'memory:' : 'file:',
-      threads,
-    };
+    return s;
   } finally {
     if (dir !== null) await rm(dir, { recursive: true, force: true });
   }
+}
+
+export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<WebIndexBenchResult> {
+  const threads = options.threads ?? 16;
+  const window = options.window ?? 1024;
+  const rss = rssSampler();
+  const cpu0 = process.cpuUsage();
+  options.log?.(`saturation: ${options.docs} documents, window ${window}`);
+  const s = await phase(options, options.docs, { window });
+  const cpu = process.cpuUsage(cpu0);
+  const lightDocs = options.lightDocs ?? 200;
+  const lightRate = options.lightRate ?? 20;
+  let light: WebIndexBenchResult['lightLoad'] = null;
+  if (lightDocs > 0) {
+    options.log?.(`light load: ${lightDocs} documents at ${lightRate}/s`);
+    const l = await phase(options, lightDocs, { rate: lightRate });
+    light = { documents: l.documents, ratePerSecond: lightRate, medianLatencyMs: l.medianLatencyMs, p99LatencyMs: l.p99LatencyMs, elapsedMs: l.loadAndProcessMs };
+  }
+  const peak = rss.stop();
+  return {
+    documents: s.documents,
+    duplicatesFound: s.duplicatesFound,
+    linksInverted: s.linksInverted,
+    documentsPerSecond: s.documentsPerSecond,
+    medianLatencyMs: light?.medianLatencyMs ?? s.medianLatencyMs,
+    p99LatencyMs: light?.p99LatencyMs ?? s.p99LatencyMs,
+    saturation: { documentsPerSecond: s.documentsPerSecond, medianLatencyMs: s.medianLatencyMs, p99LatencyMs: s.p99LatencyMs, elapsedMs: s.loadAndProcessMs, window },
+    lightLoad: light,
+    peakRssMiB: Math.round(peak / 1024 / 1024),
+    clusters: s.clusters,
+    postings: s.postings,
+    observerCommits: s.observerCommits,
+    conflicts: s.conflicts,
+    commitsPerDocument: Math.round((s.observerCommits / Math.max(1, s.loaded)) * 100) / 100,
+    cpuMsPerDocument: Math.round(((cpu.user + cpu.system) / 1000 / Math.max(1, s.loaded)) * 100) / 100,
+    elapsedMs: s.loadAndProcessMs,
+    store: options.store ?? 'file:',
+    threads,
+  };
 }

@@ -39,6 +39,8 @@ export interface RunOptions {
   readonly loaders?: number;
   /** Documents loaded but not yet searchable before loaders wait. Default 4 × threads. */
   readonly window?: number;
+  /** Arrival rate (documents per second, fixed schedule): a light load instead of as fast as the window allows. */
+  readonly rate?: number;
   /** The node_modules directory of the local corpus. Default `./node_modules`. */
   readonly nodeModules?: string;
   readonly onProgress?: (p: Progress) => void;
@@ -131,7 +133,16 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     const window = options.window ?? 4 * (options.threads ?? 16);
     let lastSeen = '';
     let lastProgressAt = performance.now();
+    // A fixed arrival schedule (`rate`): document i may enter at t0 + i / rate.
+    let nextSlot = performance.now();
     const beforeEach = async () => {
+      if (options.rate !== undefined && options.rate > 0) {
+        const slot = nextSlot;
+        nextSlot += 1000 / options.rate;
+        const wait = slot - performance.now();
+        // An arrival schedule (the light-load benchmark), not a wait for a condition.
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      }
       while (metrics.outstanding > window) {
         const seen = `${metrics.indexed}/${metrics.processed}`;
         if (seen !== lastSeen) {

@@ -20,17 +20,8 @@ import { compileFilter } from '../src/store/filter/row-filter.js';
 import { collectColumn } from '../src/store/gc-rule.js';
 import { intervalContains, planRowSet } from '../src/store/row-set.js';
 import type { Cell, GcRule, RowFilter, RowSet, TableSpec } from '../src/store/types.js';
+import { mulberry32 as prng } from '../src/util/seeded-random.js';
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const b = (s: string): Uint8Array => Buffer.from(s, 'latin1');
 const fmt = (cells: readonly Cell[]): string[] =>
   cells.map((c) => `${c.family}:${Buffer.from(c.qualifier).toString('hex')}@${c.timestamp}`);
@@ -142,7 +133,7 @@ describe('GC rules as a server-side filter', () => {
         }
       }
       const expected: Cell[] = [];
-      for (let i = 0; i < cells.length; ) {
+      for (let i = 0; i < cells.length;) {
         let j = i;
         const c = cells[i] as Cell;
         while (

@@ -40,24 +40,12 @@ import type {
   TableSpec,
 } from '../src/store/types.js';
 import { EMULATOR_MISSING, emulatorBinary, type RunningEmulator, startEmulator } from './support/emulator.js';
+import { mulberry32 as prng } from '../src/util/seeded-random.js';
 
 const binary = emulatorBinary();
 if (binary === null) console.warn(EMULATOR_MISSING);
 
 // -------------------------------------------------------------------------------------------
-// Seeded generator
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const b = (s: string): Bytes => Buffer.from(s, 'latin1');
 const hex = (x: Uint8Array): string => Buffer.from(x).toString('hex');
 
@@ -472,7 +460,11 @@ async function runDifferential(
     }
     const expected = await execute(reference, op);
     reference.compared++;
-    const outcome = expected.startsWith('ERROR') ? `${op.kind} ${expected}` : expected === '' || expected === 'null' || expected === 'false' ? `${op.kind} empty/false` : `${op.kind} ok/data`;
+    const outcome = expected.startsWith('ERROR')
+      ? `${op.kind} ${expected}`
+      : expected === '' || expected === 'null' || expected === 'false'
+        ? `${op.kind} empty/false`
+        : `${op.kind} ok/data`;
     outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
     // The targets are independent (own tables): run them side by side.
     const got = await Promise.all(

@@ -11,21 +11,12 @@ import { bigtablePackage, DATA_SERVICE, INSTANCE_ADMIN_SERVICE, TABLE_ADMIN_SERV
 import { type PercolatorServer, startServer } from '../src/server/server.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';
+import { mulberry32 } from '../src/util/seeded-random.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20240601);
 const ITERATIONS = Number(process.env.FUZZ_ITERATIONS ?? 3000);
 const MAX_MESSAGE = 1024 * 1024;
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rnd = mulberry32(SEED);
 const int = (n: number) => Math.floor(rnd() * n);
 const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)] as T;

@@ -16,6 +16,7 @@
  * time then insertion); every row visit is counted once, when it ends; statistics cover only
  * the window after `warmupSeconds`.
  */
+import { mulberry32 as prng } from '../util/seeded-random.js';
 
 export interface ClumpingSimOptions {
   /** Rows in the ring (default 10 000). */
@@ -67,18 +68,6 @@ export interface ClumpingSimResult {
   readonly jumps: number;
   readonly simulatedSeconds: number;
   readonly events: number;
-}
-
-/** mulberry32: small, fast, deterministic. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A binary min-heap of events by (time, seq). */

@@ -35,6 +35,7 @@ import type {
   TableSpec,
   TimestampRange,
 } from './types.js';
+import { mulberry32 as prng } from '../util/seeded-random.js';
 
 export interface StoreConformanceFactory {
   /** Opens a fresh, empty store (a new directory for durable backends). */
@@ -156,18 +157,6 @@ function readI64(x: Uint8Array): bigint {
   let v = 0n;
   for (const c of x) v = (v << 8n) | BigInt(c);
   return BigInt.asIntN(64, v);
-}
-
-/** mulberry32: a small deterministic PRNG (randomized tests are reproducible). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function shuffled<T>(xs: readonly T[], rnd: () => number): T[] {

@@ -3,6 +3,7 @@ import { compareCells } from '../cells.js';
 import { isStoreError, type StoreErrorCode } from '../errors.js';
 import type { Cell, RowFilter } from '../types.js';
 import { compileFilter } from './row-filter.js';
+import { mulberry32 } from '../../util/seeded-random.js';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -694,17 +695,6 @@ describe('families', () => {
 
 // ---------------------------------------------------------------------------------------------
 // Randomized algebraic properties
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FAMS = ['a', 'b', 'c'];
 const ALPHABET = [0x00, 0x0a, 0x61, 0x62, 0x80, 0xff];

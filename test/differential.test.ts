@@ -45,7 +45,6 @@ import { mulberry32 as prng } from '../src/util/seeded-random.js';
 const binary = emulatorBinary();
 if (binary === null) console.warn(EMULATOR_MISSING);
 
-// -------------------------------------------------------------------------------------------
 const b = (s: string): Bytes => Buffer.from(s, 'latin1');
 const hex = (x: Uint8Array): string => Buffer.from(x).toString('hex');
 

@@ -82,24 +82,14 @@ export class TableState {
   /** Group ids that hold any of `families` (all groups when null). Unknown families are ignored. */
   groupsFor(families: Iterable<string> | null): readonly number[] {
     if (families === null) return this.groupIds;
-    // Usually every family is in one group: answer with a shared one-element array, no Set.
-    let only = -1;
-    let out: number[] | null = null;
-    for (const f of families) {
-      const g = this.familyGroup.get(f);
-      if (g === undefined || g === only) continue;
-      if (only === -1) only = g;
-      else if (out === null) out = [only, g];
-      else if (!out.includes(g)) out.push(g);
-    }
-    if (out !== null) return out.sort((a, b) => a - b);
-    return only === -1 ? NO_GROUPS : this.singleGroup(only);
+    const acc = new GroupAccumulator();
+    for (const f of families) acc.add(this.familyGroup.get(f));
+    return acc.result(this);
   }
 
-  /** The groups a list of mutations writes to (all groups for deleteFromRow). */
+  /** The groups a list of mutations writes to (all groups for deleteFromRow). No Set per call. */
   groupsForMutations(mutations: readonly Mutation[]): readonly number[] {
-    let only = -1;
-    let out: number[] | null = null;
+    const acc = new GroupAccumulator();
     for (const m of mutations) {
       const family =
         'setCell' in m
@@ -110,18 +100,14 @@ export class TableState {
               ? m.deleteFromFamily.familyName
               : null;
       if (family === null) return this.groupIds;
-      const g = this.familyGroup.get(family);
-      if (g === undefined || g === only) continue;
-      if (only === -1) only = g;
-      else if (out === null) out = [only, g];
-      else if (!out.includes(g)) out.push(g);
+      acc.add(this.familyGroup.get(family));
     }
-    if (out !== null) return out.sort((a, b) => a - b);
-    return only === -1 ? NO_GROUPS : this.singleGroup(only);
+    return acc.result(this);
   }
 
   private readonly singles = new Map<number, readonly number[]>();
-  private singleGroup(g: number): readonly number[] {
+  /** A shared frozen one-element array: usually every family touched is in one group. */
+  singleGroup(g: number): readonly number[] {
     let a = this.singles.get(g);
     if (a === undefined) this.singles.set(g, (a = Object.freeze([g])));
     return a;
@@ -141,4 +127,22 @@ export function assignGroups(spec: TableSpec, existing: Record<string, number> =
     if (groups[g] === undefined) groups[g] = next++;
   }
   return groups;
+}
+
+/** Distinct group ids, sorted; one group (the usual case) needs no array at all. */
+class GroupAccumulator {
+  private only = -1;
+  private more: number[] | null = null;
+
+  add(g: number | undefined): void {
+    if (g === undefined || g === this.only) return;
+    if (this.only === -1) this.only = g;
+    else if (this.more === null) this.more = [this.only, g];
+    else if (!this.more.includes(g)) this.more.push(g);
+  }
+
+  result(t: TableState): readonly number[] {
+    if (this.more !== null) return this.more.sort((a, b) => a - b);
+    return this.only === -1 ? NO_GROUPS : t.singleGroup(this.only);
+  }
 }

@@ -45,6 +45,7 @@ import { runWebIndex } from '../apps/webindex/run.js';
 import { DOCS, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS, PAGES, RAW_CONTENT, RAW_TYPE } from '../apps/webindex/schema.js';
 import type { Worker } from '../notify/worker.js';
 import type { Percolator } from '../txn/percolator.js';
+import { mulberry32 as rng } from '../util/seeded-random.js';
 
 export const DEFAULT_RATES: readonly number[] = [1, 2, 5, 10, 20, 50, 100];
 /** The DESIGN §10 target: incremental median latency ≥ 1000× lower than batch at 1 %/h. */
@@ -141,18 +142,6 @@ export interface LatencyBenchResult {
   readonly seed: number;
   readonly elapsedMs: number;
   readonly machine: { cpus: number; load1mStart: number; load1mEnd: number };
-}
-
-/** mulberry32: seeded uniform [0, 1). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const round = (v: number, digits = 1) => Math.round(v * 10 ** digits) / 10 ** digits;

@@ -15,9 +15,9 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { tokenDigest } from './handlers.js';
+import { listen } from '../util/listen.js';
 
 export interface HttpRoute {
   /** An exact path (`/webindex`), or a prefix when it ends in `/*` (`/webindex/*`). */
@@ -198,14 +198,7 @@ export async function startHttpStatus(options: HttpStatusOptions = {}): Promise<
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listen(server, options.port ?? 0, host);
 
   let closing: Promise<void> | null = null;
   return {

@@ -11,9 +11,9 @@
  * bounded by `historySize` points.
  */
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { dashboardHtml, escapeHtml, searchHtml } from './page.js';
 import type { ChartSpec, HeadlineSpec, HistoryPoint, StatusDocument, StatusSample, StatusSources } from './types.js';
+import { listen } from '../util/listen.js';
 
 export interface StatusServerOptions {
   /** 0 (default) picks a free port. */
@@ -35,9 +35,11 @@ export interface StatusServer {
 /** Default charts for a sample: every counter as a rate, every gauge, observer latency. */
 export function defaultCharts(sample: StatusSample): ChartSpec[] {
   const charts: ChartSpec[] = [];
-  for (const k of Object.keys(sample.counters ?? {})) charts.push({ title: `${k} per second`, unit: '/s', series: [{ key: `counters.${k}` }] });
+  for (const k of Object.keys(sample.counters ?? {}))
+    charts.push({ title: `${k} per second`, unit: '/s', series: [{ key: `counters.${k}` }] });
   for (const k of Object.keys(sample.gauges ?? {})) charts.push({ title: k, series: [{ key: `gauges.${k}` }] });
-  if (sample.observers !== undefined) charts.push({ title: 'Observer latency (mean per interval)', unit: 'ms', series: [{ key: 'observers.*' }] });
+  if (sample.observers !== undefined)
+    charts.push({ title: 'Observer latency (mean per interval)', unit: 'ms', series: [{ key: 'observers.*' }] });
   return charts;
 }
 
@@ -136,7 +138,12 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
           }
         }
         if (url.pathname === '/api/search') {
-          return send(res, error === null ? 200 : 500, 'application/json', JSON.stringify(error === null ? { query: q, ...(result ?? { total: 0, tookMs: 0, hits: [] }) } : { error }));
+          return send(
+            res,
+            error === null ? 200 : 500,
+            'application/json',
+            JSON.stringify(error === null ? { query: q, ...(result ?? { total: 0, tookMs: 0, hits: [] }) } : { error }),
+          );
         }
         return send(res, 200, 'text/html; charset=utf-8', searchHtml(sources.title ?? 'Percolator', q, result, error));
       }
@@ -152,14 +159,7 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
     });
   });
   const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listen(server, options.port ?? 0, host);
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
     port,
@@ -172,7 +172,11 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   };
 }
 
-const metricName = (s: string) => s.replace(/[^a-zA-Z0-9_]/g, '_').replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
+const metricName = (s: string) =>
+  s
+    .replace(/[^a-zA-Z0-9_]/g, '_')
+    .replace(/([a-z])([A-Z])/g, '$1_$2')
+    .toLowerCase();
 
 /** The latest sample as Prometheus text exposition. */
 export function prometheusText(sample: StatusSample): string {
@@ -191,7 +195,8 @@ export function prometheusText(sample: StatusSample): string {
     lines.push('# TYPE percolator_observer_runs_total counter');
     for (const [k, o] of obs) lines.push(`percolator_observer_runs_total{observer="${k.replace(/["\\\n]/g, '_')}"} ${o.runs}`);
     lines.push('# TYPE percolator_observer_run_seconds_total counter');
-    for (const [k, o] of obs) lines.push(`percolator_observer_run_seconds_total{observer="${k.replace(/["\\\n]/g, '_')}"} ${o.totalMs / 1000}`);
+    for (const [k, o] of obs)
+      lines.push(`percolator_observer_run_seconds_total{observer="${k.replace(/["\\\n]/g, '_')}"} ${o.totalMs / 1000}`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -271,6 +271,10 @@ export class Worker {
     return `${table}\u0000${bytesKey(row)}`;
   }
 
+  private registrationIndex(table: string, column: string): number {
+    return this.observers.findIndex((o) => o.column === column && (o.table === ALL_TABLES || o.table === table));
+  }
+
   private observersOf(table: string, column: string): ObserverRegistration[] {
     return this.observers.filter((o) => o.column === column && (o.table === ALL_TABLES || o.table === table));
   }
@@ -367,9 +371,11 @@ export class Worker {
     // Every observed column notified now (not only those the scanner saw): newer notifications
     // are as good, and each cell's clearing bound (maxTs) comes from this read.
     const now = Date.now();
-    const cells = notificationsOf(fresh.cells).filter(
-      (c) => this.observersOf(job.table, c.column).length > 0 && !this.isBackingOff(this.cellKey(job.table, job.row, c.column), now),
-    );
+    // In the order the observers were registered (not the columns' order): an application may
+    // rely on it, e.g. to let an earlier observer do a later one's work in its own transaction.
+    const cells = notificationsOf(fresh.cells)
+      .filter((c) => this.observersOf(job.table, c.column).length > 0 && !this.isBackingOff(this.cellKey(job.table, job.row, c.column), now))
+      .sort((a, b) => this.registrationIndex(job.table, a.column) - this.registrationIndex(job.table, b.column));
     const clears: { column: string; maxTs: number }[] = [];
     for (const cell of cells) {
       const key = this.cellKey(job.table, job.row, cell.column);

@@ -34,6 +34,9 @@
  *   canonical), without the component search. `c:state`'s member counts always equal the members'
  *   `rank:inlinks` caches: a member's cache is only written by its own run, together with its
  *   cluster's state.
+ * - A run that finds `links:changed` on its document does the link relay's work in its own
+ *   transaction (its snapshot follows the processor's commit that wrote it), so the relay's own
+ *   run then finds nothing to do and commits nothing.
  * - Runs of one process that share a key (or the old cluster) are serialized by an in-process gate
  *   (gate.ts) instead of conflicting at commit; consecutive duplicates are the common case.
  */
@@ -49,6 +52,7 @@ import {
   type ClusterState,
   DOCS,
   KEY_MEMBERS,
+  LINKS_CHANGED,
   PARSED_KEYS,
   RANK_ANCHORS,
   RANK_INLINKS,
@@ -56,6 +60,7 @@ import {
 } from './schema.js';
 import { TxnError } from '../../txn/errors.js';
 import { KeyGate } from './gate.js';
+import { relayLinks } from './link-notify-observer.js';
 import { compareStrings, parseJson, toInt, utf8 } from './util.js';
 
 interface DocInfo {
@@ -90,10 +95,12 @@ export function clusterObserver() {
   const gate = new KeyGate();
   return async (tx: Transaction, row: Uint8Array, column: string): Promise<void> => {
     const self = utf8(row) as string;
-    const [keysValue, appliedValue, idValue, rankValue, anchorsValue] = await tx.getMany(
+    const [keysValue, appliedValue, idValue, rankValue, anchorsValue, linksChanged] = await tx.getMany(
       DOCS,
-      [PARSED_KEYS, CLUSTER_KEYS, CLUSTER_ID, RANK_INLINKS, RANK_ANCHORS].map((c) => ({ row, column: c })),
+      [PARSED_KEYS, CLUSTER_KEYS, CLUSTER_ID, RANK_INLINKS, RANK_ANCHORS, LINKS_CHANGED].map((c) => ({ row, column: c })),
     );
+    // The link relay's work, when the processor left some (see link-notify-observer.ts).
+    if (linksChanged !== null) await relayLinks(tx, row, linksChanged);
     const newKeys = parseJson<string[]>(keysValue, []);
     const oldKeys = parseJson<string[]>(appliedValue, []);
     const oldId = utf8(idValue);

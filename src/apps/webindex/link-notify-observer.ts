@@ -24,18 +24,27 @@ import type { Transaction } from '../../txn/transaction.js';
 import { DOCS, LINKS_CHANGED, PARSED_KEYS, RANK_DIRTY } from './schema.js';
 import { parseJson } from './util.js';
 
+/**
+ * The relay's work on `row` given its `links:changed` value at the transaction's snapshot. Any
+ * transaction whose snapshot is after the link transaction's commit may do it — the relay, or a
+ * cluster run of the same document (cluster-observer.ts), which starts after the processor's
+ * commit that inverted the links and so saves the relay its own commit.
+ */
+export async function relayLinks(tx: Transaction, row: Uint8Array, pending: Uint8Array | null): Promise<void> {
+  const targets = parseJson<string[]>(pending, []);
+  if (targets.length === 0) return;
+  const keys = await tx.getMany(
+    DOCS,
+    targets.map((t) => ({ row: t, column: PARSED_KEYS })),
+  );
+  targets.forEach((t, i) => {
+    if (keys[i] !== null) tx.notify(DOCS, t, RANK_DIRTY);
+  });
+  tx.delete(DOCS, row, LINKS_CHANGED);
+}
+
 export function linkNotifyObserver() {
   return async (tx: Transaction, row: Uint8Array): Promise<void> => {
-    const pending = await tx.get(DOCS, row, LINKS_CHANGED);
-    const targets = parseJson<string[]>(pending, []);
-    if (targets.length === 0) return;
-    const keys = await tx.getMany(
-      DOCS,
-      targets.map((t) => ({ row: t, column: PARSED_KEYS })),
-    );
-    targets.forEach((t, i) => {
-      if (keys[i] !== null) tx.notify(DOCS, t, RANK_DIRTY);
-    });
-    tx.delete(DOCS, row, LINKS_CHANGED);
+    await relayLinks(tx, row, await tx.get(DOCS, row, LINKS_CHANGED));
   };
 }

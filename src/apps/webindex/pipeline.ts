@@ -36,9 +36,12 @@ export async function createWebIndexTables(db: Percolator): Promise<void> {
 export function registerWebIndex(worker: Worker, options: WebIndexOptions = {}): Worker {
   const cluster = clusterObserver();
   worker.observe(RAW_CONTENT, OBSERVERS.process, processObserver({ keyMode: options.keyMode ?? 'content', metrics: options.metrics }), { table: PAGES });
-  worker.observe(LINKS_APPLIED, OBSERVERS.linksNotify, linkNotifyObserver(), { table: DOCS });
+  // Cluster before the relay: a row notified for both (a new document's parse) runs the cluster
+  // observer first, which does the relay's work in its own transaction; the relay then finds
+  // nothing left and commits nothing.
   worker.observe(PARSED_KEYS, OBSERVERS.clusterKeys, cluster, { table: DOCS });
   worker.observe(RANK_DIRTY, OBSERVERS.clusterRank, cluster, { table: DOCS });
+  worker.observe(LINKS_APPLIED, OBSERVERS.linksNotify, linkNotifyObserver(), { table: DOCS });
   worker.observe(CLUSTER_STATE, OBSERVERS.export, exportObserver({ metrics: options.metrics, nowMs: options.nowMs }), { table: CLUSTERS });
   return worker;
 }

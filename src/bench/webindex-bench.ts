@@ -13,6 +13,7 @@
  * Peak RSS of the process is sampled throughout (`peakRssMiB`, with `process.resourceUsage()`'s
  * maxRSS as a floor).
  */
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,6 +47,8 @@ export interface WebIndexBenchResult {
   readonly saturation: { readonly documentsPerSecond: number; readonly medianLatencyMs: number; readonly p99LatencyMs: number; readonly elapsedMs: number; readonly window: number };
   readonly lightLoad: { readonly documents: number; readonly ratePerSecond: number; readonly medianLatencyMs: number; readonly p99LatencyMs: number; readonly elapsedMs: number } | null;
   readonly peakRssMiB: number;
+  /** Peak anonymous RSS (Linux), i.e. without the file-backed pages of mapped LevelDB tables. */
+  readonly peakAnonRssMiB: number | null;
   readonly clusters: number;
   readonly postings: number;
   readonly observerCommits: number;
@@ -57,17 +60,36 @@ export interface WebIndexBenchResult {
   readonly threads: number;
 }
 
-/** Samples the process's RSS until stopped; returns the peak (bytes). */
-function rssSampler(intervalMs = 200): { stop(): number } {
+/** Anonymous resident memory (Linux: RssAnon of /proc/self/status), bytes; null elsewhere. */
+function anonRss(): number | null {
+  try {
+    const m = /RssAnon:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+    return m === null ? null : Number(m[1]) * 1024;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Samples the process's RSS until stopped; returns the peaks (bytes): all of it, and the
+ * anonymous part (RSS also counts the file-backed pages of LevelDB's memory-mapped tables, which
+ * the kernel can drop at any time).
+ */
+function rssSampler(intervalMs = 200): { stop(): { rss: number; anon: number | null } } {
   let peak = process.memoryUsage().rss;
-  const timer = setInterval(() => {
+  let peakAnon = anonRss();
+  const sample = () => {
     peak = Math.max(peak, process.memoryUsage().rss);
-  }, intervalMs);
+    const a = anonRss();
+    if (a !== null) peakAnon = Math.max(peakAnon ?? 0, a);
+  };
+  const timer = setInterval(sample, intervalMs);
   timer.unref();
   return {
     stop() {
       clearInterval(timer);
-      return Math.max(peak, process.memoryUsage().rss, process.resourceUsage().maxRSS * 1024);
+      sample();
+      return { rss: Math.max(peak, process.resourceUsage().maxRSS * 1024), anon: peakAnon };
     },
   };
 }
@@ -121,7 +143,8 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     p99LatencyMs: light?.p99LatencyMs ?? s.p99LatencyMs,
     saturation: { documentsPerSecond: s.documentsPerSecond, medianLatencyMs: s.medianLatencyMs, p99LatencyMs: s.p99LatencyMs, elapsedMs: s.loadAndProcessMs, window },
     lightLoad: light,
-    peakRssMiB: Math.round(peak / 1024 / 1024),
+    peakRssMiB: Math.round(peak.rss / 1024 / 1024),
+    peakAnonRssMiB: peak.anon === null ? null : Math.round(peak.anon / 1024 / 1024),
     clusters: s.clusters,
     postings: s.postings,
     observerCommits: s.observerCommits,

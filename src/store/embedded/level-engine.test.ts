@@ -422,14 +422,17 @@ describe('LevelEngine: corruption', () => {
         for (let i = 0; i < 4000; i++) {
           // half compressible, half random values; overwrites force compactions to merge
           const v = i % 2 === 0 ? Buffer.alloc(120, i & 0xff) : randomBytes(120);
-          ops.push(put(s(`k${String((i * 7919) % 10000).padStart(6, '0')}`), v));
+          // Even keys are overwritten every round (compactions merge them); odd keys are new each
+          // round, so the live data (~1.4 MB) outgrows one 1 MiB table file whatever compaction did.
+          const k = i % 2 === 0 ? `k${String((i * 7919) % 10000).padStart(6, '0')}` : `n${round}-${String(i).padStart(6, '0')}`;
+          ops.push(put(s(k), v));
         }
         for (let i = 0; i < ops.length; i += 1000) await e.write(ops.slice(i, i + 1000));
       }
       await e.close();
       const report = await verifyLevelDir(dir);
       expect(report.problems).toEqual([]);
-      expect(report.tables).toBeGreaterThan(3);
+      expect(report.tables).toBeGreaterThanOrEqual(2);
       expect(report.manifest).toMatch(/^MANIFEST-/);
       // And a clean reopen passes the same check.
       await (await openLevelEngine(dir)).close();

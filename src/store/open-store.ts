@@ -5,6 +5,7 @@
  *   bigtable://…       the Cloud Bigtable v2 API (`percolator serve`, the emulator, Cloud Bigtable)
  * Throws INVALID_STORE_URL for anything else.
  */
+import type { LevelEngineOptions } from './embedded/level-engine.js';
 import { EngineStore, type EngineStoreOptions } from './engine-store.js';
 import { StoreError } from './errors.js';
 import { MemoryEngine } from './memory/memory-engine.js';
@@ -12,7 +13,12 @@ import type { Store } from './store.js';
 
 export const DEFAULT_STORE_URL = 'file:./percolator-data';
 
-export async function openStore(url: string, options: EngineStoreOptions = {}): Promise<Store> {
+export interface OpenStoreOptions extends EngineStoreOptions {
+  /** LevelDB tuning for `file:` stores (memory budgets, file sizes); ignored by other backends. */
+  readonly level?: LevelEngineOptions;
+}
+
+export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   if (typeof url !== 'string') throw new StoreError('INVALID_STORE_URL', 'a store URL must be a string');
   if (url === 'memory:' || url.startsWith('memory:')) {
     return EngineStore.open(new MemoryEngine(), url, options);
@@ -23,7 +29,7 @@ export async function openStore(url: string, options: EngineStoreOptions = {}): 
     // Loaded on demand: the native LevelDB binding costs start-up time in processes that never
     // open a file: store (workers over a served store, the crash checkers' children).
     const { openLevelEngine } = await import('./embedded/level-engine.js');
-    const engine = await openLevelEngine(dir);
+    const engine = await openLevelEngine(dir, options.level);
     try {
       return await EngineStore.open(engine, url, options);
     } catch (e) {

@@ -11,7 +11,6 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Worker } from '../../notify/worker.js';
-import { EngineStore } from '../../store/engine-store.js';
 import { openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
 import { Percolator } from '../../txn/percolator.js';
@@ -98,17 +97,7 @@ export const LEVEL_CACHE_BYTES = 32 * 1024 * 1024;
 export const LEVEL_WRITE_BUFFER_BYTES = 16 * 1024 * 1024;
 
 async function openWebIndexStore(url: string): Promise<Store> {
-  if (!url.startsWith('file:')) return openStore(url, { cacheBytes: ROW_CACHE_BYTES });
-  const dir = url.slice('file:'.length).replace(/^\/\/(?=\/)/, '');
-  if (dir.length === 0) return openStore(url, { cacheBytes: ROW_CACHE_BYTES }); // its error
-  const { openLevelEngine } = await import('../../store/embedded/level-engine.js');
-  const engine = await openLevelEngine(dir, { cacheSize: LEVEL_CACHE_BYTES, writeBufferSize: LEVEL_WRITE_BUFFER_BYTES });
-  try {
-    return await EngineStore.open(engine, url, { cacheBytes: ROW_CACHE_BYTES });
-  } catch (e) {
-    await engine.close().catch(() => undefined);
-    throw e;
-  }
+  return openStore(url, { cacheBytes: ROW_CACHE_BYTES, level: { cacheSize: LEVEL_CACHE_BYTES, writeBufferSize: LEVEL_WRITE_BUFFER_BYTES } });
 }
 
 /** The corpus as a stream, and its size. */

@@ -65,13 +65,17 @@ import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-eng
 // Public API
 
 export interface LevelEngineOptions {
-  /** LevelDB memtable / log size before a flush to a table file. Default 64 MiB. */
+  /** LevelDB memtable / log size before a flush to a table file. Default 32 MiB. */
   readonly writeBufferSize?: number;
-  /** LRU cache of uncompressed blocks. Default 256 MiB. */
+  /** LRU cache of uncompressed blocks. Default 64 MiB. */
   readonly cacheSize?: number;
-  /** Table files kept open. Default 2000. */
+  /**
+   * Table files kept open. Default 100. LevelDB memory-maps every open table file (up to 1000 of
+   * them on 64-bit), and pages of mapped files it reads count in the process's RSS: this bounds
+   * that part to about maxOpenFiles × maxFileSize.
+   */
   readonly maxOpenFiles?: number;
-  /** Target table file size. Default 8 MiB (LevelDB's 2 MiB makes many small files). */
+  /** Target table file size. Default 4 MiB (LevelDB's 2 MiB makes many small files). */
   readonly maxFileSize?: number;
   /** Uncompressed block size. Default 4 KiB (LevelDB's default; good for point reads). */
   readonly blockSize?: number;
@@ -155,10 +159,12 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
     createIfMissing: true,
     errorIfExists: false,
     compression: options.compression ?? true,
-    cacheSize: options.cacheSize ?? 256 * MiB,
-    writeBufferSize: options.writeBufferSize ?? 64 * MiB,
-    maxOpenFiles: options.maxOpenFiles ?? 2000,
-    maxFileSize: options.maxFileSize ?? 8 * MiB,
+    // Memory budgets (docs/durability.md): ~64 MiB of block cache, up to 2 × 32 MiB of memtables,
+    // and at most ~100 × 4 MiB of mapped table files, whatever the size of the database.
+    cacheSize: options.cacheSize ?? 64 * MiB,
+    writeBufferSize: options.writeBufferSize ?? 32 * MiB,
+    maxOpenFiles: options.maxOpenFiles ?? 100,
+    maxFileSize: options.maxFileSize ?? 4 * MiB,
     blockSize: options.blockSize ?? 4096,
   });
   try {

@@ -43,7 +43,10 @@ afterAll(async () => {
 describe('status server (HTTP)', () => {
   it('serves history as JSON, Prometheus text, and 404s', async () => {
     let n = 0;
-    const server = await startStatusServer({ intervalMs: 50, sources: { sample: () => ({ counters: { things: (n += 10) }, gauges: { depth: n % 7 } }) } });
+    const server = await startStatusServer({
+      intervalMs: 50,
+      sources: { sample: () => ({ counters: { things: (n += 10) }, gauges: { depth: n % 7 } }) },
+    });
     try {
       // Sampling happens every 50 ms; wait for a few points (polling an HTTP endpoint, bounded).
       let doc: StatusDocument | null = null;
@@ -62,7 +65,9 @@ describe('status server (HTTP)', () => {
     } finally {
       await server.close();
     }
-    expect(prometheusText({ observers: { 'a"b': { runs: 2, totalMs: 500 } } })).toContain('percolator_observer_run_seconds_total{observer="a_b"} 0.5');
+    expect(prometheusText({ observers: { 'a"b': { runs: 2, totalMs: 500 } } })).toContain(
+      'percolator_observer_run_seconds_total{observer="a_b"} 0.5',
+    );
   });
 
   it('keeps serving when a source fails, and shows the error', async () => {
@@ -110,11 +115,19 @@ describe.skipIf(!hasChromium)('status page in headless Chromium', () => {
           { key: 'counters.commits', label: 'Commits / s' },
         ],
         charts: [
-          { title: 'Throughput', unit: '/s', series: [{ key: 'counters.documentsIndexed', label: 'indexed' }, { key: 'counters.commits' }] },
+          {
+            title: 'Throughput',
+            unit: '/s',
+            series: [{ key: 'counters.documentsIndexed', label: 'indexed' }, { key: 'counters.commits' }],
+          },
           { title: 'Pending', series: [{ key: 'gauges.notificationsPending' }] },
           { title: 'Observer latency', unit: 'ms', series: [{ key: 'observers.*' }] },
         ],
-        search: async (q) => ({ total: 1, tookMs: 1.5, hits: [{ url: 'https://example.com/a', title: `Result for <${q}>`, snippet: 'a snippet', size: 3, latencyMs: 42 }] }),
+        search: async (q) => ({
+          total: 1,
+          tookMs: 1.5,
+          hits: [{ url: 'https://example.com/a', title: `Result for <${q}>`, snippet: 'a snippet', size: 3, latencyMs: 42 }],
+        }),
       },
     });
     const page = await (browser as Browser).newPage();
@@ -130,7 +143,9 @@ describe.skipIf(!hasChromium)('status page in headless Chromium', () => {
       expect(commitsRate).toBeLessThan(3_000);
       expect(await page.locator('#live').textContent()).toContain('live');
       // Charts: every canvas has plotted points and non-blank pixels; legends list the observers.
-      await page.waitForFunction("[...document.querySelectorAll('canvas')].every((c) => Number(c.dataset.points) >= 2)", null, { timeout: 15_000 });
+      await page.waitForFunction("[...document.querySelectorAll('canvas')].every((c) => Number(c.dataset.points) >= 2)", null, {
+        timeout: 15_000,
+      });
       // Pixels with any opacity, per canvas: a blank canvas has none.
       const painted = (await page.evaluate(`[...document.querySelectorAll('canvas')].map((c) => {
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
@@ -185,4 +200,60 @@ describe.skipIf(!hasChromium)('status page in headless Chromium', () => {
       await db.close();
     }
   }, 120_000);
+});
+
+describe.skipIf(!hasChromium)('percolator serve: the dashboard', () => {
+  it("charts the server's own numbers at /dashboard/", async () => {
+    const { startServer } = await import('../src/server/server.js');
+    const { BigtableStore } = await import('../src/store/bigtable/bigtable-store.js');
+    const server = await startServer({ storeUrl: 'memory:', port: 0, httpPort: 0, oraclePort: 0, log: () => undefined });
+    const page = await (browser as Browser).newPage();
+    try {
+      const base = `http://127.0.0.1:${server.httpPort}`;
+      // /dashboard redirects to /dashboard/ (the page fetches status.json relative to itself).
+      await page.goto(`${base}/dashboard`);
+      expect(new URL(page.url()).pathname).toBe('/dashboard/');
+      await page.waitForFunction("document.getElementById('live')?.textContent?.includes('live')", null, { timeout: 15_000 });
+      // Writes through the gRPC API move the rows-written total shown on the page.
+      const before = Number(((await page.locator('#h-counters-rowsWritten-total').textContent()) ?? '').replace(/,/g, ''));
+      const writer = await BigtableStore.open(`bigtable://127.0.0.1:${server.port}`);
+      await writer.createTable('t', { families: { f: {} } });
+      for (let i = 0; i < 20; i++)
+        await writer.mutateRow('t', Buffer.from(`r${i}`), [
+          { setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from('v') } },
+        ]);
+      await writer.close();
+      await page.waitForFunction(`${shown('h-counters-rowsWritten-total')} >= ${before + 20}`, null, { timeout: 15_000 });
+      await page.waitForFunction("[...document.querySelectorAll('canvas')].every((c) => Number(c.dataset.points) >= 2)", null, {
+        timeout: 15_000,
+      });
+      expect(await page.locator('canvas').count()).toBe(4);
+    } finally {
+      await page.close();
+      await server.close();
+    }
+  }, 60_000);
+
+  it('passes the bearer token it was opened with on to its data requests', async () => {
+    const { startServer } = await import('../src/server/server.js');
+    const server = await startServer({
+      storeUrl: 'memory:',
+      port: 0,
+      httpPort: 0,
+      oraclePort: 0,
+      authToken: 'sekret',
+      log: () => undefined,
+    });
+    const page = await (browser as Browser).newPage();
+    try {
+      const base = `http://127.0.0.1:${server.httpPort}`;
+      expect((await fetch(`${base}/dashboard/status.json`)).status).toBe(401);
+      expect((await fetch(`${base}/dashboard/status.json?token=sekret`)).status).toBe(200);
+      await page.goto(`${base}/dashboard/?token=sekret`);
+      await page.waitForFunction("document.getElementById('live')?.textContent?.includes('live')", null, { timeout: 15_000 });
+    } finally {
+      await page.close();
+      await server.close();
+    }
+  }, 60_000);
 });

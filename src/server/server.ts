@@ -40,6 +40,7 @@ import { LOCK_SERVICE, lockServiceDefinition, lockServiceImplementation } from '
 import { ServerMetrics } from './metrics.js';
 import { bigtablePackage, DATA_SERVICE, INSTANCE_ADMIN_SERVICE, serviceDefinition, TABLE_ADMIN_SERVICE } from './protos.js';
 import { DEFAULT_FLUSH_BYTES, DEFAULT_MAX_CHUNK_VALUE_BYTES } from './read-rows-encoder.js';
+import { dashboardRoute } from './dashboard.js';
 
 export const DEFAULT_PORT = 8086;
 export const DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
@@ -141,6 +142,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
 
   let oracle: OracleServer | null = null;
   let http: HttpStatusServer | null = null;
+  let dashboard: ReturnType<typeof dashboardRoute> | null = null;
   let grpcServer: Server | null = null;
   let shuttingDown = false;
   let rateTimer: NodeJS.Timeout | null = null;
@@ -159,6 +161,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
     grpcServer?.forceShutdown();
     await oracle?.close().catch(() => undefined);
     await http?.close().catch(() => undefined);
+    await dashboard?.close();
     if (ownsStore) await store.close().catch(() => undefined);
   };
 
@@ -262,6 +265,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
     // --- HTTP -------------------------------------------------------------------------------
     const httpPort = options.httpPort === undefined ? (port === 0 ? 0 : port + 1) : options.httpPort;
     if (httpPort !== null) {
+      dashboard = dashboardRoute(status_);
       http = await startHttpStatus({
         host,
         port: httpPort,
@@ -270,7 +274,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
         healthy: () => !shuttingDown,
         log,
         ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
-        ...(options.httpExtraRoutes === undefined ? {} : { extraRoutes: options.httpExtraRoutes }),
+        extraRoutes: [dashboard.route, ...(options.httpExtraRoutes ?? [])],
       });
     }
 
@@ -323,6 +327,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
           if (rateTimer !== null) clearInterval(rateTimer);
           await oracle?.close().catch((e: unknown) => log(`shutdown: oracle: ${(e as Error).message}`));
           await http?.close().catch((e: unknown) => log(`shutdown: http: ${(e as Error).message}`));
+          await dashboard?.close();
           if (ownsLocks) await locks.close();
           if (ownsStore) await store.close();
         })();

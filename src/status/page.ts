@@ -166,10 +166,13 @@ function render(s) {
   document.body.dataset.updated = String(s.now);
   document.body.dataset.samples = String(hist.length);
 }
+// A page opened with ?token=… (a server that requires a bearer token) passes it on.
+const pageToken = new URLSearchParams(location.search).get('token');
+const tokenSuffix = pageToken ? '?token=' + encodeURIComponent(pageToken) : '';
 async function tick() {
   const live = document.getElementById('live');
   try {
-    const r = await fetch('status.json', { cache: 'no-store' });
+    const r = await fetch('status.json' + tokenSuffix, { cache: 'no-store' });
     render(await r.json());
     live.textContent = '● live'; live.className = 'on';
   } catch (e) {
@@ -197,11 +200,14 @@ export function searchHtml(title: string, query: string, result: SearchView | nu
       : `<p class="meta">${result.total.toLocaleString('en-US')} result${result.total === 1 ? '' : 's'} in ${result.tookMs.toFixed(1)} ms</p>` +
         result.hits
           .map(
-            (h) => `<div class="hit"><a href="${escapeHtml(h.url)}">${escapeHtml(h.title || h.url)}</a><div class="url">${escapeHtml(h.url)}</div>` +
+            (h) =>
+              `<div class="hit"><a href="${escapeHtml(h.url)}">${escapeHtml(h.title || h.url)}</a><div class="url">${escapeHtml(h.url)}</div>` +
               `${h.snippet ? `<div>${escapeHtml(h.snippet)}</div>` : ''}<div class="meta">` +
               [
                 h.size !== undefined && h.size > 1 ? `${h.size - 1} duplicate${h.size === 2 ? '' : 's'}` : null,
-                h.latencyMs !== undefined && h.latencyMs !== null ? `indexed ${Math.round(h.latencyMs).toLocaleString('en-US')} ms after crawl` : null,
+                h.latencyMs !== undefined && h.latencyMs !== null
+                  ? `indexed ${Math.round(h.latencyMs).toLocaleString('en-US')} ms after crawl`
+                  : null,
                 h.score !== undefined ? `score ${h.score}` : null,
               ]
                 .filter((x) => x !== null)

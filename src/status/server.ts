@@ -43,7 +43,19 @@ export function defaultCharts(sample: StatusSample): ChartSpec[] {
   return charts;
 }
 
-export async function startStatusServer(options: StatusServerOptions): Promise<StatusServer> {
+/** The status page's sampling and request handling, without a server of its own. */
+export interface StatusHandler {
+  /** Serves `pathname` (`/`, `/status.json`, `/metrics`, `/search`, `/api/search`). */
+  handle(req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void>;
+  /** Stops sampling. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts sampling `options.sources` and returns a request handler for the status page, for
+ * servers that mount it under a path of their own (`percolator serve` serves it at /dashboard/).
+ */
+export function createStatusHandler(options: Omit<StatusServerOptions, 'port' | 'host'>): StatusHandler {
   const sources = options.sources;
   const intervalMs = options.intervalMs ?? 1_000;
   const historySize = options.historySize ?? 600;
@@ -113,10 +125,10 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
     res.end(body);
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const handle = async (req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://status.local');
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
-    switch (url.pathname) {
+    switch (pathname) {
       case '/':
         return send(res, 200, 'text/html; charset=utf-8', dashboardHtml(sources.title ?? 'Percolator', sources.search !== undefined));
       case '/status.json':
@@ -152,11 +164,23 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
     }
   };
 
+  return {
+    handle: (req, res, pathname) =>
+      handle(req, res, pathname).catch((e: unknown) => {
+        if (!res.headersSent) send(res, 500, 'text/plain', `${e instanceof Error ? e.message : String(e)}\n`);
+        else res.end();
+      }),
+    close: async () => {
+      clearInterval(timer);
+      await sampling.catch(() => undefined);
+    },
+  };
+}
+
+export async function startStatusServer(options: StatusServerOptions): Promise<StatusServer> {
+  const handler = createStatusHandler(options);
   const server = createServer((req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      if (!res.headersSent) send(res, 500, 'text/plain', `${e instanceof Error ? e.message : String(e)}\n`);
-      else res.end();
-    });
+    void handler.handle(req, res, new URL(req.url ?? '/', 'http://status.local').pathname);
   });
   const host = options.host ?? '127.0.0.1';
   const port = await listen(server, options.port ?? 0, host);
@@ -164,8 +188,7 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
     port,
     close: async () => {
-      clearInterval(timer);
-      await sampling.catch(() => undefined);
+      await handler.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

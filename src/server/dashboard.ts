@@ -1,0 +1,82 @@
+/**
+ * The charts of `percolator serve`, at `/dashboard/` on its HTTP port: the live status page of
+ * src/status (the same one `percolator demo --serve` shows), fed with the server's own numbers —
+ * gRPC requests and errors, rows read and written, timestamps handed out, calls in flight, locks
+ * held. Observer activity lives in the worker processes, not here.
+ */
+import { createStatusHandler } from '../status/server.js';
+import type { ChartSpec, HeadlineSpec, StatusSample } from '../status/types.js';
+import type { HttpRoute } from './http-status.js';
+import type { ServerStatus } from './server.js';
+
+const CHARTS: readonly ChartSpec[] = [
+  {
+    title: 'gRPC requests per second',
+    unit: '/s',
+    series: [
+      { key: 'counters.requests', label: 'requests' },
+      { key: 'counters.errors', label: 'errors' },
+    ],
+  },
+  {
+    title: 'Rows per second',
+    unit: '/s',
+    series: [
+      { key: 'counters.rowsRead', label: 'read' },
+      { key: 'counters.rowsWritten', label: 'written' },
+    ],
+  },
+  { title: 'Timestamps per second (oracle)', unit: '/s', series: [{ key: 'counters.timestamps', label: 'timestamps' }] },
+  {
+    title: 'In flight',
+    series: [
+      { key: 'gauges.inflight', label: 'gRPC calls' },
+      { key: 'gauges.locksHeld', label: 'advisory locks held' },
+      { key: 'gauges.oracleConnections', label: 'oracle connections' },
+    ],
+  },
+];
+
+const HEADLINE: readonly HeadlineSpec[] = [
+  { key: 'counters.requests', label: 'requests/s', unit: '/s' },
+  { key: 'counters.rowsWritten', label: 'rows written/s', unit: '/s' },
+  { key: 'counters.timestamps', label: 'timestamps/s', unit: '/s' },
+  { key: 'counters.rowsWritten', label: 'rows written', total: true },
+];
+
+export function sampleServer(s: ServerStatus): StatusSample {
+  return {
+    counters: {
+      requests: s.grpc.requests,
+      errors: s.grpc.errors,
+      rowsRead: s.rows.read,
+      rowsWritten: s.rows.written,
+      timestamps: s.oracle?.timestamps ?? 0,
+    },
+    gauges: { inflight: s.grpc.inflight, locksHeld: s.locks.held, oracleConnections: s.oracle?.connections ?? null },
+  };
+}
+
+/** The `/dashboard/*` route and a `close` that stops its sampling. */
+export function dashboardRoute(status: () => ServerStatus, intervalMs = 1_000): { route: HttpRoute; close(): Promise<void> } {
+  const handler = createStatusHandler({
+    sources: { title: 'percolator serve', sample: () => sampleServer(status()), charts: CHARTS, headline: HEADLINE },
+    intervalMs,
+  });
+  return {
+    route: {
+      path: '/dashboard/*',
+      title: 'dashboard (charts)',
+      handler: async (req, res, url) => {
+        // The page fetches `status.json` relative to itself: it must be served from /dashboard/.
+        if (url.pathname === '/dashboard') {
+          res.writeHead(301, { location: `/dashboard/${url.search}` });
+          res.end();
+          return;
+        }
+        await handler.handle(req, res, url.pathname.slice('/dashboard'.length));
+      },
+    },
+    close: () => handler.close(),
+  };
+}

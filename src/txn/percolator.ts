@@ -25,6 +25,7 @@ import { ObservedColumns } from '../notify/observed-columns.js';
 import { Worker, type WorkerHost, type WorkerOptions } from '../notify/worker.js';
 import { type GcResult, collectGarbage } from './gc.js';
 import { Liveness } from './liveness.js';
+import { LocalCommits } from './local-commits.js';
 import type { ReadContext } from './snapshot-read.js';
 import { type ProtocolPoint, Snapshot, Transaction, type TxnEnvironment } from './transaction.js';
 
@@ -119,7 +120,7 @@ export class Percolator {
       const owner = await liveness.register();
       const observed = new ObservedColumns(store);
       await observed.open(options.observedRefreshMs ?? 1_000);
-      const read: ReadContext = { liveness, nowMs, lockWaitMs: options.lockWaitMs ?? 2_000 };
+      const read: ReadContext = { liveness, nowMs, lockWaitMs: options.lockWaitMs ?? 2_000, localCommits: new LocalCommits() };
       let db: Percolator | null = null;
       const env: TxnEnvironment = {
         store,

@@ -15,6 +15,7 @@ import type { Cell, RowFilter, RowRange } from '../store/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { LockedCell, ResolveContext } from './actions/types.js';
 import { TxnError, describeCell } from './errors.js';
+import type { LocalCommits } from './local-commits.js';
 import {
   DATA,
   LOCK,
@@ -31,6 +32,8 @@ import {
 export interface ReadContext extends ResolveContext {
   /** How long a read waits for a live transaction's lock before failing with KEY_LOCKED. */
   readonly lockWaitMs: number;
+  /** Commits in flight in this process: a reader blocked on one of their locks waits for it. */
+  readonly localCommits?: LocalCommits;
 }
 
 export interface ColumnRef {
@@ -111,6 +114,8 @@ class Backoff {
         lock: blocked.lock,
       });
     }
+    // A commit of this process: woken when it ends (bounded, then the loop looks again).
+    if (this.ctx.localCommits !== undefined && (await this.ctx.localCommits.waitFor(blocked.startTs, 100))) return;
     // Backing off is the protocol here (the paper's "BackoffAndMaybeCleanupLock"), not a test wait.
     await new Promise((r) => setTimeout(r, this.delay * (0.5 + Math.random())));
     this.delay = Math.min(this.delay * 2, 64);

@@ -288,7 +288,23 @@ export class Transaction extends Snapshot {
       ttlMs: env.lockTtlMs,
       owner: env.owner,
     };
-    const secondaries = rows.slice(1);
+    // Readers of this process blocked on our locks are woken when the commit ends (local-commits.ts).
+    const ended = env.read.localCommits?.begin(this.startTs);
+    try {
+      return await this.twoPhaseCommit(env, rows, primaryRow, primaryCell, template, rows.slice(1));
+    } finally {
+      ended?.();
+    }
+  }
+
+  private async twoPhaseCommit(
+    env: TxnEnvironment,
+    rows: readonly BufferedRow[],
+    primaryRow: BufferedRow,
+    primaryCell: BufferedCell,
+    template: LockTemplate,
+    secondaries: readonly BufferedRow[],
+  ): Promise<number> {
     const prewritten: BufferedRow[] = [];
     const refresher = refresherOf(env).track(primaryRow, primaryCell, template, this.startTs);
     try {

@@ -16,6 +16,7 @@
  * pages), with anchor text taken from the target's title; many links land on duplicates.
  */
 import type { CrawledDoc } from '../loader.js';
+import { mulberry32 as rng } from '../../../util/seeded-random.js';
 
 export interface SyntheticOptions {
   readonly docs: number;
@@ -37,18 +38,6 @@ function mix(...xs: number[]): number {
     h ^= h >>> 16;
   }
   return h >>> 0;
-}
-
-/** mulberry32: a small seeded PRNG in [0, 1). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const SYLLABLES = 'ka lo mi ne su ta ri po ve da zu fe gi ho ja ku le mo na pe qu ro sa ti vu wa xe yo za be ci do fu ga hi'.split(' ');
@@ -125,7 +114,10 @@ export class SyntheticCorpus {
     const rel = this.relationOf[i] as number;
     if (j === 0) return `https://${this.host(c)}/${this.slug(c)}`;
     if (rel === REL_COPY) return `https://mirror${j}.${this.host(c)}/${this.slug(c)}`;
-    if (rel === REL_URL) return j % 2 === 0 ? `http://www.${this.host(c)}/${this.slug(c)}/?ref=${j}` : `https://www.${this.host(c)}/${this.slug(c)}/index.html?ref=${j}`;
+    if (rel === REL_URL)
+      return j % 2 === 0
+        ? `http://www.${this.host(c)}/${this.slug(c)}/?ref=${j}`
+        : `https://www.${this.host(c)}/${this.slug(c)}/index.html?ref=${j}`;
     return `https://other${j}.example/${this.slug(c)}-${j}`;
   }
 
@@ -163,7 +155,10 @@ export class SyntheticCorpus {
       if (linked < links) {
         for (let l = 0; l < Math.ceil(links / 4) && linked < links; l++, linked++) {
           const t = Math.min(this.size - 1, Math.floor(this.size * lr() ** 2));
-          const anchor = this.title(t).split(' ').slice(0, 1 + Math.floor(lr() * 3)).join(' ');
+          const anchor = this.title(t)
+            .split(' ')
+            .slice(0, 1 + Math.floor(lr() * 3))
+            .join(' ');
           words.splice(1 + Math.floor(lr() * words.length), 0, `[${anchor}](${this.url(t)})`);
         }
       }

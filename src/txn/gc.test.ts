@@ -117,8 +117,8 @@ describe('background GC', () => {
     }
   });
 
-  it('is off when gcIntervalMs is 0', async () => {
-    const off = await Percolator.open({ store: 'memory:', leaseMs: 500, gcIntervalMs: 0 });
+  it('is off by default and when gcIntervalMs is 0', async () => {
+    const off = await Percolator.open({ store: 'memory:', leaseMs: 500 });
     try {
       await off.createTable('t');
       for (let i = 0; i < 3; i++) await off.transaction(async (tx) => tx.set('t', 'k', 'c:v', `${i}`));

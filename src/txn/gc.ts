@@ -20,7 +20,8 @@ import type { Store } from '../store/store.js';
 import type { Cell, Mutation } from '../store/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { ResolveContext } from './actions/types.js';
-import { DATA, LOCK, WRITE, decodeColumn, decodeLock, decodeWrite } from './layout.js';
+import { DATA, LOCK, WRITE, decodeWrite } from './layout.js';
+import { lockedCell } from './snapshot-read.js';
 
 export interface GcResult {
   readonly watermark: number;
@@ -41,11 +42,7 @@ export async function collectGarbage(store: Store, tables: readonly string[], wa
     });
     for await (const r of old) {
       for (const c of r.cells) {
-        const outcome = await resolveLock(
-          store,
-          { table, row: r.key, column: decodeColumn(c.qualifier), q: c.qualifier, startTs: c.timestamp, lock: decodeLock(c.value) },
-          ctx,
-        );
+        const outcome = await resolveLock(store, lockedCell(table, r.key, c), ctx);
         if (outcome === 'locked') effective = Math.min(effective, c.timestamp);
         else locksResolved++;
       }

@@ -47,6 +47,11 @@ interface Interpreted {
   readonly locks: LockedCell[];
 }
 
+/** A lock cell of `row`, decoded. */
+export function lockedCell(table: string, row: Uint8Array, c: Cell): LockedCell {
+  return { table, row, column: decodeColumn(c.qualifier), q: c.qualifier, startTs: c.timestamp, lock: decodeLock(c.value) };
+}
+
 /** Interprets the lock/write cells of one row for a read at ts (newer cells are ignored). */
 function interpret(table: string, row: Uint8Array, cells: readonly Cell[], ts: number): Interpreted {
   const writes = new Map<string, [WriteRecord, number, Uint8Array]>();
@@ -54,7 +59,7 @@ function interpret(table: string, row: Uint8Array, cells: readonly Cell[], ts: n
   for (const c of cells) {
     if (c.timestamp > ts) continue;
     if (c.family === LOCK) {
-      locks.push({ table, row, column: decodeColumn(c.qualifier), q: c.qualifier, startTs: c.timestamp, lock: decodeLock(c.value) });
+      locks.push(lockedCell(table, row, c));
     } else if (c.family === WRITE) {
       const k = bytesKey(c.qualifier);
       if (writes.has(k)) continue; // newest visible record already found
@@ -148,14 +153,7 @@ function interpretColumns(
   for (const c of cells) {
     if (c.timestamp > ts) continue;
     if (c.family === LOCK) {
-      (locks ??= []).push({
-        table,
-        row,
-        column: decodeColumn(c.qualifier),
-        q: c.qualifier,
-        startTs: c.timestamp,
-        lock: decodeLock(c.value),
-      });
+      (locks ??= []).push(lockedCell(table, row, c));
       continue;
     }
     if (c.family !== WRITE) continue;

@@ -111,6 +111,11 @@ export class Snapshot {
     readonly startTs: number,
   ) {}
 
+  /** The column's qualifier bytes (validated; reserved names only for internal readers). */
+  private qualifier(column: string): Uint8Array {
+    return this.allowReserved ? encodeColumn(column) : encodeUserColumn(column);
+  }
+
   protected checkActive(): void {
     if (this.finished) throw new TxnError('TXN_FINISHED', `transaction ${this.startTs} has already finished`, { startTs: this.startTs });
   }
@@ -121,8 +126,14 @@ export class Snapshot {
     this.checkActive();
     const own = this.buffered(table, row, column);
     if (own !== undefined) return own;
-    const q = this.allowReserved ? encodeColumn(column) : encodeUserColumn(column);
-    const [v] = await readVersionsAt(this.env.store, table, toBytes(row), [{ column, q }], this.startTs, this.env.read);
+    const [v] = await readVersionsAt(
+      this.env.store,
+      table,
+      toBytes(row),
+      [{ column, q: this.qualifier(column) }],
+      this.startTs,
+      this.env.read,
+    );
     return v?.value ?? null;
   }
 
@@ -142,10 +153,7 @@ export class Snapshot {
     if (cells.length === 1) {
       // The common point read, without the grouping machinery below.
       const c = cells[0] as { row: RowKey; column: string };
-      const own = this.buffered(table, c.row, c.column);
-      if (own !== undefined) return [own];
-      const q = this.allowReserved ? encodeColumn(c.column) : encodeUserColumn(c.column);
-      return readRowAt(this.env.store, table, toBytes(c.row), [{ column: c.column, q }], this.startTs, this.env.read);
+      return [await this.get(table, c.row, c.column)];
     }
     const out: (Uint8Array | null)[] = new Array(cells.length).fill(null);
     const byRow = new Map<string, { row: Uint8Array; refs: ColumnRef[]; slots: number[] }>();
@@ -159,7 +167,7 @@ export class Snapshot {
       const k = bytesKey(row);
       let e = byRow.get(k);
       if (e === undefined) byRow.set(k, (e = { row, refs: [], slots: [] }));
-      e.refs.push({ column: c.column, q: this.allowReserved ? encodeColumn(c.column) : encodeUserColumn(c.column) });
+      e.refs.push({ column: c.column, q: this.qualifier(c.column) });
       e.slots.push(i);
     });
     await Promise.all(

@@ -35,8 +35,10 @@ class GatedMarkStore implements MarkStore {
   async load(): Promise<number> {
     return this.durable;
   }
+  /** The promise of the newest save (a test may chain on it after the oracle did). */
+  lastSave: Promise<void> | null = null;
   save(upper: number): Promise<void> {
-    return new Promise((resolve) => {
+    this.lastSave = new Promise((resolve) => {
       this.pending.push({
         upper,
         release: () => {
@@ -45,6 +47,7 @@ class GatedMarkStore implements MarkStore {
         },
       });
     });
+    return this.lastSave;
   }
   releaseAll(): void {
     const p = this.pending;
@@ -237,6 +240,31 @@ describe('Oracle GC watermark', () => {
     const late = oracle.registerActive(b.timestamp - 1);
     expect(await oracle.getWatermark()).toBe(next);
     late.release();
+    await oracle.close();
+  });
+
+  it('a start timestamp that waited for a reservation is registered the moment it is allocated', async () => {
+    let now = 0;
+    const marks = new GatedMarkStore();
+    const opening = Oracle.open({ markStore: marks, clock: () => now, reserveMicros: 1_000 });
+    await new Promise((r) => setImmediate(r));
+    marks.releaseAll();
+    const oracle = await opening;
+    now = 10_000_000; // the clock ran past the reservation: the next start ts waits for a save
+    const started = oracle.getStartTimestamp();
+    expect(marks.pending.length).toBe(1);
+    // Chained after the oracle's own handler: runs right after the waiter was served, before the
+    // caller's continuation. A GC pass reading the watermark here must not pass the new start ts.
+    let seen = -1;
+    const saved = (marks.lastSave as Promise<void>).then(() => {
+      seen = oracle.watermarkNow();
+    });
+    marks.releaseAll();
+    await saved;
+    const reg = await started;
+    expect(reg.timestamp).toBeGreaterThanOrEqual(now);
+    expect(seen).toBeLessThanOrEqual(reg.timestamp);
+    reg.release();
     await oracle.close();
   });
 

@@ -170,17 +170,23 @@ export class Oracle implements TimestampSource {
     return first;
   }
 
-  /** Allocates `count` consecutive timestamps, waiting for a durable reservation if needed. */
-  allocate(count: number): Promise<number> {
+  /**
+   * Allocates `count` consecutive timestamps, waiting for a durable reservation if needed.
+   * `then` (optional) runs synchronously at the moment of allocation, before any other code.
+   */
+  allocate(count: number): Promise<number>;
+  allocate<T>(count: number, then: (first: number) => T): Promise<T>;
+  allocate<T>(count: number, then?: (first: number) => T): Promise<T | number> {
+    const map = then ?? ((first: number): T | number => first);
     try {
       const first = this.tryAllocate(count);
-      if (first >= 0) return Promise.resolve(first);
+      if (first >= 0) return Promise.resolve(map(first));
     } catch (e) {
       return Promise.reject(e);
     }
     this.waitedForMark++;
-    return new Promise<number>((resolve, reject) => {
-      this.waiters.push({ count, resolve, reject });
+    return new Promise<T | number>((resolve, reject) => {
+      this.waiters.push({ count, resolve: (first) => resolve(map(first)), reject });
       if (this.saving === null) this.reserve(count).catch(() => undefined);
     });
   }
@@ -196,11 +202,12 @@ export class Oracle implements TimestampSource {
 
   async getStartTimestamp(): Promise<ActiveRegistration> {
     if (this.closedError !== null) throw this.closedError;
+    // Register in the same synchronous step that allocates the timestamp: between the two, the
+    // watermark (min of `next` and the registrations) would already be past it, and a GC pass
+    // reading it then could collect versions this transaction is about to read.
     const first = this.tryAllocate(1);
-    // Register in the same tick the timestamp is allocated: no watermark can pass it.
     if (first >= 0) return this.local.register(first);
-    const ts = await this.allocate(1);
-    return this.local.register(ts);
+    return this.allocate(1, (ts) => this.local.register(ts));
   }
 
   /** Starts a background extension when the reservation runs low (hot path never waits). */

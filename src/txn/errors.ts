@@ -26,7 +26,9 @@ export type TxnErrorCode =
   /** waitForQuiescence gave up: notifications were still pending. */
   | 'QUIESCENCE_TIMEOUT'
   /** The options cannot work (e.g. a shared remote store without the deployment's oracle). */
-  | 'INVALID_CONFIG';
+  | 'INVALID_CONFIG'
+  /** `snapshot(ts)` asked for a timestamp below the GC watermark: its versions may be collected. */
+  | 'SNAPSHOT_TOO_OLD';
 
 export interface CellRef {
   readonly table: string;

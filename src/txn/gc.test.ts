@@ -56,6 +56,18 @@ describe('collectGarbage', () => {
     expect(await writeRecords()).toBe(2); // one write record + its data cell
   });
 
+  it('refuses a snapshot below the watermark (SNAPSHOT_TOO_OLD): its versions may be gone', async () => {
+    const [first] = await writeVersions(3, 400);
+    const r = await db.collectGarbage();
+    expect(r.watermark).toBeGreaterThan(first as number);
+    await expect(db.snapshot(first)).rejects.toMatchObject({ code: 'SNAPSHOT_TOO_OLD', details: { startTs: first } });
+    // At the watermark itself is fine, and a refused snapshot holds no registration back.
+    const ok = await db.snapshot(r.watermark);
+    ok.release();
+    const again = await db.collectGarbage();
+    expect(again.watermark).toBeGreaterThanOrEqual(r.watermark);
+  });
+
   it('resolves abandoned locks below the watermark before collecting', async () => {
     await writeVersions(2);
     // A transaction of a dead worker that committed its primary but not its secondary on `k`.

@@ -229,6 +229,21 @@ export class Percolator {
   async snapshot(ts?: number): Promise<Snapshot & { release(): void }> {
     this.checkOpen();
     const reg = ts === undefined ? await this.oracle.getStartTimestamp() : this.oracle.registerActive(ts);
+    if (ts !== undefined) {
+      // Registered first, checked second: a watermark at or below ts now stays there while we
+      // hold the registration; one already above it may have let GC collect what ts would read.
+      const watermark = await this.oracle.getWatermark().catch((e: unknown) => {
+        reg.release();
+        throw e;
+      });
+      if (ts < watermark) {
+        reg.release();
+        throw new TxnError('SNAPSHOT_TOO_OLD', `snapshot at ${ts} is below the GC watermark ${watermark}: its versions may be collected`, {
+          startTs: ts,
+          watermark,
+        });
+      }
+    }
     const snap = new Snapshot(this.env, reg.timestamp) as Snapshot & { release(): void };
     snap.release = () => reg.release();
     return snap;

@@ -31,6 +31,8 @@ export interface WebIndexBenchOptions {
   /** Light-load phase: documents (default 200; 0 skips the phase) and arrival rate per second (default 20). */
   readonly lightDocs?: number;
   readonly lightRate?: number;
+  /** Background version GC every this many ms (default 0 = off). */
+  readonly gcIntervalMs?: number;
   /** Progress lines on stderr. */
   readonly log?: (line: string) => void;
 }
@@ -58,6 +60,8 @@ export interface WebIndexBenchResult {
   readonly elapsedMs: number;
   readonly store: string;
   readonly threads: number;
+  /** Background GC of the saturation phase: its interval (0 = off) and its last pass. */
+  readonly gc: { readonly intervalMs: number; readonly last: RunSummary['lastGc'] };
 }
 
 /** Anonymous resident memory (Linux: RssAnon of /proc/self/status), bytes; null elsewhere. */
@@ -105,6 +109,7 @@ async function phase(options: WebIndexBenchOptions, docs: number, extra: { windo
       keep: true,
       threads: options.threads ?? 16,
       loaders: options.loaders,
+      gcIntervalMs: options.gcIntervalMs,
       ...extra,
       progressIntervalMs: 5_000,
       onProgress: options.log === undefined ? undefined : (p) => options.log?.(`${p.indexed}/${p.total} indexed, ${p.loaded} loaded, ${Math.round(p.elapsedMs / 1000)} s`),
@@ -154,5 +159,6 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     elapsedMs: s.loadAndProcessMs,
     store: options.store ?? 'file:',
     threads,
+    gc: { intervalMs: options.gcIntervalMs ?? 0, last: s.lastGc },
   };
 }

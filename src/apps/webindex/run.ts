@@ -45,6 +45,8 @@ export interface RunOptions {
   readonly nodeModules?: string;
   readonly onProgress?: (p: Progress) => void;
   readonly progressIntervalMs?: number;
+  /** Background version GC every this many ms (Percolator's `gcIntervalMs`; default 0 = off). */
+  readonly gcIntervalMs?: number;
   /** Called once the worker runs, before loading (e.g. to start a status page). */
   readonly onStarted?: (handle: { db: Percolator; worker: Worker; metrics: WebIndexMetrics }) => void | Promise<void>;
 }
@@ -68,6 +70,8 @@ export interface RunSummary extends IndexStats {
   readonly observerCommits: number;
   readonly conflicts: number;
   readonly observerRuns: Record<string, { runs: number; commits: number; conflicts: number; meanMs: number }>;
+  /** The last background GC pass (null: GC off or no pass yet). */
+  readonly lastGc: { readonly versionsRemoved: number; readonly locksResolved: number; readonly error: string | null } | null;
 }
 
 export interface RunHandle {
@@ -119,7 +123,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
   const corpus = await openCorpus(options);
   const store = typeof options.store === 'string' ? await openWebIndexStore(options.store) : options.store;
   const ownsStore = typeof options.store === 'string';
-  const db = await Percolator.open({ store }).catch(async (e: unknown) => {
+  const db = await Percolator.open({ store, gcIntervalMs: options.gcIntervalMs ?? 0 }).catch(async (e: unknown) => {
     if (ownsStore) await store.close();
     throw e;
   });
@@ -199,6 +203,14 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
       observerCommits: m.commits,
       conflicts: m.conflicts,
       observerRuns,
+      lastGc:
+        db.lastGc === null
+          ? null
+          : {
+              versionsRemoved: db.lastGc.result?.versionsRemoved ?? 0,
+              locksResolved: db.lastGc.result?.locksResolved ?? 0,
+              error: db.lastGc.error === null ? null : String(db.lastGc.error),
+            },
     };
     return {
       db,

@@ -1,6 +1,6 @@
 /**
  * `percolator bench webindex [--docs N] [--json] [--store file:|memory:] [--threads N] [--seed S]
- * [--window N] [--light-docs N] [--light-rate R]`
+ * [--window N] [--light-docs N] [--light-rate R] [--gc-interval-ms MS]`
  */
 import type { Command } from 'commander';
 import { runWebIndexBench } from '../../bench/webindex-bench.js';
@@ -19,8 +19,9 @@ export function register(program: Command): void {
     .option('--window <n>', 'saturation: documents loaded but not yet searchable before loaders wait', parsePositiveNumber('window'), 1024)
     .option('--light-docs <n>', 'light-load phase: documents (0 skips it)', Number, 200)
     .option('--light-rate <n>', 'light-load phase: documents arriving per second', parsePositiveNumber('light-rate'), 20)
+    .option('--gc-interval-ms <ms>', 'background version GC every this many ms (0: off)', Number, 0)
     .option('--json', 'print one JSON object')
-    .action(async (opts: { docs: number; store: string; threads: number; seed: number; window: number; lightDocs: number; lightRate: number; json?: boolean }) => {
+    .action(async (opts: { docs: number; store: string; threads: number; seed: number; window: number; lightDocs: number; lightRate: number; gcIntervalMs: number; json?: boolean }) => {
       if (opts.store !== 'file:' && opts.store !== 'memory:') {
         throw Object.assign(new Error(`--store must be file: or memory:, got ${opts.store}`), { code: 'INVALID_ARGUMENT' });
       }
@@ -32,6 +33,7 @@ export function register(program: Command): void {
         window: opts.window,
         lightDocs: opts.lightDocs,
         lightRate: opts.lightRate,
+        gcIntervalMs: opts.gcIntervalMs,
         log: opts.json === true ? undefined : (line) => process.stderr.write(`bench webindex: ${line}\n`),
       });
       printResult(result, opts.json === true);

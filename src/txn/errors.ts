@@ -27,6 +27,11 @@ export type TxnErrorCode =
   | 'QUIESCENCE_TIMEOUT'
   /** The options cannot work (e.g. a shared remote store without the deployment's oracle). */
   | 'INVALID_CONFIG'
+  /**
+   * A secondary's lock was gone at its commit with no commit record of the transaction: it was
+   * rolled back though the primary committed. Never expected; reported, not hidden.
+   */
+  | 'LOCK_NOT_FOUND'
   /** `snapshot(ts)` asked for a timestamp below the GC watermark: its versions may be collected. */
   | 'SNAPSHOT_TOO_OLD';
 

@@ -81,6 +81,11 @@ export class Percolator {
   private commitsSinceGc = 0;
   private gcTimer: NodeJS.Timeout | null = null;
   private gcRunning: Promise<void> | null = null;
+  /**
+   * Broken invariants met at run time (LOCK_NOT_FOUND: a secondary rolled back though its primary
+   * committed). Always empty unless the protocol has a bug; kept as evidence (the first 100).
+   */
+  readonly anomalies: TxnError[] = [];
   /** The last background GC pass (null before the first), and its error if it failed. */
   lastGc: { readonly result: GcResult | null; readonly error: unknown; readonly at: number } | null = null;
 
@@ -136,6 +141,9 @@ export class Percolator {
         },
         onCommitted: () => {
           if (db !== null) db.commitsSinceGc++;
+        },
+        onSecondaryCommitError: (e) => {
+          if (db !== null && isTxnError(e) && e.code === 'LOCK_NOT_FOUND' && db.anomalies.length < 100) db.anomalies.push(e);
         },
       };
       const lockService =

@@ -51,6 +51,11 @@ export interface TxnEnvironment {
   onNotified?(): void;
   /** Called after every commit point passed (drives background version GC). */
   onCommitted?(): void;
+  /**
+   * A secondary commit failed after the commit point. Readers repair most such failures (they
+   * roll the secondary forward); LOCK_NOT_FOUND is a broken invariant and is kept as evidence.
+   */
+  onSecondaryCommitError?(error: unknown): void;
 }
 
 export function toBytes(v: Value): Uint8Array {
@@ -354,17 +359,17 @@ export class Transaction extends Snapshot {
     const commitTs = this.committed;
     if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-primary-commit');
     // Past the commit point: failures here are repaired by readers (roll forward). The first
-    // secondary goes alone (the crash checkers stop a process right after it); the rest go as
-    // one batched MutateRows per table (one round trip on bigtable://; each row still atomic).
+    // secondary goes alone (the crash checkers stop a process right after it), the rest
+    // concurrently.
     await Promise.all([
       secondaries.length === 0
         ? undefined
         : commitSecondary(env.store, secondaries[0] as BufferedRow, this.startTs, commitTs)
-            .catch(() => undefined)
+            .catch((e: unknown) => env.onSecondaryCommitError?.(e))
             .then(async () => {
               if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('mid-secondary-commits');
             }),
-      commitSecondaries(env.store, secondaries.slice(1), this.startTs, commitTs).catch(() => undefined),
+      commitSecondaries(env.store, secondaries.slice(1), this.startTs, commitTs).catch((e: unknown) => env.onSecondaryCommitError?.(e)),
     ]);
     if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-commit');
     env.onCommitted?.();

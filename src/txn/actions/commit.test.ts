@@ -1,9 +1,9 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { encodeColumn } from '../layout.js';
+import { encodeColumn, lockAtFilter, valueRefFor } from '../layout.js';
 import { readRowAt } from '../snapshot-read.js';
 import { type Fixture, makeFixture } from '../txn.fixture.js';
 import { cleanup } from './cleanup.js';
-import { commitPrimary, commitSecondaries, commitSecondary } from './commit.js';
+import { commitCellMutations, commitPrimary, commitSecondaries, commitSecondary } from './commit.js';
 import { prewrite } from './prewrite.js';
 
 let f: Fixture;
@@ -75,6 +75,43 @@ describe('commit', () => {
       expect(await f.lockedCell(`s${i}`, 'c:a')).toBeNull();
       expect(await f.lockedCell(`s${i}`, 'c:b')).toBeNull();
     }
+  });
+
+  it('a secondary some of whose cells a resolver already rolled forward: the rest are committed too', async () => {
+    const p = f.row('p', ['c:a', 'v0']);
+    await prewrite(f.store, p, 100, f.template(p));
+    const long = 'L'.repeat(1000);
+    const s = f.row('s', ['c:a', long], ['c:b', 'two']);
+    await prewrite(f.store, s, 100, f.template(p));
+    await commitPrimary(f.store, p, 0, 100, 110);
+    // A reader rolled `c:a` forward (resolve-lock's mutation), but not `c:b` yet.
+    const a = s.cells[0] as (typeof s.cells)[number];
+    await f.store.checkAndMutateRow('t', s.row, {
+      predicateFilter: lockAtFilter(a.q, 100),
+      trueMutations: commitCellMutations(a.q, a.kind, valueRefFor(a.kind, a.value), 100, 110, false),
+    });
+    await commitSecondary(f.store, s, 100, 110);
+    expect(await read('s', 'c:a', 110)).toBe(long);
+    expect(await read('s', 'c:b', 110)).toBe('two');
+    expect(await f.lockedCell('s', 'c:b')).toBeNull();
+  });
+
+  it('a secondary whose lock was rolled back: LOCK_NOT_FOUND, and no write record pointing at deleted data', async () => {
+    const p = f.row('p', ['c:a', 'v0']);
+    await prewrite(f.store, p, 100, f.template(p));
+    const long = 'L'.repeat(1000);
+    const s = f.row('s', ['c:a', long]);
+    await prewrite(f.store, s, 100, f.template(p));
+    await commitPrimary(f.store, p, 0, 100, 110);
+    // The broken invariant itself, staged: the secondary rolled back after the commit point.
+    expect(await cleanup(f.store, 't', Buffer.from('s'), encodeColumn('c:a'), 100)).toBe('rolledBack');
+    await expect(commitSecondary(f.store, s, 100, 110)).rejects.toMatchObject({
+      code: 'LOCK_NOT_FOUND',
+      details: { startTs: 100, commitTs: 110, rolledBack: true },
+    });
+    // Before, the unconditional commit wrote a record whose `data` cell the rollback had deleted:
+    // every later reader failed with CORRUPTED_RECORD. Now the cell reads as never written.
+    expect(await read('s', 'c:a', 200)).toBeNull();
   });
 
   it('commitSecondaries reports a row the store refused', async () => {

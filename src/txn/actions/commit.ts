@@ -6,14 +6,17 @@
  * of every buffered cell of that row with write records at commitTs (short values inlined).
  * Once it has succeeded the transaction is committed, whatever happens to this process.
  *
- * `commitSecondary` does the same for another row, unconditionally: after the commit point no
- * one may roll a secondary back (resolvers look at the primary first), and a resolver that rolls
- * it forward writes the very same cells, so racing with one is harmless.
+ * `commitSecondary` does the same for another row, conditioned on our lock as TiKV's commit is:
+ * after the commit point no one may roll a secondary back (resolvers look at the primary first),
+ * and a resolver that rolls it forward writes the very same cells, so racing with one is
+ * harmless. A lock that is gone with no commit record of ours would mean the protocol was broken
+ * (the cell was rolled back though the primary committed): that is reported (LOCK_NOT_FOUND),
+ * never papered over with a write record whose `data` cell the rollback deleted.
  *
  * Returns: commitPrimary → the commit timestamp in effect (ours, or the one of an earlier
  *   successful call of the same transaction).
- * Throws: TXN_ABORTED when our primary lock is gone and no commit record of ours exists (we were
- *   rolled back).
+ * Throws: commitPrimary: TXN_ABORTED when our primary lock is gone and no commit record of ours
+ *   exists (we were rolled back). commitSecondary: LOCK_NOT_FOUND (see above).
  * Idempotent: yes, both.
  * Durability: the primary commit is durable when it resolves (it is the commit point); secondary
  *   commits are deferred (visible at once, durable with the next group commit).
@@ -91,27 +94,42 @@ export async function commitPrimary(
 }
 
 export async function commitSecondary(store: Store, row: BufferedRow, startTs: number, commitTs: number): Promise<void> {
-  await store.mutateRow(row.table, row.row, commitMutations(row, startTs, commitTs), DEFERRED);
+  const first = row.cells[0];
+  if (first === undefined) return;
+  // The row's cells were locked together by one prewrite, and a resolver removes them only after
+  // deciding the primary's fate, so the first cell's lock stands for the row.
+  const ok = await store.checkAndMutateRow(row.table, row.row, {
+    predicateFilter: lockAtFilter(first.q, startTs),
+    trueMutations: commitMutations(row, startTs, commitTs),
+    durability: 'deferred',
+  });
+  if (ok) return;
+  // A resolver got there first (rolled some cells forward): commit what is still locked, cell by
+  // cell, and check that every other cell carries our commit record.
+  for (const c of row.cells) {
+    const done = await store.checkAndMutateRow(row.table, row.row, {
+      predicateFilter: lockAtFilter(c.q, startTs),
+      trueMutations: commitCellMutations(c.q, c.kind, valueRefFor(c.kind, c.value), startTs, commitTs, c.notify),
+      durability: 'deferred',
+    });
+    if (done) continue;
+    const s = await readColumnStatus(store, row.table, row.row, c.q, startTs);
+    if (s.commitTs !== null) continue;
+    const ref = { table: row.table, row: row.row, column: c.column };
+    throw new TxnError(
+      'LOCK_NOT_FOUND',
+      `transaction ${startTs} committed its primary at ${commitTs}, but its lock on ${describeCell(ref)} is gone without a commit record${s.rolledBack ? ' (rolled back)' : ''}`,
+      { ...ref, startTs, commitTs, rolledBack: s.rolledBack },
+    );
+  }
 }
 
 /**
- * Secondary commits need not be durable on their own: the primary's commit record already is,
- * and a secondary lock that a crash brings back is rolled forward from it by the next reader.
- */
-const DEFERRED = { durability: 'deferred' } as const;
-
-/**
- * `commitSecondary` for many rows, batched: one `mutateRows` per table (each row atomic on its
- * own, as Bigtable's MutateRows promises). Rejects with the first row's error after all ran.
+ * `commitSecondary` for many rows, concurrently (each row atomic on its own). Rejects with the
+ * first row's error after all ran.
  */
 export async function commitSecondaries(store: Store, rows: readonly BufferedRow[], startTs: number, commitTs: number): Promise<void> {
   if (rows.length === 0) return;
-  const byTable = new Map<string, { key: Uint8Array; mutations: Mutation[] }[]>();
-  for (const r of rows) {
-    let list = byTable.get(r.table);
-    if (list === undefined) byTable.set(r.table, (list = []));
-    list.push({ key: r.row, mutations: commitMutations(r, startTs, commitTs) });
-  }
-  const results = await Promise.all([...byTable].map(([table, entries]) => store.mutateRows(table, entries, DEFERRED)));
-  for (const list of results) for (const r of list) if (r.error !== undefined) throw r.error;
+  const results = await Promise.allSettled(rows.map((r) => commitSecondary(store, r, startTs, commitTs)));
+  for (const r of results) if (r.status === 'rejected') throw r.reason;
 }

@@ -62,6 +62,8 @@ export interface WebIndexBenchResult {
   readonly threads: number;
   /** Background GC of the saturation phase: its interval (0 = off) and its last pass. */
   readonly gc: { readonly intervalMs: number; readonly last: RunSummary['lastGc'] };
+  /** Broken protocol invariants met in the saturation phase (expected: none). */
+  readonly anomalies: readonly string[];
 }
 
 /** Anonymous resident memory (Linux: RssAnon of /proc/self/status), bytes; null elsewhere. */
@@ -160,5 +162,6 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     store: options.store ?? 'file:',
     threads,
     gc: { intervalMs: options.gcIntervalMs ?? 0, last: s.lastGc },
+    anomalies: s.anomalies,
   };
 }

@@ -70,6 +70,8 @@ export interface RunSummary extends IndexStats {
   readonly observerCommits: number;
   readonly conflicts: number;
   readonly observerRuns: Record<string, { runs: number; commits: number; conflicts: number; meanMs: number }>;
+  /** Broken protocol invariants met during the run (db.anomalies' messages; always empty unless a bug). */
+  readonly anomalies: readonly string[];
   /** The last background GC pass (null: GC off or no pass yet). */
   readonly lastGc: { readonly versionsRemoved: number; readonly locksResolved: number; readonly error: string | null } | null;
 }
@@ -203,6 +205,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
       observerCommits: m.commits,
       conflicts: m.conflicts,
       observerRuns,
+      anomalies: db.anomalies.map((e) => e.message),
       lastGc:
         db.lastGc === null
           ? null

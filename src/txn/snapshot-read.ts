@@ -70,7 +70,15 @@ function interpret(table: string, row: Uint8Array, cells: readonly Cell[], ts: n
   return { writes, locks };
 }
 
-async function committedValue(store: Store, table: string, row: Uint8Array, q: Uint8Array, w: WriteRecord): Promise<Uint8Array | null> {
+async function committedValue(
+  store: Store,
+  table: string,
+  row: Uint8Array,
+  q: Uint8Array,
+  w: WriteRecord,
+  readTs: number,
+  commitTs: number,
+): Promise<Uint8Array | null> {
   if (w.kind !== 'put') return null;
   if (w.value.mode === 'inline') return w.value.value;
   if (w.value.mode === 'none') return new Uint8Array(0);
@@ -83,11 +91,7 @@ async function committedValue(store: Store, table: string, row: Uint8Array, q: U
     throw new TxnError(
       'CORRUPTED_RECORD',
       `committed value of ${describeCell({ table, row, column: decodeColumn(q) })} is missing from data@${w.startTs}`,
-      {
-        table,
-        row,
-        startTs: w.startTs,
-      },
+      { table, row, column: decodeColumn(q), startTs: w.startTs, commitTs, readTs },
     );
   }
   return cell.value;
@@ -208,7 +212,7 @@ export async function readVersionsAt(
         // Only long values (in `data`) cost a second read.
         const q = (columns[i] as ColumnRef).q;
         (pending ??= []).push(
-          committedValue(store, table, row, q, w[0]).then((value) => {
+          committedValue(store, table, row, q, w[0], ts, w[1]).then((value) => {
             out[i] = { value, commitTs: w[1] };
           }),
         );
@@ -267,8 +271,8 @@ export async function* scanAt(
         if (v !== null && v !== undefined) columns.set(c.column, v);
       });
     } else {
-      for (const [w, , q] of writes.values()) {
-        const v = await committedValue(store, table, r.key, q, w);
+      for (const [w, commitTs, q] of writes.values()) {
+        const v = await committedValue(store, table, r.key, q, w, ts, commitTs);
         if (v !== null) columns.set(decodeColumn(q), v);
       }
     }

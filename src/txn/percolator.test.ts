@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cleanup } from './actions/cleanup.js';
 import { isTxnError } from './errors.js';
+import { encodeColumn } from './layout.js';
 import { Percolator } from './percolator.js';
 
 let db: Percolator;
@@ -189,5 +191,34 @@ describe('Percolator transactions', () => {
     await other.close();
     expect(await snap.get('t', 'held', 'c:v')).toBeNull();
     snap.release();
+  });
+});
+
+describe('broken invariants are reported, not hidden', () => {
+  it('a secondary rolled back after the commit point: LOCK_NOT_FOUND in db.anomalies, no dangling write record', async () => {
+    // Stage the broken invariant: right after the commit point, roll the secondary back the way
+    // a resolver would if it wrongly believed the transaction dead.
+    const other = await Percolator.open({
+      store: db.store,
+      oracle: db.oracle,
+      onProtocolPoint: async (p) => {
+        if (p !== 'after-primary-commit') return;
+        const locks = [];
+        for await (const r of db.store.readRows('t', { filter: { familyNameRegexFilter: 'lock' } })) locks.push(r);
+        for (const r of locks) for (const c of r.cells) await cleanup(db.store, 't', r.key, encodeColumn('c:v'), c.timestamp);
+      },
+    });
+    const long = 'L'.repeat(1000); // lives in `data`, which the rollback deletes
+    await other.transaction(async (tx) => {
+      tx.set('t', 'p', 'c:v', long);
+      tx.set('t', 's', 'c:v', long);
+    });
+    expect(other.anomalies.map((e) => e.code)).toEqual(['LOCK_NOT_FOUND']);
+    expect(other.anomalies[0]?.details).toMatchObject({ table: 't', column: 'c:v', rolledBack: true });
+    const snap = await db.snapshot();
+    expect(str(await snap.get('t', 'p', 'c:v'))).toBe(long);
+    expect(str(await snap.get('t', 's', 'c:v'))).toBeNull(); // before: CORRUPTED_RECORD on every read
+    snap.release();
+    await other.close();
   });
 });

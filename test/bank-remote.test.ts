@@ -31,18 +31,36 @@ describe('check bank over bigtable://', () => {
   });
 
   it('against percolator serve: 3 worker processes and 1 server', async () => {
-    const r = await runBankCheck({ seconds: 6, maxSeconds: 20, crash: true, minCrashes: 3, workers: 3, store: `bigtable://127.0.0.1:${server.port}` });
+    const r = await runBankCheck({
+      seconds: 6,
+      maxSeconds: 20,
+      crash: true,
+      minCrashes: 3,
+      workers: 3,
+      store: `bigtable://127.0.0.1:${server.port}`,
+    });
     expectClean(r);
   }, 120_000);
 
   const binary = emulatorBinary();
-  it.skipIf(binary === null)(`against Google's emulator${binary === null ? ` (${EMULATOR_MISSING})` : ''}`, async () => {
-    const emulator: RunningEmulator = await startEmulator(binary as string);
-    try {
-      const r = await runBankCheck({ seconds: 6, maxSeconds: 20, crash: true, minCrashes: 3, workers: 3, store: emulator.url('timestampScale=1000') });
-      expectClean(r);
-    } finally {
-      await emulator.stop();
-    }
-  }, 120_000);
+  it.skipIf(binary === null)(
+    `against Google's emulator${binary === null ? ` (${EMULATOR_MISSING})` : ''}`,
+    async () => {
+      const emulator: RunningEmulator = await startEmulator(binary as string);
+      try {
+        const r = await runBankCheck({
+          seconds: 6,
+          maxSeconds: 20,
+          crash: true,
+          minCrashes: 3,
+          workers: 3,
+          store: emulator.url('timestampScale=1000'),
+        });
+        expectClean(r);
+      } finally {
+        await emulator.stop();
+      }
+    },
+    120_000,
+  );
 });

@@ -49,7 +49,14 @@ describe('incremental equals batch (synthetic corpus, three clustering keys)', (
 
       // Re-crawl a third of the documents with new content: copies leave their clusters,
       // originals change title on even versions (their same-title members split off).
-      await ix.crawl([...range(0, 90).filter((i) => i % 3 === 0).map((i) => corpus.doc(i, 2)), ...range(0, 90).filter((i) => i % 7 === 1).map((i) => corpus.doc(i, 0))]);
+      await ix.crawl([
+        ...range(0, 90)
+          .filter((i) => i % 3 === 0)
+          .map((i) => corpus.doc(i, 2)),
+        ...range(0, 90)
+          .filter((i) => i % 7 === 1)
+          .map((i) => corpus.doc(i, 0)),
+      ]);
       await expectMatchesBatch(ix, 'content+url+title');
 
       // Delete some documents, including popular link targets (low numbers) and canonicals.
@@ -199,7 +206,11 @@ describe('incremental equals batch (local corpus: node_modules documentation, fi
       // Edit some documents: new text (re-fingerprinted), a new link to another document.
       const edited = docs
         .filter((_, i) => i % 5 === 0)
-        .map((d, i) => ({ url: d.url, content: `${text(d)}\n\nEdited. See [a sibling](${(docs[(i * 7) % docs.length] as CrawledDoc).url}).\n`, type: 'md' as const }));
+        .map((d, i) => ({
+          url: d.url,
+          content: `${text(d)}\n\nEdited. See [a sibling](${(docs[(i * 7) % docs.length] as CrawledDoc).url}).\n`,
+          type: 'md' as const,
+        }));
       // Make two documents exact duplicates of a third (a new cluster of three).
       const original = docs[3] as CrawledDoc;
       const dups = [docs[40], docs[41]].map((d) => ({ url: (d as CrawledDoc).url, content: original.content, type: 'text' as const }));
@@ -229,7 +240,11 @@ describe('concurrency', () => {
         await Promise.all([
           loadDocuments(ix.db, corpus.documents(0, 50, 0), { concurrency: 4 }),
           loadDocuments(other, corpus.documents(20, 60, 1), { concurrency: 4 }),
-          loadDocuments(other, range(30, 40).map((i) => corpus.doc(i, 2)), { concurrency: 2 }),
+          loadDocuments(
+            other,
+            range(30, 40).map((i) => corpus.doc(i, 2)),
+            { concurrency: 2 },
+          ),
         ]);
         await ix.db.waitForQuiescence({ timeoutMs: 120_000 });
         // Which fetch of a URL won is up to the race; the index must reflect exactly the winners.
@@ -265,7 +280,13 @@ describe('concurrency', () => {
         await wb.start();
         await loadDocuments(a, corpus.documents(), { concurrency: 4 });
         await a.waitForQuiescence({ timeoutMs: 120_000 });
-        await loadDocuments(b, range(0, 60).filter((i) => i % 2 === 0).map((i) => corpus.doc(i, 1)), { concurrency: 4 });
+        await loadDocuments(
+          b,
+          range(0, 60)
+            .filter((i) => i % 2 === 0)
+            .map((i) => corpus.doc(i, 1)),
+          { concurrency: 4 },
+        );
         await a.waitForQuiescence({ timeoutMs: 120_000 });
         expect(wa.metrics.commits).toBeGreaterThan(0);
         expect(wb.metrics.commits).toBeGreaterThan(0);

@@ -46,8 +46,20 @@ export interface WebIndexBenchResult {
   /** Light-load crawl-to-index latency. */
   readonly medianLatencyMs: number;
   readonly p99LatencyMs: number;
-  readonly saturation: { readonly documentsPerSecond: number; readonly medianLatencyMs: number; readonly p99LatencyMs: number; readonly elapsedMs: number; readonly window: number };
-  readonly lightLoad: { readonly documents: number; readonly ratePerSecond: number; readonly medianLatencyMs: number; readonly p99LatencyMs: number; readonly elapsedMs: number } | null;
+  readonly saturation: {
+    readonly documentsPerSecond: number;
+    readonly medianLatencyMs: number;
+    readonly p99LatencyMs: number;
+    readonly elapsedMs: number;
+    readonly window: number;
+  };
+  readonly lightLoad: {
+    readonly documents: number;
+    readonly ratePerSecond: number;
+    readonly medianLatencyMs: number;
+    readonly p99LatencyMs: number;
+    readonly elapsedMs: number;
+  } | null;
   readonly peakRssMiB: number;
   /** Peak anonymous RSS (Linux), i.e. without the file-backed pages of mapped LevelDB tables. */
   readonly peakAnonRssMiB: number | null;
@@ -114,7 +126,10 @@ async function phase(options: WebIndexBenchOptions, docs: number, extra: { windo
       gcIntervalMs: options.gcIntervalMs,
       ...extra,
       progressIntervalMs: 5_000,
-      onProgress: options.log === undefined ? undefined : (p) => options.log?.(`${p.indexed}/${p.total} indexed, ${p.loaded} loaded, ${Math.round(p.elapsedMs / 1000)} s`),
+      onProgress:
+        options.log === undefined
+          ? undefined
+          : (p) => options.log?.(`${p.indexed}/${p.total} indexed, ${p.loaded} loaded, ${Math.round(p.elapsedMs / 1000)} s`),
     });
     const s = handle.summary;
     await handle.close();
@@ -138,7 +153,13 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
   if (lightDocs > 0) {
     options.log?.(`light load: ${lightDocs} documents at ${lightRate}/s`);
     const l = await phase(options, lightDocs, { rate: lightRate });
-    light = { documents: l.documents, ratePerSecond: lightRate, medianLatencyMs: l.medianLatencyMs, p99LatencyMs: l.p99LatencyMs, elapsedMs: l.loadAndProcessMs };
+    light = {
+      documents: l.documents,
+      ratePerSecond: lightRate,
+      medianLatencyMs: l.medianLatencyMs,
+      p99LatencyMs: l.p99LatencyMs,
+      elapsedMs: l.loadAndProcessMs,
+    };
   }
   const peak = rss.stop();
   return {
@@ -148,7 +169,13 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     documentsPerSecond: s.documentsPerSecond,
     medianLatencyMs: light?.medianLatencyMs ?? s.medianLatencyMs,
     p99LatencyMs: light?.p99LatencyMs ?? s.p99LatencyMs,
-    saturation: { documentsPerSecond: s.documentsPerSecond, medianLatencyMs: s.medianLatencyMs, p99LatencyMs: s.p99LatencyMs, elapsedMs: s.loadAndProcessMs, window },
+    saturation: {
+      documentsPerSecond: s.documentsPerSecond,
+      medianLatencyMs: s.medianLatencyMs,
+      p99LatencyMs: s.p99LatencyMs,
+      elapsedMs: s.loadAndProcessMs,
+      window,
+    },
     lightLoad: light,
     peakRssMiB: Math.round(peak.rss / 1024 / 1024),
     peakAnonRssMiB: peak.anon === null ? null : Math.round(peak.anon / 1024 / 1024),

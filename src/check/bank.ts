@@ -486,7 +486,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
       }
     }, 20_000);
     // Workers that are still starting or restarting are in `allClosed` too; wait until it is stable.
-    for (let seen = 0; seen < allClosed.length; ) {
+    for (let seen = 0; seen < allClosed.length;) {
       const n = allClosed.length;
       await Promise.all(allClosed.slice(seen));
       seen = n;

@@ -63,7 +63,9 @@ async function writeLoop(store: Store, runId: string, generation: number, worker
       // keys are acknowledged together, once the durable one resolved.
       const n = 1 + Math.floor(Math.random() * 8);
       keys = Array.from({ length: n + 1 }, next);
-      const deferred = keys.slice(0, n).map((k) => store.mutateRow(DURABILITY_TABLE, Buffer.from(k), rowMutations(k), { durability: 'deferred' }));
+      const deferred = keys
+        .slice(0, n)
+        .map((k) => store.mutateRow(DURABILITY_TABLE, Buffer.from(k), rowMutations(k), { durability: 'deferred' }));
       await Promise.all(deferred);
       const last = keys[n] as string;
       await store.mutateRow(DURABILITY_TABLE, Buffer.from(last), rowMutations(last));

@@ -72,17 +72,7 @@ export interface History {
 }
 
 export type AnomalyType =
-  | 'G0'
-  | 'G1a'
-  | 'G1b'
-  | 'G1c'
-  | 'G-single'
-  | 'lost-update'
-  | 'lost-write'
-  | 'incompatible-order'
-  | 'garbage-read'
-  | 'sum'
-  | 'malformed';
+  'G0' | 'G1a' | 'G1b' | 'G1c' | 'G-single' | 'lost-update' | 'lost-write' | 'incompatible-order' | 'garbage-read' | 'sum' | 'malformed';
 
 export interface Anomaly {
   readonly type: AnomalyType;
@@ -518,7 +508,7 @@ function findPath(
       prev.set(e.to, { from: u, edge: e });
       if (e.to === to) {
         const path: { from: number; edge: Edge }[] = [];
-        for (let x = to; x !== from; ) {
+        for (let x = to; x !== from;) {
           const step = prev.get(x) as { from: number; edge: Edge };
           path.unshift(step);
           x = step.from;

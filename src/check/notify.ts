@@ -486,7 +486,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
         w.proc.kill('SIGKILL');
       }
     }, 20_000);
-    for (let seen = 0; seen < allClosed.length; ) {
+    for (let seen = 0; seen < allClosed.length;) {
       const n = allClosed.length;
       await Promise.all(allClosed.slice(seen));
       seen = n;

@@ -65,7 +65,14 @@ export class ObservedColumns {
   async register(table: string, column: string, observer: string): Promise<void> {
     this.keys.add(ObservedColumns.key(table, column));
     await this.store.mutateRow(OBSERVERS_TABLE, Buffer.from(column, 'utf8'), [
-      { setCell: { familyName: FAMILY, columnQualifier: Buffer.from(`${table}\u0000${observer}`, 'utf8'), timestampMicros: 0, value: new Uint8Array(0) } },
+      {
+        setCell: {
+          familyName: FAMILY,
+          columnQualifier: Buffer.from(`${table}\u0000${observer}`, 'utf8'),
+          timestampMicros: 0,
+          value: new Uint8Array(0),
+        },
+      },
     ]);
   }
 

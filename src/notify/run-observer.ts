@@ -36,7 +36,10 @@ export class ObserverFailure extends Error {
     readonly column: string,
     cause: unknown,
   ) {
-    super(`observer ${observer} failed on ${table}/${Buffer.from(row).toString('latin1')}/${column}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    super(
+      `observer ${observer} failed on ${table}/${Buffer.from(row).toString('latin1')}/${column}: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
     this.name = 'ObserverFailure';
   }
 }
@@ -154,5 +157,9 @@ export async function runObserver(
       tx.release();
     }
   }
-  throw new TxnError('RETRIES_EXHAUSTED', `observer ${obs.name} conflicted ${maxAttempts} times`, { observer: obs.name, table, column: obs.column });
+  throw new TxnError('RETRIES_EXHAUSTED', `observer ${obs.name} conflicted ${maxAttempts} times`, {
+    observer: obs.name,
+    table,
+    column: obs.column,
+  });
 }

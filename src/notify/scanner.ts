@@ -85,9 +85,13 @@ export function randomKeyBetweenKeys(lo: Uint8Array, hi: Uint8Array, random: () 
 
 /** A random origin inside the notified part of a tablet, or null if it holds no notification. */
 async function randomOrigin(host: ScannerHost, table: string, start: Uint8Array, end: Uint8Array | undefined): Promise<Uint8Array | null> {
-  const range = { ...(start.byteLength > 0 ? { startKeyClosed: start } : {}), ...(end !== undefined && end.byteLength > 0 ? { endKeyOpen: end } : {}) };
+  const range = {
+    ...(start.byteLength > 0 ? { startKeyClosed: start } : {}),
+    ...(end !== undefined && end.byteLength > 0 ? { endKeyOpen: end } : {}),
+  };
   const edge = async (reversed: boolean): Promise<Uint8Array | null> => {
-    for await (const r of host.store.readRows(table, { rows: { rowRanges: [range] }, filter: NOTIFY_FILTER, rowsLimit: 1, reversed })) return r.key;
+    for await (const r of host.store.readRows(table, { rows: { rowRanges: [range] }, filter: NOTIFY_FILTER, rowsLimit: 1, reversed }))
+      return r.key;
     return null;
   };
   const first = await edge(false);

@@ -156,7 +156,8 @@ export class Worker {
     this.isRunning = true;
     const scannerHost = this.scannerHost();
     // Each scanner is its own advisory-lock owner, so scanners of one process exclude each other too.
-    for (let i = 0; i < this.scannerCount; i++) this.tasks.push(this.guard(scanLoop(scannerHost, `${this.host.owner}/${workerSeq++}/${i}`), 'scanner'));
+    for (let i = 0; i < this.scannerCount; i++)
+      this.tasks.push(this.guard(scanLoop(scannerHost, `${this.host.owner}/${workerSeq++}/${i}`), 'scanner'));
     for (let i = 0; i < this.threads; i++) this.tasks.push(this.guard(this.runner(), 'runner'));
   }
 
@@ -374,7 +375,9 @@ export class Worker {
     // In the order the observers were registered (not the columns' order): an application may
     // rely on it, e.g. to let an earlier observer do a later one's work in its own transaction.
     const cells = notificationsOf(fresh.cells)
-      .filter((c) => this.observersOf(job.table, c.column).length > 0 && !this.isBackingOff(this.cellKey(job.table, job.row, c.column), now))
+      .filter(
+        (c) => this.observersOf(job.table, c.column).length > 0 && !this.isBackingOff(this.cellKey(job.table, job.row, c.column), now),
+      )
       .sort((a, b) => this.registrationIndex(job.table, a.column) - this.registrationIndex(job.table, b.column));
     const clears: { column: string; maxTs: number }[] = [];
     for (const cell of cells) {
@@ -415,7 +418,11 @@ export class Worker {
       job.table,
       job.row,
       clears.map((c) => ({
-        deleteFromColumn: { familyName: NOTIFY, columnQualifier: encodeColumn(c.column), timeRange: { startTimestampMicros: 0, endTimestampMicros: c.maxTs + 1 } },
+        deleteFromColumn: {
+          familyName: NOTIFY,
+          columnQualifier: encodeColumn(c.column),
+          timeRange: { startTimestampMicros: 0, endTimestampMicros: c.maxTs + 1 },
+        },
       })),
     );
     this.metrics.cleared += clears.length;

@@ -56,7 +56,15 @@ export function percolatorSampler(db: Percolator, options: PercolatorSourceOptio
 }
 
 export const PERCOLATOR_CHARTS: readonly ChartSpec[] = [
-  { title: 'Observer transactions', unit: '/s', series: [{ key: 'counters.commits', label: 'commits' }, { key: 'counters.conflicts', label: 'conflicts' }, { key: 'counters.observerFailures', label: 'failures' }] },
+  {
+    title: 'Observer transactions',
+    unit: '/s',
+    series: [
+      { key: 'counters.commits', label: 'commits' },
+      { key: 'counters.conflicts', label: 'conflicts' },
+      { key: 'counters.observerFailures', label: 'failures' },
+    ],
+  },
   { title: 'Notifications pending', series: [{ key: 'gauges.notificationsPending', label: 'pending' }] },
   { title: 'Observer latency (mean per second)', unit: 'ms', series: [{ key: 'observers.*' }] },
   { title: 'Timestamp oracle', unit: 'timestamps/s', series: [{ key: 'counters.timestamps', label: 'timestamps' }] },

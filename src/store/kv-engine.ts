@@ -20,8 +20,7 @@
  */
 
 export type KvOp =
-  | { readonly type: 'put'; readonly key: Uint8Array; readonly value: Uint8Array }
-  | { readonly type: 'del'; readonly key: Uint8Array };
+  { readonly type: 'put'; readonly key: Uint8Array; readonly value: Uint8Array } | { readonly type: 'del'; readonly key: Uint8Array };
 
 export interface KvRange {
   /** Inclusive lower bound; absent = from the first key. */

@@ -42,5 +42,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     const { BigtableStore } = await import('./bigtable/bigtable-store.js');
     return BigtableStore.open(url, options);
   }
-  throw new StoreError('INVALID_STORE_URL', `unknown store URL ${JSON.stringify(url)}: use memory:, file:DIR or bigtable://HOST:PORT`, { url });
+  throw new StoreError('INVALID_STORE_URL', `unknown store URL ${JSON.stringify(url)}: use memory:, file:DIR or bigtable://HOST:PORT`, {
+    url,
+  });
 }

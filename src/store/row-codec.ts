@@ -43,7 +43,7 @@ export function encodeRow(cells: readonly Cell[]): Uint8Array {
   let size = 5;
   let families = 0;
   const familyNames: Buffer[] = [];
-  for (let i = 0; i < cells.length; ) {
+  for (let i = 0; i < cells.length;) {
     const fam = (cells[i] as Cell).family;
     const name = Buffer.from(fam, 'utf8');
     familyNames.push(name);
@@ -75,7 +75,7 @@ export function encodeRow(cells: readonly Cell[]): Uint8Array {
   buf[off++] = VERSION;
   off = writeVarint(buf, off, families);
   let f = 0;
-  for (let i = 0; i < cells.length; ) {
+  for (let i = 0; i < cells.length;) {
     const fam = (cells[i] as Cell).family;
     const name = familyNames[f++] as Buffer;
     off = writeVarint(buf, off, name.length);

@@ -35,7 +35,15 @@ describe('planRowSet', () => {
   });
 
   it('treats empty bounds as unbounded and drops empty intervals', () => {
-    const plan = planRowSet({ rowRanges: [{ startKeyClosed: b(''), endKeyOpen: b('') }, { startKeyClosed: b('q'), endKeyOpen: b('q') }] }, 't');
+    const plan = planRowSet(
+      {
+        rowRanges: [
+          { startKeyClosed: b(''), endKeyOpen: b('') },
+          { startKeyClosed: b('q'), endKeyOpen: b('q') },
+        ],
+      },
+      't',
+    );
     expect(plan).toHaveLength(1);
     expect(plan[0]?.gte).toBeUndefined();
     expect(plan[0]?.lt).toBeUndefined();

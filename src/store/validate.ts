@@ -12,13 +12,21 @@ const FAMILY_NAME = /^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,63}$/;
 
 export function validateTableName(name: string): void {
   if (typeof name !== 'string' || !TABLE_NAME.test(name)) {
-    throw new StoreError('INVALID_NAME', `invalid table name ${JSON.stringify(name)}: use [_a-zA-Z0-9][-_.a-zA-Z0-9]*, at most 50 characters`, { table: name });
+    throw new StoreError(
+      'INVALID_NAME',
+      `invalid table name ${JSON.stringify(name)}: use [_a-zA-Z0-9][-_.a-zA-Z0-9]*, at most 50 characters`,
+      { table: name },
+    );
   }
 }
 
 export function validateFamilyName(name: string, table: string): void {
   if (typeof name !== 'string' || !FAMILY_NAME.test(name)) {
-    throw new StoreError('INVALID_NAME', `invalid column family name ${JSON.stringify(name)} in table ${table}: use [_a-zA-Z0-9][-_.a-zA-Z0-9]*, at most 64 characters`, { table, family: name });
+    throw new StoreError(
+      'INVALID_NAME',
+      `invalid column family name ${JSON.stringify(name)} in table ${table}: use [_a-zA-Z0-9][-_.a-zA-Z0-9]*, at most 64 characters`,
+      { table, family: name },
+    );
   }
 }
 
@@ -44,7 +52,11 @@ export function validateTimeRange(range: TimestampRange | undefined, context: Re
   const start = range.startTimestampMicros ?? 0;
   const end = range.endTimestampMicros ?? 0;
   if (!isTimestamp(start) || !isTimestamp(end)) {
-    throw new StoreError('INVALID_TIMESTAMP', 'timestamp range bounds must be non-negative safe integers (microseconds)', { ...context, start, end });
+    throw new StoreError('INVALID_TIMESTAMP', 'timestamp range bounds must be non-negative safe integers (microseconds)', {
+      ...context,
+      start,
+      end,
+    });
   }
   if (end !== 0 && start > end) {
     throw new StoreError('INVALID_RANGE', `timestamp range start ${start} is after its end ${end}`, { ...context, start, end });
@@ -53,7 +65,11 @@ export function validateTimeRange(range: TimestampRange | undefined, context: Re
 
 function checkFamily(spec: TableSpec, table: string, family: string, row: Uint8Array): void {
   if (typeof family !== 'string' || !Object.hasOwn(spec.families, family)) {
-    throw new StoreError('FAMILY_NOT_FOUND', `column family ${JSON.stringify(family)} does not exist in table ${table}`, { table, family, row: keyHex(row) });
+    throw new StoreError('FAMILY_NOT_FOUND', `column family ${JSON.stringify(family)} does not exist in table ${table}`, {
+      table,
+      family,
+      row: keyHex(row),
+    });
   }
 }
 
@@ -89,7 +105,10 @@ export function validateMutations(
       checkBytes(s.columnQualifier, 'columnQualifier', ctx);
       checkBytes(s.value, 'value', ctx);
       if (!(s.timestampMicros === -1 || isTimestamp(s.timestampMicros))) {
-        throw new StoreError('INVALID_TIMESTAMP', `setCell timestamp must be -1 or a non-negative safe integer, got ${s.timestampMicros}`, { ...ctx, timestamp: s.timestampMicros });
+        throw new StoreError('INVALID_TIMESTAMP', `setCell timestamp must be -1 or a non-negative safe integer, got ${s.timestampMicros}`, {
+          ...ctx,
+          timestamp: s.timestampMicros,
+        });
       }
       if (s.value.byteLength > limits.maxValueBytes) {
         throw new StoreError('VALUE_TOO_LARGE', `a value of ${s.value.byteLength} bytes exceeds the limit of ${limits.maxValueBytes}`, {
@@ -114,11 +133,21 @@ export function validateMutations(
   }
 }
 
-export function validateRules(rules: readonly ReadModifyWriteRule[], spec: TableSpec, table: string, row: Uint8Array, limits: StoreLimits): void {
+export function validateRules(
+  rules: readonly ReadModifyWriteRule[],
+  spec: TableSpec,
+  table: string,
+  row: Uint8Array,
+  limits: StoreLimits,
+): void {
   const ctx = { table, row: keyHex(row) };
-  if (!Array.isArray(rules) || rules.length === 0) throw new StoreError('INVALID_MUTATION', 'readModifyWriteRow needs at least one rule', ctx);
+  if (!Array.isArray(rules) || rules.length === 0)
+    throw new StoreError('INVALID_MUTATION', 'readModifyWriteRow needs at least one rule', ctx);
   if (rules.length > limits.maxMutationsPerRow) {
-    throw new StoreError('TOO_MANY_MUTATIONS', `${rules.length} rules exceed the limit of ${limits.maxMutationsPerRow}`, { ...ctx, count: rules.length });
+    throw new StoreError('TOO_MANY_MUTATIONS', `${rules.length} rules exceed the limit of ${limits.maxMutationsPerRow}`, {
+      ...ctx,
+      count: rules.length,
+    });
   }
   for (const r of rules) {
     checkFamily(spec, table, r.familyName, row);
@@ -144,6 +173,11 @@ export function validateRowRange(r: RowRange, table: string): void {
   const end = r.endKeyClosed ?? r.endKeyOpen;
   if (start !== undefined && end !== undefined && start.byteLength > 0 && end.byteLength > 0) {
     const c = compareBytes(start, end);
-    if (c > 0) throw new StoreError('INVALID_RANGE', `row range start ${keyHex(start)} is after its end ${keyHex(end)}`, { table, start: keyHex(start), end: keyHex(end) });
+    if (c > 0)
+      throw new StoreError('INVALID_RANGE', `row range start ${keyHex(start)} is after its end ${keyHex(end)}`, {
+        table,
+        start: keyHex(start),
+        end: keyHex(end),
+      });
   }
 }

@@ -114,7 +114,10 @@ export function clusterObserver() {
     const gateKeys = [...newKeys, ...oldKeys];
     if (oldId !== null) gateKeys.push(`id\u0000${oldId}`);
     if (!(await gate.enter(tx, gateKeys))) {
-      throw new TxnError('WRITE_CONFLICT', 'a run of this process committed one of our keys after our snapshot: retry with a fresh one', { row: self, retryNow: true });
+      throw new TxnError('WRITE_CONFLICT', 'a run of this process committed one of our keys after our snapshot: retry with a fresh one', {
+        row: self,
+        retryNow: true,
+      });
     }
     // Count only when the in-links may have changed: a link change was relayed, or joining.
     const counted = newKeys.length > 0 && (column !== PARSED_KEYS || oldId === null) ? await countAnchors(tx, self) : null;
@@ -136,7 +139,12 @@ export function clusterObserver() {
       const state = parseJson<ClusterState | null>(await tx.get(CLUSTERS, oldId, CLUSTER_STATE), null);
       if (state !== null && Object.hasOwn(state.members, self)) {
         const members = { ...state.members, [self]: rank };
-        tx.set(CLUSTERS, oldId, CLUSTER_STATE, JSON.stringify({ canonical: canonicalOf(members), size: state.size, members } satisfies ClusterState));
+        tx.set(
+          CLUSTERS,
+          oldId,
+          CLUSTER_STATE,
+          JSON.stringify({ canonical: canonicalOf(members), size: state.size, members } satisfies ClusterState),
+        );
         if (rank > 0) tx.set(DOCS, self, RANK_INLINKS, String(rank));
         else tx.delete(DOCS, self, RANK_INLINKS);
         if (counted !== null && textsChanged) tx.set(DOCS, self, RANK_ANCHORS, counted.texts);
@@ -181,14 +189,19 @@ export function clusterObserver() {
       });
     };
     let frontier: string[] = [];
-    await Promise.all([loadKeys([...new Set([...newKeys, ...oldKeys])], frontier), oldId !== null ? loadClusters([oldId], frontier) : null]);
+    await Promise.all([
+      loadKeys([...new Set([...newKeys, ...oldKeys])], frontier),
+      oldId !== null ? loadClusters([oldId], frontier) : null,
+    ]);
     while (frontier.length > 0) {
       const need = frontier.filter((d) => !info.has(d));
       const values = await tx.getMany(
         DOCS,
         need.flatMap((d) => [CLUSTER_KEYS, CLUSTER_ID, RANK_INLINKS].map((c) => ({ row: d, column: c }))),
       );
-      need.forEach((d, i) => info.set(d, { keys: parseJson<string[]>(values[3 * i], []), id: utf8(values[3 * i + 1]), rank: toInt(values[3 * i + 2]) }));
+      need.forEach((d, i) =>
+        info.set(d, { keys: parseJson<string[]>(values[3 * i], []), id: utf8(values[3 * i + 1]), rank: toInt(values[3 * i + 2]) }),
+      );
       const next: string[] = [];
       const keys = new Set<string>();
       const ids = new Set<string>();
@@ -258,7 +271,11 @@ export function clusterObserver() {
       const cid = id as string;
       liveIds.add(cid);
       for (const m of members) if ((info.get(m) as DocInfo).id !== cid) tx.set(DOCS, m, CLUSTER_ID, cid);
-      const state: ClusterState = { canonical, size: members.length, members: Object.fromEntries(members.map((m) => [m, (info.get(m) as DocInfo).rank])) };
+      const state: ClusterState = {
+        canonical,
+        size: members.length,
+        members: Object.fromEntries(members.map((m) => [m, (info.get(m) as DocInfo).rank])),
+      };
       const json = JSON.stringify(state);
       states.push([cid, json]);
     }

@@ -92,7 +92,10 @@ export function exportObserver(options: ExportOptions = {}) {
     const now = nowMs();
     let canonicalLatency: number | null = null;
     members.forEach((m, i) => {
-      const [parsedKeys, clusterKeys, parsedFetchedAt, exportedFetch, exportedLatency] = memberValues.slice(i * perMember.length, i * perMember.length + 5);
+      const [parsedKeys, clusterKeys, parsedFetchedAt, exportedFetch, exportedLatency] = memberValues.slice(
+        i * perMember.length,
+        i * perMember.length + 5,
+      );
       const keys = utf8(parsedKeys);
       const fetchedAt = toInt(parsedFetchedAt);
       let latency: number | null = exportedLatency === null ? null : toInt(exportedLatency);

@@ -52,9 +52,16 @@ export interface LoadResult {
 }
 
 /** Loads every document of `docs` (any iterable, streamed) with `concurrency` loader tasks. */
-export async function loadDocuments(db: Percolator, docs: AsyncIterable<CrawledDoc> | Iterable<CrawledDoc>, options: LoadOptions = {}): Promise<LoadResult> {
+export async function loadDocuments(
+  db: Percolator,
+  docs: AsyncIterable<CrawledDoc> | Iterable<CrawledDoc>,
+  options: LoadOptions = {},
+): Promise<LoadResult> {
   const nowMs = options.nowMs ?? Date.now;
-  const it = Symbol.asyncIterator in docs ? (docs as AsyncIterable<CrawledDoc>)[Symbol.asyncIterator]() : toAsync((docs as Iterable<CrawledDoc>)[Symbol.iterator]());
+  const it =
+    Symbol.asyncIterator in docs
+      ? (docs as AsyncIterable<CrawledDoc>)[Symbol.asyncIterator]()
+      : toAsync((docs as Iterable<CrawledDoc>)[Symbol.iterator]());
   let loaded = 0;
   let deleted = 0;
   let pulling: Promise<unknown> = Promise.resolve();

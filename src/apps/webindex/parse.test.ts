@@ -88,7 +88,11 @@ describe('links, keys and terms', () => {
   it('gives the fingerprint key always and the URL and title keys in the three-key mode', () => {
     const p = parseDocument('https://s.example/a', 'md', '# Hello World\n\ntext');
     expect(clusterKeys('https://s.example/a', p, 'content')).toEqual([`fp:${p.fingerprint}`]);
-    expect(clusterKeys('https://s.example/a', p, 'content+url+title')).toEqual([`fp:${p.fingerprint}`, 'title:hello world', 'url:s.example/a']);
+    expect(clusterKeys('https://s.example/a', p, 'content+url+title')).toEqual([
+      `fp:${p.fingerprint}`,
+      'title:hello world',
+      'url:s.example/a',
+    ]);
   });
 
   it('scores title, anchors and body, deterministically, at most 48 terms', () => {
@@ -134,6 +138,7 @@ describe('SyntheticCorpus', () => {
         else parent[find(i)] = find(o);
       }
     }
-    for (let i = 0; i < 300; i++) for (let j = i + 1; j < Math.min(300, i + 8); j++) expect(find(i) === find(j)).toBe(a.clusterOfDoc(i) === a.clusterOfDoc(j));
+    for (let i = 0; i < 300; i++)
+      for (let j = i + 1; j < Math.min(300, i + 8); j++) expect(find(i) === find(j)).toBe(a.clusterOfDoc(i) === a.clusterOfDoc(j));
   });
 });

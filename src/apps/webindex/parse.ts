@@ -41,7 +41,19 @@ export function collapse(s: string): string {
   return s.replace(/\s+/g, ' ').trim();
 }
 
-const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ', copy: '©', reg: '®', mdash: '—', ndash: '–', hellip: '…' };
+const ENTITIES: Record<string, string> = {
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  nbsp: ' ',
+  copy: '©',
+  reg: '®',
+  mdash: '—',
+  ndash: '–',
+  hellip: '…',
+};
 
 export function decodeEntities(s: string): string {
   return s.replace(/&(#x[0-9a-fA-F]{1,6}|#[0-9]{1,7}|[a-zA-Z]{2,8});/g, (m, e: string) => {
@@ -89,7 +101,9 @@ class LinkSet {
     if (a !== '' && !list.includes(a)) list.push(a);
   }
   result(): [string, string][] {
-    return [...this.map.entries()].map(([t, a]): [string, string] => [t, a.join(' | ').slice(0, MAX_ANCHOR)]).sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
+    return [...this.map.entries()]
+      .map(([t, a]): [string, string] => [t, a.join(' | ').slice(0, MAX_ANCHOR)])
+      .sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
   }
 }
 
@@ -195,7 +209,13 @@ export function fingerprint(title: string, text: string): string {
 /** Parses one fetched document. `url` is its absolute URL (links resolve against it). */
 export function parseDocument(url: string, type: DocType, content: string): ParsedDoc {
   const p = type === 'html' ? parseHtml(content, url) : type === 'md' ? parseMarkdown(content, url) : parseText(content, url);
-  const fallback = decodeURIComponent(url.replace(/[?#].*$/, '').replace(/\/+$/, '').split('/').pop() ?? url);
+  const fallback = decodeURIComponent(
+    url
+      .replace(/[?#].*$/, '')
+      .replace(/\/+$/, '')
+      .split('/')
+      .pop() ?? url,
+  );
   const title = (p.title || fallback).slice(0, MAX_TITLE);
   const text = p.text.slice(0, MAX_TEXT);
   return { title, text, links: p.links, fingerprint: fingerprint(title, text) };

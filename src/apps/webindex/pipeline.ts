@@ -35,7 +35,9 @@ export async function createWebIndexTables(db: Percolator): Promise<void> {
 /** Registers the observers of the pipeline on `worker` (call before `worker.start()`). */
 export function registerWebIndex(worker: Worker, options: WebIndexOptions = {}): Worker {
   const cluster = clusterObserver();
-  worker.observe(RAW_CONTENT, OBSERVERS.process, processObserver({ keyMode: options.keyMode ?? 'content', metrics: options.metrics }), { table: PAGES });
+  worker.observe(RAW_CONTENT, OBSERVERS.process, processObserver({ keyMode: options.keyMode ?? 'content', metrics: options.metrics }), {
+    table: PAGES,
+  });
   // Cluster before the relay: a row notified for both (a new document's parse) runs the cluster
   // observer first, which does the relay's work in its own transaction; the relay then finds
   // nothing left and commits nothing.

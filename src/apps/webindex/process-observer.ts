@@ -20,7 +20,19 @@ import type { Transaction } from '../../txn/transaction.js';
 import type { WebIndexMetrics } from './metrics.js';
 import { type DocType, type KeyMode, clusterKeys, docTypeOf, parseDocument } from './parse.js';
 import { invertLinks } from './link-observer.js';
-import { DOCS, LINKS_APPLIED, LINKS_CHANGED, PAGES, PARSED_FETCHED_AT, PARSED_KEYS, PARSED_TEXT, PARSED_TITLE, RAW_CONTENT, RAW_FETCHED_AT, RAW_TYPE } from './schema.js';
+import {
+  DOCS,
+  LINKS_APPLIED,
+  LINKS_CHANGED,
+  PAGES,
+  PARSED_FETCHED_AT,
+  PARSED_KEYS,
+  PARSED_TEXT,
+  PARSED_TITLE,
+  RAW_CONTENT,
+  RAW_FETCHED_AT,
+  RAW_TYPE,
+} from './schema.js';
 import { utf8 } from './util.js';
 
 export interface ProcessOptions {

@@ -103,11 +103,16 @@ export const LEVEL_CACHE_BYTES = 32 * 1024 * 1024;
 export const LEVEL_WRITE_BUFFER_BYTES = 16 * 1024 * 1024;
 
 async function openWebIndexStore(url: string): Promise<Store> {
-  return openStore(url, { cacheBytes: ROW_CACHE_BYTES, level: { cacheSize: LEVEL_CACHE_BYTES, writeBufferSize: LEVEL_WRITE_BUFFER_BYTES } });
+  return openStore(url, {
+    cacheBytes: ROW_CACHE_BYTES,
+    level: { cacheSize: LEVEL_CACHE_BYTES, writeBufferSize: LEVEL_WRITE_BUFFER_BYTES },
+  });
 }
 
 /** The corpus as a stream, and its size. */
-export async function openCorpus(options: Pick<RunOptions, 'corpus' | 'docs' | 'seed' | 'nodeModules'>): Promise<{ total: number; keyMode: KeyMode; docs: AsyncIterable<CrawledDoc> | Iterable<CrawledDoc> }> {
+export async function openCorpus(
+  options: Pick<RunOptions, 'corpus' | 'docs' | 'seed' | 'nodeModules'>,
+): Promise<{ total: number; keyMode: KeyMode; docs: AsyncIterable<CrawledDoc> | Iterable<CrawledDoc> }> {
   if (options.corpus === 'synthetic') {
     const corpus = new SyntheticCorpus({ docs: options.docs ?? DEFAULT_SYNTHETIC_DOCS, seed: options.seed });
     return { total: corpus.size, keyMode: 'content+url+title', docs: corpus.documents() };
@@ -144,7 +149,14 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
       const interval = options.progressIntervalMs ?? 500;
       while (!stopProgress) {
         pending = await db.pendingNotifications().catch(() => pending);
-        options.onProgress?.({ total: corpus.total, loaded: metrics.loaded, processed: metrics.processed, indexed: metrics.indexed, pending, elapsedMs: performance.now() - t0 });
+        options.onProgress?.({
+          total: corpus.total,
+          loaded: metrics.loaded,
+          processed: metrics.processed,
+          indexed: metrics.indexed,
+          pending,
+          elapsedMs: performance.now() - t0,
+        });
         // A sampling period, not a wait for a condition.
         await new Promise((r) => setTimeout(r, interval));
       }
@@ -175,12 +187,24 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
       }
     };
     const w = worker;
-    const load = await loadDocuments(db, corpus.docs, { concurrency: options.loaders ?? 4, metrics, beforeEach, onCommitted: (d) => w.hint(PAGES, d.url) });
+    const load = await loadDocuments(db, corpus.docs, {
+      concurrency: options.loaders ?? 4,
+      metrics,
+      beforeEach,
+      onCommitted: (d) => w.hint(PAGES, d.url),
+    });
     await db.waitForQuiescence({ timeoutMs: 600_000 });
     const elapsedMs = performance.now() - t0;
     stopProgress = true;
     await progressLoop;
-    options.onProgress?.({ total: corpus.total, loaded: metrics.loaded, processed: metrics.processed, indexed: metrics.indexed, pending: 0, elapsedMs });
+    options.onProgress?.({
+      total: corpus.total,
+      loaded: metrics.loaded,
+      processed: metrics.processed,
+      indexed: metrics.indexed,
+      pending: 0,
+      elapsedMs,
+    });
 
     const snap = await db.snapshot();
     let stats: IndexStats;
@@ -192,7 +216,12 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     const m = worker.metrics;
     const observerRuns: RunSummary['observerRuns'] = {};
     for (const [name, o] of Object.entries(m.observerMs)) {
-      observerRuns[name] = { runs: o.runs, commits: o.commits ?? 0, conflicts: o.conflicts ?? 0, meanMs: Math.round((o.totalMs / Math.max(1, o.runs)) * 100) / 100 };
+      observerRuns[name] = {
+        runs: o.runs,
+        commits: o.commits ?? 0,
+        conflicts: o.conflicts ?? 0,
+        meanMs: Math.round((o.totalMs / Math.max(1, o.runs)) * 100) / 100,
+      };
     }
     const summary: RunSummary = {
       corpus: options.corpus,

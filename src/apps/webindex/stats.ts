@@ -5,7 +5,20 @@
  */
 import type { Snapshot } from '../../txn/transaction.js';
 import { percentile } from './metrics.js';
-import { ANCHORS, ANCHOR_TEXT, CLUSTERS, CLUSTER_STATE, DOCS, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS, INDEX, PARSED_FETCHED_AT, PARSED_KEYS, POSTING_SCORE, RANK_INLINKS } from './schema.js';
+import {
+  ANCHORS,
+  ANCHOR_TEXT,
+  CLUSTERS,
+  CLUSTER_STATE,
+  DOCS,
+  EXPORT_FETCHED_AT,
+  EXPORT_LATENCY_MS,
+  INDEX,
+  PARSED_FETCHED_AT,
+  PARSED_KEYS,
+  POSTING_SCORE,
+  RANK_INLINKS,
+} from './schema.js';
 
 export interface IndexStats {
   /** Live (crawled, not deleted) documents. */
@@ -34,12 +47,17 @@ export async function readStats(snap: Snapshot, options: { countPostings?: boole
   let linksInverted = 0;
   let linksBetweenDocuments = 0;
   const latencies: number[] = [];
-  for await (const r of snap.scan(DOCS, {}, { columns: [PARSED_KEYS, RANK_INLINKS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS] })) {
+  for await (const r of snap.scan(
+    DOCS,
+    {},
+    { columns: [PARSED_KEYS, RANK_INLINKS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS] },
+  )) {
     if (!r.columns.has(PARSED_KEYS)) continue;
     documents++;
     linksBetweenDocuments += Number(text(r.columns.get(RANK_INLINKS)) ?? 0);
     const exported = text(r.columns.get(EXPORT_FETCHED_AT));
-    if (exported !== null && exported === text(r.columns.get(PARSED_FETCHED_AT))) latencies.push(Number(text(r.columns.get(EXPORT_LATENCY_MS)) ?? 0));
+    if (exported !== null && exported === text(r.columns.get(PARSED_FETCHED_AT)))
+      latencies.push(Number(text(r.columns.get(EXPORT_LATENCY_MS)) ?? 0));
   }
   for await (const _ of snap.scan(ANCHORS, {}, { columns: [ANCHOR_TEXT] })) linksInverted++;
   let clusters = 0;

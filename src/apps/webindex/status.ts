@@ -10,7 +10,12 @@ import type { Percolator } from '../../txn/percolator.js';
 import type { WebIndexMetrics } from './metrics.js';
 import { search } from './search.js';
 
-export function webIndexStatusSources(db: Percolator, worker: Worker, metrics: WebIndexMetrics, title = 'Percolator web index'): StatusSources {
+export function webIndexStatusSources(
+  db: Percolator,
+  worker: Worker,
+  metrics: WebIndexMetrics,
+  title = 'Percolator web index',
+): StatusSources {
   const base = percolatorSampler(db, { workers: () => [worker] });
   return {
     title,

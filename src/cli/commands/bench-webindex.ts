@@ -21,21 +21,33 @@ export function register(program: Command): void {
     .option('--light-rate <n>', 'light-load phase: documents arriving per second', parsePositiveNumber('light-rate'), 20)
     .option('--gc-interval-ms <ms>', 'background version GC every this many ms (0: off)', Number, 0)
     .option('--json', 'print one JSON object')
-    .action(async (opts: { docs: number; store: string; threads: number; seed: number; window: number; lightDocs: number; lightRate: number; gcIntervalMs: number; json?: boolean }) => {
-      if (opts.store !== 'file:' && opts.store !== 'memory:') {
-        throw Object.assign(new Error(`--store must be file: or memory:, got ${opts.store}`), { code: 'INVALID_ARGUMENT' });
-      }
-      const result = await runWebIndexBench({
-        docs: opts.docs,
-        store: opts.store,
-        threads: opts.threads,
-        seed: opts.seed,
-        window: opts.window,
-        lightDocs: opts.lightDocs,
-        lightRate: opts.lightRate,
-        gcIntervalMs: opts.gcIntervalMs,
-        log: opts.json === true ? undefined : (line) => process.stderr.write(`bench webindex: ${line}\n`),
-      });
-      printResult(result, opts.json === true);
-    });
+    .action(
+      async (opts: {
+        docs: number;
+        store: string;
+        threads: number;
+        seed: number;
+        window: number;
+        lightDocs: number;
+        lightRate: number;
+        gcIntervalMs: number;
+        json?: boolean;
+      }) => {
+        if (opts.store !== 'file:' && opts.store !== 'memory:') {
+          throw Object.assign(new Error(`--store must be file: or memory:, got ${opts.store}`), { code: 'INVALID_ARGUMENT' });
+        }
+        const result = await runWebIndexBench({
+          docs: opts.docs,
+          store: opts.store,
+          threads: opts.threads,
+          seed: opts.seed,
+          window: opts.window,
+          lightDocs: opts.lightDocs,
+          lightRate: opts.lightRate,
+          gcIntervalMs: opts.gcIntervalMs,
+          log: opts.json === true ? undefined : (line) => process.stderr.write(`bench webindex: ${line}\n`),
+        });
+        printResult(result, opts.json === true);
+      },
+    );
 }

@@ -50,7 +50,8 @@ function progressReporter(json: boolean): { update(p: Progress): void; stop(): v
   }
   const bar = new SingleBar({
     stream: process.stderr,
-    format: ' indexing |{bar}| {percentage}% · {value}/{total} indexed · {loaded} loaded · {processed} processed · {pending} pending · {rate} docs/s',
+    format:
+      ' indexing |{bar}| {percentage}% · {value}/{total} indexed · {loaded} loaded · {processed} processed · {pending} pending · {rate} docs/s',
     barsize: 28,
     hideCursor: true,
     clearOnComplete: false,
@@ -58,7 +59,12 @@ function progressReporter(json: boolean): { update(p: Progress): void; stop(): v
   let started = false;
   return {
     update(p) {
-      const payload = { loaded: p.loaded, processed: p.processed, pending: p.pending, rate: Math.round(p.indexed / Math.max(0.001, p.elapsedMs / 1000)) };
+      const payload = {
+        loaded: p.loaded,
+        processed: p.processed,
+        pending: p.pending,
+        rate: Math.round(p.indexed / Math.max(0.001, p.elapsedMs / 1000)),
+      };
       if (!started) {
         bar.start(p.total, p.indexed, payload);
         started = true;
@@ -88,11 +94,17 @@ function printSummary(s: RunSummary, searches: SearchResult[], totalMs: number, 
   for (const r of searches) {
     out.push(`  "${r.query}" — ${n(r.total)} result${r.total === 1 ? '' : 's'} (${r.tookMs.toFixed(1)} ms)`);
     r.hits.slice(0, 3).forEach((h, i) => {
-      const extra = [h.size > 1 ? `${h.size - 1} duplicate${h.size === 2 ? '' : 's'}` : null, h.latencyMs !== null ? `indexed ${n(h.latencyMs)} ms after crawl` : null].filter((x) => x !== null);
+      const extra = [
+        h.size > 1 ? `${h.size - 1} duplicate${h.size === 2 ? '' : 's'}` : null,
+        h.latencyMs !== null ? `indexed ${n(h.latencyMs)} ms after crawl` : null,
+      ].filter((x) => x !== null);
       out.push(`    ${i + 1}. ${h.title}`, `       ${h.url}${extra.length > 0 ? `  (${extra.join('; ')})` : ''}`);
     });
   }
-  out.push('', `Done in ${(totalMs / 1000).toFixed(1)} s. Search it again: percolator search "<query>" --data ${s.store.replace(/^file:/, '')}`);
+  out.push(
+    '',
+    `Done in ${(totalMs / 1000).toFixed(1)} s. Search it again: percolator search "<query>" --data ${s.store.replace(/^file:/, '')}`,
+  );
   if (serving !== null) out.push(`Status page: ${serving.url}  ·  search page: ${serving.url}search  (Ctrl-C to stop)`);
   process.stdout.write(`${out.join('\n')}\n`);
 }
@@ -169,7 +181,11 @@ export function register(program: Command): void {
               ...rest,
               totalMs: Math.round(performance.now() - t0),
               statusUrl: (serving as StatusServer | null)?.url ?? null,
-              searches: searches.map((r) => ({ query: r.query, total: r.total, hits: r.hits.map((h) => ({ url: h.url, title: h.title, latencyMs: h.latencyMs, size: h.size })) })),
+              searches: searches.map((r) => ({
+                query: r.query,
+                total: r.total,
+                hits: r.hits.map((h) => ({ url: h.url, title: h.title, latencyMs: h.latencyMs, size: h.size })),
+              })),
             })}\n`,
           );
         } else printSummary(s, searches, performance.now() - t0, serving);

@@ -22,4 +22,21 @@ import { register as worker } from './worker.js';
 
 export type RegisterCommand = (program: Command) => void;
 
-export const commands: RegisterCommand[] = [demo, search, scan, benchStore, benchOverhead, benchClumping, benchLatency, benchWebindex, benchPeers, checkDurability, checkBank, checkNotify, oracle, serve, worker, wait];
+export const commands: RegisterCommand[] = [
+  demo,
+  search,
+  scan,
+  benchStore,
+  benchOverhead,
+  benchClumping,
+  benchLatency,
+  benchWebindex,
+  benchPeers,
+  checkDurability,
+  checkBank,
+  checkNotify,
+  oracle,
+  serve,
+  worker,
+  wait,
+];

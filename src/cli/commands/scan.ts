@@ -31,11 +31,17 @@ export function register(program: Command): void {
         }
         for await (const row of store.readRows(table, { rows, rowsLimit: opts.limit })) {
           if (opts.json) {
-            const cells = row.cells.map((c) => ({ family: c.family, qualifier: show(c.qualifier), timestamp: c.timestamp, value: show(c.value) }));
+            const cells = row.cells.map((c) => ({
+              family: c.family,
+              qualifier: show(c.qualifier),
+              timestamp: c.timestamp,
+              value: show(c.value),
+            }));
             process.stdout.write(`${JSON.stringify({ key: show(row.key), cells })}\n`);
           } else {
             process.stdout.write(`${show(row.key)}\n`);
-            for (const c of row.cells) process.stdout.write(`  ${c.family}:${show(c.qualifier)} @${c.timestamp} = ${show(c.value).slice(0, 120)}\n`);
+            for (const c of row.cells)
+              process.stdout.write(`  ${c.family}:${show(c.qualifier)} @${c.timestamp} = ${show(c.value).slice(0, 120)}\n`);
           }
         }
       } finally {

@@ -28,7 +28,9 @@ export function register(program: Command): void {
       const db = await Percolator.open({ store: `file:${opts.data}` });
       try {
         if (!(await db.store.listTables()).includes(INDEX)) {
-          throw Object.assign(new Error(`${opts.data} holds no web index: run \`percolator demo --data ${opts.data}\` first`), { code: 'NO_INDEX' });
+          throw Object.assign(new Error(`${opts.data} holds no web index: run \`percolator demo --data ${opts.data}\` first`), {
+            code: 'NO_INDEX',
+          });
         }
         const snap = await db.snapshot();
         try {
@@ -38,11 +40,18 @@ export function register(program: Command): void {
             return;
           }
           const n = (x: number) => x.toLocaleString('en-US');
-          const out = [`"${r.query}": ${n(r.total)} result${r.total === 1 ? '' : 's'} (${r.tookMs.toFixed(1)} ms)${r.terms.length === 0 ? ' — no searchable terms in the query' : ''}`];
+          const out = [
+            `"${r.query}": ${n(r.total)} result${r.total === 1 ? '' : 's'} (${r.tookMs.toFixed(1)} ms)${r.terms.length === 0 ? ' — no searchable terms in the query' : ''}`,
+          ];
           r.hits.forEach((h, i) => {
             out.push(`${String(i + 1).padStart(3)}. ${h.title}`, `     ${h.url}`);
             if (h.snippet !== '') out.push(`     ${h.snippet.slice(0, 160)}`);
-            const meta = [`score ${h.score}`, h.size > 1 ? `${h.size - 1} duplicate${h.size === 2 ? '' : 's'}` : null, `${n(h.inlinks)} in-links`, h.latencyMs !== null ? `crawl-to-index ${n(h.latencyMs)} ms` : 'crawl-to-index n/a'];
+            const meta = [
+              `score ${h.score}`,
+              h.size > 1 ? `${h.size - 1} duplicate${h.size === 2 ? '' : 's'}` : null,
+              `${n(h.inlinks)} in-links`,
+              h.latencyMs !== null ? `crawl-to-index ${n(h.latencyMs)} ms` : 'crawl-to-index n/a',
+            ];
             out.push(`     ${meta.filter((x) => x !== null).join(' · ')}`);
           });
           process.stdout.write(`${out.join('\n')}\n`);

@@ -20,7 +20,9 @@ export async function loadObservers(file: string): Promise<RegisterObservers> {
   const mod = (await import(pathToFileURL(resolve(file)).href)) as { default?: unknown; register?: unknown };
   const fn = typeof mod.register === 'function' ? mod.register : mod.default;
   if (typeof fn !== 'function') {
-    throw Object.assign(new Error(`${file} must export a function (default or named "register") that registers observers`), { code: 'INVALID_OBSERVERS_MODULE' });
+    throw Object.assign(new Error(`${file} must export a function (default or named "register") that registers observers`), {
+      code: 'INVALID_OBSERVERS_MODULE',
+    });
   }
   return fn as RegisterObservers;
 }
@@ -47,6 +49,8 @@ export function register(program: Command): void {
       await worker.stop();
       await db.close();
       const m = worker.metrics;
-      process.stderr.write(`percolator worker: stopped after ${m.commits} observer commits (${m.skipped} skipped, ${m.failures} failures, ${m.parked} parked)\n`);
+      process.stderr.write(
+        `percolator worker: stopped after ${m.commits} observer commits (${m.skipped} skipped, ${m.failures} failures, ${m.parked} parked)\n`,
+      );
     });
 }

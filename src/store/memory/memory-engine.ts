@@ -12,8 +12,7 @@ import type { KvEngine, KvEntry, KvOp, KvRange } from '../kv-engine.js';
 // sorted-btree is CommonJS with `exports.default = BTree`. Node's ESM loader gives the module
 // object (class at `.default`); bundler-style interop (vitest) gives the class itself.
 type BTreeClass = typeof btreeModule.default;
-const BTree: BTreeClass =
-  typeof btreeModule === 'function' ? (btreeModule as unknown as BTreeClass) : btreeModule.default;
+const BTree: BTreeClass = typeof btreeModule === 'function' ? (btreeModule as unknown as BTreeClass) : btreeModule.default;
 
 const BATCH = 256;
 

@@ -51,10 +51,11 @@ export interface PercolatorOptions {
   /**
    * Background version GC (`collectGarbage`): a pass every this many ms, when something was
    * committed since the last one, and no sooner than 4× the previous pass's duration after it.
-   * 0 (the default) turns it off. Off by default for now: a 100 000-document web-index run with
-   * it on (10 s) ended in CORRUPTED_RECORD (a committed value's `data` cell missing), cause not
-   * yet found, and GC deleting `data` cells is one suspect. On `bigtable://` one process of the
-   * deployment should run it (every client doing full passes would only repeat each other's work).
+   * 0 (the default) turns it off. Opt-in for now: web-index runs with it on twice ended in
+   * CORRUPTED_RECORD (a committed value's `data` cell missing); two defects that could cause it
+   * are fixed and later runs were clean, but the cause is not proven (docs/transactions.md). On
+   * `bigtable://` one process of the deployment should run it (every client doing full passes
+   * would only repeat each other's work).
    */
   readonly gcIntervalMs?: number;
 }

@@ -16,7 +16,7 @@ import { bytesKey } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
 import type { Mutation, RowFilter, RowRange } from '../store/types.js';
 import { cleanup } from './actions/cleanup.js';
-import { commitPrimary, commitSecondaries, commitSecondary } from './actions/commit.js';
+import { commitPrimary, commitSecondary } from './actions/commit.js';
 import { type LockTemplate, prewrite } from './actions/prewrite.js';
 import type { BufferedCell, BufferedRow } from './actions/types.js';
 import { TxnError } from './errors.js';
@@ -369,7 +369,9 @@ export class Transaction extends Snapshot {
             .then(async () => {
               if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('mid-secondary-commits');
             }),
-      commitSecondaries(env.store, secondaries.slice(1), this.startTs, commitTs).catch((e: unknown) => env.onSecondaryCommitError?.(e)),
+      ...secondaries
+        .slice(1)
+        .map((r) => commitSecondary(env.store, r, this.startTs, commitTs).catch((e: unknown) => env.onSecondaryCommitError?.(e))),
     ]);
     if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-commit');
     env.onCommitted?.();

@@ -3,7 +3,7 @@ import { encodeColumn, lockAtFilter, valueRefFor } from '../layout.js';
 import { readRowAt } from '../snapshot-read.js';
 import { type Fixture, makeFixture } from '../txn.fixture.js';
 import { cleanup } from './cleanup.js';
-import { commitCellMutations, commitPrimary, commitSecondaries, commitSecondary } from './commit.js';
+import { commitCellMutations, commitPrimary, commitSecondary } from './commit.js';
 import { prewrite } from './prewrite.js';
 
 let f: Fixture;
@@ -61,14 +61,14 @@ describe('commit', () => {
     expect(await read('p', 'c:gone', 105)).toBe('old');
   });
 
-  it('commits many secondaries in one batch per table, each row whole; idempotent', async () => {
+  it('commits many secondaries concurrently, each row whole; idempotent', async () => {
     const p = f.row('p', ['c:a', 'v0']);
     await prewrite(f.store, p, 100, f.template(p));
     const rows = Array.from({ length: 5 }, (_, i) => f.row(`s${i}`, ['c:a', `v${i}`], ['c:b', null]));
     for (const r of rows) await prewrite(f.store, r, 100, f.template(p));
     await commitPrimary(f.store, p, 0, 100, 110);
-    await commitSecondaries(f.store, rows, 100, 110);
-    await commitSecondaries(f.store, rows, 100, 110);
+    await Promise.all(rows.map((r) => commitSecondary(f.store, r, 100, 110)));
+    await Promise.all(rows.map((r) => commitSecondary(f.store, r, 100, 110)));
     for (let i = 0; i < 5; i++) {
       expect(await read(`s${i}`, 'c:a', 110)).toBe(`v${i}`);
       expect(await read(`s${i}`, 'c:a', 109)).toBeNull();
@@ -114,9 +114,8 @@ describe('commit', () => {
     expect(await read('s', 'c:a', 200)).toBeNull();
   });
 
-  it('commitSecondaries reports a row the store refused', async () => {
+  it('commitSecondary reports a row the store refused', async () => {
     const bad = { ...f.row('s', ['c:a', 'v']), table: 'missing' };
-    await expect(commitSecondaries(f.store, [bad], 100, 110)).rejects.toMatchObject({ code: 'TABLE_NOT_FOUND' });
-    expect(await commitSecondaries(f.store, [], 100, 110)).toBeUndefined();
+    await expect(commitSecondary(f.store, bad, 100, 110)).rejects.toMatchObject({ code: 'TABLE_NOT_FOUND' });
   });
 });

@@ -123,13 +123,3 @@ export async function commitSecondary(store: Store, row: BufferedRow, startTs: n
     );
   }
 }
-
-/**
- * `commitSecondary` for many rows, concurrently (each row atomic on its own). Rejects with the
- * first row's error after all ran.
- */
-export async function commitSecondaries(store: Store, rows: readonly BufferedRow[], startTs: number, commitTs: number): Promise<void> {
-  if (rows.length === 0) return;
-  const results = await Promise.allSettled(rows.map((r) => commitSecondary(store, r, startTs, commitTs)));
-  for (const r of results) if (r.status === 'rejected') throw r.reason;
-}

@@ -33,68 +33,38 @@ function rec(row, q, ev) {
   if (l.length > 40) l.shift();
 }
 let gcWatermark = null;
+/** Records what one applied mutation does to `data` and `write` cells of a `clusters` row. */
+function recordMutation(row, m, via) {
+  const at = Date.now();
+  if (m.deleteFromColumn?.familyName === 'data') {
+    const stack = new Error().stack.split('\n').slice(3, 8).join(' | ');
+    rec(row, m.deleteFromColumn.columnQualifier, {
+      at,
+      op: `${via}-del-data`,
+      range: m.deleteFromColumn.timeRange,
+      gcW: gcWatermark,
+      stack,
+    });
+  }
+  if (m.setCell?.familyName === 'data') rec(row, m.setCell.columnQualifier, { at, op: `${via}-set-data`, ts: m.setCell.timestampMicros });
+  if (m.setCell?.familyName === 'write') {
+    rec(row, m.setCell.columnQualifier, { at, op: `${via}-set-write`, ts: m.setCell.timestampMicros, w: decodeWrite(m.setCell.value) });
+  }
+}
 const origMutateRow = store.mutateRow.bind(store);
 store.mutateRow = async (table, row, mutations, opts) => {
-  if (table === 'clusters')
-    for (const m of mutations) {
-      if (m.deleteFromColumn?.familyName === 'data')
-        rec(row, m.deleteFromColumn.columnQualifier, {
-          at: Date.now(),
-          op: 'mutateRow-del-data',
-          range: m.deleteFromColumn.timeRange,
-          gcW: gcWatermark,
-        });
-      if (m.setCell?.familyName === 'write')
-        rec(row, m.setCell.columnQualifier, {
-          at: Date.now(),
-          op: 'mutateRow-set-write',
-          ts: m.setCell.timestampMicros,
-          w: decodeWrite(m.setCell.value),
-        });
-    }
+  if (table === 'clusters') for (const m of mutations) recordMutation(row, m, 'mutateRow');
   return origMutateRow(table, row, mutations, opts);
 };
 const origCam = store.checkAndMutateRow.bind(store);
 store.checkAndMutateRow = async (table, row, req) => {
   const matched = await origCam(table, row, req);
-  if (table === 'clusters') {
-    const muts = matched ? (req.trueMutations ?? []) : (req.falseMutations ?? []);
-    for (const m of muts) {
-      if (m.deleteFromColumn?.familyName === 'data')
-        rec(row, m.deleteFromColumn.columnQualifier, {
-          at: Date.now(),
-          op: 'cam-del-data',
-          range: m.deleteFromColumn.timeRange,
-          stack: new Error().stack.split('\n').slice(2, 7).join(' | '),
-        });
-      if (m.setCell?.familyName === 'data')
-        rec(row, m.setCell.columnQualifier, { at: Date.now(), op: 'cam-set-data', ts: m.setCell.timestampMicros });
-      if (m.setCell?.familyName === 'write')
-        rec(row, m.setCell.columnQualifier, {
-          at: Date.now(),
-          op: 'cam-set-write',
-          ts: m.setCell.timestampMicros,
-          w: decodeWrite(m.setCell.value),
-        });
-    }
-  }
+  if (table === 'clusters') for (const m of matched ? (req.trueMutations ?? []) : (req.falseMutations ?? [])) recordMutation(row, m, 'cam');
   return matched;
 };
 const origMutateRows = store.mutateRows.bind(store);
 store.mutateRows = async (table, entries, opts) => {
-  if (table === 'clusters')
-    for (const e of entries)
-      for (const m of e.mutations) {
-        if (m.setCell?.familyName === 'write')
-          rec(e.key, m.setCell.columnQualifier, {
-            at: Date.now(),
-            op: 'rows-set-write',
-            ts: m.setCell.timestampMicros,
-            w: decodeWrite(m.setCell.value),
-          });
-        if (m.deleteFromColumn?.familyName === 'data')
-          rec(e.key, m.deleteFromColumn.columnQualifier, { at: Date.now(), op: 'rows-del-data' });
-      }
+  if (table === 'clusters') for (const e of entries) for (const m of e.mutations) recordMutation(e.key, m, 'mutateRows');
   return origMutateRows(table, entries, opts);
 };
 let dbRef = null;

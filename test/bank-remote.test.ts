@@ -30,15 +30,11 @@ describe('check bank over bigtable://', () => {
     await server?.close();
   });
 
+  /** Three crashing worker processes for 6 s (at least 3 crashes), whatever the store. */
+  const CRASHING_BANK = { seconds: 6, maxSeconds: 20, crash: true, minCrashes: 3, workers: 3 } as const;
+
   it('against percolator serve: 3 worker processes and 1 server', async () => {
-    const r = await runBankCheck({
-      seconds: 6,
-      maxSeconds: 20,
-      crash: true,
-      minCrashes: 3,
-      workers: 3,
-      store: `bigtable://127.0.0.1:${server.port}`,
-    });
+    const r = await runBankCheck({ ...CRASHING_BANK, store: `bigtable://127.0.0.1:${server.port}` });
     expectClean(r);
   }, 120_000);
 
@@ -48,14 +44,7 @@ describe('check bank over bigtable://', () => {
     async () => {
       const emulator: RunningEmulator = await startEmulator(binary as string);
       try {
-        const r = await runBankCheck({
-          seconds: 6,
-          maxSeconds: 20,
-          crash: true,
-          minCrashes: 3,
-          workers: 3,
-          store: emulator.url('timestampScale=1000'),
-        });
+        const r = await runBankCheck({ ...CRASHING_BANK, store: emulator.url('timestampScale=1000') });
         expectClean(r);
       } finally {
         await emulator.stop();

@@ -41,6 +41,50 @@ describe('collectGarbage', () => {
     s.release();
   });
 
+  it('collects many rows in one pass (rewritten concurrently) and reports a failed rewrite', async () => {
+    const rows = 200;
+    for (let v = 0; v < 3; v++) {
+      await db.transaction(async (tx) => {
+        for (let i = 0; i < rows; i++) tx.set('t', `r${i}`, 'c:v', `${v}-${i}`.padEnd(300, '.'));
+      });
+    }
+    // Many rewrites in flight at once, none waiting for its own fsync.
+    const real = db.store.mutateRow.bind(db.store);
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const durabilities = new Set<string | undefined>();
+    const spy = vi.spyOn(db.store, 'mutateRow').mockImplementation(async (t, key, m, options) => {
+      durabilities.add(options?.durability);
+      maxInFlight = Math.max(maxInFlight, ++inFlight);
+      try {
+        await real(t, key, m, options);
+      } finally {
+        inFlight--;
+      }
+    });
+    const r = await db.collectGarbage();
+    spy.mockRestore();
+    expect(maxInFlight).toBeGreaterThan(1);
+    expect([...durabilities]).toEqual(['deferred']);
+    expect(r.rowsRewritten).toBe(rows);
+    expect(r.versionsRemoved).toBe(2 * rows);
+    const s = await db.snapshot();
+    for (let i = 0; i < rows; i += 37) expect((await s.getString('t', `r${i}`, 'c:v'))?.startsWith(`2-${i}.`)).toBe(true);
+    s.release();
+    let stored = 0;
+    for await (const row of db.store.readRows('t', { filter: { familyNameRegexFilter: 'write|data' } })) stored += row.cells.length;
+    expect(stored).toBe(2 * rows); // one write record and one data cell per row
+
+    await db.transaction(async (tx) => {
+      for (let i = 0; i < rows; i++) tx.set('t', `r${i}`, 'c:v', 'x'.repeat(300));
+    });
+    const failing = vi.spyOn(db.store, 'mutateRow').mockImplementation(async (_t, key) => {
+      if (Buffer.from(key).toString() === 'r150') throw new Error('disk on fire');
+    });
+    await expect(db.collectGarbage()).rejects.toThrow('disk on fire');
+    failing.mockRestore();
+  });
+
   it('never collects a version a registered snapshot can still read', async () => {
     const [, second] = await writeVersions(2, 400); // long values live in `data`
     const old = await db.snapshot(second);

@@ -48,25 +48,50 @@ export async function collectGarbage(store: Store, tables: readonly string[], wa
       }
     }
   }
-  // Phase 2: collect versions shadowed at the effective watermark.
+  // Phase 2: collect versions shadowed at the effective watermark. The deletions are deferred
+  // (a crash that loses one only leaves versions the next pass collects; the store's log is
+  // ordered, so no later durable write can survive without them) and up to PHASE2_WIDTH rows are
+  // rewritten at once: a pass costs a few group commits instead of one fsync per row, which is
+  // what keeps hot rows short under a steady load.
   let versionsRemoved = 0;
   let rowsRewritten = 0;
+  const inFlight = new Set<Promise<void>>();
+  let failure: { error: unknown } | null = null;
   for (const table of tables) {
     const rows = store.readRows(table, { filter: { familyNameRegexFilter: WRITE } });
     for await (const r of rows) {
+      if (failure !== null) break;
       const mutations = shadowedVersions(r.cells, effective);
       if (mutations.length === 0) continue;
-      await store.mutateRow(
-        table,
-        r.key,
-        mutations.map((m) => m.mutation),
-      );
-      versionsRemoved += mutations.reduce((n, m) => n + m.versions, 0);
-      rowsRewritten++;
+      const versions = mutations.reduce((n, m) => n + m.versions, 0);
+      const p: Promise<void> = store
+        .mutateRow(
+          table,
+          r.key,
+          mutations.map((m) => m.mutation),
+          DEFERRED,
+        )
+        .then(
+          () => {
+            versionsRemoved += versions;
+            rowsRewritten++;
+          },
+          (error: unknown) => {
+            failure ??= { error };
+          },
+        )
+        .finally(() => inFlight.delete(p));
+      inFlight.add(p);
+      if (inFlight.size >= PHASE2_WIDTH) await Promise.race(inFlight);
     }
   }
+  await Promise.all(inFlight);
+  if (failure !== null) throw (failure as { error: unknown }).error;
   return { watermark, effectiveWatermark: effective, locksResolved, versionsRemoved, rowsRewritten };
 }
+
+const PHASE2_WIDTH = 32;
+const DEFERRED = { durability: 'deferred' } as const;
 
 /** The deletions for one row's write cells (canonical order: per column, newest first). */
 export function shadowedVersions(cells: readonly Cell[], watermark: number): { mutation: Mutation; versions: number }[] {

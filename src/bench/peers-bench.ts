@@ -59,6 +59,12 @@ export interface PeersOptions {
   readonly rounds?: number;
   /** An existing PostgreSQL server (`postgres://…`) instead of a private throwaway cluster. */
   readonly postgresUrl?: string;
+  /**
+   * Percolator's background version GC interval (ms; 0 = off; default: Percolator's own default).
+   * Without it every transfer adds a version to two account rows, and rows that only grow make
+   * every later transfer slower.
+   */
+  readonly gcIntervalMs?: number;
   /** Which sides to run (default both; a single side reports the other as null). */
   readonly only?: 'percolator' | 'postgres';
   /** Progress lines (default: stderr). */
@@ -110,7 +116,7 @@ export interface PeersResult {
     readonly percolator: number | null;
     readonly postgres: number | null;
   };
-  readonly percolator: (SideResult & { readonly store: string }) | null;
+  readonly percolator: (SideResult & { readonly store: string; readonly gcIntervalMs: number | null }) | null;
   readonly postgres: (SideResult & { readonly server: string; readonly settings: Readonly<Record<string, string>> }) | null;
   readonly machine: {
     readonly cpus: number;
@@ -161,6 +167,7 @@ interface Workload {
   readonly initialBalance: number;
   readonly maxAmount: number;
   readonly warmupSeconds: number;
+  readonly gcIntervalMs: number | undefined;
 }
 
 /** One system under test, loaded and ready. */
@@ -249,11 +256,11 @@ async function drive(side: Side, w: Workload, tally: Tally): Promise<void> {
   tally.measuredSeconds += w.seconds;
 }
 
-async function openPercolatorSide(w: Workload, dir: string): Promise<Side> {
+async function openPercolatorSide(w: Workload, dir: string): Promise<Side & { readonly gcIntervalMs: number }> {
   const store: Store = await openStore(`file:${dir}`, { gcIntervalMs: 0 });
   let db: Percolator;
   try {
-    db = await Percolator.open({ store });
+    db = await Percolator.open({ store, ...(w.gcIntervalMs === undefined ? {} : { gcIntervalMs: w.gcIntervalMs }) });
     await db.createTable(TABLE);
     for (let i = 0; i < w.accounts; i += 100) {
       await db.transaction(async (tx) => {
@@ -269,6 +276,7 @@ async function openPercolatorSide(w: Workload, dir: string): Promise<Side> {
   // interface does not expose it, so this looks for it and reports null if it is not there.
   const engine = (store as unknown as { engine?: { stats?: () => { batches?: unknown } } }).engine;
   return {
+    gcIntervalMs: db.gcIntervalMs,
     async transfer(): Promise<Outcome> {
       const [a, b] = pickPair(w.accounts);
       const from = accountKey(a);
@@ -438,6 +446,7 @@ export async function runPeersBench(opts: PeersOptions = {}): Promise<PeersResul
     initialBalance: opts.initialBalance ?? 1000,
     maxAmount: opts.maxAmount ?? 100,
     warmupSeconds: opts.warmupSeconds ?? Math.min(2, seconds / 5),
+    gcIntervalMs: opts.gcIntervalMs,
   };
   const expected = w.accounts * w.initialBalance;
   const loadAverageStart = round2(loadavg());
@@ -445,6 +454,7 @@ export async function runPeersBench(opts: PeersOptions = {}): Promise<PeersResul
   // PostgreSQL first: a missing package or a failing server should fail before a long run.
   let server: PostgresServer | null = null;
   let dir: string | null = null;
+  let percolatorGcMs: number | null = null;
   const sides: { name: 'percolator' | 'postgres'; side: Side; tally: Tally; totalBefore: number }[] = [];
   let serverName = '';
   let settings: Readonly<Record<string, string>> = {};
@@ -469,6 +479,7 @@ export async function runPeersBench(opts: PeersOptions = {}): Promise<PeersResul
       dir = mkdtempSync(join(tmpdir(), 'percolator-peers-'));
       removeOnSignal(dir);
       const side = await openPercolatorSide(w, dir);
+      percolatorGcMs = side.gcIntervalMs;
       sides.unshift({ name: 'percolator', side, tally: new Tally(), totalBefore: await side.total() });
     }
     const names = sides.map((s) => s.name).join(' and ');
@@ -500,7 +511,7 @@ export async function runPeersBench(opts: PeersOptions = {}): Promise<PeersResul
       postgresRetries: q?.retries ?? null,
       totalsOk,
       totals: { expected, percolator: p?.totalAfter ?? null, postgres: q?.totalAfter ?? null },
-      percolator: p === null ? null : { ...p, store: 'file: (temporary directory), in-process oracle' },
+      percolator: p === null ? null : { ...p, store: 'file: (temporary directory), in-process oracle', gcIntervalMs: percolatorGcMs },
       postgres: q === null ? null : { ...q, server: serverName, settings },
       machine: {
         cpus: cpus().length,

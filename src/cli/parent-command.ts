@@ -39,3 +39,11 @@ export function parsePositiveNumber(name: string) {
     return n;
   };
 }
+
+export function parseNonNegativeInteger(name: string) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer, got ${raw}`);
+    return n;
+  };
+}

@@ -89,6 +89,8 @@ export class Percolator {
   readonly anomalies: TxnError[] = [];
   /** The last background GC pass (null before the first), and its error if it failed. */
   lastGc: { readonly result: GcResult | null; readonly error: unknown; readonly at: number } | null = null;
+  /** The background GC interval in effect (ms; 0 = off). */
+  gcIntervalMs = 0;
 
   private constructor(
     readonly store: Store,
@@ -269,6 +271,7 @@ export class Percolator {
 
   private startBackgroundGc(intervalMs: number): void {
     if (!(intervalMs > 0)) return;
+    this.gcIntervalMs = intervalMs;
     // A pass costs O(repository): after one that took d ms, wait at least 4d before the next, so
     // background GC never takes more than a fifth of the time however large the repository.
     let notBefore = 0;

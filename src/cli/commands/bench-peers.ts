@@ -1,12 +1,12 @@
 /**
- * `percolator bench peers [--seconds S] [--clients N] [--accounts N] [--json] [--svg FILE]`: the bank-transfer
+ * `percolator bench peers [--seconds S] [--clients N] [--accounts N] [--gc-interval-ms MS] [--json] [--svg FILE]`: the bank-transfer
  * workload on Percolator (`file:`) vs PostgreSQL at REPEATABLE READ on loopback (installed and
  * started privately by the benchmark itself). See src/bench/peers-bench.ts.
  */
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { peersSvg, runPeersBench } from '../../bench/peers-bench.js';
-import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parseNonNegativeInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 export function register(program: Command): void {
   commandGroup(program, 'bench')
@@ -22,6 +22,11 @@ export function register(program: Command): void {
     })
     .option('--rounds <n>', 'rounds; each measures both sides, alternating which goes first', parsePositiveNumber('rounds'), 1)
     .option('--postgres <url>', 'use this PostgreSQL server (postgres://...) instead of a private throwaway cluster')
+    .option(
+      '--gc-interval-ms <ms>',
+      "Percolator's background version GC interval (0: off; default: Percolator's default)",
+      parseNonNegativeInteger('gc-interval-ms'),
+    )
     .option('--only <side>', 'run one side only: percolator or postgres')
     .option('--json', 'print one JSON object')
     .option('--svg <file>', 'also write a bar chart of both sides to this SVG file')
@@ -34,6 +39,7 @@ export function register(program: Command): void {
         rounds: number;
         postgres?: string;
         only?: string;
+        gcIntervalMs?: number;
         json?: boolean;
         svg?: string;
       }) => {
@@ -48,6 +54,7 @@ export function register(program: Command): void {
           rounds: opts.rounds,
           postgresUrl: opts.postgres,
           only: opts.only as 'percolator' | 'postgres' | undefined,
+          gcIntervalMs: opts.gcIntervalMs,
         });
         if (opts.svg !== undefined) writeFileSync(opts.svg, peersSvg(result));
         printResult(result, opts.json === true);

@@ -14,6 +14,7 @@
  */
 import { bytesKey } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
+import type { CommittedTxn } from './gc-recent.js';
 import type { Mutation, RowFilter, RowRange } from '../store/types.js';
 import { cleanup } from './actions/cleanup.js';
 import { commitPrimary, commitSecondary } from './actions/commit.js';
@@ -49,8 +50,8 @@ export interface TxnEnvironment {
   isObserved(table: string, column: string): boolean;
   /** Called after a commit that set notify cells (wakes local workers). */
   onNotified?(): void;
-  /** Called after every commit point passed (drives background version GC). */
-  onCommitted?(): void;
+  /** Called after every commit point passed, once the secondaries are done (drives version GC). */
+  onCommitted?(commit: CommittedTxn): void;
   /**
    * A secondary commit failed after the commit point. Readers repair most such failures (they
    * roll the secondary forward); LOCK_NOT_FOUND is a broken invariant and is kept as evidence.
@@ -361,20 +362,23 @@ export class Transaction extends Snapshot {
     // Past the commit point: failures here are repaired by readers (roll forward). The first
     // secondary goes alone (the crash checkers stop a process right after it), the rest
     // concurrently.
+    let complete = true;
+    const failed = (e: unknown): void => {
+      complete = false;
+      env.onSecondaryCommitError?.(e);
+    };
     await Promise.all([
       secondaries.length === 0
         ? undefined
         : commitSecondary(env.store, secondaries[0] as BufferedRow, this.startTs, commitTs)
-            .catch((e: unknown) => env.onSecondaryCommitError?.(e))
+            .catch(failed)
             .then(async () => {
               if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('mid-secondary-commits');
             }),
-      ...secondaries
-        .slice(1)
-        .map((r) => commitSecondary(env.store, r, this.startTs, commitTs).catch((e: unknown) => env.onSecondaryCommitError?.(e))),
+      ...secondaries.slice(1).map((r) => commitSecondary(env.store, r, this.startTs, commitTs).catch(failed)),
     ]);
     if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-commit');
-    env.onCommitted?.();
+    env.onCommitted?.({ startTs: this.startTs, rows, complete });
     if (this.weak.length > 0 || rows.some((r) => r.cells.some((c) => c.notify))) env.onNotified?.();
     return commitTs;
   }

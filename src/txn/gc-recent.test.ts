@@ -1,0 +1,165 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { openStore } from '../store/open-store.js';
+import type { Store } from '../store/store.js';
+import type { Cell } from '../store/types.js';
+import { RecentCommits, recentVersions } from './gc-recent.js';
+import { encodeWrite } from './layout.js';
+import { Percolator } from './percolator.js';
+
+const HOUR = 3_600_000; // background GC on (rows are tracked) but no tick during a test
+
+function writeCell(ts: number, startTs: number, kind: 'put' | 'rollback' = 'put'): Cell {
+  const value = encodeWrite(kind === 'put' ? { kind, startTs, value: { mode: 'data' } } : { kind, startTs, value: { mode: 'none' } });
+  return { family: 'write', qualifier: Buffer.from('c:v'), timestamp: ts, value, labels: [] };
+}
+
+describe('recentVersions', () => {
+  it('deletes exactly the done versions older than the one visible at the watermark', () => {
+    // newest first: 90 (above W=50), 40 (visible at W), 30, 20 (not done), 10
+    const cells = [writeCell(90, 85), writeCell(40, 35), writeCell(30, 25), writeCell(20, 15), writeCell(10, 5)];
+    const done = new Set([85, 35, 25, 5]);
+    const r = recentVersions(cells, 50, (ts) => done.has(ts));
+    expect(r.versions).toBe(2);
+    const ranges = r.mutations.map((m) => {
+      const d = (m as { deleteFromColumn: { familyName: string; timeRange: { startTimestampMicros: number } } }).deleteFromColumn;
+      return `${d.familyName}@${d.timeRange.startTimestampMicros}`;
+    });
+    expect(ranges).toEqual(['write@30', 'data@25', 'write@10', 'data@5']);
+    expect(r.pending).toBe(true); // 90 is above the watermark: look again later
+  });
+
+  it('keeps rollback records, and the visible version even when it is done', () => {
+    const cells = [writeCell(40, 40, 'rollback'), writeCell(30, 25), writeCell(20, 20, 'rollback'), writeCell(10, 5)];
+    const r = recentVersions(cells, 50, () => true);
+    expect(r.versions).toBe(1); // only the put at 10 (shadowed by the put at 30)
+    expect(r.pending).toBe(false);
+  });
+});
+
+describe('RecentCommits', () => {
+  it('stays bounded and says when it forgot something', () => {
+    const rc = new RecentCommits(2, 3);
+    for (let i = 1; i <= 3; i++) rc.record({ startTs: i, rows: [{ table: 't', row: Buffer.from(`r${i}`) }], complete: true });
+    expect(rc.isDone(1)).toBe(false);
+    expect(rc.isDone(3)).toBe(true);
+    expect(rc.overflowed).toBe(true);
+    rc.fullPassDone();
+    rc.record({ startTs: 4, rows: [{ table: 't', row: Buffer.from('r4') }], complete: false });
+    expect(rc.overflowed).toBe(true); // a fourth dirty row did not fit
+    expect(rc.isDone(4)).toBe(false);
+    expect(rc.take().get('t')?.size).toBe(3);
+    expect(rc.dirtyRows).toBe(0);
+  });
+});
+
+describe('Percolator.collectRecentGarbage', () => {
+  let store: Store;
+  let db: Percolator;
+  beforeEach(async () => {
+    store = await openStore('memory:');
+    db = await Percolator.open({ store, gcIntervalMs: HOUR });
+    await db.createTable('t');
+  });
+  afterEach(async () => {
+    await db.close();
+    await store.close();
+  });
+
+  async function cells(row: string): Promise<number> {
+    const r = await store.readRow('t', Buffer.from(row), { familyNameRegexFilter: 'write|data' });
+    return r?.cells.length ?? 0;
+  }
+
+  it('collects the shadowed versions of rows committed here, and what readers see is unchanged', async () => {
+    for (let v = 0; v < 4; v++) {
+      await db.transaction(async (tx) => {
+        tx.set('t', 'a', 'c:v', `a${v}`.padEnd(300, '.'));
+        tx.set('t', 'b', 'c:v', `b${v}`.padEnd(300, '.'));
+      });
+    }
+    expect(await cells('a')).toBe(8); // 4 write records + 4 data cells
+    const r = await db.collectRecentGarbage();
+    expect(r.versionsRemoved).toBe(6);
+    expect(await cells('a')).toBe(2);
+    expect(await cells('b')).toBe(2);
+    const s = await db.snapshot();
+    expect((await s.getString('t', 'a', 'c:v'))?.startsWith('a3.')).toBe(true);
+    expect((await s.getString('t', 'b', 'c:v'))?.startsWith('b3.')).toBe(true);
+    s.release();
+    // Nothing new committed: nothing to do.
+    expect((await db.collectRecentGarbage()).rowsRewritten).toBe(0);
+  });
+
+  it('never collects what a registered snapshot can still read', async () => {
+    await db.transaction(async (tx) => tx.set('t', 'a', 'c:v', 'old'.padEnd(300, '.')));
+    const old = await db.snapshot();
+    await db.transaction(async (tx) => tx.set('t', 'a', 'c:v', 'mid'.padEnd(300, '.')));
+    await db.transaction(async (tx) => tx.set('t', 'a', 'c:v', 'new'.padEnd(300, '.')));
+    const r = await db.collectRecentGarbage();
+    expect(r.versionsRemoved).toBe(0); // the watermark is the old snapshot: 'old' is what it sees
+    expect((await old.getString('t', 'a', 'c:v'))?.startsWith('old')).toBe(true);
+    old.release();
+    // The row stayed dirty (newer versions were above the watermark): the next pass collects.
+    expect((await db.collectRecentGarbage()).versionsRemoved).toBe(2);
+    expect(await cells('a')).toBe(2);
+  });
+
+  it("leaves other processes' versions and incompletely committed transactions to the full pass", async () => {
+    const other = await Percolator.open({ store, oracle: db.oracle }); // another process of the deployment
+    try {
+      await other.transaction(async (tx) => tx.set('t', 'a', 'c:v', 'theirs'.padEnd(300, '.')));
+      // A transaction of ours whose secondary commit fails (left for readers to roll forward).
+      const real = store.checkAndMutateRow.bind(store);
+      let commits = 0;
+      const spy = vi.spyOn(store, 'checkAndMutateRow').mockImplementation(async (table, key, req) => {
+        const isCommit = (req.trueMutations ?? []).some((m) => 'setCell' in m && m.setCell.familyName === 'write');
+        if (isCommit && Buffer.from(key).toString() === 'b' && commits++ === 0) throw new Error('lost secondary commit');
+        return real(table, key, req);
+      });
+      await db.transaction(async (tx) => {
+        tx.set('t', 'a', 'c:v', 'ours1'.padEnd(300, '.'));
+        tx.set('t', 'b', 'c:v', 'ours1'.padEnd(300, '.'));
+      });
+      spy.mockRestore();
+      await db.transaction(async (tx) => {
+        tx.set('t', 'a', 'c:v', 'ours2'.padEnd(300, '.'));
+        tx.set('t', 'b', 'c:v', 'ours2'.padEnd(300, '.')); // rolls the failed secondary forward first
+      });
+      const before = [await cells('a'), await cells('b')];
+      const r = await db.collectRecentGarbage();
+      expect(r.versionsRemoved).toBe(0); // 'theirs' is foreign, 'ours1' was incomplete
+      expect([await cells('a'), await cells('b')]).toEqual(before);
+      await db.collectGarbage();
+      expect([await cells('a'), await cells('b')]).toEqual([2, 2]);
+      const s = await db.snapshot();
+      expect((await s.getString('t', 'b', 'c:v'))?.startsWith('ours2')).toBe(true);
+      s.release();
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe('background GC', () => {
+  it('runs targeted passes between full ones and keeps a hot row short', async () => {
+    const db = await Percolator.open({ store: 'memory:', gcIntervalMs: 10 });
+    try {
+      await db.createTable('t');
+      const kinds = new Set<string>();
+      let i = 0;
+      await vi.waitFor(
+        async () => {
+          await db.transaction(async (tx) => tx.set('t', 'hot', 'c:v', `${i++}`.padEnd(300, '.')));
+          if (db.lastGc?.result !== null && db.lastGc?.result !== undefined && db.lastGc.result.versionsRemoved > 0)
+            kinds.add(db.lastGc.kind);
+          expect(kinds.has('recent')).toBe(true);
+        },
+        { timeout: 10_000, interval: 5 },
+      );
+      const r = await db.store.readRow('t', Buffer.from('hot'), { familyNameRegexFilter: 'write' });
+      expect(r?.cells.length ?? 0).toBeLessThan(i);
+    } finally {
+      await db.close();
+    }
+  });
+});

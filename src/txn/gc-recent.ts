@@ -1,0 +1,186 @@
+/**
+ * Targeted version GC: collects, in the rows this process committed to since the last pass, the
+ * versions of transactions this process committed COMPLETELY — its own commit records written on
+ * every cell, by the committer itself. Its cost is proportional to what changed, not to the
+ * repository (the full pass in gc.ts scans every row), so it can run every second and keep hot
+ * rows short under a steady load.
+ *
+ * Why it needs no lock-resolution phase: the full pass must resolve every lock below the
+ * watermark before deleting anything, because a secondary's lock is resolved through its
+ * primary's commit record. A completely committed transaction has no lock left anywhere, so no
+ * one will ever look up its primary record; and a reader at or above the watermark W sees the
+ * newest write record at or below W (kept), or a newer one, never an older one. So an older
+ * version of such a transaction — its write record at its commit ts and its `data` cell at its
+ * start ts, deleted exactly — is invisible to every reader that can still exist. Everything else
+ * (rollback records, versions of other processes or of transactions whose secondaries the
+ * committer could not commit, locks) is left to the full pass.
+ *
+ * Concurrency contract: single JS thread. `record` is called by the committer after its last
+ * secondary commit; `collectRecent` takes the current dirty set, so commits during a pass dirty
+ * the next one. A row whose newest version is still above the watermark stays dirty.
+ * Memory: bounded. Past `maxTransactions` remembered transactions or `maxRows` dirty rows the
+ * oldest are forgotten and `overflowed` is set: their versions wait for a full pass.
+ */
+import type { Store } from '../store/store.js';
+import type { Cell, Mutation } from '../store/types.js';
+import type { GcResult } from './gc.js';
+import { DATA, WRITE, decodeWrite } from './layout.js';
+
+/** What the committer reports after a commit: the rows it wrote and whether every cell committed. */
+export interface CommittedTxn {
+  readonly startTs: number;
+  readonly rows: readonly { readonly table: string; readonly row: Uint8Array }[];
+  /** Every secondary's commit record was written by the committer (none left to readers). */
+  readonly complete: boolean;
+}
+
+export class RecentCommits {
+  /** Start timestamps of completely committed transactions, oldest first (insertion order). */
+  private readonly done = new Set<number>();
+  private dirty = new Map<string, Map<string, Uint8Array>>();
+  private dirtyCount = 0;
+  /** Something was forgotten (a bound was hit) since the last full pass. */
+  overflowed = false;
+
+  constructor(
+    private readonly maxTransactions = 200_000,
+    private readonly maxRows = 200_000,
+  ) {}
+
+  record(c: CommittedTxn): void {
+    if (c.complete) {
+      this.done.add(c.startTs);
+      if (this.done.size > this.maxTransactions) {
+        const oldest = this.done.values().next();
+        if (!oldest.done) this.done.delete(oldest.value);
+        this.overflowed = true;
+      }
+    }
+    for (const r of c.rows) this.markDirty(r.table, r.row);
+  }
+
+  markDirty(table: string, row: Uint8Array): void {
+    let rows = this.dirty.get(table);
+    if (rows === undefined) this.dirty.set(table, (rows = new Map()));
+    const k = Buffer.from(row.buffer, row.byteOffset, row.byteLength).toString('latin1');
+    if (rows.has(k)) return;
+    if (this.dirtyCount >= this.maxRows) {
+      this.overflowed = true;
+      return;
+    }
+    rows.set(k, row);
+    this.dirtyCount++;
+  }
+
+  isDone(startTs: number): boolean {
+    return this.done.has(startTs);
+  }
+
+  get dirtyRows(): number {
+    return this.dirtyCount;
+  }
+
+  /** Hands over the dirty rows and starts a new set. */
+  take(): Map<string, Map<string, Uint8Array>> {
+    const d = this.dirty;
+    this.dirty = new Map();
+    this.dirtyCount = 0;
+    return d;
+  }
+
+  /** A full pass has collected whatever the bounds made this set forget. */
+  fullPassDone(): void {
+    this.overflowed = false;
+  }
+}
+
+/**
+ * One row's deletions (write cells in canonical order: per column, newest first): the versions
+ * older than the one visible at `watermark` whose transactions `isDone`. `pending` says the row
+ * holds versions that may become collectable once the watermark passes its newer ones.
+ */
+export function recentVersions(
+  cells: readonly Cell[],
+  watermark: number,
+  isDone: (startTs: number) => boolean,
+): { mutations: Mutation[]; versions: number; pending: boolean } {
+  const mutations: Mutation[] = [];
+  let versions = 0;
+  let pending = false;
+  let i = 0;
+  while (i < cells.length) {
+    const q = (cells[i] as Cell).qualifier;
+    let j = i;
+    while (j < cells.length && Buffer.compare((cells[j] as Cell).qualifier, q) === 0) j++;
+    let kept = false;
+    let newerThanWatermark = false;
+    for (let k = i; k < j; k++) {
+      const c = cells[k] as Cell;
+      const w = decodeWrite(c.value);
+      if (w.kind === 'rollback') continue;
+      if (!kept) {
+        if (c.timestamp > watermark) {
+          newerThanWatermark = true;
+          continue;
+        }
+        kept = true; // the version a reader at the watermark sees
+        continue;
+      }
+      if (!isDone(w.startTs)) continue;
+      const at = (ts: number) => ({ startTimestampMicros: ts, endTimestampMicros: ts + 1 });
+      mutations.push({ deleteFromColumn: { familyName: WRITE, columnQualifier: q, timeRange: at(c.timestamp) } });
+      if (w.value.mode === 'data') mutations.push({ deleteFromColumn: { familyName: DATA, columnQualifier: q, timeRange: at(w.startTs) } });
+      versions++;
+    }
+    // Older versions under a newer one the watermark has not passed yet: look again next pass.
+    if (newerThanWatermark && j - i > 1) pending = true;
+    i = j;
+  }
+  return { mutations, versions, pending };
+}
+
+const WIDTH = 32;
+const DEFERRED = { durability: 'deferred' } as const;
+
+/**
+ * Collects the dirty rows of `recent` at `watermark` (the oracle's GC watermark). Deletions are
+ * deferred writes, up to 32 rows at once (a lost deletion only leaves a version the next pass
+ * or a full pass collects).
+ * Returns: what it did (`locksResolved` is always 0: it never touches locks).
+ * Throws: the first store error, after the rows in flight have settled; the rows of a failed
+ * pass are marked dirty again.
+ */
+export async function collectRecent(store: Store, recent: RecentCommits, watermark: number): Promise<GcResult> {
+  const dirty = recent.take();
+  let versionsRemoved = 0;
+  let rowsRewritten = 0;
+  let failure: { error: unknown } | null = null;
+  const inFlight = new Set<Promise<void>>();
+  for (const [table, rows] of dirty) {
+    for (const row of rows.values()) {
+      if (failure !== null) {
+        recent.markDirty(table, row);
+        continue;
+      }
+      const p: Promise<void> = (async () => {
+        const r = await store.readRow(table, row, { familyNameRegexFilter: WRITE });
+        const { mutations, versions, pending } = recentVersions(r?.cells ?? [], watermark, (ts) => recent.isDone(ts));
+        if (pending) recent.markDirty(table, row);
+        if (mutations.length === 0) return;
+        await store.mutateRow(table, row, mutations, DEFERRED);
+        versionsRemoved += versions;
+        rowsRewritten++;
+      })()
+        .catch((error: unknown) => {
+          failure ??= { error };
+          recent.markDirty(table, row);
+        })
+        .finally(() => inFlight.delete(p));
+      inFlight.add(p);
+      if (inFlight.size >= WIDTH) await Promise.race(inFlight);
+    }
+  }
+  await Promise.all(inFlight);
+  if (failure !== null) throw (failure as { error: unknown }).error;
+  return { watermark, effectiveWatermark: watermark, locksResolved: 0, versionsRemoved, rowsRewritten };
+}

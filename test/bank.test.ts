@@ -83,8 +83,17 @@ describe('check bank', () => {
     expect(r.ok).toBe(true);
   }, 60_000);
 
-  it('file: under crashes keeps the total, leaves no lock, shows no anomaly', async () => {
-    const r = await runBankCheck({ seconds: 8, maxSeconds: 16, crash: true, minCrashes: 10, store: `file:${path.join(dir, 'bank')}` });
+  it('file: under crashes, with version GC running all along, keeps the total, leaves no lock, shows no anomaly', async () => {
+    // Long log values (tail 40) live in `data` cells, so GC deletes data as well as write records.
+    const r = await runBankCheck({
+      seconds: 8,
+      maxSeconds: 16,
+      crash: true,
+      minCrashes: 10,
+      store: `file:${path.join(dir, 'bank')}`,
+      gcIntervalMs: 20,
+      tailLength: 40,
+    });
     expect({ anomalies: r.anomalies, errors: r.errors, locksLeft: r.locksLeft, totalAfter: r.totalAfter }).toEqual({
       anomalies: [],
       errors: [],
@@ -93,6 +102,8 @@ describe('check bank', () => {
     });
     expect(r.crashes).toBeGreaterThanOrEqual(10);
     expect(r.committed).toBeGreaterThan(0);
+    expect(r.gc.fullPasses).toBeGreaterThan(0);
+    expect(r.gc.versionsCollected).toBeGreaterThan(0);
     expect(r.ok).toBe(true);
   }, 60_000);
 

@@ -78,6 +78,8 @@ export interface WorkerConfig {
   readonly lockTtlMs: number;
   readonly lockWaitMs: number;
   readonly tailLength: number;
+  /** Background version GC interval of the worker's Percolator (0: off). */
+  readonly gcIntervalMs: number;
   readonly maxAmount: number;
   /** Start as a warm standby: open everything, report ready, then wait for `bank.go`. */
   readonly standby: boolean;

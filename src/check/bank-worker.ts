@@ -100,6 +100,7 @@ async function main(): Promise<void> {
     leaseMs: cfg.leaseMs,
     lockTtlMs: cfg.lockTtlMs,
     lockWaitMs: cfg.lockWaitMs,
+    gcIntervalMs: cfg.gcIntervalMs,
     onProtocolPoint: cfg.crash === null ? undefined : onProtocolPoint,
   });
   await send({ t: 'bank.ready' });

@@ -106,6 +106,13 @@ export interface BankOptions {
   readonly maxSeconds?: number;
   /** Idle spare workers kept ready to replace dead ones (default 2 with crashes). */
   readonly standbys?: number;
+  /**
+   * Version GC during the run (ms; default 0 = off): the supervisor runs a full pass
+   * (`collectGarbage`) this often, concurrently with the transfers, the crashes and the readers,
+   * and every worker runs background GC (targeted passes) at this interval. The readers and the
+   * history checker then also prove GC never collects a version someone can still read.
+   */
+  readonly gcIntervalMs?: number;
   /** Pause between snapshot reads (default 50 ms). */
   readonly readerPauseMs?: number;
   /** Deadline for resolving every lock at the end (default 30 000 ms). */
@@ -154,6 +161,8 @@ export interface BankResult {
   readonly g2Cycles: number;
   /** Workers that failed (exit code ≠ 0 without being killed) and errors of the supervisor's readers. */
   readonly errors: string[];
+  /** With `gcIntervalMs`: the supervisor's full GC passes and the versions they collected. */
+  readonly gc: { readonly intervalMs: number; readonly fullPasses: number; readonly versionsCollected: number };
   readonly seconds: number;
   readonly workers: number;
   readonly store: string;
@@ -171,6 +180,12 @@ export function bankWorkerScript(): string {
 }
 
 const TABLE = 'bank_check';
+
+/**
+ * A send to a worker that died after the `connected` check fails with EPIPE; without a callback
+ * that becomes an unhandled 'error' event. The death itself is handled by the 'close' listener.
+ */
+const ignoreSendError = (): void => undefined;
 
 /** Waiting is the point here (kill schedule, reader pacing, polling another process's state). */
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -307,6 +322,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
         lockTtlMs: opts.lockTtlMs ?? 3000,
         lockWaitMs: opts.lockWaitMs ?? 2000,
         tailLength,
+        gcIntervalMs: opts.gcIntervalMs ?? 0,
         maxAmount: opts.maxAmount ?? initialBalance,
         standby: asStandby,
       };
@@ -364,7 +380,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
             const promoted = standbys.splice(at, 1)[0] as WorkerHandle;
             promoted.active = true;
             if (promoted.ready) promoted.activeSince = performance.now();
-            if (promoted.proc.connected) promoted.proc.send({ t: 'bank.go' } satisfies SupervisorMessage);
+            if (promoted.proc.connected) promoted.proc.send({ t: 'bank.go' } satisfies SupervisorMessage, ignoreSendError);
           } else spawnWorker(false);
           while (standbys.length < standbyCount) standbys.push(spawnWorker(true));
         }),
@@ -455,6 +471,24 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
       }
     })();
 
+    // --- full GC passes ------------------------------------------------------------------------------
+    let gcPasses = 0;
+    let versionsCollected = 0;
+    const gcIntervalMs = opts.gcIntervalMs ?? 0;
+    const collector = (async () => {
+      while (running && gcIntervalMs > 0) {
+        try {
+          const r = await theDb.collectGarbage();
+          gcPasses++;
+          versionsCollected += r.versionsRemoved;
+        } catch (e) {
+          errors.push(`GC pass: ${(e as Error).message}`);
+          if (errors.length > 20) running = false;
+        }
+        await sleep(gcIntervalMs);
+      }
+    })();
+
     // --- run, then stop everything -----------------------------------------------------------------
     const runUntil = runStarted + opts.seconds * 1000;
     // With a crash quota, run on past `seconds` until it is met (the durability check does the
@@ -478,7 +512,8 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     const activeSeconds = (performance.now() - runStarted) / 1000;
     await killer;
     await reader;
-    for (const w of live) if (w.proc.connected) w.proc.send({ t: 'bank.stop' } satisfies SupervisorMessage);
+    await collector;
+    for (const w of live) if (w.proc.connected) w.proc.send({ t: 'bank.stop' } satisfies SupervisorMessage, ignoreSendError);
     const stopDeadline = setTimeout(() => {
       for (const w of live) {
         errors.push(`worker ${w.incarnation} did not stop within 20 s: killed`);
@@ -564,6 +599,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
       snapshotsBlocked,
       g2Cycles: checked.stats.g2Cycles,
       errors: errors.slice(0, 20),
+      gc: { intervalMs: gcIntervalMs, fullPasses: gcPasses, versionsCollected },
       seconds: Math.round(activeSeconds * 100) / 100,
       workers: workerCount,
       store: url,

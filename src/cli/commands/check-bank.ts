@@ -1,5 +1,6 @@
 /**
- * `percolator check bank [--crash] [--seconds S] [--store URL] [--accounts N] [--workers W] [--json]`
+ * `percolator check bank [--crash] [--seconds S] [--store URL] [--accounts N] [--workers W] [--gc-interval-ms MS]
+ *  [--tail N] [--json]`
  *
  * Thin: parses flags and runs src/check/bank.ts. With --json, stdout carries exactly one JSON
  * object (progress goes to stderr, and only without --json). Exit code 1 when the guarantee
@@ -7,7 +8,7 @@
  */
 import type { Command } from 'commander';
 import { runBankCheck } from '../../check/bank.js';
-import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parseNonNegativeInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 interface Flags {
   crash?: boolean;
@@ -16,6 +17,8 @@ interface Flags {
   accounts: number;
   workers: number;
   concurrency: number;
+  gcIntervalMs: number;
+  tail: number;
   json?: boolean;
 }
 
@@ -45,6 +48,18 @@ export function register(program: Command): void {
     .option('--accounts <n>', 'number of accounts (at least 2)', positiveInteger('accounts'), 10)
     .option('--workers <n>', 'worker processes', positiveInteger('workers'), 3)
     .option('--concurrency <n>', 'concurrent transfer loops per worker', positiveInteger('concurrency'), 2)
+    .option(
+      '--gc-interval-ms <ms>',
+      'version GC during the run: a full pass by the supervisor and targeted passes in every worker this often (0: off)',
+      parseNonNegativeInteger('gc-interval-ms'),
+      0,
+    )
+    .option(
+      '--tail <n>',
+      "transfer ids kept in each account's log (more than ~24 makes it a long value, stored in data cells)",
+      positiveInteger('tail'),
+      16,
+    )
     .option('--json', 'print one JSON object')
     .action(async (flags: Flags) => {
       const json = flags.json === true;
@@ -55,6 +70,8 @@ export function register(program: Command): void {
         accounts: flags.accounts,
         workers: flags.workers,
         concurrency: flags.concurrency,
+        gcIntervalMs: flags.gcIntervalMs,
+        tailLength: flags.tail,
         minCrashes: flags.crash === true ? Math.ceil((flags.seconds * 50) / 30) : 0,
         log: json ? undefined : (line) => process.stderr.write(`${line}\n`),
       });

@@ -23,6 +23,7 @@
  */
 import type { Store } from '../store/store.js';
 import type { Cell, Mutation } from '../store/types.js';
+import { BoundedPool } from '../util/bounded-pool.js';
 import type { GcResult } from './gc.js';
 import { DATA, WRITE, decodeWrite } from './layout.js';
 
@@ -154,33 +155,29 @@ export async function collectRecent(store: Store, recent: RecentCommits, waterma
   const dirty = recent.take();
   let versionsRemoved = 0;
   let rowsRewritten = 0;
-  let failure: { error: unknown } | null = null;
-  const inFlight = new Set<Promise<void>>();
+  const pool = new BoundedPool(WIDTH);
   for (const [table, rows] of dirty) {
     for (const row of rows.values()) {
-      if (failure !== null) {
+      if (pool.failed) {
         recent.markDirty(table, row);
         continue;
       }
-      const p: Promise<void> = (async () => {
-        const r = await store.readRow(table, row, { familyNameRegexFilter: WRITE });
-        const { mutations, versions, pending } = recentVersions(r?.cells ?? [], watermark, (ts) => recent.isDone(ts));
-        if (pending) recent.markDirty(table, row);
-        if (mutations.length === 0) return;
-        await store.mutateRow(table, row, mutations, DEFERRED);
-        versionsRemoved += versions;
-        rowsRewritten++;
-      })()
-        .catch((error: unknown) => {
-          failure ??= { error };
+      await pool.add(async () => {
+        try {
+          const r = await store.readRow(table, row, { familyNameRegexFilter: WRITE });
+          const { mutations, versions, pending } = recentVersions(r?.cells ?? [], watermark, (ts) => recent.isDone(ts));
+          if (pending) recent.markDirty(table, row);
+          if (mutations.length === 0) return;
+          await store.mutateRow(table, row, mutations, DEFERRED);
+          versionsRemoved += versions;
+          rowsRewritten++;
+        } catch (e) {
           recent.markDirty(table, row);
-        })
-        .finally(() => inFlight.delete(p));
-      inFlight.add(p);
-      if (inFlight.size >= WIDTH) await Promise.race(inFlight);
+          throw e;
+        }
+      });
     }
   }
-  await Promise.all(inFlight);
-  if (failure !== null) throw (failure as { error: unknown }).error;
+  await pool.drain();
   return { watermark, effectiveWatermark: watermark, locksResolved: 0, versionsRemoved, rowsRewritten };
 }

@@ -18,6 +18,7 @@
  */
 import type { Store } from '../store/store.js';
 import type { Cell, Mutation } from '../store/types.js';
+import { BoundedPool } from '../util/bounded-pool.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { ResolveContext } from './actions/types.js';
 import { DATA, LOCK, WRITE, decodeWrite } from './layout.js';
@@ -55,38 +56,26 @@ export async function collectGarbage(store: Store, tables: readonly string[], wa
   // what keeps hot rows short under a steady load.
   let versionsRemoved = 0;
   let rowsRewritten = 0;
-  const inFlight = new Set<Promise<void>>();
-  let failure: { error: unknown } | null = null;
+  const pool = new BoundedPool(PHASE2_WIDTH);
   for (const table of tables) {
     const rows = store.readRows(table, { filter: { familyNameRegexFilter: WRITE } });
     for await (const r of rows) {
-      if (failure !== null) break;
+      if (pool.failed) break;
       const mutations = shadowedVersions(r.cells, effective);
       if (mutations.length === 0) continue;
-      const versions = mutations.reduce((n, m) => n + m.versions, 0);
-      const p: Promise<void> = store
-        .mutateRow(
+      await pool.add(async () => {
+        await store.mutateRow(
           table,
           r.key,
           mutations.map((m) => m.mutation),
           DEFERRED,
-        )
-        .then(
-          () => {
-            versionsRemoved += versions;
-            rowsRewritten++;
-          },
-          (error: unknown) => {
-            failure ??= { error };
-          },
-        )
-        .finally(() => inFlight.delete(p));
-      inFlight.add(p);
-      if (inFlight.size >= PHASE2_WIDTH) await Promise.race(inFlight);
+        );
+        versionsRemoved += mutations.reduce((n, m) => n + m.versions, 0);
+        rowsRewritten++;
+      });
     }
   }
-  await Promise.all(inFlight);
-  if (failure !== null) throw (failure as { error: unknown }).error;
+  await pool.drain();
   return { watermark, effectiveWatermark: effective, locksResolved, versionsRemoved, rowsRewritten };
 }
 

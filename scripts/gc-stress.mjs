@@ -3,7 +3,7 @@
 // every `data` deletion and write record of the `clusters` table; on failure it prints the
 // failing cell's recent history, its stored cells and the GC watermark.
 //
-//   npm run build && node scripts/gc-stress.mjs [DOCS=60000] [GC_MS=500]
+//   npm run build && node scripts/gc-stress.mjs [DOCS=60000] [GC_MS=500]   (targeted and full passes every GC_MS)
 //
 // A debugging harness, not a test: it keeps per-cell histories in memory (~2.5 GB at 60 000
 // documents) and takes ~16 min at 60 000 documents on 2 cores. It failed once in two runs on the
@@ -70,7 +70,7 @@ store.mutateRows = async (table, entries, opts) => {
 let dbRef = null;
 const orig = Percolator.open.bind(Percolator);
 Percolator.open = async (o) => {
-  dbRef = await orig({ ...o, gcIntervalMs: gcMs });
+  dbRef = await orig({ ...o, gcIntervalMs: gcMs, fullGcIntervalMs: gcMs });
   const cg = dbRef.collectGarbage.bind(dbRef);
   dbRef.collectGarbage = async () => {
     gcWatermark = await dbRef.oracle.getWatermark();

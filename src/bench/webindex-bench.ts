@@ -31,8 +31,10 @@ export interface WebIndexBenchOptions {
   /** Light-load phase: documents (default 200; 0 skips the phase) and arrival rate per second (default 20). */
   readonly lightDocs?: number;
   readonly lightRate?: number;
-  /** Background version GC every this many ms (default 0 = off). */
+  /** Background GC: targeted passes every this many ms (default: Percolator's; 0 = off). */
   readonly gcIntervalMs?: number;
+  /** Background full GC passes at most this often (default 0 = off). */
+  readonly fullGcIntervalMs?: number;
   /** Progress lines on stderr. */
   readonly log?: (line: string) => void;
 }
@@ -73,7 +75,7 @@ export interface WebIndexBenchResult {
   readonly store: string;
   readonly threads: number;
   /** Background GC of the saturation phase: its interval (0 = off) and its last pass. */
-  readonly gc: { readonly intervalMs: number; readonly last: RunSummary['lastGc'] };
+  readonly gc: { readonly intervalMs: number; readonly fullIntervalMs: number; readonly last: RunSummary['lastGc'] };
   /** Broken protocol invariants met in the saturation phase (expected: none). */
   readonly anomalies: readonly string[];
 }
@@ -124,6 +126,7 @@ async function phase(options: WebIndexBenchOptions, docs: number, extra: { windo
       threads: options.threads ?? 16,
       loaders: options.loaders,
       gcIntervalMs: options.gcIntervalMs,
+      fullGcIntervalMs: options.fullGcIntervalMs,
       ...extra,
       progressIntervalMs: 5_000,
       onProgress:
@@ -188,7 +191,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     elapsedMs: s.loadAndProcessMs,
     store: options.store ?? 'file:',
     threads,
-    gc: { intervalMs: options.gcIntervalMs ?? 0, last: s.lastGc },
+    gc: { intervalMs: s.gcIntervalMs, fullIntervalMs: s.fullGcIntervalMs, last: s.lastGc },
     anomalies: s.anomalies,
   };
 }

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { commitPrimary } from './actions/commit.js';
 import { prewrite } from './actions/prewrite.js';
 import { encodeColumn } from './layout.js';
-import { Percolator } from './percolator.js';
+import { DEFAULT_GC_INTERVAL_MS, Percolator } from './percolator.js';
 
 let db: Percolator;
 beforeEach(async () => {
@@ -173,13 +173,59 @@ describe('background GC', () => {
     }
   });
 
-  it('is off by default and when gcIntervalMs is 0', async () => {
-    const off = await Percolator.open({ store: 'memory:', leaseMs: 500 });
+  it('by default runs targeted passes only: versions of other processes wait for a full pass', async () => {
+    const db = await Percolator.open({ store: 'memory:', leaseMs: 500 });
+    const other = await Percolator.open({ store: db.store, oracle: db.oracle, leaseMs: 500, gcIntervalMs: 0 });
+    try {
+      expect([db.gcIntervalMs, db.fullGcIntervalMs]).toEqual([DEFAULT_GC_INTERVAL_MS, 0]);
+      await db.createTable('t');
+      for (let i = 0; i < 3; i++) await other.transaction(async (tx) => tx.set('t', 'theirs', 'c:v', `${i}`));
+      for (let i = 0; i < 3; i++) await db.transaction(async (tx) => tx.set('t', 'ours', 'c:v', `${i}`));
+      const records = async (row: string): Promise<number> =>
+        (await db.store.readRow('t', Buffer.from(row), { familyNameRegexFilter: 'write' }))?.cells.length ?? 0;
+      await vi.waitFor(async () => expect(await records('ours')).toBe(1), { timeout: 5_000, interval: 20 });
+      expect(db.lastGc?.kind).toBe('recent');
+      expect(await records('theirs')).toBe(3);
+      expect(other.lastGc).toBeNull();
+      expect((await db.collectGarbage()).versionsRemoved).toBe(2);
+      expect(await records('theirs')).toBe(1);
+    } finally {
+      await other.close();
+      await db.close();
+    }
+  });
+
+  it('runs full passes in the background with fullGcIntervalMs', async () => {
+    const db = await Percolator.open({ store: 'memory:', leaseMs: 500, gcIntervalMs: 10, fullGcIntervalMs: 30 });
+    const other = await Percolator.open({ store: db.store, oracle: db.oracle, leaseMs: 500, gcIntervalMs: 0 });
+    try {
+      await db.createTable('t');
+      for (let i = 0; i < 3; i++) await other.transaction(async (tx) => tx.set('t', 'theirs', 'c:v', `${i}`));
+      const records = async (): Promise<number> =>
+        (await db.store.readRow('t', Buffer.from('theirs'), { familyNameRegexFilter: 'write' }))?.cells.length ?? 0;
+      // A full pass needs a commit of this process to wake it.
+      await vi.waitFor(
+        async () => {
+          await db.transaction(async (tx) => tx.set('t', 'ours', 'c:v', 'x'));
+          expect(await records()).toBe(1);
+        },
+        { timeout: 5_000, interval: 20 },
+      );
+      expect(db.lastGc?.error).toBeNull();
+    } finally {
+      await other.close();
+      await db.close();
+    }
+  });
+
+  it('is off entirely with gcIntervalMs 0', async () => {
+    const off = await Percolator.open({ store: 'memory:', leaseMs: 500, gcIntervalMs: 0, fullGcIntervalMs: 10 });
     try {
       await off.createTable('t');
       for (let i = 0; i < 3; i++) await off.transaction(async (tx) => tx.set('t', 'k', 'c:v', `${i}`));
       // Proof of absence needs a bound: a manual pass finds all the work still there.
       expect(off.lastGc).toBeNull();
+      expect([off.gcIntervalMs, off.fullGcIntervalMs]).toEqual([0, 0]);
       expect((await off.collectGarbage()).versionsRemoved).toBe(2);
     } finally {
       await off.close();

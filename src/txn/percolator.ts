@@ -30,9 +30,6 @@ import { LocalCommits } from './local-commits.js';
 import type { ReadContext } from './snapshot-read.js';
 import { type ProtocolPoint, Snapshot, Transaction, type TxnEnvironment } from './transaction.js';
 
-/** Background GC: a full pass at most every this many ticks (targeted passes in between). */
-const FULL_EVERY = 60;
-
 export interface PercolatorOptions {
   /** A store URL (`memory:`, `file:DIR`, `bigtable://…`) or an open Store. Default `file:./percolator-data`. */
   readonly store?: string | Store;
@@ -53,16 +50,25 @@ export interface PercolatorOptions {
   /** How often the observed-columns registry is reloaded (ms). Default 1 000. */
   readonly observedRefreshMs?: number;
   /**
-   * Background version GC (`collectGarbage`): a pass every this many ms, when something was
-   * committed since the last one, and no sooner than 4× the previous pass's duration after it.
-   * 0 (the default) turns it off. Opt-in for now: web-index runs with it on twice ended in
-   * CORRUPTED_RECORD (a committed value's `data` cell missing); two defects that could cause it
-   * are fixed and later runs were clean, but the cause is not proven (docs/transactions.md). On
-   * `bigtable://` one process of the deployment should run it (every client doing full passes
-   * would only repeat each other's work).
+   * Background version GC, targeted passes (`collectRecentGarbage`, gc-recent.ts): every this
+   * many ms, the rows this process committed to since the last pass lose the versions of its own
+   * completely committed transactions that no reader can see any more. Cost proportional to the
+   * change. Default 1 000; 0 turns all background GC off (full passes too).
    */
   readonly gcIntervalMs?: number;
+  /**
+   * Background full passes (`collectGarbage`, gc.ts): at most this often (ms), and no sooner than
+   * 20× the last full pass's duration. They cost O(repository) and collect what targeted passes
+   * leave (other processes' versions, rollback records, abandoned locks). Default 0: off — they
+   * are opt-in while the CORRUPTED_RECORD seen twice with full passes on (before the fixes of
+   * 2026-11-23) is unexplained (docs/transactions.md). On `bigtable://` one process of the
+   * deployment should run them.
+   */
+  readonly fullGcIntervalMs?: number;
 }
+
+/** Background GC's default tick: a targeted pass every second. */
+export const DEFAULT_GC_INTERVAL_MS = 1_000;
 
 export interface QuiescenceOptions {
   /** Give up with QUIESCENCE_TIMEOUT after this long. Default 60 000 ms. */
@@ -96,8 +102,9 @@ export class Percolator {
     null;
   /** Rows and transactions committed here since the last targeted GC pass (null while GC is off). */
   private recent: RecentCommits | null = null;
-  /** The background GC interval in effect (ms; 0 = off). */
+  /** The background GC intervals in effect (ms; 0 = off): targeted passes, full passes. */
   gcIntervalMs = 0;
+  fullGcIntervalMs = 0;
 
   private constructor(
     readonly store: Store,
@@ -166,7 +173,7 @@ export class Percolator {
         oracle: options.oracle === undefined,
         lockService: options.lockService === undefined,
       });
-      db.startBackgroundGc(options.gcIntervalMs ?? 0);
+      db.startBackgroundGc(options.gcIntervalMs ?? DEFAULT_GC_INTERVAL_MS, options.fullGcIntervalMs ?? 0);
       return db;
     } catch (e) {
       if (ownsStore) await store.close().catch(() => undefined);
@@ -291,22 +298,23 @@ export class Percolator {
     return collectRecent(this.store, this.recent, await this.oracle.getWatermark());
   }
 
-  private startBackgroundGc(intervalMs: number): void {
+  private startBackgroundGc(intervalMs: number, fullIntervalMs: number): void {
     if (!(intervalMs > 0)) return;
     this.gcIntervalMs = intervalMs;
+    this.fullGcIntervalMs = fullIntervalMs > 0 ? fullIntervalMs : 0;
     const recent = (this.recent = new RecentCommits());
     // Every tick with something committed runs a targeted pass over the rows committed to since
-    // the last one (cost proportional to the change); a full pass (cost proportional to the
-    // repository: versions of other processes, rollback records, abandoned locks) runs every
-    // FULL_EVERY ticks, or when the targeted set overflowed. After a pass that took d ms the next
-    // waits at least 4d, so background GC never takes more than a fifth of the time.
+    // the last one (cost proportional to the change). With full passes on, one (cost proportional
+    // to the repository: versions of other processes, rollback records, abandoned locks) runs
+    // every fullIntervalMs, at once when the targeted set overflowed, and no sooner than 20× its
+    // last duration. After a pass that took d ms the next waits at least 4d.
     let notBefore = 0;
     let lastFull = Date.now();
-    let fullEveryMs = FULL_EVERY * intervalMs;
+    let fullEveryMs = this.fullGcIntervalMs;
     this.gcTimer = setInterval(() => {
       if (this.gcRunning !== null || this.commitsSinceGc === 0 || this.closed || Date.now() < notBefore) return;
       const started = Date.now();
-      const full = recent.overflowed || started - lastFull >= fullEveryMs;
+      const full = fullEveryMs > 0 && (recent.overflowed || started - lastFull >= fullEveryMs);
       if (!full && recent.dirtyRows === 0) return;
       if (full) this.commitsSinceGc = 0;
       const done = (): number => {
@@ -314,7 +322,7 @@ export class Percolator {
         notBefore = now + 4 * (now - started);
         if (full) {
           lastFull = started;
-          fullEveryMs = Math.max(FULL_EVERY * intervalMs, 20 * (now - started));
+          fullEveryMs = Math.max(fullIntervalMs, 20 * (now - started));
         }
         return now;
       };

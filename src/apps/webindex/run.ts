@@ -45,8 +45,10 @@ export interface RunOptions {
   readonly nodeModules?: string;
   readonly onProgress?: (p: Progress) => void;
   readonly progressIntervalMs?: number;
-  /** Background version GC every this many ms (Percolator's `gcIntervalMs`; default 0 = off). */
+  /** Background GC: targeted passes every this many ms (Percolator's `gcIntervalMs`; its default when omitted; 0 = off). */
   readonly gcIntervalMs?: number;
+  /** Background full GC passes at most this often (Percolator's `fullGcIntervalMs`; default 0 = off). */
+  readonly fullGcIntervalMs?: number;
   /** Called once the worker runs, before loading (e.g. to start a status page). */
   readonly onStarted?: (handle: { db: Percolator; worker: Worker; metrics: WebIndexMetrics }) => void | Promise<void>;
 }
@@ -72,8 +74,16 @@ export interface RunSummary extends IndexStats {
   readonly observerRuns: Record<string, { runs: number; commits: number; conflicts: number; meanMs: number }>;
   /** Broken protocol invariants met during the run (db.anomalies' messages; always empty unless a bug). */
   readonly anomalies: readonly string[];
+  /** Background GC in effect (ms; 0 = off): targeted passes, full passes. */
+  readonly gcIntervalMs: number;
+  readonly fullGcIntervalMs: number;
   /** The last background GC pass (null: GC off or no pass yet). */
-  readonly lastGc: { readonly versionsRemoved: number; readonly locksResolved: number; readonly error: string | null } | null;
+  readonly lastGc: {
+    readonly kind: 'full' | 'recent';
+    readonly versionsRemoved: number;
+    readonly locksResolved: number;
+    readonly error: string | null;
+  } | null;
 }
 
 export interface RunHandle {
@@ -130,7 +140,11 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
   const corpus = await openCorpus(options);
   const store = typeof options.store === 'string' ? await openWebIndexStore(options.store) : options.store;
   const ownsStore = typeof options.store === 'string';
-  const db = await Percolator.open({ store, gcIntervalMs: options.gcIntervalMs ?? 0 }).catch(async (e: unknown) => {
+  const gc = {
+    ...(options.gcIntervalMs === undefined ? {} : { gcIntervalMs: options.gcIntervalMs }),
+    ...(options.fullGcIntervalMs === undefined ? {} : { fullGcIntervalMs: options.fullGcIntervalMs }),
+  };
+  const db = await Percolator.open({ store, ...gc }).catch(async (e: unknown) => {
     if (ownsStore) await store.close();
     throw e;
   });
@@ -235,10 +249,13 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
       conflicts: m.conflicts,
       observerRuns,
       anomalies: db.anomalies.map((e) => e.message),
+      gcIntervalMs: db.gcIntervalMs,
+      fullGcIntervalMs: db.fullGcIntervalMs,
       lastGc:
         db.lastGc === null
           ? null
           : {
+              kind: db.lastGc.kind,
               versionsRemoved: db.lastGc.result?.versionsRemoved ?? 0,
               locksResolved: db.lastGc.result?.locksResolved ?? 0,
               error: db.lastGc.error === null ? null : String(db.lastGc.error),

@@ -1,10 +1,10 @@
 /**
  * `percolator bench webindex [--docs N] [--json] [--store file:|memory:] [--threads N] [--seed S]
- * [--window N] [--light-docs N] [--light-rate R] [--gc-interval-ms MS]`
+ * [--window N] [--light-docs N] [--light-rate R] [--gc-interval-ms MS] [--full-gc-interval-ms MS]`
  */
 import type { Command } from 'commander';
 import { runWebIndexBench } from '../../bench/webindex-bench.js';
-import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parseNonNegativeInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 export function register(program: Command): void {
   commandGroup(program, 'bench')
@@ -19,7 +19,17 @@ export function register(program: Command): void {
     .option('--window <n>', 'saturation: documents loaded but not yet searchable before loaders wait', parsePositiveNumber('window'), 1024)
     .option('--light-docs <n>', 'light-load phase: documents (0 skips it)', Number, 200)
     .option('--light-rate <n>', 'light-load phase: documents arriving per second', parsePositiveNumber('light-rate'), 20)
-    .option('--gc-interval-ms <ms>', 'background version GC every this many ms (0: off)', Number, 0)
+    .option(
+      '--gc-interval-ms <ms>',
+      "targeted background GC passes every this many ms (0: all GC off; default: Percolator's)",
+      parseNonNegativeInteger('gc-interval-ms'),
+    )
+    .option(
+      '--full-gc-interval-ms <ms>',
+      'full background GC passes at most this often (0: off)',
+      parseNonNegativeInteger('full-gc-interval-ms'),
+      0,
+    )
     .option('--json', 'print one JSON object')
     .action(
       async (opts: {
@@ -30,7 +40,8 @@ export function register(program: Command): void {
         window: number;
         lightDocs: number;
         lightRate: number;
-        gcIntervalMs: number;
+        gcIntervalMs?: number;
+        fullGcIntervalMs: number;
         json?: boolean;
       }) => {
         if (opts.store !== 'file:' && opts.store !== 'memory:') {
@@ -45,6 +56,7 @@ export function register(program: Command): void {
           lightDocs: opts.lightDocs,
           lightRate: opts.lightRate,
           gcIntervalMs: opts.gcIntervalMs,
+          fullGcIntervalMs: opts.fullGcIntervalMs,
           log: opts.json === true ? undefined : (line) => process.stderr.write(`bench webindex: ${line}\n`),
         });
         printResult(result, opts.json === true);

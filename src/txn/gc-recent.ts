@@ -38,14 +38,15 @@ export interface CommittedTxn {
 export class RecentCommits {
   /** Start timestamps of completely committed transactions, oldest first (insertion order). */
   private readonly done = new Set<number>();
-  private dirty = new Map<string, Map<string, Uint8Array>>();
+  /** Per table, the dirty rows' keys as latin1 strings (no reference to the committer's buffers). */
+  private dirty = new Map<string, Set<string>>();
   private dirtyCount = 0;
   /** Something was forgotten (a bound was hit) since the last full pass. */
   overflowed = false;
 
   constructor(
-    private readonly maxTransactions = 200_000,
-    private readonly maxRows = 200_000,
+    private readonly maxTransactions = 100_000,
+    private readonly maxRows = 100_000,
   ) {}
 
   record(c: CommittedTxn): void {
@@ -62,14 +63,14 @@ export class RecentCommits {
 
   markDirty(table: string, row: Uint8Array): void {
     let rows = this.dirty.get(table);
-    if (rows === undefined) this.dirty.set(table, (rows = new Map()));
+    if (rows === undefined) this.dirty.set(table, (rows = new Set()));
     const k = Buffer.from(row.buffer, row.byteOffset, row.byteLength).toString('latin1');
     if (rows.has(k)) return;
     if (this.dirtyCount >= this.maxRows) {
       this.overflowed = true;
       return;
     }
-    rows.set(k, row);
+    rows.add(k);
     this.dirtyCount++;
   }
 
@@ -82,7 +83,7 @@ export class RecentCommits {
   }
 
   /** Hands over the dirty rows and starts a new set. */
-  take(): Map<string, Map<string, Uint8Array>> {
+  take(): Map<string, Set<string>> {
     const d = this.dirty;
     this.dirty = new Map();
     this.dirtyCount = 0;
@@ -157,7 +158,8 @@ export async function collectRecent(store: Store, recent: RecentCommits, waterma
   let rowsRewritten = 0;
   const pool = new BoundedPool(WIDTH);
   for (const [table, rows] of dirty) {
-    for (const row of rows.values()) {
+    for (const key of rows) {
+      const row = Buffer.from(key, 'latin1');
       if (pool.failed) {
         recent.markDirty(table, row);
         continue;

@@ -13,7 +13,7 @@
  * version of such a transaction — its write record at its commit ts and its `data` cell at its
  * start ts, deleted exactly — is invisible to every reader that can still exist. Everything else
  * (rollback records, versions of other processes or of transactions whose secondaries the
- * committer could not commit, locks) is left to the full pass.
+ * committer could not commit, locks) is left to the full pass (gc.ts; opt-in in the background).
  *
  * Concurrency contract: single JS thread. `record` is called by the committer after its last
  * secondary commit; `collectRecent` takes the current dirty set, so commits during a pass dirty

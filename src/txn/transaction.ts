@@ -14,13 +14,13 @@
  */
 import { bytesKey } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
-import type { CommittedTxn } from './gc-recent.js';
 import type { Mutation, RowFilter, RowRange } from '../store/types.js';
 import { cleanup } from './actions/cleanup.js';
 import { commitPrimary, commitSecondary } from './actions/commit.js';
 import { type LockTemplate, prewrite } from './actions/prewrite.js';
 import type { BufferedCell, BufferedRow } from './actions/types.js';
 import { TxnError } from './errors.js';
+import type { CommittedTxn } from './gc-recent.js';
 import { LockRefresher } from './lock-refresher.js';
 import { LOCK, NOTIFY, encodeColumn, encodeUserColumn } from './layout.js';
 

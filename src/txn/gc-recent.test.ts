@@ -37,16 +37,35 @@ describe('recentVersions', () => {
 });
 
 describe('RecentCommits', () => {
+  const commit = (startTs: number, rows: string[], complete = true) => ({
+    startTs,
+    rows: rows.map((r) => ({ table: 't', row: Buffer.from(r) })),
+    complete,
+  });
+
+  it('makes a row dirty from its second commit on: a first commit leaves nothing to collect', () => {
+    const rc = new RecentCommits();
+    rc.record(commit(1, ['a', 'b']));
+    expect(rc.dirtyRows).toBe(0);
+    rc.record(commit(2, ['b', 'c']));
+    expect([...(rc.take().get('t') ?? [])]).toEqual(['b']);
+    rc.record(commit(3, ['b']));
+    expect([...(rc.take().get('t') ?? [])]).toEqual(['b']); // still seen after a pass
+  });
+
   it('stays bounded and says when it forgot something', () => {
     const rc = new RecentCommits(2, 3);
-    for (let i = 1; i <= 3; i++) rc.record({ startTs: i, rows: [{ table: 't', row: Buffer.from(`r${i}`) }], complete: true });
-    expect(rc.isDone(1)).toBe(false);
-    expect(rc.isDone(3)).toBe(true);
+    for (let i = 1; i <= 3; i++) rc.record(commit(i, [`r${i}`]));
+    for (let i = 1; i <= 3; i++) rc.record(commit(10 + i, [`r${i}`]));
+    expect(rc.isDone(1)).toBe(false); // only the last two transactions are remembered
+    expect(rc.isDone(13)).toBe(true);
     expect(rc.overflowed).toBe(true);
     rc.fullPassDone();
-    rc.record({ startTs: 4, rows: [{ table: 't', row: Buffer.from('r4') }], complete: false });
+    expect(rc.overflowed).toBe(false);
+    rc.record(commit(20, ['r4'], false));
+    rc.record(commit(21, ['r4'], false));
     expect(rc.overflowed).toBe(true); // a fourth dirty row did not fit
-    expect(rc.isDone(4)).toBe(false);
+    expect(rc.isDone(21)).toBe(false); // incomplete: never collected here
     expect([...(rc.take().get('t') ?? [])]).toEqual(['r1', 'r2', 'r3']);
     expect(rc.dirtyRows).toBe(0);
   });

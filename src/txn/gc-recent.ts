@@ -18,6 +18,7 @@
  * Concurrency contract: single JS thread. `record` is called by the committer after its last
  * secondary commit; `collectRecent` takes the current dirty set, so commits during a pass dirty
  * the next one. A row whose newest version is still above the watermark stays dirty.
+ * A row enters the dirty set from its second commit seen here (the first leaves nothing to collect).
  * Memory: bounded. Past `maxTransactions` remembered transactions or `maxRows` dirty rows the
  * oldest are forgotten and `overflowed` is set: their versions wait for a full pass.
  */
@@ -41,6 +42,8 @@ export class RecentCommits {
   /** Per table, the dirty rows' keys as latin1 strings (no reference to the committer's buffers). */
   private dirty = new Map<string, Set<string>>();
   private dirtyCount = 0;
+  /** `table\0row` of rows committed to here at least once (oldest first, bounded by maxRows). */
+  private readonly seen = new Set<string>();
   /** Something was forgotten (a bound was hit) since the last full pass. */
   overflowed = false;
 
@@ -58,7 +61,26 @@ export class RecentCommits {
         this.overflowed = true;
       }
     }
-    for (const r of c.rows) this.markDirty(r.table, r.row);
+    for (const r of c.rows) this.committedTo(r.table, r.row);
+  }
+
+  /**
+   * A row's first commit seen here makes no version of ours collectable (a version is collected
+   * only under a newer one), so the row is only remembered; from the second on it is dirty. This
+   * keeps write-once rows (a loader's new documents) out of the passes.
+   */
+  private committedTo(table: string, row: Uint8Array): void {
+    const k = `${table}\u0000${Buffer.from(row.buffer, row.byteOffset, row.byteLength).toString('latin1')}`;
+    if (this.seen.has(k)) {
+      this.markDirty(table, row);
+      return;
+    }
+    this.seen.add(k);
+    if (this.seen.size > this.maxRows) {
+      // Forgotten: its next commit is taken for a first one (collected from the third on).
+      const oldest = this.seen.values().next();
+      if (!oldest.done) this.seen.delete(oldest.value);
+    }
   }
 
   markDirty(table: string, row: Uint8Array): void {
@@ -142,6 +164,8 @@ export function recentVersions(
 }
 
 const WIDTH = 32;
+/** One filter object, so the store compiles it once. */
+const WRITE_CELLS = { familyNameRegexFilter: WRITE } as const;
 const DEFERRED = { durability: 'deferred' } as const;
 
 /**
@@ -166,7 +190,7 @@ export async function collectRecent(store: Store, recent: RecentCommits, waterma
       }
       await pool.add(async () => {
         try {
-          const r = await store.readRow(table, row, { familyNameRegexFilter: WRITE });
+          const r = await store.readRow(table, row, WRITE_CELLS);
           const { mutations, versions, pending } = recentVersions(r?.cells ?? [], watermark, (ts) => recent.isDone(ts));
           if (pending) recent.markDirty(table, row);
           if (mutations.length === 0) return;

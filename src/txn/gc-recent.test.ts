@@ -37,37 +37,44 @@ describe('recentVersions', () => {
 });
 
 describe('RecentCommits', () => {
-  const commit = (startTs: number, rows: string[], complete = true) => ({
-    startTs,
-    rows: rows.map((r) => ({ table: 't', row: Buffer.from(r) })),
-    complete,
-  });
+  /** A commit of cells `row:col` (one table). */
+  const commit = (startTs: number, cells: string[], complete = true) => {
+    const rows = new Map<string, { q: Uint8Array }[]>();
+    for (const c of cells) {
+      const [row, col] = c.split(':') as [string, string];
+      if (!rows.has(row)) rows.set(row, []);
+      rows.get(row)?.push({ q: Buffer.from(col) });
+    }
+    return { startTs, rows: [...rows].map(([row, cs]) => ({ table: 't', row: Buffer.from(row), cells: cs })), complete };
+  };
+  const dirtyOf = (rc: RecentCommits): string[] =>
+    [...(rc.take().get('t') ?? [])].flatMap(([row, cols]) => [...cols].map((q) => `${row}:${q}`)).sort();
 
-  it('makes a row dirty from its second commit on: a first commit leaves nothing to collect', () => {
+  it('makes a column dirty from its second commit on: a first commit leaves nothing to collect', () => {
     const rc = new RecentCommits();
-    rc.record(commit(1, ['a', 'b']));
-    expect(rc.dirtyRows).toBe(0);
-    rc.record(commit(2, ['b', 'c']));
-    expect([...(rc.take().get('t') ?? [])]).toEqual(['b']);
-    rc.record(commit(3, ['b']));
-    expect([...(rc.take().get('t') ?? [])]).toEqual(['b']); // still seen after a pass
+    rc.record(commit(1, ['a:x', 'b:x', 'b:y']));
+    expect(rc.dirtyCells).toBe(0);
+    rc.record(commit(2, ['b:x', 'b:z', 'c:x']));
+    expect(dirtyOf(rc)).toEqual(['b:x']); // b:z is a first commit of its column
+    rc.record(commit(3, ['b:x', 'b:z']));
+    expect(dirtyOf(rc)).toEqual(['b:x', 'b:z']); // still remembered after a pass
   });
 
   it('stays bounded and says when it forgot something', () => {
     const rc = new RecentCommits(2, 3);
-    for (let i = 1; i <= 3; i++) rc.record(commit(i, [`r${i}`]));
-    for (let i = 1; i <= 3; i++) rc.record(commit(10 + i, [`r${i}`]));
+    for (let i = 1; i <= 3; i++) rc.record(commit(i, [`r${i}:c`]));
+    for (let i = 1; i <= 3; i++) rc.record(commit(10 + i, [`r${i}:c`]));
     expect(rc.isDone(1)).toBe(false); // only the last two transactions are remembered
     expect(rc.isDone(13)).toBe(true);
     expect(rc.overflowed).toBe(true);
     rc.fullPassDone();
     expect(rc.overflowed).toBe(false);
-    rc.record(commit(20, ['r4'], false));
-    rc.record(commit(21, ['r4'], false));
-    expect(rc.overflowed).toBe(true); // a fourth dirty row did not fit
+    rc.record(commit(20, ['r4:c'], false));
+    rc.record(commit(21, ['r4:c'], false));
+    expect(rc.overflowed).toBe(true); // a fourth dirty cell did not fit
     expect(rc.isDone(21)).toBe(false); // incomplete: never collected here
-    expect([...(rc.take().get('t') ?? [])]).toEqual(['r1', 'r2', 'r3']);
-    expect(rc.dirtyRows).toBe(0);
+    expect(dirtyOf(rc)).toEqual(['r1:c', 'r2:c', 'r3:c']);
+    expect(rc.dirtyCells).toBe(0);
   });
 });
 

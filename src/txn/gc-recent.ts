@@ -18,81 +18,91 @@
  * Concurrency contract: single JS thread. `record` is called by the committer after its last
  * secondary commit; `collectRecent` takes the current dirty set, so commits during a pass dirty
  * the next one. A row whose newest version is still above the watermark stays dirty.
- * A row enters the dirty set from its second commit seen here (the first leaves nothing to collect).
+ * A column enters the dirty set from its second commit seen here (the first leaves nothing to
+ * collect), and a pass reads only the dirty columns' write cells.
  * Memory: bounded. Past `maxTransactions` remembered transactions or `maxRows` dirty rows the
  * oldest are forgotten and `overflowed` is set: their versions wait for a full pass.
  */
 import type { Store } from '../store/store.js';
-import type { Cell, Mutation } from '../store/types.js';
+import type { Cell, Mutation, RowFilter } from '../store/types.js';
 import { BoundedPool } from '../util/bounded-pool.js';
+import { FifoSet } from '../util/fifo-set.js';
 import type { GcResult } from './gc.js';
-import { DATA, WRITE, decodeWrite } from './layout.js';
+import { DATA, WRITE, decodeWrite, exactColumn } from './layout.js';
 
-/** What the committer reports after a commit: the rows it wrote and whether every cell committed. */
+/** What the committer reports after a commit: the cells it wrote and whether every cell committed. */
 export interface CommittedTxn {
   readonly startTs: number;
-  readonly rows: readonly { readonly table: string; readonly row: Uint8Array }[];
+  readonly rows: readonly {
+    readonly table: string;
+    readonly row: Uint8Array;
+    /** The encoded system qualifiers of the row's committed columns. */
+    readonly cells: readonly { readonly q: Uint8Array }[];
+  }[];
   /** Every secondary's commit record was written by the committer (none left to readers). */
   readonly complete: boolean;
 }
 
+/** Dirty columns, per table and row (keys and qualifiers as latin1 strings). */
+export type DirtySet = Map<string, Map<string, Set<string>>>;
+
+const latin1 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
+
 export class RecentCommits {
-  /** Start timestamps of completely committed transactions, oldest first (insertion order). */
-  private readonly done = new Set<number>();
-  /** Per table, the dirty rows' keys as latin1 strings (no reference to the committer's buffers). */
-  private dirty = new Map<string, Set<string>>();
+  /** Start timestamps of completely committed transactions (the newest maxTransactions). */
+  private readonly done: FifoSet<number>;
+  /** No reference to the committers' buffers: keys are strings. */
+  private dirty: DirtySet = new Map();
   private dirtyCount = 0;
-  /** `table\0row` of rows committed to here at least once (oldest first, bounded by maxRows). */
-  private readonly seen = new Set<string>();
+  /** `table\0row\0q` of cells committed here at least once (the newest maxCells). */
+  private readonly seen: FifoSet<string>;
   /** Something was forgotten (a bound was hit) since the last full pass. */
   overflowed = false;
 
   constructor(
-    private readonly maxTransactions = 100_000,
-    private readonly maxRows = 100_000,
-  ) {}
+    maxTransactions = 100_000,
+    private readonly maxCells = 100_000,
+  ) {
+    this.done = new FifoSet(maxTransactions);
+    this.seen = new FifoSet(maxCells);
+  }
 
   record(c: CommittedTxn): void {
-    if (c.complete) {
-      this.done.add(c.startTs);
-      if (this.done.size > this.maxTransactions) {
-        const oldest = this.done.values().next();
-        if (!oldest.done) this.done.delete(oldest.value);
-        this.overflowed = true;
-      }
+    if (c.complete && this.done.add(c.startTs)) this.overflowed = true;
+    for (const r of c.rows) {
+      const row = latin1(r.row);
+      for (const cell of r.cells) this.committedTo(r.table, row, latin1(cell.q));
     }
-    for (const r of c.rows) this.committedTo(r.table, r.row);
   }
 
   /**
-   * A row's first commit seen here makes no version of ours collectable (a version is collected
-   * only under a newer one), so the row is only remembered; from the second on it is dirty. This
-   * keeps write-once rows (a loader's new documents) out of the passes.
+   * A column's first commit seen here makes no version of ours collectable (a version is
+   * collected only under a newer one of the same column), so it is only remembered; from the
+   * second on it is dirty. This keeps write-once cells (new documents, posting-list entries) out
+   * of the passes.
    */
-  private committedTo(table: string, row: Uint8Array): void {
-    const k = `${table}\u0000${Buffer.from(row.buffer, row.byteOffset, row.byteLength).toString('latin1')}`;
+  private committedTo(table: string, row: string, q: string): void {
+    const k = `${table}\u0000${row}\u0000${q}`;
     if (this.seen.has(k)) {
-      this.markDirty(table, row);
+      this.markDirty(table, row, q);
       return;
     }
+    // A forgotten cell's next commit is taken for a first one (it is collected from the third on).
     this.seen.add(k);
-    if (this.seen.size > this.maxRows) {
-      // Forgotten: its next commit is taken for a first one (collected from the third on).
-      const oldest = this.seen.values().next();
-      if (!oldest.done) this.seen.delete(oldest.value);
-    }
   }
 
-  markDirty(table: string, row: Uint8Array): void {
+  /** Marks one column (latin1 row key and qualifier) for the next pass. */
+  markDirty(table: string, row: string, q: string): void {
     let rows = this.dirty.get(table);
-    if (rows === undefined) this.dirty.set(table, (rows = new Set()));
-    const k = Buffer.from(row.buffer, row.byteOffset, row.byteLength).toString('latin1');
-    if (rows.has(k)) return;
-    if (this.dirtyCount >= this.maxRows) {
+    if (rows === undefined) this.dirty.set(table, (rows = new Map()));
+    let cols = rows.get(row);
+    if (cols?.has(q) === true) return;
+    if (this.dirtyCount >= this.maxCells) {
       this.overflowed = true;
       return;
     }
-    rows.add(k);
+    if (cols === undefined) rows.set(row, (cols = new Set()));
+    cols.add(q);
     this.dirtyCount++;
   }
 
@@ -100,12 +110,13 @@ export class RecentCommits {
     return this.done.has(startTs);
   }
 
-  get dirtyRows(): number {
+  /** Dirty columns waiting for the next pass. */
+  get dirtyCells(): number {
     return this.dirtyCount;
   }
 
-  /** Hands over the dirty rows and starts a new set. */
-  take(): Map<string, Set<string>> {
+  /** Hands over the dirty columns and starts a new set. */
+  take(): DirtySet {
     const d = this.dirty;
     this.dirty = new Map();
     this.dirtyCount = 0;
@@ -164,16 +175,21 @@ export function recentVersions(
 }
 
 const WIDTH = 32;
-/** One filter object, so the store compiles it once. */
-const WRITE_CELLS = { familyNameRegexFilter: WRITE } as const;
 const DEFERRED = { durability: 'deferred' } as const;
 
+/** The write cells of the given columns (qualifiers as latin1 strings). */
+function writeCellsOf(qualifiers: ReadonlySet<string>): RowFilter {
+  const branches: RowFilter[] = [];
+  for (const q of qualifiers) branches.push(exactColumn(WRITE, Buffer.from(q, 'latin1')));
+  return branches.length === 1 ? (branches[0] as RowFilter) : { interleave: branches };
+}
+
 /**
- * Collects the dirty rows of `recent` at `watermark` (the oracle's GC watermark). Deletions are
- * deferred writes, up to 32 rows at once (a lost deletion only leaves a version the next pass
- * or a full pass collects).
+ * Collects the dirty columns of `recent` at `watermark` (the oracle's GC watermark), reading
+ * only those columns' write cells. Deletions are deferred writes, up to 32 rows at once (a lost
+ * deletion only leaves a version the next pass or a full pass collects).
  * Returns: what it did (`locksResolved` is always 0: it never touches locks).
- * Throws: the first store error, after the rows in flight have settled; the rows of a failed
+ * Throws: the first store error, after the rows in flight have settled; the columns of a failed
  * pass are marked dirty again.
  */
 export async function collectRecent(store: Store, recent: RecentCommits, watermark: number): Promise<GcResult> {
@@ -181,24 +197,27 @@ export async function collectRecent(store: Store, recent: RecentCommits, waterma
   let versionsRemoved = 0;
   let rowsRewritten = 0;
   const pool = new BoundedPool(WIDTH);
+  const again = (table: string, row: string, cols: ReadonlySet<string>): void => {
+    for (const q of cols) recent.markDirty(table, row, q);
+  };
   for (const [table, rows] of dirty) {
-    for (const key of rows) {
-      const row = Buffer.from(key, 'latin1');
+    for (const [key, cols] of rows) {
       if (pool.failed) {
-        recent.markDirty(table, row);
+        again(table, key, cols);
         continue;
       }
       await pool.add(async () => {
         try {
-          const r = await store.readRow(table, row, WRITE_CELLS);
+          const row = Buffer.from(key, 'latin1');
+          const r = await store.readRow(table, row, writeCellsOf(cols));
           const { mutations, versions, pending } = recentVersions(r?.cells ?? [], watermark, (ts) => recent.isDone(ts));
-          if (pending) recent.markDirty(table, row);
+          if (pending) again(table, key, cols);
           if (mutations.length === 0) return;
           await store.mutateRow(table, row, mutations, DEFERRED);
           versionsRemoved += versions;
           rowsRewritten++;
         } catch (e) {
-          recent.markDirty(table, row);
+          again(table, key, cols);
           throw e;
         }
       });

@@ -315,7 +315,7 @@ export class Percolator {
       if (this.gcRunning !== null || this.commitsSinceGc === 0 || this.closed || Date.now() < notBefore) return;
       const started = Date.now();
       const full = fullEveryMs > 0 && (recent.overflowed || started - lastFull >= fullEveryMs);
-      if (!full && recent.dirtyRows === 0) return;
+      if (!full && recent.dirtyCells === 0) return;
       if (full) this.commitsSinceGc = 0;
       const done = (): number => {
         const now = Date.now();

@@ -23,7 +23,7 @@
 import type { ChildProcess } from 'node:child_process';
 import * as v8 from 'node:v8';
 import { StoreError, type StoreErrorCode } from '../store/errors.js';
-import type { Store } from '../store/store.js';
+import { type Store, atomicRowsOf } from '../store/store.js';
 import type {
   Bytes,
   CheckAndMutateRequest,
@@ -242,6 +242,8 @@ export interface StoreServer {
  */
 export function serveStoreOverIpc(store: Store, child: ChildProcess | IpcChannel): StoreServer {
   const channel: IpcChannel = isChildProcess(child) ? childChannel(child) : child;
+  // The worker's readers cannot see this process's in-memory commit locks (two-phase from now on).
+  atomicRowsOf(store)?.markShared();
   let inFlight = 0;
   let waiters: (() => void)[] = [];
   const settle = (): void => {

@@ -31,7 +31,7 @@ import { StoreMarkStore } from '../oracle/mark-store.js';
 import { type OracleServer, startOracleServer } from '../oracle/server.js';
 import type { EngineStoreOptions } from '../store/engine-store.js';
 import { DEFAULT_STORE_URL, openStore } from '../store/open-store.js';
-import type { Store } from '../store/store.js';
+import { type Store, atomicRowsOf } from '../store/store.js';
 import { instanceAdminService, tableAdminService } from './admin-service.js';
 import { dataService } from './data-service.js';
 import { CallTracker, type Logger, serverInterceptor, shortMethodName } from './handlers.js';
@@ -137,6 +137,9 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
   const started = performance.now();
   const ownsStore = options.store === undefined;
   const store = options.store ?? (await openStore(options.storeUrl ?? DEFAULT_STORE_URL, options.storeOptions));
+  // Clients in other processes cannot see this process's in-memory commit locks: from now on any
+  // Percolator in this process commits in two phases on this store.
+  atomicRowsOf(store)?.markShared();
   const ownsLocks = options.lockService === undefined;
   const locks = options.lockService ?? new InProcessLockService();
 

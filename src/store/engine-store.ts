@@ -27,10 +27,11 @@ import { RowCache } from './row-cache.js';
 import { decodeRow, encodeRow } from './row-codec.js';
 import { RowLatches } from './row-latch.js';
 import { planRowSet } from './row-set.js';
-import { DEFAULT_LIMITS, type Store, type StoreLimits, type StoreOptions } from './store.js';
+import { type AtomicRowsStore, DEFAULT_LIMITS, type StoreLimits, type StoreOptions } from './store.js';
 import { type CatalogJson, DEFAULT_GROUP, TableState, assignGroups } from './table-state.js';
 import { Tablets } from './tablets.js';
 import type {
+  AtomicRowEntry,
   Bytes,
   Cell,
   CheckAndMutateRequest,
@@ -51,6 +52,15 @@ import type {
 import { validateFamilyName, validateMutations, validateRowKey, validateRules, validateTableName } from './validate.js';
 
 const EMPTY_CELLS: readonly Cell[] = Object.freeze([]);
+
+/** One row's planned write: engine ops, the cache entries to set after it, the size change. */
+interface RowPlan {
+  readonly t: TableState;
+  readonly key: Bytes;
+  readonly ops: readonly KvOp[];
+  readonly updates: readonly [string, readonly Cell[], number][];
+  readonly delta: number;
+}
 const DEFERRED = { deferred: true } as const;
 
 function deferred(options: WriteOptions | undefined, table: string): boolean {
@@ -67,7 +77,7 @@ export interface EngineStoreOptions extends StoreOptions {
   readonly cacheBytes?: number;
 }
 
-export class EngineStore implements Store {
+export class EngineStore implements AtomicRowsStore {
   readonly url: string;
   private readonly engine: KvEngine;
   private readonly limits: StoreLimits;
@@ -224,11 +234,26 @@ export class EngineStore implements Store {
     mutate: (cells: readonly Cell[]) => readonly Cell[] | null,
     deferred = false,
   ): Promise<void> {
+    const plan = this.planRewrite(t, key, groups, mutate);
+    if (plan === null) return;
+    await this.writePlans([plan], deferred);
+  }
+
+  /**
+   * What a row mutation writes: the changed groups' engine ops and their new cache entries. Pure
+   * with respect to the store (the caller holds the row's latch and writes the plan).
+   */
+  private planRewrite(
+    t: TableState,
+    key: Bytes,
+    groups: readonly number[],
+    mutate: (cells: readonly Cell[]) => readonly Cell[] | null,
+  ): RowPlan | null {
     const now = this.now();
     const before = groups.map((g) => this.loadGroup(t, g, key));
     const current = this.collect(t, groups.length === 1 ? (before[0] as readonly Cell[]) : mergeGroups(before), now);
     const mutated = mutate(current);
-    if (mutated === null) return;
+    if (mutated === null) return null;
     const next = this.collect(t, mutated, now);
     const ops: KvOp[] = [];
     const updates: [string, readonly Cell[], number][] = [];
@@ -251,15 +276,22 @@ export class EngineStore implements Store {
       }
       delta += cellsBytes(mine) - cellsBytes(old);
     }
-    if (ops.length === 0) return;
+    return ops.length === 0 ? null : { t, key, ops, updates, delta };
+  }
+
+  /** Writes row plans in ONE engine batch (atomic across them), then updates the cache. */
+  private async writePlans(plans: readonly RowPlan[], deferred: boolean): Promise<void> {
+    const ops = plans.length === 1 ? (plans[0] as RowPlan).ops : plans.flatMap((p) => p.ops);
     try {
       await this.engine.write(ops, deferred ? DEFERRED : undefined);
     } catch (e) {
-      for (const [ck] of updates) this.cache.delete(ck);
+      for (const p of plans) for (const [ck] of p.updates) this.cache.delete(ck);
       throw e;
     }
-    for (const [ck, cells, bytes] of updates) this.cache.set(ck, cells, bytes);
-    this.account(t, key, delta);
+    for (const p of plans) {
+      for (const [ck, cells, bytes] of p.updates) this.cache.set(ck, cells, bytes);
+      this.account(p.t, p.key, p.delta);
+    }
   }
 
   private groupsOfMutations(t: TableState, mutations: readonly Mutation[]): readonly number[] {
@@ -744,6 +776,69 @@ export class EngineStore implements Store {
       });
     } finally {
       this.leaveWrite(t);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // The atomic multi-row extension (AtomicRowsStore)
+
+  private isShared = false;
+
+  get shared(): boolean {
+    return this.isShared;
+  }
+
+  markShared(): void {
+    this.isShared = true;
+  }
+
+  async checkAndMutateRows(entries: readonly AtomicRowEntry[], options?: WriteOptions): Promise<number> {
+    if (!Array.isArray(entries)) throw new StoreError('INVALID_ARGUMENT', 'checkAndMutateRows needs an array of entries', {});
+    const isDeferred = deferred(options, entries[0]?.table ?? '');
+    const specs = entries.map((e) => {
+      const spec = this.table(e.table).spec;
+      validateRowKey(e.key, this.limits, e.table);
+      validateMutations(e.mutations, spec, e.table, e.key, this.limits, true);
+      return spec;
+    });
+    const predicates = entries.map((e) => (e.predicateFilter === undefined ? null : this.compile(e.predicateFilter)));
+    const tableNames = [...new Set(entries.map((e) => e.table))].sort();
+    const entered: TableState[] = [];
+    try {
+      for (const name of tableNames) entered.push(await this.enterWrite(name));
+      const states = new Map(entered.map((t) => [t.name, t]));
+      const latchKeys = entries.map((e) => this.latchKey(states.get(e.table) as TableState, e.key));
+      if (new Set(latchKeys).size !== latchKeys.length) {
+        throw new StoreError('INVALID_ARGUMENT', 'checkAndMutateRows: two entries name the same row', {});
+      }
+      entries.forEach((e, i) => {
+        const t = states.get(e.table) as TableState;
+        if (t.spec !== specs[i]) validateMutations(e.mutations, t.spec, e.table, e.key, this.limits, true);
+      });
+      return await this.latches.runMany(latchKeys, async () => {
+        const now = this.now();
+        for (let i = 0; i < entries.length; i++) {
+          const p = predicates[i];
+          if (p === null || p === undefined) continue;
+          const e = entries[i] as AtomicRowEntry;
+          const t = states.get(e.table) as TableState;
+          const cells = this.collect(t, this.loadRow(t, e.key, t.groupsFor(p.families)), now);
+          if (p.apply(e.key, cells).length > 0) return i;
+        }
+        const plans: RowPlan[] = [];
+        for (const e of entries) {
+          if (e.mutations.length === 0) continue;
+          const t = states.get(e.table) as TableState;
+          const plan = this.planRewrite(t, e.key, this.groupsOfMutations(t, e.mutations), (c) =>
+            applyMutations(c, e.mutations, this.serverMicros),
+          );
+          if (plan !== null) plans.push(plan);
+        }
+        if (plans.length > 0) await this.writePlans(plans, isDeferred);
+        return -1;
+      });
+    } finally {
+      for (const t of entered) this.leaveWrite(t);
     }
   }
 

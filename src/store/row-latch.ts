@@ -23,6 +23,16 @@ export class RowLatches {
     }
   }
 
+  /**
+   * Holds the latches of every key at once, taken in sorted order (so two multi-row writers can
+   * never wait for each other in a cycle), while fn runs.
+   */
+  runMany<T>(keys: readonly string[], fn: () => Promise<T>): Promise<T> {
+    const sorted = [...new Set(keys)].sort();
+    const take = (i: number): Promise<T> => (i === sorted.length ? fn() : this.run(sorted[i] as string, () => take(i + 1)));
+    return take(0);
+  }
+
   get size(): number {
     return this.tails.size;
   }

@@ -13,6 +13,7 @@
  *   background reclamation removes them.
  */
 import type {
+  AtomicRowEntry,
   Bytes,
   CheckAndMutateRequest,
   DropRowRangeRequest,
@@ -71,6 +72,36 @@ export interface Store {
 
   /** Flushes and releases resources. Further calls throw STORE_CLOSED. Idempotent. */
   close(): Promise<void>;
+}
+
+/**
+ * An extension of the embedded backends (`memory:`, `file:`), which live in one process and write
+ * one atomic engine batch per call: a conditional write across rows and tables. It is not part of
+ * the Bigtable model (Cloud Bigtable has no multi-row atomicity); Percolator uses it for one-phase
+ * commits while no other process can reach the store (docs/transactions.md).
+ */
+export interface AtomicRowsStore extends Store {
+  /**
+   * True once the store is reachable from other processes (`percolator serve`, the checkers' IPC
+   * channel): their readers cannot see what this process keeps in memory. Never goes back.
+   */
+  readonly shared: boolean;
+  /** Marks the store shared (see `shared`). */
+  markShared(): void;
+  /**
+   * If no entry's predicate matches a cell of its row, applies every entry's mutations in one
+   * atomic write (all rows or none, durable when resolved unless deferred); otherwise writes
+   * nothing. Returns the index of the first entry whose predicate matched, or -1 when written.
+   * Throws: INVALID_ARGUMENT (two entries for one row, bad mutations), TABLE_NOT_FOUND; nothing is
+   * written then.
+   */
+  checkAndMutateRows(entries: readonly AtomicRowEntry[], options?: WriteOptions): Promise<number>;
+}
+
+/** The store's atomic multi-row extension, or null for backends without one (bigtable://). */
+export function atomicRowsOf(store: Store): AtomicRowsStore | null {
+  const s = store as Partial<AtomicRowsStore>;
+  return typeof s.checkAndMutateRows === 'function' && typeof s.markShared === 'function' ? (store as AtomicRowsStore) : null;
 }
 
 /** Options every backend accepts (some are ignored where they make no sense). */

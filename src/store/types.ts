@@ -197,6 +197,18 @@ export interface CheckAndMutateRequest extends WriteOptions {
   readonly falseMutations?: readonly Mutation[];
 }
 
+/**
+ * One row of an atomic multi-row conditional write (`AtomicRowsStore.checkAndMutateRows`): the
+ * row's mutations are applied only if, for every entry, the predicate matches no cell of its row.
+ */
+export interface AtomicRowEntry {
+  readonly table: string;
+  readonly key: Bytes;
+  /** Absent: the entry never vetoes the write. */
+  readonly predicateFilter?: RowFilter;
+  readonly mutations: readonly Mutation[];
+}
+
 export interface WriteOptions {
   /**
    * 'durable' (default): the promise resolves once the write is durable. 'deferred': it resolves

@@ -132,6 +132,8 @@ describe('Percolator.collectRecentGarbage', () => {
 
   it("leaves other processes' versions and incompletely committed transactions to the full pass", async () => {
     const other = await Percolator.open({ store, oracle: db.oracle }); // another process of the deployment
+    // Secondary commits exist only in two-phase commits (a shared deployment's protocol).
+    const mine = await Percolator.open({ store, oracle: db.oracle, gcIntervalMs: HOUR, commitProtocol: 'two-phase' });
     try {
       await other.transaction(async (tx) => tx.set('t', 'a', 'c:v', 'theirs'.padEnd(300, '.')));
       // A transaction of ours whose secondary commit fails (left for readers to roll forward).
@@ -142,25 +144,26 @@ describe('Percolator.collectRecentGarbage', () => {
         if (isCommit && Buffer.from(key).toString() === 'b' && commits++ === 0) throw new Error('lost secondary commit');
         return real(table, key, req);
       });
-      await db.transaction(async (tx) => {
+      await mine.transaction(async (tx) => {
         tx.set('t', 'a', 'c:v', 'ours1'.padEnd(300, '.'));
         tx.set('t', 'b', 'c:v', 'ours1'.padEnd(300, '.'));
       });
       spy.mockRestore();
-      await db.transaction(async (tx) => {
+      await mine.transaction(async (tx) => {
         tx.set('t', 'a', 'c:v', 'ours2'.padEnd(300, '.'));
         tx.set('t', 'b', 'c:v', 'ours2'.padEnd(300, '.')); // rolls the failed secondary forward first
       });
       const before = [await cells('a'), await cells('b')];
-      const r = await db.collectRecentGarbage();
+      const r = await mine.collectRecentGarbage();
       expect(r.versionsRemoved).toBe(0); // 'theirs' is foreign, 'ours1' was incomplete
       expect([await cells('a'), await cells('b')]).toEqual(before);
-      await db.collectGarbage();
+      await mine.collectGarbage();
       expect([await cells('a'), await cells('b')]).toEqual([2, 2]);
-      const s = await db.snapshot();
+      const s = await mine.snapshot();
       expect((await s.getString('t', 'b', 'c:v'))?.startsWith('ours2')).toBe(true);
       s.release();
     } finally {
+      await mine.close();
       await other.close();
     }
   });

@@ -28,6 +28,7 @@ it('a reader blocked on a lock of a commit in this process is woken when it comm
   const db = await Percolator.open({
     store: 'memory:',
     lockWaitMs: 10_000,
+    commitProtocol: 'two-phase', // about readers meeting a stored lock of a local commit
     onProtocolPoint: async (p) => {
       if (p === 'before-primary-commit') {
         paused();

@@ -1,12 +1,14 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cleanup } from './actions/cleanup.js';
 import { isTxnError } from './errors.js';
 import { encodeColumn } from './layout.js';
+import { atomicRowsOf } from '../store/store.js';
 import { Percolator } from './percolator.js';
 
 let db: Percolator;
+let protocol: 'auto' | 'two-phase' = 'auto';
 beforeEach(async () => {
-  db = await Percolator.open({ store: 'memory:', lockWaitMs: 200, leaseMs: 500 });
+  db = await Percolator.open({ store: 'memory:', lockWaitMs: 200, leaseMs: 500, commitProtocol: protocol });
   await db.createTable('t');
 });
 afterEach(async () => {
@@ -15,7 +17,16 @@ afterEach(async () => {
 
 const str = (v: Uint8Array | null | undefined) => (v === null || v === undefined ? null : Buffer.from(v).toString());
 
-describe('Percolator transactions', () => {
+// The isolation tests run under both commit protocols: one phase (the default on an unshared
+// embedded store) and Percolator's two phases (shared stores).
+describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitProtocol %s)', (p) => {
+  beforeAll(() => {
+    protocol = p;
+  });
+  afterAll(() => {
+    protocol = 'auto';
+  });
+
   it('commits writes across rows atomically and returns the callback value', async () => {
     const out = await db.transaction(async (tx) => {
       tx.set('t', 'a', 'c:x', '1');
@@ -138,6 +149,7 @@ describe('Percolator transactions', () => {
     const other = await Percolator.open({
       store: db.store,
       oracle: db.oracle,
+      commitProtocol: 'two-phase', // these tests are about the locks a stopped writer leaves
       onProtocolPoint: (p) => {
         if (p !== point) return;
         signal();
@@ -201,6 +213,7 @@ describe('broken invariants are reported, not hidden', () => {
     const other = await Percolator.open({
       store: db.store,
       oracle: db.oracle,
+      commitProtocol: 'two-phase',
       onProtocolPoint: async (p) => {
         if (p !== 'after-primary-commit') return;
         const locks = [];
@@ -219,6 +232,151 @@ describe('broken invariants are reported, not hidden', () => {
     expect(str(await snap.get('t', 'p', 'c:v'))).toBe(long);
     expect(str(await snap.get('t', 's', 'c:v'))).toBeNull(); // before: CORRUPTED_RECORD on every read
     snap.release();
+    await other.close();
+  });
+});
+
+describe('one-phase commits (an unshared embedded store)', () => {
+  /** A second instance whose one-phase commits stop before their atomic write until released. */
+  async function heldBeforeWrite(): Promise<{ other: Percolator; reached: Promise<void>; release: () => void }> {
+    let signal!: () => void;
+    const reached = new Promise<void>((r) => {
+      signal = r;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
+    const other = await Percolator.open({
+      store: db.store,
+      oracle: db.oracle,
+      onProtocolPoint: async (point) => {
+        if (point !== 'before-primary-commit') return;
+        signal();
+        await released;
+      },
+    });
+    return { other, reached, release };
+  }
+
+  async function lockCells(): Promise<number> {
+    let n = 0;
+    for await (const r of db.store.readRows('t', { filter: { familyNameRegexFilter: 'lock' } })) n += r.cells.length;
+    return n;
+  }
+
+  it('writes no lock cell, and commits every row or none', async () => {
+    const { other, reached, release } = await heldBeforeWrite();
+    const done = other.transaction(async (tx) => {
+      tx.set('t', 'a', 'c:v', 'A');
+      tx.set('t', 'b', 'c:v', 'L'.repeat(1000)); // a long value: in `data`
+    });
+    await reached;
+    expect(await lockCells()).toBe(0); // held between commit ts and write: nothing stored yet
+    release();
+    await done;
+    expect(await lockCells()).toBe(0);
+    const snap = await db.snapshot();
+    expect([await snap.getString('t', 'a', 'c:v'), (await snap.getString('t', 'b', 'c:v'))?.length]).toEqual(['A', 1000]);
+    snap.release();
+    await other.close();
+  });
+
+  it('a reader that started after the commit ts waits for the write, then sees it; one that started before does not wait', async () => {
+    const early = await db.snapshot();
+    const { other, reached, release } = await heldBeforeWrite();
+    const done = other.transaction(async (tx) => tx.set('t', 'k', 'c:v', 'new'));
+    await reached; // the commit ts exists, the write does not
+    const late = await db.snapshot();
+    expect(await early.getString('t', 'k', 'c:v')).toBeNull(); // below the commit: no wait
+    let seen: string | null | undefined;
+    const reading = late.getString('t', 'k', 'c:v').then((v) => {
+      seen = v;
+    });
+    const scanning = (async () => {
+      const rows: string[] = [];
+      for await (const r of late.scan('t')) rows.push(Buffer.from(r.row).toString());
+      return rows;
+    })();
+    await new Promise((r) => setImmediate(r));
+    expect(seen).toBeUndefined(); // still waiting for the in-flight commit
+    release();
+    await done;
+    await reading;
+    expect(seen).toBe('new');
+    expect(await scanning).toEqual(['k']);
+    early.release();
+    late.release();
+    await other.close();
+  });
+
+  it('conflicts are decided by the store: first committer wins, a stored lock vetoes', async () => {
+    const t1 = await db.begin();
+    const t2 = await db.begin();
+    t1.set('t', 'k', 'c:v', 'one');
+    t1.set('t', 'k2', 'c:v', 'one');
+    t2.set('t', 'k2', 'c:v', 'two');
+    t2.set('t', 'k3', 'c:v', 'two');
+    await t1.commit();
+    const err = await t2.commit().catch((e: unknown) => e);
+    expect(isTxnError(err, 'WRITE_CONFLICT')).toBe(true);
+    const snap = await db.snapshot();
+    expect(await snap.get('t', 'k3', 'c:v')).toBeNull(); // none of t2's rows was written
+    snap.release();
+    t1.release();
+    t2.release();
+    // A two-phase writer's lock (a shared deployment's process) vetoes a one-phase commit.
+    let signal!: () => void;
+    const reached = new Promise<void>((r) => {
+      signal = r;
+    });
+    const twoPhase = await Percolator.open({
+      store: db.store,
+      oracle: db.oracle,
+      commitProtocol: 'two-phase',
+      onProtocolPoint: (point) => {
+        if (point !== 'after-primary-prewrite') return;
+        signal();
+        return new Promise<void>(() => {});
+      },
+    });
+    void twoPhase.transaction(async (tx) => tx.set('t', 'locked', 'c:v', 'x'));
+    await reached;
+    const t3 = await db.begin();
+    t3.set('t', 'locked', 'c:v', 'y');
+    const locked = await t3.commit().catch((e: unknown) => e);
+    expect(isTxnError(locked, 'KEY_LOCKED')).toBe(true);
+    t3.release();
+    await twoPhase.close();
+  });
+
+  it('a store served to other processes commits in two phases from then on', async () => {
+    const atomic = atomicRowsOf(db.store);
+    expect(atomic).not.toBeNull();
+    atomic?.markShared();
+    let signal!: () => void;
+    const reached = new Promise<void>((r) => {
+      signal = r;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
+    const other = await Percolator.open({
+      store: db.store,
+      oracle: db.oracle,
+      onProtocolPoint: async (point) => {
+        if (point !== 'after-primary-prewrite') return;
+        signal();
+        await released;
+      },
+    });
+    const done = other.transaction(async (tx) => tx.set('t', 'k', 'c:v', 'v'));
+    await reached;
+    expect(await lockCells()).toBe(1);
+    release();
+    await done;
+    expect(await lockCells()).toBe(0);
     await other.close();
   });
 });

@@ -10,7 +10,7 @@
  */
 import { isStoreError } from '../store/errors.js';
 import { openStore } from '../store/open-store.js';
-import type { Store } from '../store/store.js';
+import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
 import { Oracle } from '../oracle/oracle.js';
 import { NetworkLockService } from '../server/lock-client.js';
@@ -27,6 +27,7 @@ import { type GcResult, collectGarbage } from './gc.js';
 import { RecentCommits, collectRecent } from './gc-recent.js';
 import { Liveness } from './liveness.js';
 import { LocalCommits } from './local-commits.js';
+import { memLocksOf } from './mem-locks.js';
 import type { ReadContext } from './snapshot-read.js';
 import { type ProtocolPoint, Snapshot, Transaction, type TxnEnvironment } from './transaction.js';
 
@@ -65,6 +66,14 @@ export interface PercolatorOptions {
    * deployment should run them.
    */
   readonly fullGcIntervalMs?: number;
+  /**
+   * How transactions commit. 'auto' (default): in ONE phase — one atomic store write for all
+   * rows, no lock cells (commit-one-phase.ts, TiKV's 1PC) — while the store is an embedded one
+   * (`memory:`, `file:`) that no other process can reach; in two phases otherwise (shared stores:
+   * `bigtable://`, or an embedded store once `percolator serve` or a checker shares it).
+   * 'two-phase': always Percolator's two-phase commit with primary and secondary locks.
+   */
+  readonly commitProtocol?: 'auto' | 'two-phase';
 }
 
 /** Background GC's default tick: a targeted pass every second. */
@@ -143,7 +152,20 @@ export class Percolator {
       const owner = await liveness.register();
       const observed = new ObservedColumns(store);
       await observed.open(options.observedRefreshMs ?? 1_000);
-      const read: ReadContext = { liveness, nowMs, lockWaitMs: options.lockWaitMs ?? 2_000, localCommits: new LocalCommits() };
+      const protocol = options.commitProtocol ?? 'auto';
+      if (protocol !== 'auto' && protocol !== 'two-phase') {
+        throw new TxnError('INVALID_CONFIG', `commitProtocol must be 'auto' or 'two-phase', not ${JSON.stringify(protocol)}`, { protocol });
+      }
+      const atomic = atomicRowsOf(store);
+      const read: ReadContext = {
+        liveness,
+        nowMs,
+        lockWaitMs: options.lockWaitMs ?? 2_000,
+        localCommits: new LocalCommits(),
+        // Every Percolator on an embedded store looks for one-phase commits in flight, whatever
+        // its own protocol: another Percolator of this process may use it.
+        ...(atomic !== null ? { memLocks: memLocksOf(atomic) } : {}),
+      };
       let db: Percolator | null = null;
       const env: TxnEnvironment = {
         store,
@@ -161,6 +183,7 @@ export class Percolator {
           db.commitsSinceGc++;
           db.recent?.record(commit);
         },
+        ...(atomic !== null && protocol === 'auto' ? { onePhase: atomic } : {}),
         onSecondaryCommitError: (e) => {
           if (db !== null && isTxnError(e) && e.code === 'LOCK_NOT_FOUND' && db.anomalies.length < 100) db.anomalies.push(e);
         },

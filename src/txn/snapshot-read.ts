@@ -16,6 +16,7 @@ import { resolveLock } from './actions/resolve-lock.js';
 import type { LockedCell, ResolveContext } from './actions/types.js';
 import { TxnError, describeCell } from './errors.js';
 import type { LocalCommits } from './local-commits.js';
+import type { MemLocks } from './mem-locks.js';
 import {
   DATA,
   LOCK,
@@ -34,6 +35,8 @@ export interface ReadContext extends ResolveContext {
   readonly lockWaitMs: number;
   /** Commits in flight in this process: a reader blocked on one of their locks waits for it. */
   readonly localCommits?: LocalCommits;
+  /** One-phase commits in flight in this process (mem-locks.ts): readers wait for those below them. */
+  readonly memLocks?: MemLocks;
 }
 
 export interface ColumnRef {
@@ -190,7 +193,14 @@ export async function readVersionsAt(
 ): Promise<VersionAt[]> {
   const filter = readFilter(columns);
   let backoff: Backoff | null = null;
+  let qualifiers: Uint8Array[] | null = null;
   for (;;) {
+    // Checked right before the read, which starts synchronously (mem-locks.ts says why).
+    const inFlight = ctx.memLocks?.blocking(table, row, (qualifiers ??= columns.map((c) => c.q)), ts) ?? null;
+    if (inFlight !== null) {
+      await inFlight;
+      continue;
+    }
     const r = await store.readRow(table, row, filter);
     const { writes, locks } = interpretColumns(table, row, r?.cells ?? [], ts, columns);
     if (locks !== null) {
@@ -257,6 +267,9 @@ export async function* scanAt(
   limit?: number,
 ): AsyncGenerator<ScannedRow> {
   let emitted = 0;
+  // Every one-phase commit that may land below ts ends before the scan's snapshot is taken; any
+  // that starts later commits above ts (mem-locks.ts).
+  for (let w = ctx.memLocks?.blockingTable(table, ts) ?? null; w !== null; w = ctx.memLocks?.blockingTable(table, ts) ?? null) await w;
   for await (const r of store.readRows(table, { rows: { rowRanges: [range] }, filter: readAllFilter(ts, columnFilter) })) {
     const { writes, locks } = interpret(table, r.key, r.cells, ts);
     const columns = new Map<string, Uint8Array>();

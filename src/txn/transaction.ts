@@ -13,15 +13,17 @@
  * concurrently with each other, but not with commit.
  */
 import { bytesKey } from '../store/bytes.js';
-import type { Store } from '../store/store.js';
+import type { AtomicRowsStore, Store } from '../store/store.js';
 import type { Mutation, RowFilter, RowRange } from '../store/types.js';
 import { cleanup } from './actions/cleanup.js';
+import { commitOnePhase } from './actions/commit-one-phase.js';
 import { commitPrimary, commitSecondary } from './actions/commit.js';
 import { type LockTemplate, prewrite } from './actions/prewrite.js';
 import type { BufferedCell, BufferedRow } from './actions/types.js';
 import { TxnError } from './errors.js';
 import type { CommittedTxn } from './gc-recent.js';
 import { LockRefresher } from './lock-refresher.js';
+import type { MemLocks } from './mem-locks.js';
 import { LOCK, NOTIFY, encodeColumn, encodeUserColumn } from './layout.js';
 
 const WEAK = Buffer.from('w');
@@ -57,6 +59,11 @@ export interface TxnEnvironment {
    * roll the secondary forward); LOCK_NOT_FOUND is a broken invariant and is kept as evidence.
    */
   onSecondaryCommitError?(error: unknown): void;
+  /**
+   * Set when commits may take one phase (commit-one-phase.ts): the store's atomic multi-row
+   * extension. Used only while the store is not shared, with `read.memLocks` ordering readers.
+   */
+  readonly onePhase?: AtomicRowsStore;
 }
 
 export function toBytes(v: Value): Uint8Array {
@@ -303,12 +310,44 @@ export class Transaction extends Snapshot {
       owner: env.owner,
     };
     // Readers of this process blocked on our locks are woken when the commit ends (local-commits.ts).
+    const onePhase = env.onePhase;
+    const memLocks = env.read.memLocks;
+    if (onePhase !== undefined && memLocks !== undefined && !onePhase.shared) return this.commitInOnePhase(env, onePhase, memLocks, rows);
     const ended = env.read.localCommits?.begin(this.startTs);
     try {
       return await this.twoPhaseCommit(env, rows, primaryRow, primaryCell, template, rows.slice(1));
     } finally {
       ended?.();
     }
+  }
+
+  /**
+   * One atomic store write for the whole transaction (commit-one-phase.ts). The in-memory locks
+   * are taken before the commit ts exists and dropped once the write is visible, so every reader
+   * that may have to see this commit waits for it (mem-locks.ts).
+   */
+  private async commitInOnePhase(
+    env: TxnEnvironment,
+    store: AtomicRowsStore,
+    memLocks: MemLocks,
+    rows: readonly BufferedRow[],
+  ): Promise<number> {
+    const release = memLocks.acquire(this.startTs, rows);
+    let commitTs: number;
+    try {
+      commitTs = await env.getTimestamp();
+      // As in two-phase commit: weak notifications carry the commit ts and land first.
+      await this.writeWeakNotifications(commitTs);
+      if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('before-primary-commit');
+      await commitOnePhase(store, rows, this.startTs, commitTs);
+      this.committed = commitTs;
+    } finally {
+      release();
+    }
+    if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-commit');
+    env.onCommitted?.({ startTs: this.startTs, rows, complete: true });
+    if (this.weak.length > 0 || rows.some((r) => r.cells.some((c) => c.notify))) env.onNotified?.();
+    return commitTs;
   }
 
   private async twoPhaseCommit(

@@ -31,10 +31,27 @@ import type { BufferedRow } from './types.js';
 const STRONG = Buffer.from('s');
 
 /**
- * The mutations that turn S's lock on one cell into a write record at commitTs — and, for an
- * observed column, set its notify cell at commitTs in the same atomic row mutation, so a
- * notification exists exactly for committed changes.
+ * The committed form of one cell at commitTs: its write record — and, for an observed column, its
+ * notify cell at commitTs in the same atomic row mutation, so a notification exists exactly for
+ * committed changes.
  */
+export function committedCellMutations(
+  q: Uint8Array,
+  kind: WriteKind,
+  ref: ValueRef,
+  startTs: number,
+  commitTs: number,
+  notify: boolean,
+): Mutation[] {
+  // The write record carries short values itself, so readers never touch `data` for them.
+  const out: Mutation[] = [
+    { setCell: { familyName: WRITE, columnQualifier: q, timestampMicros: commitTs, value: encodeWrite({ kind, startTs, value: ref }) } },
+  ];
+  if (notify) out.push({ setCell: { familyName: NOTIFY, columnQualifier: q, timestampMicros: commitTs, value: STRONG } });
+  return out;
+}
+
+/** The mutations that turn S's lock on one cell into its committed form at commitTs. */
 export function commitCellMutations(
   q: Uint8Array,
   kind: WriteKind,
@@ -43,18 +60,14 @@ export function commitCellMutations(
   commitTs: number,
   notify: boolean,
 ): Mutation[] {
-  const out: Mutation[] = [
-    // The write record carries short values itself, so readers never touch `data` for them.
-    { setCell: { familyName: WRITE, columnQualifier: q, timestampMicros: commitTs, value: encodeWrite({ kind, startTs, value: ref }) } },
-    {
-      deleteFromColumn: {
-        familyName: LOCK,
-        columnQualifier: q,
-        timeRange: { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 },
-      },
+  const out = committedCellMutations(q, kind, ref, startTs, commitTs, notify);
+  out.push({
+    deleteFromColumn: {
+      familyName: LOCK,
+      columnQualifier: q,
+      timeRange: { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 },
     },
-  ];
-  if (notify) out.push({ setCell: { familyName: NOTIFY, columnQualifier: q, timestampMicros: commitTs, value: STRONG } });
+  });
   return out;
 }
 

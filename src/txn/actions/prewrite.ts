@@ -55,13 +55,24 @@ export async function prewrite(store: Store, row: BufferedRow, startTs: number, 
     durability: 'deferred',
   });
   if (!conflicted) return;
-  // Find out why, cell by cell (the conflict path is rare; clarity over speed).
+  const error = await conflictError(store, row, startTs);
+  if (error !== null) throw error;
+}
+
+/**
+ * Why a conditional write at `startTs` over `row`'s cells was vetoed (the conflict path is rare;
+ * clarity over speed), cell by cell: TXN_ABORTED (our rollback record, or we already committed),
+ * KEY_LOCKED (another transaction's lock), WRITE_CONFLICT (a commit at or after startTs), or
+ * KEY_LOCKED with no lock when the conflict has gone since (retry). Returns null when every cell
+ * holds our own lock (a retried prewrite).
+ */
+export async function conflictError(store: Store, row: BufferedRow, startTs: number): Promise<TxnError | null> {
   let ownLocks = 0;
   for (const c of row.cells) {
     const s = await readColumnStatus(store, row.table, row.row, c.q, startTs);
     const ref = { table: row.table, row: row.row, column: c.column };
     if (s.rolledBack) {
-      throw new TxnError(
+      return new TxnError(
         'TXN_ABORTED',
         `transaction ${startTs} was rolled back by another (found its rollback record at ${describeCell(ref)})`,
         { ...ref, startTs },
@@ -69,7 +80,7 @@ export async function prewrite(store: Store, row: BufferedRow, startTs: number, 
     }
     const other = s.otherLocks[0];
     if (other !== undefined) {
-      throw new TxnError('KEY_LOCKED', `${describeCell(ref)} is locked by transaction ${other[0]}`, {
+      return new TxnError('KEY_LOCKED', `${describeCell(ref)} is locked by transaction ${other[0]}`, {
         ...ref,
         startTs,
         lockTs: other[0],
@@ -77,7 +88,7 @@ export async function prewrite(store: Store, row: BufferedRow, startTs: number, 
       });
     }
     if (s.latestCommitTs !== null && s.latestCommitTs >= startTs && s.commitTs === null) {
-      throw new TxnError(
+      return new TxnError(
         'WRITE_CONFLICT',
         `${describeCell(ref)} was written at ${s.latestCommitTs}, after this transaction started at ${startTs}`,
         {
@@ -89,16 +100,19 @@ export async function prewrite(store: Store, row: BufferedRow, startTs: number, 
     }
     if (s.ownLock !== null) ownLocks++;
     else if (s.commitTs !== null) {
-      throw new TxnError(
+      return new TxnError(
         'TXN_ABORTED',
         `transaction ${startTs} already committed ${describeCell(ref)} at ${s.commitTs}: prewrite after commit`,
-        { ...ref, startTs },
+        {
+          ...ref,
+          startTs,
+        },
       );
     }
   }
-  if (ownLocks === row.cells.length) return; // a retried prewrite: our locks are in place
+  if (ownLocks === row.cells.length) return null; // a retried prewrite: our locks are in place
   // The conflict went away between the check and the read (e.g. a lock was resolved): retry.
-  throw new TxnError('KEY_LOCKED', `prewrite of ${row.table} row raced with a lock that has since been resolved`, {
+  return new TxnError('KEY_LOCKED', `write of ${row.table} row raced with a lock that has since been resolved`, {
     table: row.table,
     row: row.row,
     startTs,

@@ -1,0 +1,65 @@
+/**
+ * One-phase commit (TiKV's "1PC", here for a store only this process can reach): every buffered
+ * row goes straight from "not written" to "committed at commitTs" in ONE atomic conditional write
+ * across rows (`AtomicRowsStore.checkAndMutateRows`), instead of a prewrite and a commit per row.
+ *
+ * The veto of each row is exactly prewrite's condition — a lock at any timestamp or a write at or
+ * after S on any of its cells — so write-write conflicts are decided as in two-phase commit, and
+ * the write carries what the commit would leave behind: long values in `data` at S, write records
+ * at commitTs (short values inline), notify cells of observed columns at commitTs.
+ *
+ * What the locks of two-phase commit do for readers is done by the caller's in-memory locks
+ * (mem-locks.ts), taken before commitTs was obtained and released after this resolves. Nothing of
+ * the transaction is ever stored half-done, so nothing needs rolling back or forward after a
+ * crash: the store's atomic, durable write is the commit point.
+ *
+ * Returns: when every row is committed (durable).
+ * Throws: KEY_LOCKED (another transaction's lock; `details.lock`/`lockTs` let the caller resolve
+ *   it), WRITE_CONFLICT (a commit at or after S); nothing was written then. Store errors pass
+ *   through (nothing was acknowledged; the transaction is not committed).
+ * Idempotent: not needed — it writes all or nothing, and a caller retries with a new start ts.
+ */
+import type { AtomicRowsStore } from '../../store/store.js';
+import type { AtomicRowEntry, Mutation } from '../../store/types.js';
+import { TxnError } from '../errors.js';
+import { DATA, prewriteConflictFilter, valueRefFor } from '../layout.js';
+import { committedCellMutations } from './commit.js';
+import { conflictError } from './prewrite.js';
+import type { BufferedRow } from './types.js';
+
+export function onePhaseMutations(row: BufferedRow, startTs: number, commitTs: number): Mutation[] {
+  const out: Mutation[] = [];
+  for (const c of row.cells) {
+    const ref = valueRefFor(c.kind, c.value);
+    if (ref.mode === 'data' && c.value !== null) {
+      out.push({ setCell: { familyName: DATA, columnQualifier: c.q, timestampMicros: startTs, value: c.value } });
+    }
+    for (const m of committedCellMutations(c.q, c.kind, ref, startTs, commitTs, c.notify)) out.push(m);
+  }
+  return out;
+}
+
+export async function commitOnePhase(
+  store: AtomicRowsStore,
+  rows: readonly BufferedRow[],
+  startTs: number,
+  commitTs: number,
+): Promise<void> {
+  const entries: AtomicRowEntry[] = rows.map((r) => ({
+    table: r.table,
+    key: r.row,
+    predicateFilter: prewriteConflictFilter(
+      r.cells.map((c) => c.q),
+      startTs,
+    ),
+    mutations: onePhaseMutations(r, startTs, commitTs),
+  }));
+  const vetoed = await store.checkAndMutateRows(entries);
+  if (vetoed < 0) return;
+  const row = rows[vetoed] as BufferedRow;
+  // Nothing of ours is in the store, so "our own locks are in place" cannot be the answer.
+  throw (
+    (await conflictError(store, row, startTs)) ??
+    new TxnError('KEY_LOCKED', `one-phase commit of ${row.table} row vetoed`, { table: row.table, row: row.row, startTs })
+  );
+}

@@ -3,7 +3,8 @@
  * owns, so a `kill -9` of this process is a crash of the store itself (unlike `check bank`, whose
  * workers reach the supervisor's store over IPC).
  *
- * Usage: `node dist/check/txn-crash-child.js DIR GENERATION` with an IPC channel. Each
+ * Usage: `node dist/check/txn-crash-child.js DIR GENERATION [auto|two-phase]` with an IPC channel
+ * (the commit protocol: one atomic write per transaction, or locks and deferred secondaries). Each
  * transaction writes rows `g<G>-t<N>-r<k>` (k < 2..5, fresh keys) with the value `t<N>`; after
  * `db.transaction` resolves it sends `{ t: 'ack', txn, rows }`. The parent kills it at a random
  * moment and checks atomicity and durability: every acknowledged transaction's rows all read
@@ -12,10 +13,12 @@
 import { Percolator } from '../txn/percolator.js';
 
 async function main(): Promise<void> {
-  const [dir, gen] = process.argv.slice(2);
-  if (dir === undefined || gen === undefined) throw new Error('usage: txn-crash-child DIR GENERATION');
+  const [dir, gen, protocol = 'auto'] = process.argv.slice(2);
+  if (dir === undefined || gen === undefined || (protocol !== 'auto' && protocol !== 'two-phase')) {
+    throw new Error('usage: txn-crash-child DIR GENERATION [auto|two-phase]');
+  }
   // A short lease, so the checker's reader soon treats this process's locks as abandoned.
-  const db = await Percolator.open({ store: `file:${dir}`, leaseMs: 500, lockTtlMs: 1_000 });
+  const db = await Percolator.open({ store: `file:${dir}`, leaseMs: 500, lockTtlMs: 1_000, commitProtocol: protocol });
   await db.createTable('crash');
   let n = 0;
   const loop = async (): Promise<void> => {

@@ -148,3 +148,25 @@ for (const kind of ['memory:', 'file:'] as const) {
     });
   });
 }
+
+describe('checkAndMutateRows with an in-process veto', () => {
+  it("vetoes from the row's cells of the named families, and writes otherwise", async () => {
+    const store = atomicRowsOf(await openStore('memory:'));
+    if (store === null) throw new Error('embedded stores implement the atomic extension');
+    await store.createTable('a', { families: { f: {}, g: { localityGroup: 'other' } } });
+    await store.mutateRow('a', b('r'), [set('c', 'old', 5000)]);
+    const seen: string[][] = [];
+    const veto = (limit: number) => ({
+      families: ['f'],
+      test: (cells: readonly { family: string; timestamp: number }[]) => {
+        seen.push(cells.map((c) => `${c.family}@${c.timestamp}`));
+        return cells.some((c) => c.timestamp >= limit);
+      },
+    });
+    expect(await store.checkAndMutateRows([{ table: 'a', key: b('r'), veto: veto(1000), mutations: [set('c', 'new', 6000)] }])).toBe(0);
+    expect(await store.checkAndMutateRows([{ table: 'a', key: b('r'), veto: veto(9000), mutations: [set('c', 'new', 6000)] }])).toBe(-1);
+    expect(seen).toEqual([['f@5000'], ['f@5000']]);
+    expect(await value(store, 'a', 'r')).toBe('new');
+    await store.close();
+  });
+});

@@ -801,7 +801,9 @@ export class EngineStore implements AtomicRowsStore {
       validateMutations(e.mutations, spec, e.table, e.key, this.limits, true);
       return spec;
     });
-    const predicates = entries.map((e) => (e.predicateFilter === undefined ? null : this.compile(e.predicateFilter)));
+    const predicates = entries.map((e) =>
+      e.predicateFilter === undefined || e.veto !== undefined ? null : this.compile(e.predicateFilter),
+    );
     const tableNames = [...new Set(entries.map((e) => e.table))].sort();
     const entered: TableState[] = [];
     try {
@@ -818,10 +820,14 @@ export class EngineStore implements AtomicRowsStore {
       return await this.latches.runMany(latchKeys, async () => {
         const now = this.now();
         for (let i = 0; i < entries.length; i++) {
-          const p = predicates[i];
-          if (p === null || p === undefined) continue;
           const e = entries[i] as AtomicRowEntry;
           const t = states.get(e.table) as TableState;
+          if (e.veto !== undefined) {
+            if (e.veto.test(this.collect(t, this.loadRow(t, e.key, t.groupsFor(e.veto.families)), now))) return i;
+            continue;
+          }
+          const p = predicates[i];
+          if (p === null || p === undefined) continue;
           const cells = this.collect(t, this.loadRow(t, e.key, t.groupsFor(p.families)), now);
           if (p.apply(e.key, cells).length > 0) return i;
         }

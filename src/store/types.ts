@@ -204,9 +204,20 @@ export interface CheckAndMutateRequest extends WriteOptions {
 export interface AtomicRowEntry {
   readonly table: string;
   readonly key: Bytes;
-  /** Absent: the entry never vetoes the write. */
+  /** Absent (and no `veto`): the entry never vetoes the write. */
   readonly predicateFilter?: RowFilter;
+  /**
+   * The in-process form of a predicate (the extension never crosses a process boundary): the
+   * write is vetoed if `test` returns true for the row's cells of `families` (GC rules applied).
+   * Cheaper than a filter that must be compiled for every call. Used instead of predicateFilter.
+   */
+  readonly veto?: RowVeto;
   readonly mutations: readonly Mutation[];
+}
+
+export interface RowVeto {
+  readonly families: readonly string[];
+  test(cells: readonly Cell[]): boolean;
 }
 
 export interface WriteOptions {

@@ -20,9 +20,10 @@
  * Idempotent: not needed — it writes all or nothing, and a caller retries with a new start ts.
  */
 import type { AtomicRowsStore } from '../../store/store.js';
-import type { AtomicRowEntry, Mutation } from '../../store/types.js';
+import { compareBytes } from '../../store/bytes.js';
+import type { AtomicRowEntry, Cell, Mutation, RowVeto } from '../../store/types.js';
 import { TxnError } from '../errors.js';
-import { DATA, prewriteConflictFilter, valueRefFor } from '../layout.js';
+import { DATA, LOCK, WRITE, valueRefFor } from '../layout.js';
 import { committedCellMutations } from './commit.js';
 import { conflictError } from './prewrite.js';
 import type { BufferedRow } from './types.js';
@@ -39,6 +40,23 @@ export function onePhaseMutations(row: BufferedRow, startTs: number, commitTs: n
   return out;
 }
 
+const VETO_FAMILIES = [LOCK, WRITE];
+
+/** Prewrite's condition (prewriteConflictFilter) as an in-process test: a lock, or a write at or after S. */
+function conflictVeto(row: BufferedRow, startTs: number): RowVeto {
+  const qs = row.cells.map((c) => c.q);
+  return {
+    families: VETO_FAMILIES,
+    test(cells: readonly Cell[]): boolean {
+      for (const c of cells) {
+        if (c.family === WRITE ? c.timestamp < startTs : c.family !== LOCK) continue;
+        for (const q of qs) if (compareBytes(q, c.qualifier) === 0) return true;
+      }
+      return false;
+    },
+  };
+}
+
 export async function commitOnePhase(
   store: AtomicRowsStore,
   rows: readonly BufferedRow[],
@@ -48,10 +66,7 @@ export async function commitOnePhase(
   const entries: AtomicRowEntry[] = rows.map((r) => ({
     table: r.table,
     key: r.row,
-    predicateFilter: prewriteConflictFilter(
-      r.cells.map((c) => c.q),
-      startTs,
-    ),
+    veto: conflictVeto(r, startTs),
     mutations: onePhaseMutations(r, startTs, commitTs),
   }));
   const vetoed = await store.checkAndMutateRows(entries);

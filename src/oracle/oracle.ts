@@ -210,6 +210,12 @@ export class Oracle implements TimestampSource {
     return this.allocate(1, (ts) => this.local.register(ts));
   }
 
+  tryStartTimestamp(): ActiveRegistration | null {
+    if (this.closedError !== null) throw this.closedError;
+    const first = this.tryAllocate(1);
+    return first >= 0 ? this.local.register(first) : null;
+  }
+
   /** Starts a background extension when the reservation runs low (hot path never waits). */
   private preExtend(): void {
     if (this.millis() - this.lastSaveFailedAt < 100) return; // a failing disk: do not hammer it

@@ -40,6 +40,11 @@ export interface TimestampSource {
    * the timestamp is received, so no watermark can pass it). Release it when the transaction ends.
    */
   getStartTimestamp(): Promise<ActiveRegistration>;
+  /**
+   * An in-process oracle's synchronous form of getStartTimestamp: the registration, or null when
+   * the caller must use getStartTimestamp (no reservation at hand). Optional.
+   */
+  tryStartTimestamp?(): ActiveRegistration | null;
   /** Holds the GC watermark at or below `startTs` until released. Prefer `getStartTimestamp`. */
   registerActive(startTs: number): ActiveRegistration;
   /** The oldest start timestamp still in use by any live client (or the next timestamp if none). */
@@ -61,42 +66,44 @@ export const monotonicMillis: MillisClock = () => performance.now();
 
 /** Local multiset of active start timestamps with O(1) register/release and lazy min. */
 export class ActiveSet {
-  private readonly counts = new Map<number, number>();
-  private cachedMin = Number.POSITIVE_INFINITY;
-  private dirty = false;
+  /**
+   * Registrations in the order they were made (start timestamps mostly increase), released ones
+   * included until the next compaction. A registration costs an object and a push, a release a
+   * flag: a Map keyed by timestamps (heap numbers above 2^31) cost more than the read it guarded.
+   */
+  private entries: { readonly ts: number; live: boolean }[] = [];
+  private live = 0;
 
   register(ts: number): ActiveRegistration {
-    this.counts.set(ts, (this.counts.get(ts) ?? 0) + 1);
-    if (ts < this.cachedMin) this.cachedMin = ts;
-    let released = false;
+    const e = { ts, live: true };
+    this.entries.push(e);
+    this.live++;
+    // Mostly-released histories are compacted as they grow, so memory follows the live count.
+    if (this.entries.length > 1024 && this.entries.length > 4 * this.live) this.compact();
     return {
       timestamp: ts,
       release: () => {
-        if (released) return;
-        released = true;
-        const c = this.counts.get(ts) ?? 0;
-        if (c <= 1) {
-          this.counts.delete(ts);
-          if (ts === this.cachedMin) this.dirty = true;
-        } else {
-          this.counts.set(ts, c - 1);
-        }
+        if (!e.live) return;
+        e.live = false;
+        this.live--;
       },
     };
   }
 
-  /** The smallest registered timestamp, or +Infinity when none. */
-  min(): number {
-    if (this.dirty) {
-      let m = Number.POSITIVE_INFINITY;
-      for (const ts of this.counts.keys()) if (ts < m) m = ts;
-      this.cachedMin = m;
-      this.dirty = false;
-    }
-    return this.cachedMin;
+  private compact(): void {
+    this.entries = this.entries.filter((e) => e.live);
   }
 
+  /** The smallest registered timestamp, or +Infinity when none. */
+  min(): number {
+    this.compact();
+    let m = Number.POSITIVE_INFINITY;
+    for (const e of this.entries) if (e.ts < m) m = e.ts;
+    return m;
+  }
+
+  /** Live registrations. */
   get size(): number {
-    return this.counts.size;
+    return this.live;
   }
 }

@@ -53,6 +53,14 @@ import { validateFamilyName, validateMutations, validateRowKey, validateRules, v
 
 const EMPTY_CELLS: readonly Cell[] = Object.freeze([]);
 
+/** Bytes as a latin1 string; a plain loop beats a Buffer round trip for short row keys. */
+function latin1(b: Uint8Array): string {
+  if (b.length > 32) return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
+  let s = '';
+  for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i] as number);
+  return s;
+}
+
 /** One row's planned write: engine ops, the cache entries to set after it, the size change. */
 interface RowPlan {
   readonly t: TableState;
@@ -174,10 +182,11 @@ export class EngineStore implements AtomicRowsStore {
 
   /** One locality group of one row, decoded, from the cache or the engine. */
   private loadGroup(t: TableState, gid: number, key: Bytes): readonly Cell[] {
-    const ek = rowKeyOf(t.prefix(gid), key);
-    const ck = ek.toString('latin1');
+    // The cache key is the engine key as latin1; the engine key itself is built only on a miss.
+    const ck = t.prefixLatin1(gid) + latin1(key);
     const hit = this.cache.get(ck);
     if (hit !== undefined) return hit;
+    const ek = rowKeyOf(t.prefix(gid), key);
     const raw = this.engine.get(ek);
     const cells = raw === undefined ? EMPTY_CELLS : this.decode(t, raw, key);
     this.cache.set(ck, cells, raw?.byteLength ?? 0);
@@ -197,8 +206,10 @@ export class EngineStore implements AtomicRowsStore {
   }
 
   /** Applies GC rules to canonical cells (read side: collected cells are never visible). */
-  private collect(t: TableState, cells: readonly Cell[], now: number): readonly Cell[] {
+  /** `now` (µs) defaults to the clock, read only when the table has GC rules at all. */
+  private collect(t: TableState, cells: readonly Cell[], now?: number): readonly Cell[] {
     if (t.rules.size === 0 || cells.length === 0) return cells;
+    now ??= this.now();
     let out: Cell[] | null = null;
     let i = 0;
     while (i < cells.length) {
@@ -572,12 +583,16 @@ export class EngineStore implements AtomicRowsStore {
   // Data: reads
 
   async readRow(table: string, key: Bytes, filter?: RowFilter): Promise<Row | null> {
+    return this.readRowSync(table, key, filter);
+  }
+
+  readRowSync(table: string, key: Bytes, filter?: RowFilter): Row | null {
     const t = this.table(table);
     validateRowKey(key, this.limits, table);
     const f = this.compile(filter);
     const groups = t.groupsFor(f === null ? null : f.families);
     if (groups.length === 0) return null;
-    const cells = this.collect(t, this.loadRow(t, key, groups), this.now());
+    const cells = this.collect(t, this.loadRow(t, key, groups));
     const out = f === null ? cells : f.apply(key, cells);
     return out.length === 0 ? null : { key, cells: out };
   }
@@ -609,7 +624,7 @@ export class EngineStore implements AtomicRowsStore {
     for (const iv of intervals) {
       if (iv.point !== undefined) {
         this.checkOpen();
-        const cells = this.collect(t, this.loadRow(t, iv.point, groups), this.now());
+        const cells = this.collect(t, this.loadRow(t, iv.point, groups));
         const out = f === null ? cells : f.apply(iv.point, cells);
         if (out.length > 0) {
           yield { key: iv.point, cells: out };
@@ -641,7 +656,7 @@ export class EngineStore implements AtomicRowsStore {
         continue;
       }
       for await (const [key, cells0] of this.scanInterval(t, groups, iv.gte, iv.lt, reversed)) {
-        const cells = this.collect(t, cells0, this.now());
+        const cells = this.collect(t, cells0);
         const out = f === null ? cells : f.apply(key, cells);
         if (out.length === 0) continue;
         yield { key, cells: out };
@@ -760,7 +775,7 @@ export class EngineStore implements AtomicRowsStore {
       const trueGroups = this.groupsOfMutations(t, trueM);
       const falseGroups = this.groupsOfMutations(t, falseM);
       return await this.latches.run(this.latchKey(t, key), async () => {
-        const cells = this.collect(t, this.loadRow(t, key, readGroups), this.now());
+        const cells = this.collect(t, this.loadRow(t, key, readGroups));
         const matched = predicate === null ? cells.length > 0 : predicate.apply(key, cells).length > 0;
         const muts = matched ? trueM : falseM;
         if (muts.length > 0) {
@@ -928,7 +943,7 @@ export class EngineStore implements AtomicRowsStore {
           for (const e of batch) {
             const key = Uint8Array.prototype.slice.call(rowKeyFrom(e.key)) as Uint8Array;
             const cells = this.decode(t, e.value, key);
-            const kept = this.collect(t, cells, this.now());
+            const kept = this.collect(t, cells);
             if (kept.length === cells.length) continue;
             const w = await this.enterWrite(t.name).catch(() => null);
             if (w !== t) {

@@ -96,12 +96,16 @@ export interface AtomicRowsStore extends Store {
    * written then.
    */
   checkAndMutateRows(entries: readonly AtomicRowEntry[], options?: WriteOptions): Promise<number>;
+  /** `readRow`, answered synchronously (the embedded backends read from memory or a sync engine get). */
+  readRowSync(table: string, key: Bytes, filter?: RowFilter): Row | null;
 }
 
 /** The store's atomic multi-row extension, or null for backends without one (bigtable://). */
 export function atomicRowsOf(store: Store): AtomicRowsStore | null {
   const s = store as Partial<AtomicRowsStore>;
-  return typeof s.checkAndMutateRows === 'function' && typeof s.markShared === 'function' ? (store as AtomicRowsStore) : null;
+  return typeof s.checkAndMutateRows === 'function' && typeof s.markShared === 'function' && typeof s.readRowSync === 'function'
+    ? (store as AtomicRowsStore)
+    : null;
 }
 
 /** Options every backend accepts (some are ignored where they make no sense). */

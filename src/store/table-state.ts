@@ -116,6 +116,14 @@ export class TableState {
   prefix(gid: number): Uint8Array {
     return this.prefixes.get(gid) as Uint8Array;
   }
+
+  /** The group's key prefix as latin1 (row-cache keys). */
+  prefixLatin1(gid: number): string {
+    let p = this.prefixStrings.get(gid);
+    if (p === undefined) this.prefixStrings.set(gid, (p = Buffer.from(this.prefix(gid)).toString('latin1')));
+    return p;
+  }
+  private readonly prefixStrings = new Map<number, string>();
 }
 
 /** Assigns group ids for a spec, keeping existing ids. */

@@ -269,6 +269,19 @@ export function decodeWrite(value: Uint8Array): WriteRecord {
   return w;
 }
 
+const decodedWrites = new WeakMap<Uint8Array, WriteRecord>();
+
+/**
+ * decodeWrite, remembered per value object: the store's row cache hands out the same cell
+ * objects until the row changes, so a hot cell's record is decoded once, not on every read.
+ * Records are immutable; a value object is never written into.
+ */
+export function decodeWriteCached(value: Uint8Array): WriteRecord {
+  let w = decodedWrites.get(value);
+  if (w === undefined) decodedWrites.set(value, (w = decodeWrite(value)));
+  return w;
+}
+
 /** How a value is carried in the lock: inline if short, else in `data`. */
 export function valueRefFor(kind: WriteKind, value: Uint8Array | null): ValueRef {
   if (kind === 'delete' || value === null) return { mode: 'none' };

@@ -164,7 +164,7 @@ export class Percolator {
         localCommits: new LocalCommits(),
         // Every Percolator on an embedded store looks for one-phase commits in flight, whatever
         // its own protocol: another Percolator of this process may use it.
-        ...(atomic !== null ? { memLocks: memLocksOf(atomic) } : {}),
+        ...(atomic !== null ? { memLocks: memLocksOf(atomic), syncStore: atomic } : {}),
       };
       let db: Percolator | null = null;
       const env: TxnEnvironment = {
@@ -227,7 +227,8 @@ export class Percolator {
   /** Starts a transaction by hand (prefer `transaction`, which retries). */
   async begin(): Promise<Transaction & { release(): void }> {
     this.checkOpen();
-    const reg = await this.oracle.getStartTimestamp();
+    // An in-process oracle answers at once: no async hop for the timestamp.
+    const reg = this.oracle.tryStartTimestamp?.() ?? (await this.oracle.getStartTimestamp());
     const tx = new Transaction(this.env, reg.timestamp) as Transaction & { release(): void };
     tx.release = () => reg.release();
     return tx;
@@ -278,7 +279,8 @@ export class Percolator {
    */
   async snapshot(ts?: number): Promise<Snapshot & { release(): void }> {
     this.checkOpen();
-    const reg = ts === undefined ? await this.oracle.getStartTimestamp() : this.oracle.registerActive(ts);
+    const reg =
+      ts === undefined ? (this.oracle.tryStartTimestamp?.() ?? (await this.oracle.getStartTimestamp())) : this.oracle.registerActive(ts);
     if (ts !== undefined) {
       // Registered first, checked second: a watermark at or below ts now stays there while we
       // hold the registration; one already above it may have let GC collect what ts would read.

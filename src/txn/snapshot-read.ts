@@ -10,7 +10,7 @@
  * value is inline in the record (short values) or in `data` at the writer's start ts.
  */
 import { bytesKey, compareBytes } from '../store/bytes.js';
-import type { Store } from '../store/store.js';
+import type { AtomicRowsStore, Store } from '../store/store.js';
 import type { Cell, RowFilter, RowRange } from '../store/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { LockedCell, ResolveContext } from './actions/types.js';
@@ -23,7 +23,7 @@ import {
   WRITE,
   decodeColumn,
   decodeLock,
-  decodeWrite,
+  decodeWriteCached,
   exactColumn,
   readAllFilter,
   readFilter,
@@ -37,6 +37,8 @@ export interface ReadContext extends ResolveContext {
   readonly localCommits?: LocalCommits;
   /** One-phase commits in flight in this process (mem-locks.ts): readers wait for those below them. */
   readonly memLocks?: MemLocks;
+  /** The store, when it can answer reads synchronously (the embedded backends): reads skip an async hop. */
+  readonly syncStore?: AtomicRowsStore;
 }
 
 export interface ColumnRef {
@@ -66,7 +68,7 @@ function interpret(table: string, row: Uint8Array, cells: readonly Cell[], ts: n
     } else if (c.family === WRITE) {
       const k = bytesKey(c.qualifier);
       if (writes.has(k)) continue; // newest visible record already found
-      const w = decodeWrite(c.value);
+      const w = decodeWriteCached(c.value);
       if (w.kind !== 'rollback') writes.set(k, [w, c.timestamp, c.qualifier]);
     }
   }
@@ -176,10 +178,50 @@ function interpretColumns(
       i = index.get(bytesKey(c.qualifier)) ?? -1;
     }
     if (i < 0 || writes[i] !== undefined) continue; // newest visible record already found
-    const w = decodeWrite(c.value);
+    const w = decodeWriteCached(c.value);
     if (w.kind !== 'rollback') writes[i] = [w, c.timestamp];
   }
   return { writes, locks };
+}
+
+/**
+ * readVersionsAt's synchronous fast path on a store that reads synchronously: the versions, when
+ * no lock, no in-flight one-phase commit and no long value (a second read) is in the way;
+ * undefined otherwise — then the caller takes readVersionsAt, which handles all of those.
+ */
+export function readVersionsNow(
+  table: string,
+  row: Uint8Array,
+  columns: readonly ColumnRef[],
+  ts: number,
+  ctx: ReadContext,
+): VersionAt[] | undefined {
+  const store = ctx.syncStore;
+  if (store === undefined) return undefined;
+  if (
+    ctx.memLocks !== undefined &&
+    ctx.memLocks.size > 0 &&
+    ctx.memLocks.blocking(
+      table,
+      row,
+      columns.map((c) => c.q),
+      ts,
+    ) !== null
+  ) {
+    return undefined;
+  }
+  const r = store.readRowSync(table, row, readFilter(columns));
+  const { writes, locks } = interpretColumns(table, row, r?.cells ?? [], ts, columns);
+  if (locks !== null) return undefined;
+  const out: VersionAt[] = new Array(columns.length);
+  for (let i = 0; i < columns.length; i++) {
+    const w = writes[i];
+    if (w === undefined) out[i] = ABSENT;
+    else if (w[0].kind !== 'put') out[i] = { value: null, commitTs: w[1] };
+    else if (w[0].value.mode === 'inline') out[i] = { value: w[0].value.value, commitTs: w[1] };
+    else return undefined;
+  }
+  return out;
 }
 
 /** Visible versions of `columns` in one row at ts, in the order given. */

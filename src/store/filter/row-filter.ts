@@ -176,7 +176,15 @@ function compileChain(filters: readonly RowFilter[]): Node {
 function compileInterleave(filters: readonly RowFilter[]): Node {
   if (filters.length === 0) return BLOCK;
   if (filters.length === 1) return compile(filters[0] as RowFilter);
-  const runs = filters.map((f) => toRun(compile(f)));
+  const nodes = filters.map(compile);
+  if (nodes.every((n) => n.preds !== undefined)) {
+    // Every branch only keeps cells (Percolator's reads: exact lock and write columns): one pass.
+    // A cell matching k branches is emitted k times, adjacent — exactly what merging the
+    // branches' canonical outputs gives, since equal cells sort together.
+    const branches = nodes.map((n) => conjunction(n.preds as readonly CellPred[]));
+    return { run: (cells) => keepCounted(cells, branches) };
+  }
+  const runs = nodes.map(toRun);
   return {
     run(cells, ctx) {
       let out: readonly Cell[] = NONE;
@@ -345,8 +353,31 @@ function qualifierRegexPred(pattern: Uint8Array | string): CellPred {
   };
 }
 
+/** Cells matched by any branch, each as many times as branches match it, in order. */
+function keepCounted(cells: readonly Cell[], branches: readonly CellPred[]): readonly Cell[] {
+  let out: Cell[] | null = null;
+  for (let i = 0; i < cells.length; i++) {
+    const c = cells[i] as Cell;
+    let k = 0;
+    for (const b of branches) if (b(c)) k++;
+    if (k === 1 && out === null) continue; // still an unchanged prefix of the input
+    if (out === null) out = cells.slice(0, i) as Cell[];
+    for (; k > 0; k--) out.push(c);
+  }
+  if (out === null) return cells.length === 0 ? NONE : cells; // every cell matched exactly once
+  return out.length === 0 ? NONE : out;
+}
+
 function columnRangePred(r: ColumnRange): CellPred {
   const fam = r.familyName;
+  const exact = r.startQualifierClosed;
+  if (exact !== undefined && r.endQualifierClosed !== undefined && r.startQualifierOpen === undefined && r.endQualifierOpen === undefined) {
+    if (cmp(exact, r.endQualifierClosed) === 0) {
+      // One exact column (the transaction layer's reads): an equality test, length first.
+      const n = exact.length;
+      return (c) => c.family === fam && c.qualifier.length === n && cmp(c.qualifier, exact) === 0;
+    }
+  }
   const inRange = bytesRange(r, 'Qualifier');
   return (c) => c.family === fam && inRange(c.qualifier);
 }

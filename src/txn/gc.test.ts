@@ -147,6 +147,69 @@ describe('collectGarbage', () => {
     expect(await s.getString('t', 'k', 'c:v')).toBe('secondary');
     s.release();
   });
+  it('applies deletions read from a stale scan to the current row: newer versions and locks keep their data', async () => {
+    // Phase 2 computes a row's deletions from its scan (an engine snapshot taken when the table's
+    // scan began, possibly minutes old) and applies them later to the row as it is then. Hold the
+    // pass between the two and move the row on meanwhile: a newer long version commits and another
+    // transaction locks a long value. Both sit above the watermark the pass read, so its
+    // deletions (below the kept version's commit and start timestamps) must leave them alone.
+    const gc = await Percolator.open({ store: 'memory:', leaseMs: 500, gcIntervalMs: 0 });
+    try {
+      await gc.createTable('t');
+      const long = (tag: string) => tag.padEnd(400, '.');
+      for (let i = 0; i < 3; i++) await gc.transaction(async (tx) => tx.set('t', 'k', 'c:v', long(`v${i}`)));
+      const real = gc.store.mutateRow.bind(gc.store);
+      let reached!: () => void;
+      const atDeletion = new Promise<void>((r) => (reached = r));
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      const spy = vi.spyOn(gc.store, 'mutateRow').mockImplementation(async (table, key, mutations, options) => {
+        if (table === 't') {
+          reached();
+          await gate;
+        }
+        return real(table, key, mutations, options);
+      });
+      const pass = gc.collectGarbage();
+      await atDeletion; // the pass has read v0..v2 and holds its deletions for row k
+
+      await gc.transaction(async (tx) => tx.set('t', 'k', 'c:v', long('v3')));
+      const locker = await gc.begin();
+      const w = {
+        table: 't',
+        row: Buffer.from('k'),
+        cells: [{ column: 'c:w', q: encodeColumn('c:w'), kind: 'put' as const, value: Buffer.from(long('w')), notify: false }],
+      };
+      const template = {
+        primaryTable: 't',
+        primaryRow: w.row,
+        primaryColumn: 'c:w',
+        wallTimeMs: Date.now(),
+        ttlMs: 60_000,
+        owner: gc.owner,
+      };
+      await prewrite(gc.store, w, locker.startTs, template);
+
+      open();
+      const r = await pass;
+      spy.mockRestore();
+      expect(r.versionsRemoved).toBe(2); // v0 and v1; v2 was the version visible at the watermark
+      await commitPrimary(gc.store, w, 0, locker.startTs, await gc.oracle.getTimestamp());
+      locker.release();
+      const s = await gc.snapshot();
+      expect(await s.getString('t', 'k', 'c:v')).toBe(long('v3'));
+      expect(await s.getString('t', 'k', 'c:w')).toBe(long('w'));
+      s.release();
+      // What the pass left (v2) goes with the next one; v3 and w stay readable.
+      await gc.collectGarbage();
+      const after = await gc.snapshot();
+      expect(await after.getString('t', 'k', 'c:v')).toBe(long('v3'));
+      expect(await after.getString('t', 'k', 'c:w')).toBe(long('w'));
+      after.release();
+    } finally {
+      await gc.close();
+    }
+  });
 });
 
 describe('background GC', () => {

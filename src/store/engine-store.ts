@@ -24,7 +24,7 @@ import { collectColumn, gcRuleHasMaxAge, validateGcRule } from './gc-rule.js';
 import { CATALOG_KEY, prefixEnd, rowKeyFrom, rowKeyOf, tableBounds } from './key-layout.js';
 import type { KvEngine, KvOp } from './kv-engine.js';
 import { RowCache } from './row-cache.js';
-import { decodeRow, encodeRow } from './row-codec.js';
+import { decodeRow, encodeRow, encodeRowCells } from './row-codec.js';
 import { RowLatches } from './row-latch.js';
 import { planRowSet } from './row-set.js';
 import { type AtomicRowsStore, DEFAULT_LIMITS, type StoreLimits, type StoreOptions } from './store.js';
@@ -279,11 +279,11 @@ export class EngineStore implements AtomicRowsStore {
         ops.push({ type: 'del', key: ek });
         updates.push([ek.toString('latin1'), EMPTY_CELLS, 0]);
       } else {
-        const value = encodeRow(mine);
+        const { value, cells: views } = encodeRowCells(mine);
         ops.push({ type: 'put', key: ek, value });
         // Cache views into the encoded row, not `mine`: the mutation's values are views into the
         // caller's buffers (pool slabs, scratch space) that the budget cannot see.
-        updates.push([ek.toString('latin1'), decodeRow(value), value.byteLength]);
+        updates.push([ek.toString('latin1'), views, value.byteLength]);
       }
       delta += cellsBytes(mine) - cellsBytes(old);
     }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { makeCell } from './cells.js';
 import { isStoreError } from './errors.js';
-import { decodeRow, encodeRow } from './row-codec.js';
+import { decodeRow, encodeRow, encodeRowCells } from './row-codec.js';
 import type { Cell } from './types.js';
 
 const b = (s: string) => Buffer.from(s);
@@ -20,6 +20,16 @@ describe('row codec', () => {
 
   it('round-trips families, binary qualifiers, versions, empty values and large timestamps', () => {
     expect(plain(decodeRow(encodeRow(cells)))).toEqual(plain(cells));
+  });
+
+  it('encodeRowCells gives the same bytes and the cells decodeRow would, as views into the value', () => {
+    const { value, cells: views } = encodeRowCells(cells);
+    expect(Buffer.from(value)).toEqual(Buffer.from(encodeRow(cells)));
+    expect(plain(views)).toEqual(plain(decodeRow(value)));
+    for (const c of views) {
+      expect(c.value.buffer).toBe(value.buffer);
+      expect(c.qualifier.buffer).toBe(value.buffer);
+    }
   });
 
   it('reports a flipped byte as DATA_CORRUPTED with the context', () => {

@@ -39,6 +39,19 @@ function writeVarint(buf: Buffer, off: number, n: number): number {
 
 /** Encodes canonical cells (non-empty). */
 export function encodeRow(cells: readonly Cell[]): Uint8Array {
+  return encode(cells, null);
+}
+
+/**
+ * Encodes canonical cells (non-empty) and returns, with the value, the cells as views into it —
+ * what decodeRow(value) would return, without parsing and re-checking what was just written.
+ */
+export function encodeRowCells(cells: readonly Cell[]): { value: Uint8Array; cells: Cell[] } {
+  const views: Cell[] = [];
+  return { value: encode(cells, views), cells: views };
+}
+
+function encode(cells: readonly Cell[], views: Cell[] | null): Uint8Array {
   // First pass: sizes and run lengths.
   let size = 5;
   let families = 0;
@@ -95,6 +108,7 @@ export function encodeRow(cells: readonly Cell[]): Uint8Array {
       while (k < end && Buffer.compare((cells[k] as Cell).qualifier, q) === 0) k++;
       off = writeVarint(buf, off, q.byteLength);
       buf.set(q, off);
+      const qView = views === null ? null : buf.subarray(off, off + q.byteLength);
       off += q.byteLength;
       off = writeVarint(buf, off, k - j);
       for (let m = j; m < k; m++) {
@@ -102,6 +116,15 @@ export function encodeRow(cells: readonly Cell[]): Uint8Array {
         off = buf.writeDoubleBE(c.timestamp, off);
         off = writeVarint(buf, off, c.value.byteLength);
         buf.set(c.value, off);
+        if (views !== null) {
+          views.push({
+            family: fam,
+            qualifier: qView as Buffer,
+            timestamp: c.timestamp,
+            value: buf.subarray(off, off + c.value.byteLength),
+            labels: NO_LABELS,
+          });
+        }
         off += c.value.byteLength;
       }
       j = k;

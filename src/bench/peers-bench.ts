@@ -65,6 +65,8 @@ export interface PeersOptions {
    * every later transfer slower.
    */
   readonly gcIntervalMs?: number;
+  /** Percolator's commit protocol (default 'auto': one phase on this unshared `file:` store). */
+  readonly commitProtocol?: 'auto' | 'two-phase';
   /** Which sides to run (default both; a single side reports the other as null). */
   readonly only?: 'percolator' | 'postgres';
   /** Progress lines (default: stderr). */
@@ -116,7 +118,9 @@ export interface PeersResult {
     readonly percolator: number | null;
     readonly postgres: number | null;
   };
-  readonly percolator: (SideResult & { readonly store: string; readonly gcIntervalMs: number | null }) | null;
+  readonly percolator:
+    | (SideResult & { readonly store: string; readonly gcIntervalMs: number | null; readonly commitProtocol: 'one-phase' | 'two-phase' })
+    | null;
   readonly postgres: (SideResult & { readonly server: string; readonly settings: Readonly<Record<string, string>> }) | null;
   readonly machine: {
     readonly cpus: number;
@@ -168,6 +172,7 @@ interface Workload {
   readonly maxAmount: number;
   readonly warmupSeconds: number;
   readonly gcIntervalMs: number | undefined;
+  readonly commitProtocol: 'auto' | 'two-phase';
 }
 
 /** One system under test, loaded and ready. */
@@ -260,7 +265,11 @@ async function openPercolatorSide(w: Workload, dir: string): Promise<Side & { re
   const store: Store = await openStore(`file:${dir}`, { gcIntervalMs: 0 });
   let db: Percolator;
   try {
-    db = await Percolator.open({ store, ...(w.gcIntervalMs === undefined ? {} : { gcIntervalMs: w.gcIntervalMs }) });
+    db = await Percolator.open({
+      store,
+      commitProtocol: w.commitProtocol,
+      ...(w.gcIntervalMs === undefined ? {} : { gcIntervalMs: w.gcIntervalMs }),
+    });
     await db.createTable(TABLE);
     for (let i = 0; i < w.accounts; i += 100) {
       await db.transaction(async (tx) => {
@@ -447,6 +456,7 @@ export async function runPeersBench(opts: PeersOptions = {}): Promise<PeersResul
     maxAmount: opts.maxAmount ?? 100,
     warmupSeconds: opts.warmupSeconds ?? Math.min(2, seconds / 5),
     gcIntervalMs: opts.gcIntervalMs,
+    commitProtocol: opts.commitProtocol ?? 'auto',
   };
   const expected = w.accounts * w.initialBalance;
   const loadAverageStart = round2(loadavg());
@@ -511,7 +521,15 @@ export async function runPeersBench(opts: PeersOptions = {}): Promise<PeersResul
       postgresRetries: q?.retries ?? null,
       totalsOk,
       totals: { expected, percolator: p?.totalAfter ?? null, postgres: q?.totalAfter ?? null },
-      percolator: p === null ? null : { ...p, store: 'file: (temporary directory), in-process oracle', gcIntervalMs: percolatorGcMs },
+      percolator:
+        p === null
+          ? null
+          : {
+              ...p,
+              store: 'file: (temporary directory), in-process oracle',
+              gcIntervalMs: percolatorGcMs,
+              commitProtocol: w.commitProtocol === 'auto' ? 'one-phase' : 'two-phase',
+            },
       postgres: q === null ? null : { ...q, server: serverName, settings },
       machine: {
         cpus: cpus().length,

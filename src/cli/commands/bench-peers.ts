@@ -1,5 +1,5 @@
 /**
- * `percolator bench peers [--seconds S] [--clients N] [--accounts N] [--gc-interval-ms MS] [--json] [--svg FILE]`: the bank-transfer
+ * `percolator bench peers [--seconds S] [--clients N] [--accounts N] [--gc-interval-ms MS] [--commit-protocol auto|two-phase] [--json] [--svg FILE]`: the bank-transfer
  * workload on Percolator (`file:`) vs PostgreSQL at REPEATABLE READ on loopback (installed and
  * started privately by the benchmark itself). See src/bench/peers-bench.ts.
  */
@@ -27,6 +27,7 @@ export function register(program: Command): void {
       "Percolator's background version GC interval (0: off; default: Percolator's default)",
       parseNonNegativeInteger('gc-interval-ms'),
     )
+    .option('--commit-protocol <p>', "Percolator's commit protocol: auto (one phase on the unshared file: store) or two-phase", 'auto')
     .option('--only <side>', 'run one side only: percolator or postgres')
     .option('--json', 'print one JSON object')
     .option('--svg <file>', 'also write a bar chart of both sides to this SVG file')
@@ -40,9 +41,13 @@ export function register(program: Command): void {
         postgres?: string;
         only?: string;
         gcIntervalMs?: number;
+        commitProtocol: string;
         json?: boolean;
         svg?: string;
       }) => {
+        if (opts.commitProtocol !== 'auto' && opts.commitProtocol !== 'two-phase') {
+          throw new Error(`--commit-protocol must be auto or two-phase, got ${opts.commitProtocol}`);
+        }
         if (opts.only !== undefined && opts.only !== 'percolator' && opts.only !== 'postgres') {
           throw new Error(`--only must be percolator or postgres, got ${opts.only}`);
         }
@@ -55,6 +60,7 @@ export function register(program: Command): void {
           postgresUrl: opts.postgres,
           only: opts.only as 'percolator' | 'postgres' | undefined,
           gcIntervalMs: opts.gcIntervalMs,
+          commitProtocol: opts.commitProtocol,
         });
         if (opts.svg !== undefined) writeFileSync(opts.svg, peersSvg(result));
         printResult(result, opts.json === true);

@@ -83,6 +83,8 @@ interface FailureState {
   parked: boolean;
 }
 
+const DEFERRED = { durability: 'deferred' } as const;
+
 export class Worker {
   private readonly observers: ObserverRegistration[] = [];
   private readonly threads: number;
@@ -424,6 +426,8 @@ export class Worker {
           timeRange: { startTimestampMicros: 0, endTimestampMicros: c.maxTs + 1 },
         },
       })),
+      // Deferred: a clearing lost in a crash only costs a run that finds the change acked already.
+      DEFERRED,
     );
     this.metrics.cleared += clears.length;
   }

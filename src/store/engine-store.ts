@@ -807,6 +807,11 @@ export class EngineStore implements AtomicRowsStore {
     this.isShared = true;
   }
 
+  async sync(): Promise<void> {
+    this.checkOpen();
+    await this.engine.write([]); // the engine's barrier: durable once everything before it is
+  }
+
   async checkAndMutateRows(entries: readonly AtomicRowEntry[], options?: WriteOptions): Promise<number> {
     if (!Array.isArray(entries)) throw new StoreError('INVALID_ARGUMENT', 'checkAndMutateRows needs an array of entries', {});
     const isDeferred = deferred(options, entries[0]?.table ?? '');

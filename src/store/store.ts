@@ -96,6 +96,8 @@ export interface AtomicRowsStore extends Store {
    * written then.
    */
   checkAndMutateRows(entries: readonly AtomicRowEntry[], options?: WriteOptions): Promise<number>;
+  /** Resolves once every write issued before the call, deferred ones included, is durable. */
+  sync(): Promise<void>;
   /** `readRow`, answered synchronously (the embedded backends read from memory or a sync engine get). */
   readRowSync(table: string, key: Bytes, filter?: RowFilter): Row | null;
 }

@@ -410,7 +410,8 @@ export class Percolator {
    * Resolves once the system is quiescent: a full pass over every Percolator table found no
    * pending notification of an observed column (other than cells this process's workers parked)
    * and no timestamp was issued by anyone during that pass (when the oracle can tell; see
-   * docs/observers.md). Throws QUIESCENCE_TIMEOUT after `timeoutMs`.
+   * docs/observers.md), and everything written so far is durable (observers commit with deferred
+   * durability). Throws QUIESCENCE_TIMEOUT after `timeoutMs`.
    */
   async waitForQuiescence(options: QuiescenceOptions = {}): Promise<void> {
     this.checkOpen();
@@ -420,7 +421,11 @@ export class Percolator {
       const before = issuedCount(this.oracle);
       const pending = await this.pendingNotifications();
       const after = issuedCount(this.oracle);
-      if (pending === 0 && before === after) return;
+      if (pending === 0 && before === after) {
+        // Observers commit with deferred durability: quiescent also means durable.
+        await atomicRowsOf(this.store)?.sync();
+        return;
+      }
       if (Date.now() > deadline) {
         throw new TxnError(
           'QUIESCENCE_TIMEOUT',

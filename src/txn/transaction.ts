@@ -227,6 +227,18 @@ export class Transaction extends Snapshot {
   private readonly rows = new Map<string, { table: string; row: Uint8Array; cells: Map<string, BufferedCell> }>();
   private readonly weak: { table: string; row: Uint8Array; column: string }[] = [];
   private committed: number | null = null;
+  private durability: 'durable' | 'deferred' = 'durable';
+
+  /**
+   * Internal (the observer runner): the commit resolves once visible and becomes durable with the
+   * store's next group commit (embedded stores; others write durably anyway). For transactions
+   * whose commit no one outside is told of: the store's log is sequential, so a crash keeps a
+   * prefix of it — an observer's lost commit takes the clearing of its notification with it, and
+   * the observer runs again — and any durable commit issued later makes this one durable first.
+   */
+  deferDurability(): void {
+    this.durability = 'deferred';
+  }
 
   /** Buffers a write (visible to this transaction's reads at once, to others after commit). */
   set(table: string, row: RowKey, column: string, value: Value): void {
@@ -349,7 +361,7 @@ export class Transaction extends Snapshot {
       // As in two-phase commit: weak notifications carry the commit ts and land first.
       await this.writeWeakNotifications(commitTs);
       if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('before-primary-commit');
-      await commitOnePhase(store, rows, this.startTs, commitTs);
+      await commitOnePhase(store, rows, this.startTs, commitTs, this.durability);
       this.committed = commitTs;
     } finally {
       release();
@@ -398,7 +410,7 @@ export class Transaction extends Snapshot {
         // instead, the notification is spurious, which weak notifications allow.
         await this.writeWeakNotifications(commitTs);
         if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('before-primary-commit');
-        this.committed = await commitPrimary(env.store, primaryRow, 0, this.startTs, commitTs);
+        this.committed = await commitPrimary(env.store, primaryRow, 0, this.startTs, commitTs, this.durability);
       } catch (e) {
         await this.rollBack(prewritten);
         throw e;

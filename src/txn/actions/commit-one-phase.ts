@@ -13,7 +13,8 @@
  * the transaction is ever stored half-done, so nothing needs rolling back or forward after a
  * crash: the store's atomic, durable write is the commit point.
  *
- * Returns: when every row is committed (durable).
+ * Returns: when every row is committed (durable, unless the caller deferred it: then visible, and
+ *   durable with the store's next group commit).
  * Throws: KEY_LOCKED (another transaction's lock; `details.lock`/`lockTs` let the caller resolve
  *   it), WRITE_CONFLICT (a commit at or after S); nothing was written then. Store errors pass
  *   through (nothing was acknowledged; the transaction is not committed).
@@ -62,6 +63,7 @@ export async function commitOnePhase(
   rows: readonly BufferedRow[],
   startTs: number,
   commitTs: number,
+  durability: 'durable' | 'deferred' = 'durable',
 ): Promise<void> {
   const entries: AtomicRowEntry[] = rows.map((r) => ({
     table: r.table,
@@ -69,7 +71,7 @@ export async function commitOnePhase(
     veto: conflictVeto(r, startTs),
     mutations: onePhaseMutations(r, startTs, commitTs),
   }));
-  const vetoed = await store.checkAndMutateRows(entries);
+  const vetoed = await store.checkAndMutateRows(entries, { durability });
   if (vetoed < 0) return;
   const row = rows[vetoed] as BufferedRow;
   // Nothing of ours is in the store, so "our own locks are in place" cannot be the answer.

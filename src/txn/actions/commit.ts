@@ -18,7 +18,8 @@
  * Throws: commitPrimary: TXN_ABORTED when our primary lock is gone and no commit record of ours
  *   exists (we were rolled back). commitSecondary: LOCK_NOT_FOUND (see above).
  * Idempotent: yes, both.
- * Durability: the primary commit is durable when it resolves (it is the commit point); secondary
+ * Durability: the primary commit is durable when it resolves (it is the commit point) unless the
+ *   caller defers it (observer transactions, whose commits nobody outside is told of); secondary
  *   commits are deferred (visible at once, durable with the next group commit).
  */
 import type { Store } from '../../store/store.js';
@@ -83,12 +84,14 @@ export async function commitPrimary(
   primaryIndex: number,
   startTs: number,
   commitTs: number,
+  durability: 'durable' | 'deferred' = 'durable',
 ): Promise<number> {
   const primary = row.cells[primaryIndex];
   if (primary === undefined) throw new RangeError('primaryIndex out of range');
   const ok = await store.checkAndMutateRow(row.table, row.row, {
     predicateFilter: lockAtFilter(primary.q, startTs),
     trueMutations: commitMutations(row, startTs, commitTs),
+    durability,
   });
   if (ok) return commitTs;
   const s = await readColumnStatus(store, row.table, row.row, primary.q, startTs);

@@ -1,0 +1,84 @@
+/**
+ * Observer work survives `kill -9` of the process that owns the store. Observer commits resolve
+ * before they are durable and notification clearings are deferred writes; the store's log is
+ * sequential, so a crash keeps a prefix of it, and an observer commit lost in a crash must take
+ * the clearing of its notification with it. After the crashes, a worker run to quiescence must
+ * bring every derived cell in line with its source: `dst:v` = `fin:v` = `src:v` on every row, and
+ * every acknowledged source write is there (or a later one of the same row).
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { ROWS, registerCopiers } from '../src/check/observer-crash-child.js';
+import { Percolator } from '../src/txn/percolator.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'percolator-observer-crash-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs one child generation until it has acknowledged `acks` writes, then kills it. */
+async function crashRun(generation: number, acks: number, acked: Map<string, string[]>): Promise<void> {
+  const child: ChildProcess = fork(join(import.meta.dirname, '../dist/check/observer-crash-child.js'), [dir, String(generation)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const target = acks + Math.floor(Math.random() * acks);
+  let n = 0;
+  await new Promise<void>((resolve, reject) => {
+    child.on('message', (m: { t: string; row: string; value: string }) => {
+      if (m.t !== 'ack') return;
+      const list = acked.get(m.row) ?? [];
+      list.push(m.value);
+      acked.set(m.row, list);
+      if (++n === target) {
+        child.kill('SIGKILL');
+        resolve();
+      }
+    });
+    child.on('exit', (code, signal) => {
+      if (signal !== 'SIGKILL') reject(new Error(`child exited early: code ${code} signal ${signal}`));
+    });
+  });
+  await new Promise<void>((resolve) =>
+    child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()),
+  );
+}
+
+it('after kill -9 of the store owner, observers finish every change: derived cells equal their source', async () => {
+  const acked = new Map<string, string[]>(); // per row, acknowledged values in order
+  for (let g = 0; g < 6; g++) await crashRun(g, 400, acked);
+  const db = await Percolator.open({ store: `file:${dir}`, lockWaitMs: 20_000 });
+  try {
+    const worker = registerCopiers(db.worker({ threads: 4 }));
+    await worker.start();
+    await db.waitForQuiescence({ timeoutMs: 60_000 });
+    await worker.stop();
+    const snap = await db.snapshot();
+    let rowsWithSource = 0;
+    for (let k = 0; k < ROWS; k++) {
+      const row = `r${k}`;
+      const [src, dst, fin] = (
+        await snap.getMany(
+          't',
+          ['src:v', 'dst:v', 'fin:v'].map((column) => ({ row, column })),
+        )
+      ).map((v) => (v === null ? null : Buffer.from(v).toString()));
+      expect([dst, fin], `row ${row}`).toEqual([src, src]);
+      const values = acked.get(row);
+      if (values === undefined) continue;
+      rowsWithSource++;
+      // The newest acknowledged value of the row, or one written after it (unacknowledged).
+      const last = values[values.length - 1] as string;
+      const order = (v: string) => {
+        const [g, n] = v.slice(1).split('-n').map(Number) as [number, number];
+        return g * 1e9 + n;
+      };
+      expect(src, `row ${row}`).not.toBeNull();
+      expect(order(src as string), `row ${row}: ${src} is older than the acknowledged ${last}`).toBeGreaterThanOrEqual(order(last));
+    }
+    expect(rowsWithSource).toBeGreaterThan(ROWS / 2);
+    snap.release();
+  } finally {
+    await db.close();
+  }
+}, 120_000);

@@ -6,14 +6,37 @@
  * absent lock cells.
  *
  * Eviction is CLOCK (second chance) rather than strict LRU: a hit only sets a flag, so the hot
- * read path does no map reordering.
+ * read path does no map reordering. The clock's order is a queue of its own (util/queue.ts says
+ * why not the Map's insertion order).
+ *
+ * The budget counts the JS heap an entry costs, not only its encoded bytes: a decoded cell is an
+ * object plus two typed-array views (~270 bytes on V8), often ten times its encoded size for
+ * Percolator's small lock and write cells. Counting encoded bytes alone let a "128 MiB" cache
+ * hold about a gigabyte.
  */
+import { Queue } from '../util/queue.js';
 import type { Cell } from './types.js';
 
 const EMPTY: readonly Cell[] = Object.freeze([]);
 
+/** Heap cost of one decoded cell: the object (80 bytes) and its value and qualifier views (96 each). */
+export const CELL_OVERHEAD_BYTES = 272;
+/** Heap cost of one entry besides its cells: the cells array, the row's buffer, the map entry and key. */
+export const ENTRY_OVERHEAD_BYTES = 320;
+
+interface Entry {
+  readonly key: string;
+  readonly cells: readonly Cell[];
+  readonly bytes: number;
+  hot: boolean;
+  /** False once replaced or deleted: the queue drops it when it reaches the head. */
+  live: boolean;
+}
+
 export class RowCache {
-  private readonly map = new Map<string, { cells: readonly Cell[]; bytes: number; hot: boolean }>();
+  private readonly map = new Map<string, Entry>();
+  /** Eviction order (insertion, second chances re-queued), including dead entries. */
+  private readonly order = new Queue<Entry>();
   private bytes = 0;
 
   constructor(private readonly budgetBytes: number) {}
@@ -25,40 +48,46 @@ export class RowCache {
     return e.cells;
   }
 
+  /** Caches `cells` (views into an encoded row of `bytes` bytes; none for an absent row). */
   set(key: string, cells: readonly Cell[], bytes: number): void {
     if (this.budgetBytes <= 0) return;
-    const old = this.map.get(key);
-    if (old !== undefined) {
-      this.bytes -= old.bytes;
-      this.map.delete(key);
-    }
-    const size = bytes + key.length + 64;
+    this.delete(key);
+    const size = bytes + key.length + ENTRY_OVERHEAD_BYTES + cells.length * CELL_OVERHEAD_BYTES;
     if (size > this.budgetBytes / 4) return;
-    this.map.set(key, { cells: cells.length === 0 ? EMPTY : cells, bytes: size, hot: false });
+    const e: Entry = { key, cells: cells.length === 0 ? EMPTY : cells, bytes: size, hot: false, live: true };
+    this.map.set(key, e);
+    this.order.push(e);
     this.bytes += size;
     while (this.bytes > this.budgetBytes) {
-      const oldest = this.map.entries().next();
-      if (oldest.done) break;
-      const [k, e] = oldest.value;
-      this.map.delete(k);
-      if (e.hot) {
-        e.hot = false;
-        this.map.set(k, e); // second chance
+      const oldest = this.order.shift();
+      if (oldest === undefined) break;
+      if (!oldest.live) continue;
+      if (oldest.hot) {
+        oldest.hot = false;
+        this.order.push(oldest); // second chance
       } else {
-        this.bytes -= e.bytes;
+        this.drop(oldest);
       }
     }
+    // Rows rewritten over and over leave dead entries behind without evicting anything.
+    if (this.order.size > 2 * this.map.size + 1024) this.order.retain((x) => x.live);
   }
 
   delete(key: string): void {
     const e = this.map.get(key);
-    if (e === undefined) return;
-    this.bytes -= e.bytes;
-    this.map.delete(key);
+    if (e !== undefined) this.drop(e);
   }
 
   clear(): void {
+    for (const e of this.map.values()) e.live = false;
     this.map.clear();
+    this.order.retain(() => false);
     this.bytes = 0;
+  }
+
+  private drop(e: Entry): void {
+    e.live = false;
+    this.map.delete(e.key);
+    this.bytes -= e.bytes;
   }
 }

@@ -9,6 +9,7 @@
  * returns null), since it would only conflict at commit.
  */
 import type { Transaction } from '../../txn/transaction.js';
+import { Queue } from '../../util/queue.js';
 
 /** Commit timestamps remembered per key (beyond it the oldest are forgotten: a later conflict is then caught at commit). */
 const REMEMBERED = 50_000;
@@ -16,6 +17,8 @@ const REMEMBERED = 50_000;
 export class KeyGate {
   private readonly busy = new Map<string, Promise<void>>();
   private readonly lastCommit = new Map<string, number>();
+  /** lastCommit's entries oldest first, with stale ones (the key committed again since) left in. */
+  private readonly commitOrder = new Queue<readonly [string, number]>();
 
   /**
    * Enters every key for `tx` until it commits or aborts. Returns false when the caller should
@@ -46,12 +49,8 @@ export class KeyGate {
       const ts = tx.commitTs;
       for (const k of mine) {
         this.busy.delete(k);
-        if (ts !== null) {
-          this.lastCommit.delete(k);
-          this.lastCommit.set(k, ts);
-        }
+        if (ts !== null) this.remember(k, ts);
       }
-      while (this.lastCommit.size > REMEMBERED) this.lastCommit.delete(this.lastCommit.keys().next().value as string);
       open();
     };
     // Released when the transaction finishes: after its commit (the observer runner commits it
@@ -74,5 +73,16 @@ export class KeyGate {
   /** Keys currently held (for tests). */
   get size(): number {
     return this.busy.size;
+  }
+
+  private remember(key: string, ts: number): void {
+    this.lastCommit.set(key, ts);
+    this.commitOrder.push([key, ts]);
+    while (this.lastCommit.size > REMEMBERED) {
+      const oldest = this.commitOrder.shift();
+      if (oldest === undefined) break;
+      if (this.lastCommit.get(oldest[0]) === oldest[1]) this.lastCommit.delete(oldest[0]);
+    }
+    if (this.commitOrder.size > 2 * REMEMBERED) this.commitOrder.retain(([k, t]) => this.lastCommit.get(k) === t);
   }
 }

@@ -1,0 +1,81 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import { CELL_OVERHEAD_BYTES, ENTRY_OVERHEAD_BYTES, RowCache } from './row-cache.js';
+import { encodeRowCells } from './row-codec.js';
+import type { Cell } from './types.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+function heapBytes(): number {
+  gc();
+  gc();
+  const u = process.memoryUsage();
+  return u.heapUsed + u.external + u.arrayBuffers;
+}
+
+/** A row as Percolator writes them: a few small lock / write cells. */
+function encodedRow(i: number): { cells: Cell[]; bytes: number } {
+  const cells: Cell[] = [];
+  for (let c = 0; c < 4; c++) {
+    cells.push({
+      family: 'w',
+      qualifier: Buffer.from(`c:col${c}`),
+      timestamp: 1_700_000_000_000_000 + i * 4 + c,
+      value: Buffer.from(`value-${i}-${c}`),
+      labels: [],
+    });
+  }
+  const { value, cells: views } = encodeRowCells(cells);
+  return { cells: views, bytes: value.byteLength };
+}
+
+describe('RowCache', () => {
+  it('keeps its real heap cost near its budget, also for rows of small cells', () => {
+    const budget = 4 * 1024 * 1024;
+    const cache = new RowCache(budget);
+    const before = heapBytes();
+    for (let i = 0; i < 100_000; i++) {
+      const { cells, bytes } = encodedRow(i);
+      cache.set(`row-${i}`, cells, bytes);
+    }
+    const grown = heapBytes() - before;
+    // Counting encoded bytes alone, this cache grew to ~9x its budget.
+    expect(grown).toBeLessThan(budget * 1.5);
+    expect(grown).toBeGreaterThan(budget * 0.3);
+    expect(cache.get('row-99999')).toBeDefined();
+    expect(cache.get('row-0')).toBeUndefined();
+  });
+
+  it('gives a row read since its insertion a second chance', () => {
+    const { cells, bytes } = encodedRow(0);
+    const entry = bytes + 4 + ENTRY_OVERHEAD_BYTES + cells.length * CELL_OVERHEAD_BYTES;
+    const cache = new RowCache(entry * 10);
+    cache.set('aaaa', cells, bytes);
+    cache.set('bbbb', cells, bytes);
+    expect(cache.get('aaaa')).toBeDefined();
+    for (let i = 0; i < 9; i++) cache.set(`f00${i}`, cells, bytes); // the 11th entry evicts one
+    expect(cache.get('bbbb')).toBeUndefined();
+    expect(cache.get('aaaa')).toBeDefined();
+    expect(cache.get('f000')).toBeDefined();
+  });
+
+  it('caches absent rows and forgets deleted ones', () => {
+    const cache = new RowCache(1024 * 1024);
+    cache.set('absent', [], 0);
+    expect(cache.get('absent')).toEqual([]);
+    cache.delete('absent');
+    expect(cache.get('absent')).toBeUndefined();
+    cache.set('x', [], 0);
+    cache.clear();
+    expect(cache.get('x')).toBeUndefined();
+  });
+
+  it('caches nothing with a budget of 0', () => {
+    const cache = new RowCache(0);
+    const { cells, bytes } = encodedRow(1);
+    cache.set('r', cells, bytes);
+    expect(cache.get('r')).toBeUndefined();
+  });
+});

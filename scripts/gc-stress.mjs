@@ -5,6 +5,9 @@
 //
 //   npm run build && node scripts/gc-stress.mjs [DOCS=60000] [GC_MS=500]   (targeted and full passes every GC_MS)
 //
+// COMMIT_PROTOCOL=auto lets transactions commit in one phase; the default, two-phase, is the
+// protocol the failures were seen under (locks, roll-forward, roll-back).
+//
 // A debugging harness, not a test: it keeps per-cell histories in memory (~2.5 GB at 60 000
 // documents) and takes ~16 min at 60 000 documents on 2 cores. It failed once in two runs on the
 // code before the fixes of 2026-11-23 and has not failed since (60 000 / 500 ms twice, the second
@@ -68,10 +71,19 @@ store.mutateRows = async (table, entries, opts) => {
   if (table === 'clusters') for (const e of entries) for (const m of e.mutations) recordMutation(e.key, m, 'mutateRows');
   return origMutateRows(table, entries, opts);
 };
+if (store.checkAndMutateRows !== undefined) {
+  const origRows = store.checkAndMutateRows.bind(store);
+  store.checkAndMutateRows = async (entries, opts) => {
+    const vetoed = await origRows(entries, opts);
+    if (vetoed < 0) for (const e of entries) if (e.table === 'clusters') for (const m of e.mutations) recordMutation(e.key, m, 'rows');
+    return vetoed;
+  };
+}
+const commitProtocol = process.env.COMMIT_PROTOCOL ?? 'two-phase';
 let dbRef = null;
 const orig = Percolator.open.bind(Percolator);
 Percolator.open = async (o) => {
-  dbRef = await orig({ ...o, gcIntervalMs: gcMs, fullGcIntervalMs: gcMs });
+  dbRef = await orig({ ...o, gcIntervalMs: gcMs, fullGcIntervalMs: gcMs, commitProtocol });
   const cg = dbRef.collectGarbage.bind(dbRef);
   dbRef.collectGarbage = async () => {
     gcWatermark = await dbRef.oracle.getWatermark();
@@ -84,7 +96,7 @@ const t0 = Date.now();
 let failed = false;
 try {
   const h = await runWebIndex({ store, corpus: 'synthetic', docs, seed: 42, window: 1024 });
-  console.log('finished', Date.now() - t0, 'ms', JSON.stringify(h.summary.lastGc), 'anomalies', JSON.stringify(h.summary.anomalies));
+  console.log('finished', commitProtocol, Date.now() - t0, 'ms', JSON.stringify(h.summary.lastGc), 'anomalies', JSON.stringify(h.summary.anomalies));
   await h.close();
 } catch (e) {
   failed = true;

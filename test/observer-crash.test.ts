@@ -6,42 +6,26 @@
  * bring every derived cell in line with its source: `dst:v` = `fin:v` = `src:v` on every row, and
  * every acknowledged source write is there (or a later one of the same row).
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { ROWS, registerCopiers } from '../src/check/observer-crash-child.js';
 import { Percolator } from '../src/txn/percolator.js';
+import { runUntilKilled } from './support/crash-child.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'percolator-observer-crash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs one child generation until it has acknowledged `acks` writes, then kills it. */
 async function crashRun(generation: number, acks: number, acked: Map<string, string[]>): Promise<void> {
-  const child: ChildProcess = fork(join(import.meta.dirname, '../dist/check/observer-crash-child.js'), [dir, String(generation)], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const script = join(import.meta.dirname, '../dist/check/observer-crash-child.js');
   const target = acks + Math.floor(Math.random() * acks);
-  let n = 0;
-  await new Promise<void>((resolve, reject) => {
-    child.on('message', (m: { t: string; row: string; value: string }) => {
-      if (m.t !== 'ack') return;
-      const list = acked.get(m.row) ?? [];
-      list.push(m.value);
-      acked.set(m.row, list);
-      if (++n === target) {
-        child.kill('SIGKILL');
-        resolve();
-      }
-    });
-    child.on('exit', (code, signal) => {
-      if (signal !== 'SIGKILL') reject(new Error(`child exited early: code ${code} signal ${signal}`));
-    });
+  await runUntilKilled<{ t: string; row: string; value: string }>(script, [dir, String(generation)], target, (m) => {
+    const list = acked.get(m.row) ?? [];
+    list.push(m.value);
+    acked.set(m.row, list);
   });
-  await new Promise<void>((resolve) =>
-    child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()),
-  );
 }
 
 it('after kill -9 of the store owner, observers finish every change: derived cells equal their source', async () => {

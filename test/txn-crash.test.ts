@@ -7,12 +7,12 @@
  * multi-row transactions on fresh keys until it is killed at a random moment; then every
  * acknowledged transaction must read back whole, and every transaction found must be whole.
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Percolator } from '../src/txn/percolator.js';
+import { runUntilKilled } from './support/crash-child.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -22,25 +22,10 @@ afterAll(() => {
 /** Runs one child generation until it has acknowledged `acks` transactions, then kills it. */
 async function crashRun(dir: string, protocol: string, generation: number, acks: number): Promise<Map<string, string[]>> {
   const acked = new Map<string, string[]>();
-  const child: ChildProcess = fork(join(import.meta.dirname, '../dist/check/txn-crash-child.js'), [dir, String(generation), protocol], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const script = join(import.meta.dirname, '../dist/check/txn-crash-child.js');
   const target = acks + Math.floor(Math.random() * acks);
-  await new Promise<void>((resolve, reject) => {
-    child.on('message', (m: { t: string; txn: string; rows: string[] }) => {
-      if (m.t !== 'ack') return;
-      acked.set(m.txn, m.rows);
-      if (acked.size === target) {
-        child.kill('SIGKILL');
-        resolve();
-      }
-    });
-    child.on('exit', (code, signal) => {
-      if (signal !== 'SIGKILL') reject(new Error(`child exited early: code ${code} signal ${signal}`));
-    });
-  });
-  await new Promise<void>((resolve) =>
-    child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()),
+  await runUntilKilled<{ t: string; txn: string; rows: string[] }>(script, [dir, String(generation), protocol], target, (m) =>
+    acked.set(m.txn, m.rows),
   );
   return acked;
 }

@@ -4,6 +4,7 @@ import { isTxnError } from './errors.js';
 import { encodeColumn } from './layout.js';
 import { atomicRowsOf } from '../store/store.js';
 import { Percolator } from './percolator.js';
+import type { ProtocolPoint } from './transaction.js';
 
 let db: Percolator;
 let protocol: 'auto' | 'two-phase' = 'auto';
@@ -238,7 +239,12 @@ describe('broken invariants are reported, not hidden', () => {
 
 describe('one-phase commits (an unshared embedded store)', () => {
   /** A second instance whose one-phase commits stop before their atomic write until released. */
-  async function heldBeforeWrite(): Promise<{ other: Percolator; reached: Promise<void>; release: () => void }> {
+  function heldBeforeWrite(): Promise<{ other: Percolator; reached: Promise<void>; release: () => void }> {
+    return heldAt('before-primary-commit');
+  }
+
+  /** A second instance whose commits stop at `at` until released. */
+  async function heldAt(at: ProtocolPoint): Promise<{ other: Percolator; reached: Promise<void>; release: () => void }> {
     let signal!: () => void;
     const reached = new Promise<void>((r) => {
       signal = r;
@@ -251,7 +257,7 @@ describe('one-phase commits (an unshared embedded store)', () => {
       store: db.store,
       oracle: db.oracle,
       onProtocolPoint: async (point) => {
-        if (point !== 'before-primary-commit') return;
+        if (point !== at) return;
         signal();
         await released;
       },
@@ -354,23 +360,7 @@ describe('one-phase commits (an unshared embedded store)', () => {
     const atomic = atomicRowsOf(db.store);
     expect(atomic).not.toBeNull();
     atomic?.markShared();
-    let signal!: () => void;
-    const reached = new Promise<void>((r) => {
-      signal = r;
-    });
-    let release!: () => void;
-    const released = new Promise<void>((r) => {
-      release = r;
-    });
-    const other = await Percolator.open({
-      store: db.store,
-      oracle: db.oracle,
-      onProtocolPoint: async (point) => {
-        if (point !== 'after-primary-prewrite') return;
-        signal();
-        await released;
-      },
-    });
+    const { other, reached, release } = await heldAt('after-primary-prewrite');
     const done = other.transaction(async (tx) => tx.set('t', 'k', 'c:v', 'v'));
     await reached;
     expect(await lockCells()).toBe(1);

@@ -50,6 +50,19 @@ describe('RecentCommits', () => {
   const dirtyOf = (rc: RecentCommits): string[] =>
     [...(rc.take().get('t') ?? [])].flatMap(([row, cols]) => [...cols].map((q) => `${row}:${q}`)).sort();
 
+  it('hands over at most about maxCells columns per pass, whole rows, and keeps the rest', () => {
+    const rc = new RecentCommits();
+    const cells = ['a:x', 'a:y', 'b:x', 'c:x', 'c:y', 'c:z', 'd:x'];
+    rc.record(commit(1, cells));
+    rc.record(commit(2, cells));
+    expect(rc.dirtyCells).toBe(7);
+    const first = [...(rc.take(3).get('t') ?? [])].map(([row, cols]) => `${row}:${cols.size}`);
+    expect(first).toEqual(['a:2', 'b:1']); // a row is never split
+    expect(rc.dirtyCells).toBe(4);
+    expect(dirtyOf(rc)).toEqual(['c:x', 'c:y', 'c:z', 'd:x']);
+    expect(rc.dirtyCells).toBe(0);
+  });
+
   it('makes a column dirty from its second commit on: a first commit leaves nothing to collect', () => {
     const rc = new RecentCommits();
     rc.record(commit(1, ['a:x', 'b:x', 'b:y']));

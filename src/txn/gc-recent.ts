@@ -115,12 +115,32 @@ export class RecentCommits {
     return this.dirtyCount;
   }
 
-  /** Hands over the dirty columns and starts a new set. */
-  take(): DirtySet {
+  /**
+   * Hands over the dirty columns — at most about `maxCells` of them, whole rows — and keeps the
+   * rest for the next pass.
+   */
+  take(maxCells = Number.POSITIVE_INFINITY): DirtySet {
     const d = this.dirty;
     this.dirty = new Map();
-    this.dirtyCount = 0;
-    return d;
+    if (this.dirtyCount <= maxCells) {
+      this.dirtyCount = 0;
+      return d;
+    }
+    // Split in one walk into fresh maps (deleting from the front of a Map would leave V8's
+    // deleted slots for the next walk to step over).
+    const taken: DirtySet = new Map();
+    let n = 0;
+    for (const [table, rows] of d) {
+      for (const [row, cols] of rows) {
+        const into = n < maxCells ? taken : this.dirty;
+        let t = into.get(table);
+        if (t === undefined) into.set(table, (t = new Map()));
+        t.set(row, cols);
+        if (into === taken) n += cols.size;
+      }
+    }
+    this.dirtyCount -= n;
+    return taken;
   }
 
   /** A full pass has collected whatever the bounds made this set forget. */
@@ -186,14 +206,19 @@ function writeCellsOf(qualifiers: ReadonlySet<string>): RowFilter {
 
 /**
  * Collects the dirty columns of `recent` at `watermark` (the oracle's GC watermark), reading
- * only those columns' write cells. Deletions are deferred writes, up to 32 rows at once (a lost
+ * only those columns' write cells; at most about `maxCells` columns per call (the rest waits). Deletions are deferred writes, up to 32 rows at once (a lost
  * deletion only leaves a version the next pass or a full pass collects).
  * Returns: what it did (`locksResolved` is always 0: it never touches locks).
  * Throws: the first store error, after the rows in flight have settled; the columns of a failed
  * pass are marked dirty again.
  */
-export async function collectRecent(store: Store, recent: RecentCommits, watermark: number): Promise<GcResult> {
-  const dirty = recent.take();
+export async function collectRecent(
+  store: Store,
+  recent: RecentCommits,
+  watermark: number,
+  maxCells = Number.POSITIVE_INFINITY,
+): Promise<GcResult> {
+  const dirty = recent.take(maxCells);
   let versionsRemoved = 0;
   let rowsRewritten = 0;
   const pool = new BoundedPool(WIDTH);

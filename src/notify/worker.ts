@@ -29,6 +29,7 @@ import type { LockService } from './lock-service.js';
 import type { ObserverFn, ObserverRegistration } from './observer.js';
 import { type ObserverHost, type WrittenCell, runObserver } from './run-observer.js';
 import { type Job, NOTIFY_FILTER, type NotifiedCell, type ScannerHost, type ScannerStats, notificationsOf, scanLoop } from './scanner.js';
+import { Queue } from '../util/queue.js';
 
 export interface WorkerOptions {
   /** Concurrent observer runs (rows processed at once). Default 4. */
@@ -95,8 +96,7 @@ export class Worker {
   private readonly log: (message: string, error?: unknown) => void;
   private readonly queue: Job[] = [];
   /** Rows handed over by local commits (unbounded up to MAX_HINTED: a runner must never wait on it). */
-  private readonly hinted: Job[] = [];
-  private hintedHead = 0;
+  private readonly hinted = new Queue<Job>();
   /**
    * Rows this worker holds the advisory lock of (queued or running). A hint for a queued row is
    * absorbed (its runner reads the notify cells when it starts); one for a running row sets
@@ -170,8 +170,7 @@ export class Worker {
     for (const w of this.spaceWaiters.splice(0)) w();
     for (const w of this.idleWaiters) w();
     for (const w of this.sleepers) w();
-    const dropped = [...this.queue.splice(0), ...this.hinted.splice(0).slice(this.hintedHead)];
-    this.hintedHead = 0;
+    const dropped = [...this.queue.splice(0), ...this.hinted.drain()];
     for (const job of dropped) await this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner);
     this.held.clear();
     await Promise.all(this.tasks);
@@ -197,7 +196,7 @@ export class Worker {
       if (held.started) held.again = true;
       return;
     }
-    if (this.hinted.length - this.hintedHead >= MAX_HINTED || this.skipRow(table, key, Date.now())) return;
+    if (this.hinted.size >= MAX_HINTED || this.skipRow(table, key, Date.now())) return;
     const job: Job = { table, row: key, lockOwner: this.hintOwner };
     // Held before the lock is even asked for: a second hint meanwhile only marks it again.
     const mine = { started: false, again: false };
@@ -234,15 +233,9 @@ export class Worker {
 
   /** The next job: the older of the two queues' heads (hints and scanned rows share the runners). */
   private nextJob(): Job | undefined {
-    const h = this.hinted[this.hintedHead];
-    if (h !== undefined && (this.queue.length === 0 || this.preferHint)) {
+    if (this.hinted.size > 0 && (this.queue.length === 0 || this.preferHint)) {
       this.preferHint = false;
-      this.hinted[this.hintedHead++] = undefined as unknown as Job;
-      if (this.hintedHead > 1024 && this.hintedHead * 2 > this.hinted.length) {
-        this.hinted.splice(0, this.hintedHead);
-        this.hintedHead = 0;
-      }
-      return h;
+      return this.hinted.shift();
     }
     this.preferHint = true;
     const job = this.queue.shift();

@@ -81,7 +81,7 @@ export class RowCache {
   clear(): void {
     for (const e of this.map.values()) e.live = false;
     this.map.clear();
-    this.order.retain(() => false);
+    this.order.drain();
     this.bytes = 0;
   }
 

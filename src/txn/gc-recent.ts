@@ -206,8 +206,9 @@ function writeCellsOf(qualifiers: ReadonlySet<string>): RowFilter {
 
 /**
  * Collects the dirty columns of `recent` at `watermark` (the oracle's GC watermark), reading
- * only those columns' write cells; at most about `maxCells` columns per call (the rest waits). Deletions are deferred writes, up to 32 rows at once (a lost
- * deletion only leaves a version the next pass or a full pass collects).
+ * only those columns' write cells; at most about `maxCells` columns per call (the rest waits).
+ * Deletions are deferred writes, up to 32 rows at once (a lost deletion only leaves a version the
+ * next pass or a full pass collects).
  * Returns: what it did (`locksResolved` is always 0: it never touches locks).
  * Throws: the first store error, after the rows in flight have settled; the columns of a failed
  * pass are marked dirty again.

@@ -78,7 +78,8 @@ export interface PercolatorOptions {
 
 /**
  * Columns one background targeted pass takes at most (the rest waits for the next tick): a pass
- * reads each dirty row whole, and tens of thousands at once made heap spikes of ~500 MB.
+ * reads each dirty row whole, so a backlog would otherwise be read all at once. (It was added
+ * while hunting heap spikes it turned out not to cause; BENCHMARKS.md.)
  */
 const RECENT_PASS_CELLS = 10_000;
 

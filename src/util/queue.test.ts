@@ -28,4 +28,14 @@ describe('Queue', () => {
     expect(q.size).toBe(4);
     expect([q.shift(), q.shift(), q.shift(), q.shift(), q.shift()]).toEqual([2, 4, 6, 8, undefined]);
   });
+
+  it('drains everything in order', () => {
+    const q = new Queue<number>();
+    for (let i = 0; i < 5; i++) q.push(i);
+    q.shift();
+    expect(q.size).toBe(4);
+    expect(q.drain()).toEqual([1, 2, 3, 4]);
+    expect(q.size).toBe(0);
+    expect(q.shift()).toBeUndefined();
+  });
 });

@@ -32,6 +32,14 @@ export class Queue<T> {
     return item;
   }
 
+  /** Removes and returns every element, oldest first. */
+  drain(): T[] {
+    const out = this.items.slice(this.head) as T[];
+    this.items = [];
+    this.head = 0;
+    return out;
+  }
+
   /** Keeps only the elements `keep` accepts, in order (O(size)). */
   retain(keep: (item: T) => boolean): void {
     const out: T[] = [];

@@ -597,6 +597,13 @@ export class EngineStore implements AtomicRowsStore {
     return out.length === 0 ? null : { key, cells: out };
   }
 
+  readCellsSync(table: string, key: Bytes, families: readonly string[]): readonly Cell[] {
+    const t = this.table(table);
+    validateRowKey(key, this.limits, table);
+    const groups = t.groupsForList(families);
+    return groups.length === 0 ? EMPTY_CELLS : this.collect(t, this.loadRow(t, key, groups));
+  }
+
   readRows(table: string, options: ReadRowsOptions = {}): AsyncIterable<Row> {
     // Validate eagerly so bad input fails at the call, not at the first iteration.
     const t = this.table(table);

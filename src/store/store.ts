@@ -15,6 +15,7 @@
 import type {
   AtomicRowEntry,
   Bytes,
+  Cell,
   CheckAndMutateRequest,
   DropRowRangeRequest,
   FamilyModification,
@@ -100,12 +101,21 @@ export interface AtomicRowsStore extends Store {
   sync(): Promise<void>;
   /** `readRow`, answered synchronously (the embedded backends read from memory or a sync engine get). */
   readRowSync(table: string, key: Bytes, filter?: RowFilter): Row | null;
+  /**
+   * The row's cells in the locality groups that hold `families` — canonical order, GC rules
+   * applied, but otherwise unfiltered (other families of those groups included; the caller picks).
+   * For the transaction layer's point reads, which select their lock and write cells themselves:
+   * evaluating a RowFilter was most of a cached read's cost. Pass a constant array (the groups
+   * are remembered per array). Throws: TABLE_NOT_FOUND, EMPTY_ROW_KEY and the other row-key checks.
+   */
+  readCellsSync(table: string, key: Bytes, families: readonly string[]): readonly Cell[];
 }
 
 /** The store's atomic multi-row extension, or null for backends without one (bigtable://). */
 export function atomicRowsOf(store: Store): AtomicRowsStore | null {
   const s = store as Partial<AtomicRowsStore>;
-  return typeof s.checkAndMutateRows === 'function' && typeof s.markShared === 'function' && typeof s.readRowSync === 'function'
+  return typeof s.checkAndMutateRows === 'function' && typeof s.markShared === 'function' && typeof s.readRowSync === 'function' &&
+    typeof s.readCellsSync === 'function'
     ? (store as AtomicRowsStore)
     : null;
 }

@@ -87,6 +87,17 @@ export class TableState {
     return acc.result(this);
   }
 
+  /**
+   * groupsFor, remembered per families array (callers pass a constant one: the transaction
+   * layer's point reads). A schema change replaces the TableState, so the memo never goes stale.
+   */
+  groupsForList(families: readonly string[]): readonly number[] {
+    let g = this.listGroups.get(families);
+    if (g === undefined) this.listGroups.set(families, (g = this.groupsFor(families)));
+    return g;
+  }
+  private readonly listGroups = new WeakMap<readonly string[], readonly number[]>();
+
   /** The groups a list of mutations writes to (all groups for deleteFromRow). No Set per call. */
   groupsForMutations(mutations: readonly Mutation[]): readonly number[] {
     const acc = new GroupAccumulator();

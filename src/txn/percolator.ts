@@ -15,7 +15,7 @@ import { OracleClient } from '../oracle/client.js';
 import { Oracle } from '../oracle/oracle.js';
 import { NetworkLockService } from '../server/lock-client.js';
 import { StoreMarkStore } from '../oracle/mark-store.js';
-import type { TimestampSource } from '../oracle/types.js';
+import type { ActiveRegistration, TimestampSource } from '../oracle/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { LockedCell } from './actions/types.js';
 import { TxnError, isTxnError } from './errors.js';
@@ -284,10 +284,23 @@ export class Percolator {
    * A read-only view at `ts` (default: a fresh timestamp). It takes no locks and never conflicts;
    * it may resolve abandoned locks it meets. Call `release()` when done so GC can advance.
    */
-  async snapshot(ts?: number): Promise<Snapshot & { release(): void }> {
+  snapshot(ts?: number): Promise<Snapshot & { release(): void }> {
+    if (ts === undefined) {
+      // The common case without an async function's frame: a timestamp from the local reservation.
+      try {
+        this.checkOpen();
+        const reg = this.oracle.tryStartTimestamp?.() ?? null;
+        if (reg !== null) return Promise.resolve(releasable(new Snapshot(this.env, reg.timestamp), reg));
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    return this.snapshotAt(ts);
+  }
+
+  private async snapshotAt(ts: number | undefined): Promise<Snapshot & { release(): void }> {
     this.checkOpen();
-    const reg =
-      ts === undefined ? (this.oracle.tryStartTimestamp?.() ?? (await this.oracle.getStartTimestamp())) : this.oracle.registerActive(ts);
+    const reg = ts === undefined ? await this.oracle.getStartTimestamp() : this.oracle.registerActive(ts);
     if (ts !== undefined) {
       // Registered first, checked second: a watermark at or below ts now stays there while we
       // hold the registration; one already above it may have let GC collect what ts would read.
@@ -303,9 +316,7 @@ export class Percolator {
         });
       }
     }
-    const snap = new Snapshot(this.env, reg.timestamp) as Snapshot & { release(): void };
-    snap.release = () => reg.release();
-    return snap;
+    return releasable(new Snapshot(this.env, reg.timestamp), reg);
   }
 
   /**
@@ -503,4 +514,11 @@ function serverAddress(url: string): { host: string; port: number } | null {
   if (/[?&]emulator=(1|true)(&|$)/.test(url)) return null;
   const m = /^bigtable:\/\/(\[[^\]]+\]|[^/:?]+):(\d+)/.exec(url);
   return m === null ? null : { host: (m[1] as string).replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+}
+
+/** A snapshot whose `release()` ends its registration (so GC can advance past it). */
+function releasable(snap: Snapshot, reg: ActiveRegistration): Snapshot & { release(): void } {
+  const r = snap as Snapshot & { release(): void };
+  r.release = () => reg.release();
+  return r;
 }

@@ -210,8 +210,7 @@ export function readVersionsNow(
   ) {
     return undefined;
   }
-  const r = store.readRowSync(table, row, readFilter(columns));
-  const { writes, locks } = interpretColumns(table, row, r?.cells ?? [], ts, columns);
+  const { writes, locks } = interpretColumns(table, row, store.readCellsSync(table, row, LOCK_AND_WRITE), ts, columns);
   if (locks !== null) return undefined;
   const out: VersionAt[] = new Array(columns.length);
   for (let i = 0; i < columns.length; i++) {
@@ -243,8 +242,11 @@ export async function readVersionsAt(
       await inFlight;
       continue;
     }
-    const r = await store.readRow(table, row, filter);
-    const { writes, locks } = interpretColumns(table, row, r?.cells ?? [], ts, columns);
+    const cells =
+      ctx.syncStore !== undefined
+        ? ctx.syncStore.readCellsSync(table, row, LOCK_AND_WRITE)
+        : ((await store.readRow(table, row, filter))?.cells ?? []);
+    const { writes, locks } = interpretColumns(table, row, cells, ts, columns);
     if (locks !== null) {
       const blocked = await resolveAll(store, locks, ctx);
       if (blocked !== null) {
@@ -274,6 +276,9 @@ export async function readVersionsAt(
     return out;
   }
 }
+
+/** The families a point read looks at (one constant array: the store remembers its groups). */
+const LOCK_AND_WRITE: readonly string[] = Object.freeze([LOCK, WRITE]);
 
 const ABSENT: VersionAt = Object.freeze({ value: null, commitTs: 0 });
 

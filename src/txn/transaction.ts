@@ -193,14 +193,26 @@ export class Snapshot {
       e.refs.push({ column: c.column, q: this.qualifier(c.column) });
       e.slots.push(i);
     });
-    await Promise.all(
-      [...byRow.values()].map(async (e) => {
-        const values = await readRowAt(this.env.store, table, e.row, e.refs, this.startTs, this.env.read);
+    // Rows the embedded store answers synchronously are filled in place; the rest (locks, long
+    // values, a remote store) go through the full read, in parallel.
+    let pending: Promise<void>[] | null = null;
+    for (const e of byRow.values()) {
+      const now = readVersionsNow(table, e.row, e.refs, this.startTs, this.env.read);
+      if (now !== undefined) {
         e.slots.forEach((slot, j) => {
-          out[slot] = values[j] ?? null;
+          out[slot] = (now[j] as VersionAt).value;
         });
-      }),
-    );
+        continue;
+      }
+      (pending ??= []).push(
+        readRowAt(this.env.store, table, e.row, e.refs, this.startTs, this.env.read).then((values) => {
+          e.slots.forEach((slot, j) => {
+            out[slot] = values[j] ?? null;
+          });
+        }),
+      );
+    }
+    if (pending !== null) await Promise.all(pending);
     return out;
   }
 

@@ -114,7 +114,9 @@ export interface AtomicRowsStore extends Store {
 /** The store's atomic multi-row extension, or null for backends without one (bigtable://). */
 export function atomicRowsOf(store: Store): AtomicRowsStore | null {
   const s = store as Partial<AtomicRowsStore>;
-  return typeof s.checkAndMutateRows === 'function' && typeof s.markShared === 'function' && typeof s.readRowSync === 'function' &&
+  return typeof s.checkAndMutateRows === 'function' &&
+    typeof s.markShared === 'function' &&
+    typeof s.readRowSync === 'function' &&
     typeof s.readCellsSync === 'function'
     ? (store as AtomicRowsStore)
     : null;

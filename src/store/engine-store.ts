@@ -22,13 +22,14 @@ import { StoreError, keyHex } from './errors.js';
 import { compileFilter, type CompiledFilter } from './filter/row-filter.js';
 import { collectColumn, gcRuleHasMaxAge, validateGcRule } from './gc-rule.js';
 import { CATALOG_KEY, prefixEnd, rowKeyFrom, rowKeyOf, tableBounds } from './key-layout.js';
-import type { KvEngine, KvOp } from './kv-engine.js';
+import type { KvEngine, KvOp, KvRange } from './kv-engine.js';
 import { RowCache } from './row-cache.js';
 import { decodeRow, encodeRow, encodeRowCells } from './row-codec.js';
 import { RowLatches } from './row-latch.js';
 import { planRowSet } from './row-set.js';
 import { type AtomicRowsStore, DEFAULT_LIMITS, type StoreLimits, type StoreOptions } from './store.js';
 import { type CatalogJson, DEFAULT_GROUP, TableState, assignGroups } from './table-state.js';
+import { type RowSize, findSplitPoint } from './tablet-split-point.js';
 import { Tablets } from './tablets.js';
 import type {
   AtomicRowEntry,
@@ -317,50 +318,66 @@ export class EngineStore implements AtomicRowsStore {
   // Tablets
 
   private account(t: TableState, key: Bytes, delta: number): void {
-    const i = t.tablets.account(key, delta);
-    if ((t.tablets.bytes[i] as number) > this.splitBytes) {
-      const start = t.tablets.starts[i] as Uint8Array;
-      if (!t.tablets.splitting.has(start)) {
-        t.tablets.splitting.add(start);
-        this.track(this.splitTablet(t, start).finally(() => t.tablets.splitting.delete(start)));
-      }
-    }
+    this.maybeSplit(t, t.tablets.account(key, delta));
   }
 
-  /** Finds the row where half of the tablet's bytes lie and inserts a boundary there. */
-  private async splitTablet(t: TableState, start: Uint8Array): Promise<void> {
+  /**
+   * Splits tablet i in the background if it holds more than splitBytes. When a split ends, both
+   * halves are checked again: one may still be too large (the tablet grew during the split), and
+   * without this it would wait for its next write.
+   */
+  private maybeSplit(t: TableState, i: number): void {
+    if ((t.tablets.bytes[i] as number) <= this.splitBytes || this.closed || this.tables.get(t.name) !== t) return;
+    const start = t.tablets.starts[i] as Uint8Array;
+    if (t.tablets.splitting.has(start)) return;
+    t.tablets.splitting.add(start);
+    this.track(
+      this.splitTablet(t, start)
+        .finally(() => t.tablets.splitting.delete(start))
+        .then((split) => {
+          // Only after a split happened: an unsplittable tablet (one huge row) must not loop.
+          const at = split ? t.tablets.starts.indexOf(start) : -1;
+          if (at < 0) return;
+          this.maybeSplit(t, at);
+          if (at + 1 < t.tablets.starts.length) this.maybeSplit(t, at + 1);
+        })
+        // A failed split (the store closing under it) changes nothing; the next write retries.
+        .catch(() => undefined),
+    );
+  }
+
+  /**
+   * Finds the row where half of the tablet's bytes lie (tablet-split-point.ts) and inserts a
+   * boundary there. Two streaming passes (the total, then the point): memory independent of the
+   * tablet's size.
+   */
+  private async splitTablet(t: TableState, start: Uint8Array): Promise<boolean> {
     const i = t.tablets.starts.indexOf(start);
-    if (i < 0 || this.closed) return;
+    if (i < 0 || this.closed) return false;
     const end = t.tablets.end(i);
-    const sizes = new Map<string, [Uint8Array, number]>();
-    for (const gid of t.groupIds) {
+    const ranges = t.groupIds.map((gid) => {
       const prefix = t.prefix(gid);
-      const gte = rowKeyOf(prefix, start);
-      const lt = end !== undefined ? rowKeyOf(prefix, end) : prefixEnd(prefix);
-      for await (const batch of this.engine.iterate({ gte, lt })) {
-        for (const e of batch) {
-          const rk = rowKeyFrom(e.key);
-          const k = bytesKey(rk);
-          const prev = sizes.get(k);
-          sizes.set(k, [prev?.[0] ?? Uint8Array.prototype.slice.call(rk), (prev?.[1] ?? 0) + e.value.byteLength + e.key.byteLength]);
-        }
-      }
-    }
-    const rows = [...sizes.values()].sort((a, b) => Buffer.compare(a[0], b[0]));
-    const total = rows.reduce((s, r) => s + r[1], 0);
-    if (rows.length < 2) return;
-    let acc = 0;
-    let cut = 1;
-    for (let k = 0; k < rows.length - 1; k++) {
-      acc += (rows[k] as [Uint8Array, number])[1];
-      cut = k + 1;
-      if (acc >= total / 2) break;
-    }
-    const left = rows.slice(0, cut).reduce((s, r) => s + r[1], 0);
+      return { gte: rowKeyOf(prefix, start), lt: end !== undefined ? rowKeyOf(prefix, end) : prefixEnd(prefix) };
+    });
+    let total = 0;
+    for (const r of ranges)
+      for await (const batch of this.engine.iterate(r)) for (const e of batch) total += e.value.byteLength + e.key.byteLength;
+    const point = await findSplitPoint(
+      ranges.map((r) => this.rowSizes(r)),
+      total,
+    );
+    if (point === null) return false;
     const idx = t.tablets.starts.indexOf(start);
-    if (idx < 0 || this.closed || this.tables.get(t.name) !== t) return;
-    if (t.tablets.split(idx, (rows[cut] as [Uint8Array, number])[0], left, total - left)) {
-      await this.admin(() => this.saveCatalog());
+    if (idx < 0 || this.closed || this.tables.get(t.name) !== t) return false;
+    if (!t.tablets.split(idx, point.key, point.left, total - point.left)) return false;
+    await this.admin(() => this.saveCatalog());
+    return true;
+  }
+
+  /** The rows of one group's key range with their sizes (key views into the engine's batches). */
+  private async *rowSizes(range: KvRange): AsyncGenerator<RowSize> {
+    for await (const batch of this.engine.iterate(range)) {
+      for (const e of batch) yield [rowKeyFrom(e.key), e.value.byteLength + e.key.byteLength];
     }
   }
 

@@ -356,6 +356,53 @@ describe('one-phase commits (an unshared embedded store)', () => {
     await twoPhase.close();
   });
 
+  it("a live lock on one column of a row does not hold up reads of the row's other columns", async () => {
+    await db.transaction(async (tx) => {
+      tx.set('t', 'r', 'c:a', 'A');
+      tx.set('t', 'r', 'c:b', 'B');
+    });
+    let signal!: () => void;
+    const reached = new Promise<void>((r) => {
+      signal = r;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
+    const twoPhase = await Percolator.open({
+      store: db.store,
+      oracle: db.oracle,
+      commitProtocol: 'two-phase',
+      onProtocolPoint: async (point) => {
+        if (point !== 'after-primary-prewrite') return;
+        signal();
+        await released;
+      },
+    });
+    const writer = twoPhase.transaction(async (tx) => tx.set('t', 'r', 'c:b', 'B2'));
+    await reached;
+    // c:b is locked by a live writer; c:a must read at once (lockWaitMs is 200: waiting for the
+    // lock would fail these reads with KEY_LOCKED), through every read path.
+    const snap = await db.snapshot();
+    expect(await snap.getString('t', 'r', 'c:a')).toBe('A');
+    expect(
+      (
+        await snap.getMany('t', [
+          { row: 'r', column: 'c:a' },
+          { row: 'other', column: 'c:a' },
+        ])
+      ).map(str),
+    ).toEqual(['A', null]);
+    snap.release();
+    expect(await db.transaction(async (tx) => tx.getString('t', 'r', 'c:a'))).toBe('A');
+    const blocked = await db.snapshot();
+    expect(isTxnError(await blocked.get('t', 'r', 'c:b').catch((e: unknown) => e), 'KEY_LOCKED')).toBe(true);
+    blocked.release();
+    release();
+    await writer;
+    await twoPhase.close();
+  });
+
   it('a store served to other processes commits in two phases from then on', async () => {
     const atomic = atomicRowsOf(db.store);
     expect(atomic).not.toBeNull();

@@ -145,8 +145,11 @@ export interface VersionAt {
 
 /**
  * The newest visible non-rollback write record of each column at ts (index-aligned with
- * `columns`), and the locks at or below ts. Cells come in canonical order (qualifier, then
- * timestamp descending), so the first visible record of a column is its newest.
+ * `columns`), and those columns' locks at or below ts. `cells` may hold other columns and
+ * families of the row (the embedded store's unfiltered point read): only the lock and write cells
+ * of `columns` count — a lock on another column of the row must not hold this read up. Cells come
+ * in canonical order (family, qualifier, then timestamp descending), so the first visible record
+ * of a column is its newest.
  */
 function interpretColumns(
   table: string,
@@ -161,11 +164,8 @@ function interpretColumns(
   const index = columns.length <= 8 ? null : new Map(columns.map((c, i) => [bytesKey(c.q), i]));
   for (const c of cells) {
     if (c.timestamp > ts) continue;
-    if (c.family === LOCK) {
-      (locks ??= []).push(lockedCell(table, row, c));
-      continue;
-    }
-    if (c.family !== WRITE) continue;
+    const isLock = c.family === LOCK;
+    if (!isLock && c.family !== WRITE) continue;
     let i = -1;
     if (index === null) {
       for (let j = 0; j < columns.length; j++) {
@@ -177,7 +177,12 @@ function interpretColumns(
     } else {
       i = index.get(bytesKey(c.qualifier)) ?? -1;
     }
-    if (i < 0 || writes[i] !== undefined) continue; // newest visible record already found
+    if (i < 0) continue; // another column of the row
+    if (isLock) {
+      (locks ??= []).push(lockedCell(table, row, c));
+      continue;
+    }
+    if (writes[i] !== undefined) continue; // newest visible record already found
     const w = decodeWriteCached(c.value);
     if (w.kind !== 'rollback') writes[i] = [w, c.timestamp];
   }

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { cleanup } from './actions/cleanup.js';
 import { isTxnError } from './errors.js';
 import { encodeColumn } from './layout.js';
+import { isStoreError } from '../store/errors.js';
 import { atomicRowsOf } from '../store/store.js';
 import { Percolator } from './percolator.js';
 import type { ProtocolPoint } from './transaction.js';
@@ -395,6 +396,17 @@ describe('one-phase commits (an unshared embedded store)', () => {
     ).toEqual(['A', null]);
     snap.release();
     expect(await db.transaction(async (tx) => tx.getString('t', 'r', 'c:a'))).toBe('A');
+    // A bad key after a row whose read had to wait: the call fails with the key's error, and the
+    // read already started (it fails with KEY_LOCKED later) must not reject unhandled.
+    const both = await db.snapshot();
+    const bad = await both
+      .getMany('t', [
+        { row: 'r', column: 'c:b' },
+        { row: '', column: 'c:a' },
+      ])
+      .catch((e: unknown) => e);
+    expect(isStoreError(bad) && bad.code).toBe('EMPTY_ROW_KEY');
+    both.release();
     const blocked = await db.snapshot();
     expect(isTxnError(await blocked.get('t', 'r', 'c:b').catch((e: unknown) => e), 'KEY_LOCKED')).toBe(true);
     blocked.release();

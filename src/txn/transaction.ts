@@ -196,21 +196,27 @@ export class Snapshot {
     // Rows the embedded store answers synchronously are filled in place; the rest (locks, long
     // values, a remote store) go through the full read, in parallel.
     let pending: Promise<void>[] | null = null;
-    for (const e of byRow.values()) {
-      const now = readVersionsNow(table, e.row, e.refs, this.startTs, this.env.read);
-      if (now !== undefined) {
-        e.slots.forEach((slot, j) => {
-          out[slot] = (now[j] as VersionAt).value;
-        });
-        continue;
-      }
-      (pending ??= []).push(
-        readRowAt(this.env.store, table, e.row, e.refs, this.startTs, this.env.read).then((values) => {
+    try {
+      for (const e of byRow.values()) {
+        const now = readVersionsNow(table, e.row, e.refs, this.startTs, this.env.read);
+        if (now !== undefined) {
           e.slots.forEach((slot, j) => {
-            out[slot] = values[j] ?? null;
+            out[slot] = (now[j] as VersionAt).value;
           });
-        }),
-      );
+          continue;
+        }
+        (pending ??= []).push(
+          readRowAt(this.env.store, table, e.row, e.refs, this.startTs, this.env.read).then((values) => {
+            e.slots.forEach((slot, j) => {
+              out[slot] = values[j] ?? null;
+            });
+          }),
+        );
+      }
+    } catch (e) {
+      // A later row's bad key throws here: the reads already started must not reject unhandled.
+      for (const p of pending ?? []) p.catch(() => undefined);
+      throw e;
     }
     if (pending !== null) await Promise.all(pending);
     return out;

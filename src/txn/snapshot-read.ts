@@ -237,7 +237,7 @@ export async function readVersionsAt(
   ts: number,
   ctx: ReadContext,
 ): Promise<VersionAt[]> {
-  const filter = readFilter(columns);
+  let filter: RowFilter | null = null; // only a remote store needs one
   let backoff: Backoff | null = null;
   let qualifiers: Uint8Array[] | null = null;
   for (;;) {
@@ -250,7 +250,7 @@ export async function readVersionsAt(
     const cells =
       ctx.syncStore !== undefined
         ? ctx.syncStore.readCellsSync(table, row, LOCK_AND_WRITE)
-        : ((await store.readRow(table, row, filter))?.cells ?? []);
+        : ((await store.readRow(table, row, (filter ??= readFilter(columns))))?.cells ?? []);
     const { writes, locks } = interpretColumns(table, row, cells, ts, columns);
     if (locks !== null) {
       const blocked = await resolveAll(store, locks, ctx);

@@ -664,6 +664,8 @@ export class EngineStore implements AtomicRowsStore {
           gte: iv.gte ? rowKeyOf(prefix, iv.gte) : prefix,
           lt: iv.lt ? rowKeyOf(prefix, iv.lt) : prefixEnd(prefix),
           reverse: reversed,
+          // One engine entry per row here: a limited scan needs no more than the rows left.
+          ...(limit > 0 ? { expect: limit - emitted } : {}),
         };
         for await (const batch of this.engine.iterate(range)) {
           this.checkOpen();

@@ -28,6 +28,11 @@ export interface KvRange {
   /** Exclusive upper bound; absent = to the last key. */
   readonly lt?: Uint8Array;
   readonly reverse?: boolean;
+  /**
+   * How many entries the caller expects to use (a hint, not a cap): the first batch is no larger,
+   * so a scan for one row does not fetch a full batch. Later batches grow as usual.
+   */
+  readonly expect?: number;
 }
 
 export interface KvWriteOptions {

@@ -215,6 +215,18 @@ describe('LevelEngine: the KvEngine contract', () => {
     expect(Math.max(...sizes)).toBeGreaterThan(64);
   });
 
+  it('takes an expected count as the first batch size, then grows as usual', async () => {
+    const e = await open(tempDir());
+    await fill(e, 500);
+    for (const expected of [1, 5]) {
+      const sizes: number[] = [];
+      for await (const batch of e.iterate({ expect: expected })) sizes.push(batch.length);
+      expect(sizes[0]).toBe(expected);
+      expect(sizes.reduce((a, b) => a + b, 0)).toBe(500); // a hint, not a cap
+      expect(sizes[1]).toBeGreaterThanOrEqual(64);
+    }
+  });
+
   it('an early break closes the iterator, and close() then succeeds', async () => {
     const e = await open(tempDir());
     await fill(e, 3000);

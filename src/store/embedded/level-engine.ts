@@ -300,7 +300,7 @@ class LevelEngineImpl implements LevelEngine {
       throw mapError(e, this.dir, 'iterate', this.state !== 'open');
     }
     try {
-      let n = 64;
+      let n = range.expect !== undefined && range.expect > 0 ? Math.min(64, range.expect) : 64;
       for (;;) {
         let entries: [Uint8Array, Uint8Array][];
         try {
@@ -316,7 +316,7 @@ class LevelEngineImpl implements LevelEngine {
           out[i] = { key: e[0], value: e[1] };
         }
         yield out;
-        if (n < 4096) n *= 2; // small first batches for short scans, big ones for long scans
+        if (n < 4096) n = Math.min(4096, Math.max(64, n * 2)); // small first batches for short scans, big ones for long scans
       }
     } finally {
       // Closing an iterator the db already closed (close() mid-iteration) is a no-op.

@@ -245,7 +245,10 @@ describe('one-phase commits (an unshared embedded store)', () => {
   }
 
   /** A second instance whose commits stop at `at` until released. */
-  async function heldAt(at: ProtocolPoint): Promise<{ other: Percolator; reached: Promise<void>; release: () => void }> {
+  async function heldAt(
+    at: ProtocolPoint,
+    commitProtocol: 'auto' | 'two-phase' = 'auto',
+  ): Promise<{ other: Percolator; reached: Promise<void>; release: () => void }> {
     let signal!: () => void;
     const reached = new Promise<void>((r) => {
       signal = r;
@@ -257,6 +260,7 @@ describe('one-phase commits (an unshared embedded store)', () => {
     const other = await Percolator.open({
       store: db.store,
       oracle: db.oracle,
+      commitProtocol,
       onProtocolPoint: async (point) => {
         if (point !== at) return;
         signal();
@@ -362,24 +366,7 @@ describe('one-phase commits (an unshared embedded store)', () => {
       tx.set('t', 'r', 'c:a', 'A');
       tx.set('t', 'r', 'c:b', 'B');
     });
-    let signal!: () => void;
-    const reached = new Promise<void>((r) => {
-      signal = r;
-    });
-    let release!: () => void;
-    const released = new Promise<void>((r) => {
-      release = r;
-    });
-    const twoPhase = await Percolator.open({
-      store: db.store,
-      oracle: db.oracle,
-      commitProtocol: 'two-phase',
-      onProtocolPoint: async (point) => {
-        if (point !== 'after-primary-prewrite') return;
-        signal();
-        await released;
-      },
-    });
+    const { other: twoPhase, reached, release } = await heldAt('after-primary-prewrite', 'two-phase');
     const writer = twoPhase.transaction(async (tx) => tx.set('t', 'r', 'c:b', 'B2'));
     await reached;
     // c:b is locked by a live writer; c:a must read at once (lockWaitMs is 200: waiting for the

@@ -25,7 +25,7 @@ export interface SplitPoint {
 /** null when the tablet has fewer than two rows (nothing to split). */
 export async function findSplitPoint(groups: readonly AsyncIterable<RowSize>[], total: number): Promise<SplitPoint | null> {
   const its = groups.map((g) => g[Symbol.asyncIterator]());
-  const heads: (RowSize | null)[] = await Promise.all(its.map(async (it) => next(it)));
+  const heads: (RowSize | null)[] = await Promise.all(its.map((it) => next(it)));
   try {
     let rows = 0;
     let acc = 0;

@@ -10,8 +10,11 @@
  * covered (C' > S = ack), so it runs again; several changes before a run collapse into one run.
  * Weak notifications run the observer even when C <= A (they signal no data change).
  *
- * Returns: { ran, committed, upTo, wrote } — upTo is the commit ts the observer has now processed
- * up to; a run that wrote nothing does not commit (nor write its ack).
+ * Returns: { ran, committed, upTo, wrote, cleared } — upTo is the commit ts the observer has now
+ * processed up to; a run that wrote nothing does not commit (nor write its ack). With `clearUpTo`
+ * (the worker's bound for the cell's notifications, when this observer is the cell's only one) a
+ * one-phase commit also deletes those notify cells (`cleared`): the ack and the clearing are then
+ * one row write instead of two.
  * Throws: the observer's own error (wrapped in ObserverFailure), or RETRIES_EXHAUSTED.
  */
 import type { Store } from '../store/store.js';
@@ -59,6 +62,8 @@ export interface RunOutcome {
   readonly staleRetries: number;
   /** Cells the committed run wrote or weakly notified (for local dispatch); empty otherwise. */
   readonly wrote: readonly WrittenCell[];
+  /** The run's commit also cleared the notifications up to `clearUpTo` (one-phase commits only). */
+  readonly cleared: boolean;
 }
 
 export interface WrittenCell {
@@ -104,6 +109,7 @@ export async function runObserver(
   row: Uint8Array,
   weak: boolean,
   maxAttempts = 50,
+  clearUpTo?: number,
 ): Promise<RunOutcome> {
   const ack = ackColumn(obs.name, obs.column);
   const refs = [
@@ -119,7 +125,7 @@ export async function runObserver(
       const upTo = change?.commitTs ?? 0;
       if (!weak && upTo <= decodeTs(acked?.value ?? null)) {
         tx.abort();
-        return { ran: false, committed: false, upTo, conflicts, staleRetries: 1000 - freeRetries, wrote: [] };
+        return { ran: false, committed: false, upTo, conflicts, staleRetries: 1000 - freeRetries, wrote: [], cleared: false };
       }
       const wrote: WrittenCell[] = [];
       trackWrites(tx, wrote);
@@ -134,14 +140,15 @@ export async function runObserver(
         // as far as anyone can observe (the observer wrote nothing), and the notification is
         // cleared by the caller exactly as after a commit.
         tx.abort();
-        return { ran: true, committed: false, upTo, conflicts, staleRetries: 1000 - freeRetries, wrote };
+        return { ran: true, committed: false, upTo, conflicts, staleRetries: 1000 - freeRetries, wrote, cleared: false };
       }
       tx.setInternal(table, row, ack, encodeTs(tx.startTs));
       // Nobody outside waits for an observer's commit: it need not wait for an fsync of its own
       // (Transaction.deferDurability says why a crash cannot lose a change's processing).
       tx.deferDurability();
+      const cleared = clearUpTo !== undefined && tx.clearNotificationsOnCommit(table, row, obs.column, clearUpTo);
       await tx.commit();
-      return { ran: true, committed: true, upTo, conflicts, staleRetries: 1000 - freeRetries, wrote };
+      return { ran: true, committed: true, upTo, conflicts, staleRetries: 1000 - freeRetries, wrote, cleared };
     } catch (e) {
       tx.abort();
       if (!isTxnError(e) || !e.retryable) throw e;

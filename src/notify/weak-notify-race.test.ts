@@ -8,7 +8,9 @@
  * consumed and the change is never observed.
  *
  * Now weak notify cells carry the commit timestamp C itself, so a run that sees one starts above C
- * and meets the writer's lock or its committed data.
+ * and meets the writer's lock or its committed data. (The race needs a notify cell written before
+ * the commit point, i.e. a two-phase commit: a one-phase commit writes its weak notifications in
+ * its own atomic write — the second test.)
  */
 import { expect, it } from 'vitest';
 import { openStore } from '../store/open-store.js';
@@ -34,6 +36,7 @@ it('a weak notification is never consumed by a run that cannot see the notifying
     store,
     oracle: db.oracle,
     leaseMs: 1_000,
+    commitProtocol: 'two-phase',
     onProtocolPoint: async (p) => {
       if (p === 'before-primary-commit' && pauseNext) {
         pauseNext = false;
@@ -70,6 +73,53 @@ it('a weak notification is never consumed by a run that cannot see the notifying
     gate.resolve();
     await worker.stop();
     await writer.close();
+    await db.close();
+    await store.close();
+  }
+});
+
+it('a one-phase commit writes its weak notifications in its own write: none before it, none if it is vetoed', async () => {
+  const store = await openStore('memory:');
+  const paused = signal();
+  const gate = signal();
+  let pauseNext = false;
+  const db = await Percolator.open({
+    store,
+    leaseMs: 1_000,
+    onProtocolPoint: async (p) => {
+      if (p === 'before-primary-commit' && pauseNext) {
+        pauseNext = false;
+        paused.resolve();
+        await gate.promise;
+      }
+    },
+  });
+  const notifyCells = async (row: string) =>
+    (await store.readRow('docs', Buffer.from(row), { familyNameRegexFilter: '^notify$' }))?.cells.length ?? 0;
+  try {
+    await db.createTable('docs');
+    pauseNext = true;
+    const committing = db.transaction(async (tx) => {
+      tx.set('docs', 'r', 'doc:data', 'v1');
+      tx.notify('docs', 'other', 'doc:ping');
+    });
+    await paused.promise;
+    // At the last protocol point before the commit's write, the notification is not in the store.
+    expect(await notifyCells('other')).toBe(0);
+    gate.resolve();
+    await committing;
+    expect(await notifyCells('other')).toBe(1);
+
+    // A commit that loses a write-write conflict leaves no notification behind.
+    const loser = await db.begin();
+    await db.transaction(async (tx) => tx.set('docs', 'r', 'doc:data', 'v2'));
+    loser.set('docs', 'r', 'doc:data', 'v3');
+    loser.notify('docs', 'third', 'doc:ping');
+    await expect(loser.commit()).rejects.toMatchObject({ code: 'WRITE_CONFLICT' });
+    loser.release();
+    expect(await notifyCells('third')).toBe(0);
+  } finally {
+    gate.resolve();
     await db.close();
     await store.close();
   }

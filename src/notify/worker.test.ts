@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openStore } from '../store/open-store.js';
 import { Percolator } from '../txn/percolator.js';
 import { TxnError } from '../txn/errors.js';
 import type { Transaction } from '../txn/transaction.js';
@@ -126,6 +127,48 @@ describe('observers', () => {
     expect(seen).toEqual(['one', 'two']);
     expect(worker.metrics.commits).toBe(0);
     await worker.stop();
+  });
+
+  it("a one-phase commit of a column's only observer clears the notification in the same write; with two observers the worker clears it", async () => {
+    const store = await openStore('memory:');
+    const mine = await Percolator.open({ store, leaseMs: 1000 });
+    await mine.createTable('docs');
+    // Row writes outside transactions (the worker's separate clearing) on the observed table.
+    let clearingWrites = 0;
+    const mutateRow = store.mutateRow.bind(store);
+    store.mutateRow = (table, key, mutations, options) => {
+      if (table === 'docs') clearingWrites++;
+      return mutateRow(table, key, mutations, options);
+    };
+    const worker = mine.worker();
+    worker.observe('doc:content', 'length', async (tx, row) => {
+      tx.set('docs', row, 'doc:length', String((await tx.getString('docs', row, 'doc:content'))?.length ?? 0));
+    });
+    worker.observe('doc:title', 'upper', async (tx, row) => {
+      tx.set('docs', row, 'doc:upper', ((await tx.getString('docs', row, 'doc:title')) ?? '').toUpperCase());
+    });
+    worker.observe('doc:title', 'len', async (tx, row) => {
+      tx.set('docs', row, 'doc:titleLength', String((await tx.getString('docs', row, 'doc:title'))?.length ?? 0));
+    });
+    await worker.start();
+    try {
+      await mine.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'hello'));
+      await mine.waitForQuiescence({ timeoutMs: 10_000 });
+      expect(await read('a', 'doc:length', mine)).toBe('5');
+      expect(await mine.pendingNotifications()).toBe(0);
+      expect(clearingWrites).toBe(0);
+      // Two observers of one column: the notification stays until both ran, then the worker clears it.
+      await mine.transaction(async (tx) => tx.set('docs', 'b', 'doc:title', 'hi'));
+      await mine.waitForQuiescence({ timeoutMs: 10_000 });
+      expect(await read('b', 'doc:upper', mine)).toBe('HI');
+      expect(await read('b', 'doc:titleLength', mine)).toBe('2');
+      expect(await mine.pendingNotifications()).toBe(0);
+      expect(clearingWrites).toBe(1);
+    } finally {
+      await worker.stop();
+      await mine.close();
+      await store.close();
+    }
   });
 
   it('hands rows its own observers notified straight to a runner (local dispatch), including the row that is running', async () => {

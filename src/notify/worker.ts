@@ -378,10 +378,15 @@ export class Worker {
     for (const cell of cells) {
       const key = this.cellKey(job.table, job.row, cell.column);
       let ok = true;
-      for (const obs of this.observersOf(job.table, cell.column)) {
+      let cleared = false;
+      const observers = this.observersOf(job.table, cell.column);
+      for (const obs of observers) {
         const t0 = performance.now();
         try {
-          const r = await runObserver(this.host, obs, job.table, job.row, cell.weak);
+          // The cell's only observer may clear its notifications with its own commit.
+          const clearUpTo = observers.length === 1 ? cell.maxTs : undefined;
+          const r = await runObserver(this.host, obs, job.table, job.row, cell.weak, undefined, clearUpTo);
+          cleared = r.cleared;
           this.metrics.conflicts += r.conflicts - r.staleRetries;
           this.metrics.staleRetries += r.staleRetries;
           const m = (this.metrics.observerMs[obs.name] ??= { runs: 0, totalMs: 0, lastMs: 0, commits: 0, conflicts: 0 });
@@ -405,7 +410,8 @@ export class Worker {
       }
       if (ok) {
         this.failuresOf.delete(key);
-        clears.push({ column: cell.column, maxTs: cell.maxTs });
+        if (cleared) this.metrics.cleared++;
+        else clears.push({ column: cell.column, maxTs: cell.maxTs });
       }
     }
     if (clears.length === 0) return;

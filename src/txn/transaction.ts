@@ -19,7 +19,7 @@ import { cleanup } from './actions/cleanup.js';
 import { commitOnePhase } from './actions/commit-one-phase.js';
 import { commitPrimary, commitSecondary } from './actions/commit.js';
 import { type LockTemplate, prewrite } from './actions/prewrite.js';
-import type { BufferedCell, BufferedRow } from './actions/types.js';
+import type { BufferedCell, BufferedRow, SideWrite } from './actions/types.js';
 import { TxnError } from './errors.js';
 import type { CommittedTxn } from './gc-recent.js';
 import { LockRefresher } from './lock-refresher.js';
@@ -244,6 +244,8 @@ export class Snapshot {
 export class Transaction extends Snapshot {
   private readonly rows = new Map<string, { table: string; row: Uint8Array; cells: Map<string, BufferedCell> }>();
   private readonly weak: { table: string; row: Uint8Array; column: string }[] = [];
+  /** Notification clearings to write with a one-phase commit (clearNotificationsOnCommit). */
+  private clears: SideWrite[] | null = null;
   private committed: number | null = null;
   private durability: 'durable' | 'deferred' = 'durable';
 
@@ -283,6 +285,32 @@ export class Transaction extends Snapshot {
     const key = toBytes(row);
     if (key.byteLength === 0) throw new TxnError('INVALID_COLUMN', 'empty row key', { table });
     this.weak.push({ table, row: key, column });
+  }
+
+  /**
+   * Internal (the worker): deletes `column`'s notify cells up to `maxTs` in this transaction's
+   * commit write, so an observer run's commit and the clearing of what it processed are one row
+   * write. Only a one-phase commit can carry it: returns false otherwise, and the caller clears
+   * the notifications itself after the commit. Nothing is cleared if the transaction does not
+   * commit (aborts, conflicts, or writes nothing).
+   */
+  clearNotificationsOnCommit(table: string, row: Uint8Array, column: string, maxTs: number): boolean {
+    this.checkActive();
+    if (this.onePhase() === null) return false;
+    const timeRange = { startTimestampMicros: 0, endTimestampMicros: maxTs + 1 };
+    (this.clears ??= []).push({
+      table,
+      row,
+      mutations: [{ deleteFromColumn: { familyName: NOTIFY, columnQualifier: encodeColumn(column), timeRange } }],
+    });
+    return true;
+  }
+
+  /** The store and in-memory locks of a one-phase commit, or null when commits take two phases. */
+  private onePhase(): { store: AtomicRowsStore; memLocks: MemLocks } | null {
+    const store = this.env.onePhase;
+    const memLocks = this.env.read.memLocks;
+    return store !== undefined && memLocks !== undefined && !store.shared ? { store, memLocks } : null;
   }
 
   /** Internal writes (observer acks) may use reserved column names. */
@@ -350,9 +378,8 @@ export class Transaction extends Snapshot {
       owner: env.owner,
     };
     // Readers of this process blocked on our locks are woken when the commit ends (local-commits.ts).
-    const onePhase = env.onePhase;
-    const memLocks = env.read.memLocks;
-    if (onePhase !== undefined && memLocks !== undefined && !onePhase.shared) return this.commitInOnePhase(env, onePhase, memLocks, rows);
+    const onePhase = this.onePhase();
+    if (onePhase !== null) return this.commitInOnePhase(env, onePhase.store, onePhase.memLocks, rows);
     const ended = env.read.localCommits?.begin(this.startTs);
     try {
       return await this.twoPhaseCommit(env, rows, primaryRow, primaryCell, template, rows.slice(1));
@@ -376,10 +403,12 @@ export class Transaction extends Snapshot {
     let commitTs: number;
     try {
       commitTs = await env.getTimestamp();
-      // As in two-phase commit: weak notifications carry the commit ts and land first.
-      await this.writeWeakNotifications(commitTs);
+      // Weak notifications carry the commit ts (as in two-phase commit) and are part of the one
+      // atomic write: an observer that sees one finds the commit it signals.
+      const side = this.weakNotifications(commitTs);
+      if (this.clears !== null) side.push(...this.clears);
       if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('before-primary-commit');
-      await commitOnePhase(store, rows, this.startTs, commitTs, this.durability);
+      await commitOnePhase(store, rows, this.startTs, commitTs, this.durability, side);
       this.committed = commitTs;
     } finally {
       release();
@@ -462,16 +491,22 @@ export class Transaction extends Snapshot {
     return commitTs;
   }
 
+  /** The weak notifications' notify cells at `ts`. */
+  private weakNotifications(ts: number): SideWrite[] {
+    return this.weak.map((w) => ({
+      table: w.table,
+      row: w.row,
+      mutations: [{ setCell: { familyName: NOTIFY, columnQualifier: encodeColumn(w.column), timestampMicros: ts, value: WEAK } }],
+    }));
+  }
+
   private async writeWeakNotifications(ts: number): Promise<void> {
     if (this.weak.length === 0) return;
-    const byTable = new Map<string, { key: Uint8Array; mutations: Mutation[] }[]>();
-    for (const w of this.weak) {
+    const byTable = new Map<string, { key: Uint8Array; mutations: readonly Mutation[] }[]>();
+    for (const w of this.weakNotifications(ts)) {
       let list = byTable.get(w.table);
       if (list === undefined) byTable.set(w.table, (list = []));
-      list.push({
-        key: w.row,
-        mutations: [{ setCell: { familyName: NOTIFY, columnQualifier: encodeColumn(w.column), timestampMicros: ts, value: WEAK } }],
-      });
+      list.push({ key: w.row, mutations: w.mutations });
     }
     for (const [table, entries] of byTable) {
       for (const r of await this.env.store.mutateRows(table, entries)) if (r.error) throw r.error;

@@ -67,4 +67,44 @@ describe('commitOnePhase', () => {
     await commitOnePhase(store, [f.row('r', ['c:v', 'after'])], 125, 140);
     expect(await cellsOf('r')).toEqual(['write/c:other@130', 'write/c:v@140', 'write/c:v@120']);
   });
+
+  it('writes side writes in the same write: into a committed row, or as rows of their own; none when vetoed', async () => {
+    const weak = (row: string, ts: number) => ({
+      table: 't',
+      row: Buffer.from(row),
+      mutations: [
+        { setCell: { familyName: 'notify', columnQualifier: Buffer.from('c:ping'), timestampMicros: ts, value: Buffer.from('w') } },
+      ],
+    });
+    const clear = (row: string, upTo: number) => ({
+      table: 't',
+      row: Buffer.from(row),
+      mutations: [
+        {
+          deleteFromColumn: {
+            familyName: 'notify',
+            columnQualifier: Buffer.from('c:v'),
+            timeRange: { startTimestampMicros: 0, endTimestampMicros: upTo + 1 },
+          },
+        },
+      ],
+    });
+    // A notification of `a` to be cleared up to 50 by the commit; one at 60 must survive.
+    for (const ts of [50, 60]) {
+      await f.store.mutateRow('t', Buffer.from('a'), [
+        { setCell: { familyName: 'notify', columnQualifier: Buffer.from('c:v'), timestampMicros: ts, value: Buffer.from('') } },
+      ]);
+    }
+    await commitOnePhase(store, [f.row('a', ['c:v', 'x'])], 100, 110, 'durable', [clear('a', 50), weak('b', 110)]);
+    expect(await cellsOf('a')).toEqual(['notify/c:v@60', 'write/c:v@110']);
+    expect(await cellsOf('b')).toEqual(['notify/c:ping@110']);
+    // Vetoed (a write after its start ts): neither the rows nor the side writes are written.
+    await expect(
+      commitOnePhase(store, [f.row('a', ['c:v', 'y'])], 105, 120, 'durable', [clear('a', 60), weak('c', 120)]),
+    ).rejects.toMatchObject({
+      code: 'WRITE_CONFLICT',
+    });
+    expect(await cellsOf('a')).toEqual(['notify/c:v@60', 'write/c:v@110']);
+    expect(await cellsOf('c')).toEqual([]);
+  });
 });

@@ -13,6 +13,11 @@
  * the transaction is ever stored half-done, so nothing needs rolling back or forward after a
  * crash: the store's atomic, durable write is the commit point.
  *
+ * Side writes (weak notifications, notification clearing: notify cells, which no veto looks at)
+ * go into the same atomic write: into the entry of a row the transaction writes, or as entries
+ * that never veto. So they land if and only if the commit does — a weak notification is never
+ * left behind by an aborted transaction, and the write costs no separate row rewrite.
+ *
  * Returns: when every row is committed (durable, unless the caller deferred it: then visible, and
  *   durable with the store's next group commit).
  * Throws: KEY_LOCKED (another transaction's lock; `details.lock`/`lockTs` let the caller resolve
@@ -21,13 +26,13 @@
  * Idempotent: not needed — it writes all or nothing, and a caller retries with a new start ts.
  */
 import type { AtomicRowsStore } from '../../store/store.js';
-import { compareBytes } from '../../store/bytes.js';
-import type { AtomicRowEntry, Cell, Mutation, RowVeto } from '../../store/types.js';
+import { bytesKey, compareBytes } from '../../store/bytes.js';
+import type { Cell, Mutation, RowVeto } from '../../store/types.js';
 import { TxnError } from '../errors.js';
 import { DATA, LOCK, WRITE, valueRefFor } from '../layout.js';
 import { committedCellMutations } from './commit.js';
 import { conflictError } from './prewrite.js';
-import type { BufferedRow } from './types.js';
+import type { BufferedRow, SideWrite } from './types.js';
 
 export function onePhaseMutations(row: BufferedRow, startTs: number, commitTs: number): Mutation[] {
   const out: Mutation[] = [];
@@ -64,13 +69,27 @@ export async function commitOnePhase(
   startTs: number,
   commitTs: number,
   durability: 'durable' | 'deferred' = 'durable',
+  side: readonly SideWrite[] = [],
 ): Promise<void> {
-  const entries: AtomicRowEntry[] = rows.map((r) => ({
+  const entries: { table: string; key: Uint8Array; veto?: RowVeto; mutations: Mutation[] }[] = rows.map((r) => ({
     table: r.table,
     key: r.row,
     veto: conflictVeto(r, startTs),
     mutations: onePhaseMutations(r, startTs, commitTs),
   }));
+  if (side.length > 0) {
+    // Vetoing entries first: checkAndMutateRows reports a veto by index into `rows`.
+    const byRow = new Map(entries.map((e) => [`${e.table}\u0000${bytesKey(e.key)}`, e]));
+    for (const s of side) {
+      const k = `${s.table}\u0000${bytesKey(s.row)}`;
+      let e = byRow.get(k);
+      if (e === undefined) {
+        byRow.set(k, (e = { table: s.table, key: s.row, mutations: [] }));
+        entries.push(e);
+      }
+      for (const m of s.mutations) e.mutations.push(m);
+    }
+  }
   const vetoed = await store.checkAndMutateRows(entries, { durability });
   if (vetoed < 0) return;
   const row = rows[vetoed] as BufferedRow;

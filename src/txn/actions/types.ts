@@ -2,6 +2,7 @@
  * Shapes shared by the protocol actions (one action per file, TiKV-style: functions over a store
  * and a buffer, each documented with Returns / Throws / Idempotent).
  */
+import type { Mutation } from '../../store/types.js';
 import type { LockRecord, ValueRef, WriteKind } from '../layout.js';
 
 /** A cell of the transaction's write buffer, as prewrite and commit see it. */
@@ -21,6 +22,17 @@ export interface BufferedRow {
   readonly table: string;
   readonly row: Uint8Array;
   readonly cells: readonly BufferedCell[];
+}
+
+/**
+ * Non-transactional cells written with a commit (notify cells only: weak notifications and the
+ * clearing of the notifications an observer run has processed). They take no lock and conflict
+ * with nothing; written in the commit's atomic write, they land exactly when it does.
+ */
+export interface SideWrite {
+  readonly table: string;
+  readonly row: Uint8Array;
+  readonly mutations: readonly Mutation[];
 }
 
 /** A cell that carries a lock, and that lock. */

@@ -259,27 +259,50 @@ export function encodeWrite(w: WriteRecord): Uint8Array {
   return new Writer().u8(VERSION).u8(KIND_CODES[w.kind]).f64(w.startTs).value(w.value).done();
 }
 
-export function decodeWrite(value: Uint8Array): WriteRecord {
-  const r = new Reader(value, 'write');
-  if (r.u8() !== VERSION) throw new TxnError('CORRUPTED_RECORD', 'unknown write record version', {});
-  const kind = KINDS[r.u8()];
-  if (kind === undefined) throw new TxnError('CORRUPTED_RECORD', 'bad write kind', {});
-  const w: WriteRecord = { kind, startTs: r.f64(), value: r.value() };
-  r.end();
-  return w;
+/** Scratch for reading big-endian doubles without a Buffer or DataView per record. */
+const F64 = new Float64Array(1);
+const F64_BYTES = new Uint8Array(F64.buffer);
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const NO_VALUE: ValueRef = Object.freeze({ mode: 'none' });
+const IN_DATA: ValueRef = Object.freeze({ mode: 'data' });
+/** version, kind, startTs, value mode */
+const WRITE_HEADER = 11;
+
+function corruptWrite(message: string): TxnError {
+  return new TxnError('CORRUPTED_RECORD', message, { what: 'write' });
 }
 
-const decodedWrites = new WeakMap<Uint8Array, WriteRecord>();
-
 /**
- * decodeWrite, remembered per value object: the store's row cache hands out the same cell
- * objects until the row changes, so a hot cell's record is decoded once, not on every read.
- * Records are immutable; a value object is never written into.
+ * Decodes a write record (the format of encodeWrite). Write records are decoded on every
+ * snapshot read, so this reads the bytes in place: no Reader, no Buffer per field; the only
+ * allocations are the record and, for an inline value, its view. (A WeakMap memo per value
+ * object cost more than it saved: cached rows are re-created by every write, so most lookups
+ * missed and paid for an ephemeron-table insertion.)
  */
-export function decodeWriteCached(value: Uint8Array): WriteRecord {
-  let w = decodedWrites.get(value);
-  if (w === undefined) decodedWrites.set(value, (w = decodeWrite(value)));
-  return w;
+export function decodeWrite(v: Uint8Array): WriteRecord {
+  const n = v.byteLength;
+  if (n < WRITE_HEADER) throw corruptWrite('truncated write record');
+  if (v[0] !== VERSION) throw new TxnError('CORRUPTED_RECORD', 'unknown write record version', {});
+  const kind = KINDS[v[1] as number];
+  if (kind === undefined) throw new TxnError('CORRUPTED_RECORD', 'bad write kind', {});
+  if (LITTLE_ENDIAN) for (let i = 0; i < 8; i++) F64_BYTES[i] = v[9 - i] as number;
+  else for (let i = 0; i < 8; i++) F64_BYTES[i] = v[2 + i] as number;
+  const startTs = F64[0] as number;
+  const mode = MODES[v[10] as number];
+  if (mode === undefined) throw corruptWrite('bad value mode in write record');
+  let end = WRITE_HEADER;
+  let value: ValueRef;
+  if (mode === 'inline') {
+    if (n < WRITE_HEADER + 4) throw corruptWrite('truncated write record');
+    const len = (((v[11] as number) << 24) | ((v[12] as number) << 16) | ((v[13] as number) << 8) | (v[14] as number)) >>> 0;
+    end = WRITE_HEADER + 4 + len;
+    if (end > n) throw corruptWrite('truncated write record');
+    value = { mode, value: Buffer.from(v.buffer, v.byteOffset + WRITE_HEADER + 4, len) };
+  } else {
+    value = mode === 'none' ? NO_VALUE : IN_DATA;
+  }
+  if (end !== n) throw corruptWrite('trailing bytes in write record');
+  return { kind, startTs, value };
 }
 
 /** How a value is carried in the lock: inline if short, else in `data`. */

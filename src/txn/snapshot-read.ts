@@ -23,7 +23,7 @@ import {
   WRITE,
   decodeColumn,
   decodeLock,
-  decodeWriteCached,
+  decodeWrite,
   exactColumn,
   readAllFilter,
   readFilter,
@@ -68,7 +68,7 @@ function interpret(table: string, row: Uint8Array, cells: readonly Cell[], ts: n
     } else if (c.family === WRITE) {
       const k = bytesKey(c.qualifier);
       if (writes.has(k)) continue; // newest visible record already found
-      const w = decodeWriteCached(c.value);
+      const w = decodeWrite(c.value);
       if (w.kind !== 'rollback') writes.set(k, [w, c.timestamp, c.qualifier]);
     }
   }
@@ -183,7 +183,7 @@ function interpretColumns(
       continue;
     }
     if (writes[i] !== undefined) continue; // newest visible record already found
-    const w = decodeWriteCached(c.value);
+    const w = decodeWrite(c.value);
     if (w.kind !== 'rollback') writes[i] = [w, c.timestamp];
   }
   return { writes, locks };

@@ -71,6 +71,10 @@ describe('RecentCommits', () => {
     expect(dirtyOf(rc)).toEqual(['b:x']); // b:z is a first commit of its column
     rc.record(commit(3, ['b:x', 'b:z']));
     expect(dirtyOf(rc)).toEqual(['b:x', 'b:z']); // still remembered after a pass
+    // Cells are told apart by table, row and qualifier, not by their concatenation.
+    rc.record(commit(4, ['ab:cd']));
+    rc.record(commit(5, ['abc:d', 'a:bcd']));
+    expect(rc.dirtyCells).toBe(0);
   });
 
   it('stays bounded and says when it forgot something', () => {

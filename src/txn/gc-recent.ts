@@ -46,6 +46,19 @@ export interface CommittedTxn {
 /** Dirty columns, per table and row (keys and qualifiers as latin1 strings). */
 export type DirtySet = Map<string, Map<string, Set<string>>>;
 
+// FNV-1a, with a separator after each part so that ("ab", "c") and ("a", "bc") differ.
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+const SMI_MASK = 0x3fffffff;
+function hashString(h: number, s: string): number {
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), FNV_PRIME);
+  return Math.imul(h ^ 0x100, FNV_PRIME);
+}
+function hashBytes(h: number, b: Uint8Array): number {
+  for (let i = 0; i < b.length; i++) h = Math.imul(h ^ (b[i] as number), FNV_PRIME);
+  return Math.imul(h ^ 0x100, FNV_PRIME);
+}
+
 const latin1 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
 
 export class RecentCommits {
@@ -54,8 +67,12 @@ export class RecentCommits {
   /** No reference to the committers' buffers: keys are strings. */
   private dirty: DirtySet = new Map();
   private dirtyCount = 0;
-  /** `table\0row\0q` of cells committed here at least once (the newest maxCells). */
-  private readonly seen: FifoSet<string>;
+  /**
+   * Hashes of the cells committed here at least once (the newest maxCells): small integers, not
+   * `table\0row\0q` strings built and hashed for every committed cell. A collision only makes a
+   * cell's first commit count as a second one (an extra read in the next pass).
+   */
+  private readonly seen: FifoSet<number>;
   /** Something was forgotten (a bound was hit) since the last full pass. */
   overflowed = false;
 
@@ -67,28 +84,24 @@ export class RecentCommits {
     this.seen = new FifoSet(maxCells);
   }
 
-  record(c: CommittedTxn): void {
-    if (c.complete && this.done.add(c.startTs)) this.overflowed = true;
-    for (const r of c.rows) {
-      const row = latin1(r.row);
-      for (const cell of r.cells) this.committedTo(r.table, row, latin1(cell.q));
-    }
-  }
-
   /**
    * A column's first commit seen here makes no version of ours collectable (a version is
    * collected only under a newer one of the same column), so it is only remembered; from the
    * second on it is dirty. This keeps write-once cells (new documents, posting-list entries) out
-   * of the passes.
+   * of the passes. A forgotten cell's next commit is taken for a first one (it is collected from
+   * the third on).
    */
-  private committedTo(table: string, row: string, q: string): void {
-    const k = `${table}\u0000${row}\u0000${q}`;
-    if (this.seen.has(k)) {
-      this.markDirty(table, row, q);
-      return;
+  record(c: CommittedTxn): void {
+    if (c.complete && this.done.add(c.startTs)) this.overflowed = true;
+    for (const r of c.rows) {
+      const rowHash = hashBytes(hashString(FNV_OFFSET, r.table), r.row);
+      let row: string | null = null;
+      for (const cell of r.cells) {
+        const k = hashBytes(rowHash, cell.q) & SMI_MASK;
+        if (this.seen.has(k)) this.markDirty(r.table, (row ??= latin1(r.row)), latin1(cell.q));
+        else this.seen.add(k);
+      }
     }
-    // A forgotten cell's next commit is taken for a first one (it is collected from the third on).
-    this.seen.add(k);
   }
 
   /** Marks one column (latin1 row key and qualifier) for the next pass. */

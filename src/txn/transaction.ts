@@ -276,8 +276,9 @@ export class Transaction extends Snapshot {
   /**
    * A weak notification (Percolator §2.4): sets only the notify cell of `column`, typically a
    * notify-only column no one writes, so its observers run. It takes no lock and conflicts with
-   * no writer; it is written before the commit point, so an aborted transaction may leave one
-   * behind: observers of weakly notified columns may run more than once per notification.
+   * no writer. A two-phase commit writes it before the commit point, so an aborted transaction
+   * may leave one behind (a one-phase commit writes it in its own atomic write): observers of
+   * weakly notified columns may run more than once per notification.
    */
   notify(table: string, row: RowKey, column: string): void {
     this.checkActive();

@@ -3,14 +3,15 @@
  * before they are durable and notification clearings are deferred writes; the store's log is
  * sequential, so a crash keeps a prefix of it, and an observer commit lost in a crash must take
  * the clearing of its notification with it. After the crashes, a worker run to quiescence must
- * bring every derived cell in line with its source: `dst:v` = `fin:v` = `src:v` on every row, and
+ * bring every derived cell in line with its source: `dst:v` = `fin:v` = `src:v` on every row (and
+ * `wk:v` of its weakly notified partner row = `fin:v`), and
  * every acknowledged source write is there (or a later one of the same row).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { ROWS, registerCopiers } from '../src/check/observer-crash-child.js';
+import { ROWS, partnerOf, registerCopiers } from '../src/check/observer-crash-child.js';
 import { Percolator } from '../src/txn/percolator.js';
 import { runUntilKilled } from './support/crash-child.js';
 
@@ -48,6 +49,9 @@ it('after kill -9 of the store owner, observers finish every change: derived cel
         )
       ).map((v) => (v === null ? null : Buffer.from(v).toString()));
       expect([dst, fin], `row ${row}`).toEqual([src, src]);
+      // The weakly notified partner row followed too (its notification came with fin's commit).
+      const wk = await snap.get('t', partnerOf(row), 'wk:v');
+      expect(wk === null ? null : Buffer.from(wk).toString(), `row ${partnerOf(row)}`).toBe(fin);
       const values = acked.get(row);
       if (values === undefined) continue;
       rowsWithSource++;

@@ -7,7 +7,10 @@
  * Usage: `node dist/check/observer-crash-child.js DIR GENERATION` with an IPC channel. Loaders set
  * `t[r<k>] src:v` (k < 200) to `g<G>-n<N>` in durable transactions and report each with
  * `{ t: 'ack', row, value }`; the observers copy `src:v` to `dst:v`, and `dst:v` to `fin:v` (a
- * chain: a copy's commit notifies the next observer).
+ * chain: a copy's commit notifies the next observer), and the second copy also weakly notifies
+ * `w<k> ping:v`, whose observer copies `r<k> fin:v` to `w<k> wk:v`. On this unshared store the
+ * commits are one-phase, so the weak notification and every run's notification clearing are side
+ * writes of the commits themselves: a crash must keep or lose each together with its commit.
  */
 import type { Transaction } from '../txn/transaction.js';
 import { Percolator } from '../txn/percolator.js';
@@ -15,12 +18,25 @@ import type { Worker } from '../notify/worker.js';
 
 export const ROWS = 200;
 
-/** The two copying observers (the parent registers the same ones to finish the work). */
+/** The row `r<k>`'s weakly notified partner, `w<k>`. */
+export const partnerOf = (row: string): string => `w${row.slice(1)}`;
+
+/** The copying observers (the parent registers the same ones to finish the work). */
 export function registerCopiers(worker: Worker): Worker {
   const copy = (from: string, to: string) => async (tx: Transaction, row: Uint8Array) => {
     tx.set('t', row, to, (await tx.get('t', row, from)) ?? '');
   };
-  return worker.observe('src:v', 'copy-dst', copy('src:v', 'dst:v')).observe('dst:v', 'copy-fin', copy('dst:v', 'fin:v'));
+  const copyFin = copy('dst:v', 'fin:v');
+  return worker
+    .observe('src:v', 'copy-dst', copy('src:v', 'dst:v'))
+    .observe('dst:v', 'copy-fin', async (tx, row) => {
+      await copyFin(tx, row);
+      tx.notify('t', partnerOf(Buffer.from(row).toString()), 'ping:v');
+    })
+    .observe('ping:v', 'copy-weak', async (tx, row) => {
+      const source = `r${Buffer.from(row).toString().slice(1)}`;
+      tx.set('t', row, 'wk:v', (await tx.get('t', source, 'fin:v')) ?? '');
+    });
 }
 
 async function main(): Promise<void> {

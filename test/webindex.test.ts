@@ -278,14 +278,17 @@ describe('concurrency', () => {
       try {
         await wa.start();
         await wb.start();
-        await loadDocuments(a, corpus.documents(), { concurrency: 4 });
+        // Each client's loader hands its pages to its own worker (as `percolator run` does), so
+        // both workers get work whoever's scanners are faster; the chains then cross (ranks and
+        // exports of shared clusters) while both run.
+        await loadDocuments(a, corpus.documents(), { concurrency: 4, onCommitted: (d) => wa.hint(PAGES, d.url) });
         await a.waitForQuiescence({ timeoutMs: 120_000 });
         await loadDocuments(
           b,
           range(0, 60)
             .filter((i) => i % 2 === 0)
             .map((i) => corpus.doc(i, 1)),
-          { concurrency: 4 },
+          { concurrency: 4, onCommitted: (d) => wb.hint(PAGES, d.url) },
         );
         await a.waitForQuiescence({ timeoutMs: 120_000 });
         expect(wa.metrics.commits).toBeGreaterThan(0);

@@ -23,7 +23,7 @@
  * observer transactions finish (commit or abort) before it resolves.
  */
 import { bytesKey } from '../store/bytes.js';
-import { NOTIFY, encodeColumn } from '../txn/layout.js';
+import { clearNotifications, encodeColumn } from '../txn/layout.js';
 import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
 import type { LockService } from './lock-service.js';
 import type { ObserverFn, ObserverRegistration } from './observer.js';
@@ -418,13 +418,7 @@ export class Worker {
     await this.host.store.mutateRow(
       job.table,
       job.row,
-      clears.map((c) => ({
-        deleteFromColumn: {
-          familyName: NOTIFY,
-          columnQualifier: encodeColumn(c.column),
-          timeRange: { startTimestampMicros: 0, endTimestampMicros: c.maxTs + 1 },
-        },
-      })),
+      clears.map((c) => clearNotifications(c.column, c.maxTs)),
       // Deferred: a clearing lost in a crash only costs a run that finds the change acked already.
       DEFERRED,
     );

@@ -19,7 +19,7 @@
  * Records are small binary values with a version byte; decoding failures are CORRUPTED_RECORD.
  */
 import { TxnError } from './errors.js';
-import type { RowFilter, TableSpec } from '../store/types.js';
+import type { Mutation, RowFilter, TableSpec } from '../store/types.js';
 
 export const LOCK = 'lock';
 export const WRITE = 'write';
@@ -83,6 +83,20 @@ const userColumns = new Map<string, Uint8Array>();
 
 export function decodeColumn(qualifier: Uint8Array): string {
   return Buffer.from(qualifier).toString('utf8');
+}
+
+/**
+ * Deletes `column`'s notify cells at or below `maxTs`: what processing a notification read at
+ * `maxTs` consumes (a newer notification, written during the run, stays).
+ */
+export function clearNotifications(column: string, maxTs: number): Mutation {
+  return {
+    deleteFromColumn: {
+      familyName: NOTIFY,
+      columnQualifier: encodeColumn(column),
+      timeRange: { startTimestampMicros: 0, endTimestampMicros: maxTs + 1 },
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

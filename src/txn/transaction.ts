@@ -24,7 +24,7 @@ import { TxnError } from './errors.js';
 import type { CommittedTxn } from './gc-recent.js';
 import { LockRefresher } from './lock-refresher.js';
 import type { MemLocks } from './mem-locks.js';
-import { LOCK, NOTIFY, encodeColumn, encodeUserColumn } from './layout.js';
+import { LOCK, NOTIFY, clearNotifications, encodeColumn, encodeUserColumn } from './layout.js';
 
 const WEAK = Buffer.from('w');
 import {
@@ -298,12 +298,7 @@ export class Transaction extends Snapshot {
   clearNotificationsOnCommit(table: string, row: Uint8Array, column: string, maxTs: number): boolean {
     this.checkActive();
     if (this.onePhase() === null) return false;
-    const timeRange = { startTimestampMicros: 0, endTimestampMicros: maxTs + 1 };
-    (this.clears ??= []).push({
-      table,
-      row,
-      mutations: [{ deleteFromColumn: { familyName: NOTIFY, columnQualifier: encodeColumn(column), timeRange } }],
-    });
+    (this.clears ??= []).push({ table, row, mutations: [clearNotifications(column, maxTs)] });
     return true;
   }
 

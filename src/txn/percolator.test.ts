@@ -71,6 +71,34 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
     snap.release();
   });
 
+  it('db.get reads the latest committed value of one cell and holds no snapshot afterwards', async () => {
+    await db.transaction(async (tx) => {
+      tx.set('t', 'short', 'c:v', 's1');
+      tx.set('t', 'long', 'c:v', 'L'.repeat(1000)); // in `data`: a second read
+      tx.set('t', 'gone', 'c:v', 'x');
+    });
+    await db.transaction(async (tx) => {
+      tx.set('t', 'short', 'c:v', 's2');
+      tx.delete('t', 'gone', 'c:v');
+    });
+    expect(str(await db.get('t', 'short', 'c:v'))).toBe('s2');
+    expect(str(await db.get('t', 'long', 'c:v'))?.length).toBe(1000);
+    expect(await db.get('t', 'gone', 'c:v')).toBeNull();
+    expect(await db.get('t', 'never', 'c:v')).toBeNull();
+    expect(str(await db.get('t', Buffer.from('short'), 'c:v'))).toBe('s2');
+    // A key that is not ASCII is encoded as UTF-8, like every other row key.
+    await db.transaction(async (tx) => tx.set('t', 'clé', 'c:v', 'é'));
+    expect(str(await db.get('t', Buffer.from('clé', 'utf8'), 'c:v'))).toBe('é');
+    expect(str(await db.get('t', 'clé', 'c:v'))).toBe('é');
+    // No registration outlives its read (the long value took the asynchronous path): the
+    // watermark passes every timestamp handed out so far.
+    const after = await db.oracle.getTimestamp();
+    expect(await db.oracle.getWatermark()).toBeGreaterThan(after);
+    // Bad input is a rejected promise with a stable code, not a synchronous throw.
+    const bad = db.get('t', 'short', 'no-family');
+    await expect(bad).rejects.toMatchObject({ code: 'INVALID_COLUMN' });
+  });
+
   it('concurrent increments of one counter never lose an update (conflicts retried)', async () => {
     await db.transaction(async (tx) => tx.set('t', 'counter', 'c:n', '0'));
     const n = 40;
@@ -205,6 +233,17 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
     await other.close();
     expect(await snap.get('t', 'held', 'c:v')).toBeNull();
     snap.release();
+  });
+
+  it('db.get waits on a live lock like a snapshot read, and resolves it once the owner is gone', async () => {
+    await db.transaction(async (tx) => tx.set('t', 'held', 'c:v', 'before'));
+    const { other, reached } = await freezingAt('after-primary-prewrite');
+    void other.transaction(async (tx) => tx.set('t', 'held', 'c:v', 'x'));
+    await reached;
+    const err = await db.get('t', 'held', 'c:v').catch((e: unknown) => e);
+    expect(isTxnError(err, 'KEY_LOCKED')).toBe(true);
+    await other.close();
+    expect(str(await db.get('t', 'held', 'c:v'))).toBe('before'); // the dead writer's lock rolled back
   });
 });
 

@@ -228,6 +228,30 @@ export function readVersionsNow(
   return out;
 }
 
+/**
+ * readVersionsNow for one column, the point read every `get` makes: the same answer without the
+ * per-column arrays (a third of a cached point read's cost went to them).
+ */
+export function readVersionNow(table: string, row: Uint8Array, column: ColumnRef, ts: number, ctx: ReadContext): VersionAt | undefined {
+  const store = ctx.syncStore;
+  if (store === undefined) return undefined;
+  const q = column.q;
+  if (ctx.memLocks !== undefined && ctx.memLocks.size > 0 && ctx.memLocks.blocking(table, row, [q], ts) !== null) return undefined;
+  let found: VersionAt | undefined;
+  for (const c of store.readCellsSync(table, row, LOCK_AND_WRITE)) {
+    if (c.timestamp > ts) continue;
+    const isLock = c.family === LOCK;
+    if ((!isLock && (found !== undefined || c.family !== WRITE)) || compareBytes(q, c.qualifier) !== 0) continue;
+    if (isLock) return undefined; // the full read resolves it
+    const w = decodeWrite(c.value);
+    if (w.kind === 'rollback') continue;
+    if (w.kind !== 'put') found = { value: null, commitTs: c.timestamp };
+    else if (w.value.mode === 'inline') found = { value: w.value.value, commitTs: c.timestamp };
+    else return undefined; // a long value: a second read
+  }
+  return found ?? ABSENT;
+}
+
 /** Visible versions of `columns` in one row at ts, in the order given. */
 export async function readVersionsAt(
   store: Store,

@@ -108,9 +108,9 @@ export async function runObserver(
   table: string,
   row: Uint8Array,
   weak: boolean,
-  maxAttempts = 50,
-  clearUpTo?: number,
+  options: { readonly maxAttempts?: number; readonly clearUpTo?: number } = {},
 ): Promise<RunOutcome> {
+  const { maxAttempts = 50, clearUpTo } = options;
   const ack = ackColumn(obs.name, obs.column);
   const refs = [
     { column: obs.column, q: encodeColumn(obs.column) },

@@ -385,7 +385,7 @@ export class Worker {
         try {
           // The cell's only observer may clear its notifications with its own commit.
           const clearUpTo = observers.length === 1 ? cell.maxTs : undefined;
-          const r = await runObserver(this.host, obs, job.table, job.row, cell.weak, undefined, clearUpTo);
+          const r = await runObserver(this.host, obs, job.table, job.row, cell.weak, { clearUpTo });
           cleared = r.cleared;
           this.metrics.conflicts += r.conflicts - r.staleRetries;
           this.metrics.staleRetries += r.staleRetries;

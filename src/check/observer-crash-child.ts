@@ -20,6 +20,8 @@ export const ROWS = 200;
 
 /** The row `r<k>`'s weakly notified partner, `w<k>`. */
 export const partnerOf = (row: string): string => `w${row.slice(1)}`;
+/** The inverse of partnerOf: `w<k>` → `r<k>`. */
+const sourceOf = (partner: string): string => `r${partner.slice(1)}`;
 
 /** The copying observers (the parent registers the same ones to finish the work). */
 export function registerCopiers(worker: Worker): Worker {
@@ -34,8 +36,7 @@ export function registerCopiers(worker: Worker): Worker {
       tx.notify('t', partnerOf(Buffer.from(row).toString()), 'ping:v');
     })
     .observe('ping:v', 'copy-weak', async (tx, row) => {
-      const source = `r${Buffer.from(row).toString().slice(1)}`;
-      tx.set('t', row, 'wk:v', (await tx.get('t', source, 'fin:v')) ?? '');
+      tx.set('t', row, 'wk:v', (await tx.get('t', sourceOf(Buffer.from(row).toString()), 'fin:v')) ?? '');
     });
 }
 

@@ -2,8 +2,10 @@
  * `percolator bench overhead` — the paper's Figure 8: the cost of Percolator's transactions over
  * the raw store, on the same backend, in one process, measured in one run.
  *
- *   raw reads:   store.readRow of one cell        vs  txn reads: db.get of one cell (a read-only
- *                                                     transaction: a fresh start timestamp, a snapshot read)
+ *   raw reads:   store.readRow of one cell        vs  txn reads: db.get of one cell (a one-read
+ *                                                     read-only transaction; on an embedded store
+ *                                                     the cell's newest committed version when no
+ *                                                     lock or commit in flight is on it)
  *   raw writes:  store.mutateRow of one cell      vs  txn writes: a transaction setting one cell
  *
  * Transactions commit with the store's default protocol (`protocol`: one phase on an unshared
@@ -13,12 +15,13 @@
  *
  * Both sides run the same number of concurrent clients (`--clients`, default 32) so the store's
  * group commit serves both equally; every write is durable when acknowledged (file:). Reads hit
- * rows written beforehand; a transactional read includes getting its start timestamp.
+ * rows written beforehand; both sides convert their string row key to bytes the same way (`utf8`).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '../store/open-store.js';
+import { utf8 } from '../store/bytes.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import { Percolator } from '../txn/percolator.js';
 import { renderBarChart } from './svg-plot.js';
@@ -96,9 +99,7 @@ export async function runOverheadBench(opts: { seconds: number; clients?: number
     const q = Buffer.from('c');
     // Writes: both sides write fresh rows.
     const rawWrites = await measure(opts.seconds, clients, (c, i) =>
-      store.mutateRow('raw', Buffer.from(key(c, i)), [
-        { setCell: { familyName: 'f', columnQualifier: q, timestampMicros: 1000, value: VALUE } },
-      ]),
+      store.mutateRow('raw', utf8(key(c, i)), [{ setCell: { familyName: 'f', columnQualifier: q, timestampMicros: 1000, value: VALUE } }]),
     );
     const txnWrites = await measure(opts.seconds, clients, (c, i) => db.transaction(async (tx) => tx.set('txn', key(c, i), 'f:c', VALUE)));
     const twoPhase = await Percolator.open({ store, oracle: db.oracle, commitProtocol: 'two-phase' });
@@ -109,7 +110,7 @@ export async function runOverheadBench(opts: { seconds: number; clients?: number
     // Reads: of rows both write phases created (rows 0..rows-1 of every client exist on both sides).
     const rows = Math.max(1, Math.min(2000, ...rawWrites.perClient, ...txnWrites.perClient));
     const rawReads = await measure(opts.seconds, clients, async (c, i) => {
-      await store.readRow('raw', Buffer.from(key(c, i % rows)));
+      await store.readRow('raw', utf8(key(c, i % rows)));
     });
     const txnReads = await measure(opts.seconds, clients, async (c, i) => {
       await db.get('txn', key(c, i % rows), 'f:c');

@@ -99,6 +99,55 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
     await expect(bad).rejects.toMatchObject({ code: 'INVALID_COLUMN' });
   });
 
+  it('db.get under concurrent multi-row commits: never older than an acknowledged commit, never going back', async () => {
+    const rows = ['r0', 'r1', 'r2'];
+    await db.transaction(async (tx) => {
+      for (const r of rows) tx.set('t', r, 'c:n', '0');
+    });
+    const acked = new Map(rows.map((r) => [r, 0]));
+    let seed = 7;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    let writing = true;
+    const writers = Array.from({ length: 3 }, async () => {
+      for (let i = 0; i < 20; i++) {
+        // Two rows per commit: in two phases one of them is a secondary, locked past the commit point.
+        const a = rows[rand(3)] as string;
+        const b = rows.find((r) => r !== a) as string;
+        const got = await db.transaction(async (tx) => {
+          const va = Number(await tx.getString('t', a, 'c:n')) + 1;
+          const vb = Number(await tx.getString('t', b, 'c:n')) + 1;
+          tx.set('t', a, 'c:n', String(va));
+          tx.set('t', b, 'c:n', String(vb));
+          return [va, vb] as const;
+        });
+        acked.set(a, Math.max(acked.get(a) as number, got[0]));
+        acked.set(b, Math.max(acked.get(b) as number, got[1]));
+      }
+    });
+    let reads = 0;
+    const readers = Array.from({ length: 3 }, async () => {
+      const last = new Map(rows.map((r) => [r, 0]));
+      while (writing) {
+        const r = rows[rand(3)] as string;
+        const floor = acked.get(r) as number;
+        const v = Number(str(await db.get('t', r, 'c:n')));
+        expect(v).toBeGreaterThanOrEqual(floor);
+        expect(v).toBeGreaterThanOrEqual(last.get(r) as number);
+        last.set(r, v);
+        reads++;
+        if (reads % 8 === 0) await new Promise((res) => setImmediate(res));
+      }
+    });
+    await Promise.all(writers);
+    writing = false;
+    await Promise.all(readers);
+    expect(reads).toBeGreaterThan(0);
+    for (const r of rows) expect(Number(str(await db.get('t', r, 'c:n')))).toBe(acked.get(r));
+  });
+
   it('concurrent increments of one counter never lose an update (conflicts retried)', async () => {
     await db.transaction(async (tx) => tx.set('t', 'counter', 'c:n', '0'));
     const n = 40;
@@ -357,6 +406,25 @@ describe('one-phase commits (an unshared embedded store)', () => {
     expect(await scanning).toEqual(['k']);
     early.release();
     late.release();
+    await other.close();
+  });
+
+  it('db.get, made while a commit of the cell is between its commit ts and its write, waits for the write', async () => {
+    await db.transaction(async (tx) => tx.set('t', 'k', 'c:v', 'old'));
+    const { other, reached, release } = await heldBeforeWrite();
+    const done = other.transaction(async (tx) => tx.set('t', 'k', 'c:v', 'new'));
+    await reached; // the commit ts exists, the write does not
+    let seen: string | null | undefined;
+    const reading = db.get('t', 'k', 'c:v').then((v) => {
+      seen = str(v);
+    });
+    expect(str(await db.get('t', 'other-row', 'c:v'))).toBeNull(); // other cells are not held up
+    await new Promise((r) => setImmediate(r));
+    expect(seen).toBeUndefined(); // it took a timestamp above the commit's and waits for it
+    release();
+    await done;
+    await reading;
+    expect(seen).toBe('new');
     await other.close();
   });
 

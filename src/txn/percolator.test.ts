@@ -3,7 +3,8 @@ import { cleanup } from './actions/cleanup.js';
 import { isTxnError } from './errors.js';
 import { encodeColumn } from './layout.js';
 import { isStoreError } from '../store/errors.js';
-import { atomicRowsOf } from '../store/store.js';
+import { type Store, atomicRowsOf } from '../store/store.js';
+import type { Oracle } from '../oracle/oracle.js';
 import { Percolator } from './percolator.js';
 import type { ProtocolPoint } from './transaction.js';
 
@@ -18,6 +19,67 @@ afterEach(async () => {
 });
 
 const str = (v: Uint8Array | null | undefined) => (v === null || v === undefined ? null : Buffer.from(v).toString());
+
+/**
+ * Writers commit increments of two of three counters at a time while readers call `db.get`. Each
+ * cell holds `count:partner:partnerCount` (its commit's other cell). A value is never older than
+ * a commit acknowledged before the read began, nor older than one the same reader saw before, nor
+ * older than the partner count of a commit the reader already saw through the other cell: each
+ * `db.get` is a transaction that starts after the previous one ended.
+ */
+async function checkGetNeverStale(db: Percolator): Promise<void> {
+  const rows = ['r0', 'r1', 'r2'];
+  await db.transaction(async (tx) => {
+    for (const r of rows) tx.set('t', r, 'c:n', '0::0');
+  });
+  const parse = (v: Uint8Array | null) => {
+    const [n, partner, partnerN] = (str(v) ?? '').split(':');
+    return { n: Number(n), partner: partner as string, partnerN: Number(partnerN) };
+  };
+  const acked = new Map(rows.map((r) => [r, 0]));
+  let seed = 7;
+  const rand = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  let writing = true;
+  const writers = Array.from({ length: 3 }, async () => {
+    for (let i = 0; i < 20; i++) {
+      // Two rows per commit: in two phases one of them is a secondary, locked past the commit point.
+      const a = rows[rand(3)] as string;
+      const b = rows.find((r) => r !== a) as string;
+      const got = await db.transaction(async (tx) => {
+        const va = parse(await tx.get('t', a, 'c:n')).n + 1;
+        const vb = parse(await tx.get('t', b, 'c:n')).n + 1;
+        tx.set('t', a, 'c:n', `${va}:${b}:${vb}`);
+        tx.set('t', b, 'c:n', `${vb}:${a}:${va}`);
+        return [va, vb] as const;
+      });
+      acked.set(a, Math.max(acked.get(a) as number, got[0]));
+      acked.set(b, Math.max(acked.get(b) as number, got[1]));
+    }
+  });
+  let reads = 0;
+  const readers = Array.from({ length: 3 }, async () => {
+    const floor = new Map(rows.map((r) => [r, 0])); // what this reader must see at least
+    while (writing) {
+      const r = rows[rand(3)] as string;
+      const ackedBefore = acked.get(r) as number;
+      const v = parse(await db.get('t', r, 'c:n'));
+      expect(v.n).toBeGreaterThanOrEqual(ackedBefore);
+      expect(v.n).toBeGreaterThanOrEqual(floor.get(r) as number);
+      floor.set(r, v.n);
+      if (v.partner !== '') floor.set(v.partner, Math.max(floor.get(v.partner) as number, v.partnerN));
+      reads++;
+      if (reads % 8 === 0) await new Promise((res) => setImmediate(res));
+    }
+  });
+  await Promise.all(writers);
+  writing = false;
+  await Promise.all(readers);
+  expect(reads).toBeGreaterThan(0);
+  for (const r of rows) expect(parse(await db.get('t', r, 'c:n')).n).toBe(acked.get(r));
+}
 
 // The isolation tests run under both commit protocols: one phase (the default on an unshared
 // embedded store) and Percolator's two phases (shared stores).
@@ -100,52 +162,7 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
   });
 
   it('db.get under concurrent multi-row commits: never older than an acknowledged commit, never going back', async () => {
-    const rows = ['r0', 'r1', 'r2'];
-    await db.transaction(async (tx) => {
-      for (const r of rows) tx.set('t', r, 'c:n', '0');
-    });
-    const acked = new Map(rows.map((r) => [r, 0]));
-    let seed = 7;
-    const rand = (n: number) => {
-      seed = (seed * 1103515245 + 12345) % 2147483648;
-      return seed % n;
-    };
-    let writing = true;
-    const writers = Array.from({ length: 3 }, async () => {
-      for (let i = 0; i < 20; i++) {
-        // Two rows per commit: in two phases one of them is a secondary, locked past the commit point.
-        const a = rows[rand(3)] as string;
-        const b = rows.find((r) => r !== a) as string;
-        const got = await db.transaction(async (tx) => {
-          const va = Number(await tx.getString('t', a, 'c:n')) + 1;
-          const vb = Number(await tx.getString('t', b, 'c:n')) + 1;
-          tx.set('t', a, 'c:n', String(va));
-          tx.set('t', b, 'c:n', String(vb));
-          return [va, vb] as const;
-        });
-        acked.set(a, Math.max(acked.get(a) as number, got[0]));
-        acked.set(b, Math.max(acked.get(b) as number, got[1]));
-      }
-    });
-    let reads = 0;
-    const readers = Array.from({ length: 3 }, async () => {
-      const last = new Map(rows.map((r) => [r, 0]));
-      while (writing) {
-        const r = rows[rand(3)] as string;
-        const floor = acked.get(r) as number;
-        const v = Number(str(await db.get('t', r, 'c:n')));
-        expect(v).toBeGreaterThanOrEqual(floor);
-        expect(v).toBeGreaterThanOrEqual(last.get(r) as number);
-        last.set(r, v);
-        reads++;
-        if (reads % 8 === 0) await new Promise((res) => setImmediate(res));
-      }
-    });
-    await Promise.all(writers);
-    writing = false;
-    await Promise.all(readers);
-    expect(reads).toBeGreaterThan(0);
-    for (const r of rows) expect(Number(str(await db.get('t', r, 'c:n')))).toBe(acked.get(r));
+    await checkGetNeverStale(db);
   });
 
   it('concurrent increments of one counter never lose an update (conflicts retried)', async () => {
@@ -323,6 +340,123 @@ describe('broken invariants are reported, not hidden', () => {
     expect(str(await snap.get('t', 's', 'c:v'))).toBeNull(); // before: CORRUPTED_RECORD on every read
     snap.release();
     await other.close();
+  });
+});
+
+describe('db.get on a store without synchronous reads (a remote store)', () => {
+  /** The memory store behind an object that hides its embedded extension, and counts point reads. */
+  function remoteLike(inner: Store): { store: Store; reads: () => number } {
+    const hidden = new Set<PropertyKey>(['checkAndMutateRows', 'markShared', 'readRowSync', 'readCellsSync']);
+    let reads = 0;
+    const store = new Proxy(inner, {
+      get(target, p) {
+        if (hidden.has(p)) return undefined;
+        const v: unknown = Reflect.get(target, p);
+        if (p === 'readRow') {
+          return (...args: Parameters<Store['readRow']>) => {
+            reads++;
+            return target.readRow(...args);
+          };
+        }
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    return { store, reads: () => reads };
+  }
+
+  /** Timestamps the (in-process) oracle handed out so far. */
+  const handedOut = () => (db.oracle as Oracle).stats().handedOut;
+
+  it('answers from one store read without a timestamp when no lock is on the cell, else at a fresh timestamp', async () => {
+    const remote = remoteLike(db.store);
+    expect(atomicRowsOf(remote.store)).toBeNull();
+    const rdb = await Percolator.open({ store: remote.store, oracle: db.oracle, lockWaitMs: 200, leaseMs: 500 });
+    try {
+      await rdb.transaction(async (tx) => {
+        tx.set('t', 'short', 'c:v', 's');
+        tx.set('t', 'long', 'c:v', 'L'.repeat(1000));
+        tx.set('t', 'gone', 'c:v', 'x');
+      });
+      await rdb.transaction(async (tx) => tx.delete('t', 'gone', 'c:v'));
+      const handedOutBefore = handedOut();
+      const reads = remote.reads();
+      expect(str(await rdb.get('t', 'short', 'c:v'))).toBe('s');
+      expect(remote.reads() - reads).toBe(1);
+      expect(str(await rdb.get('t', 'long', 'c:v'))?.length).toBe(1000); // + the data read
+      expect(await rdb.get('t', 'gone', 'c:v')).toBeNull();
+      expect(await rdb.get('t', 'never', 'c:v')).toBeNull();
+      expect(handedOut()).toBe(handedOutBefore);
+      await expect(rdb.get('t', 'short', 'bad')).rejects.toMatchObject({ code: 'INVALID_COLUMN' });
+
+      // A lock on the cell: the ordinary path (a timestamp; waiting, then KEY_LOCKED; resolved once its owner is gone).
+      let signal!: () => void;
+      const reached = new Promise<void>((r) => {
+        signal = r;
+      });
+      const frozen = await Percolator.open({
+        store: remote.store,
+        oracle: db.oracle,
+        leaseMs: 500,
+        onProtocolPoint: (p) => {
+          if (p !== 'after-primary-prewrite') return;
+          signal();
+          return new Promise<void>(() => {});
+        },
+      });
+      void frozen.transaction(async (tx) => tx.set('t', 'short', 'c:v', 'never committed'));
+      await reached;
+      const before = handedOut();
+      expect(isTxnError(await rdb.get('t', 'short', 'c:v').catch((e: unknown) => e), 'KEY_LOCKED')).toBe(true);
+      expect(handedOut()).toBeGreaterThan(before);
+      await frozen.close();
+      expect(str(await rdb.get('t', 'short', 'c:v'))).toBe('s');
+    } finally {
+      await rdb.close();
+    }
+  });
+
+  it('a cell whose commit passed its commit point reads as committed, though its lock is still there', async () => {
+    const remote = remoteLike(db.store);
+    const rdb = await Percolator.open({ store: remote.store, oracle: db.oracle, lockWaitMs: 200, leaseMs: 500 });
+    await rdb.transaction(async (tx) => {
+      tx.set('t', 'p', 'c:v', 'old');
+      tx.set('t', 's', 'c:v', 'old');
+    });
+    let signal!: () => void;
+    const reached = new Promise<void>((r) => {
+      signal = r;
+    });
+    const frozen = await Percolator.open({
+      store: remote.store,
+      oracle: db.oracle,
+      leaseMs: 500,
+      onProtocolPoint: (p) => {
+        if (p !== 'after-primary-commit') return;
+        signal();
+        return new Promise<void>(() => {});
+      },
+    });
+    try {
+      void frozen.transaction(async (tx) => {
+        tx.set('t', 'p', 'c:v', 'new');
+        tx.set('t', 's', 'c:v', 'new');
+      });
+      await reached;
+      expect(str(await rdb.get('t', 'p', 'c:v'))).toBe('new');
+      expect(str(await rdb.get('t', 's', 'c:v'))).toBe('new'); // rolled forward, not the older record
+    } finally {
+      await frozen.close();
+      await rdb.close();
+    }
+  });
+
+  it('never older than an acknowledged commit under concurrent two-phase commits', async () => {
+    const rdb = await Percolator.open({ store: remoteLike(db.store).store, oracle: db.oracle, lockWaitMs: 2000, leaseMs: 500 });
+    try {
+      await checkGetNeverStale(rdb);
+    } finally {
+      await rdb.close();
+    }
   });
 });
 

@@ -284,21 +284,33 @@ export class Percolator {
    * The latest committed value of one cell, or null: a read-only transaction of one read. Like
    * `snapshot()` then `get`, with one wait instead of two.
    *
-   * On an embedded store it first reads the cell's newest committed version directly, with no
-   * start timestamp: for one cell that is what a read at a fresh timestamp returns whenever no
-   * lock and no in-process commit in flight is on the cell (every committed record's commit ts
-   * was handed out before a fresh timestamp would be; a newest version is never collected). With
-   * either in the way it takes the ordinary path: a fresh timestamp, waiting or resolving. (TiDB's
-   * point gets read at the maximum timestamp for the same reason.)
+   * It first reads the cell's newest committed version, with no start timestamp: for one cell
+   * that is what a read at a fresh timestamp returns whenever no lock and no in-process commit in
+   * flight is on the cell (every committed record's commit ts was handed out before a fresh
+   * timestamp would be; a newest version is never collected). On an embedded store that read is
+   * synchronous; on a remote one it is one store read, like a raw one. With a lock or a commit in
+   * the way it takes the ordinary path: a fresh timestamp, waiting or resolving. (TiDB's point
+   * gets read at the maximum timestamp for the same reason.)
    */
   get(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
+    let latest: Snapshot;
+    try {
+      this.checkOpen();
+      latest = new Snapshot(this.env, LATEST);
+      const now = latest.getNow(table, row, column); // validates the column on every store
+      if (now !== undefined) return Promise.resolve(now);
+      if (this.env.read.syncStore !== undefined) return this.getFresh(table, row, column);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return latest.tryGet(table, row, column).then((v) => (v !== undefined ? v : this.getFresh(table, row, column)));
+  }
+
+  /** `get` at a fresh start timestamp: a snapshot read of one cell. */
+  private getFresh(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
     let reg: ActiveRegistration | null = null;
     try {
       this.checkOpen();
-      if (this.env.read.syncStore !== undefined) {
-        const now = new Snapshot(this.env, LATEST).getNow(table, row, column);
-        if (now !== undefined) return Promise.resolve(now);
-      }
       reg = this.oracle.tryStartTimestamp?.() ?? null;
       if (reg !== null) {
         const snap = new Snapshot(this.env, reg.timestamp);

@@ -252,6 +252,29 @@ export function readVersionNow(table: string, row: Uint8Array, column: ColumnRef
   return found ?? ABSENT;
 }
 
+/**
+ * One column's visible version at ts from one store read, or undefined when a lock on the column
+ * (at or below ts) is in the way: nothing is resolved or waited for (Percolator.get then reads at
+ * a fresh timestamp). For stores without synchronous reads; readVersionNow is this on the others.
+ */
+export async function tryReadVersion(
+  store: Store,
+  table: string,
+  row: Uint8Array,
+  column: ColumnRef,
+  ts: number,
+  ctx: ReadContext,
+): Promise<VersionAt | undefined> {
+  if ((ctx.memLocks?.blocking(table, row, [column.q], ts) ?? null) !== null) return undefined;
+  const cells = (await store.readRow(table, row, readFilter([column])))?.cells ?? [];
+  const { writes, locks } = interpretColumns(table, row, cells, ts, [column]);
+  if (locks !== null) return undefined;
+  const w = writes[0];
+  if (w === undefined) return ABSENT;
+  if (w[0].kind !== 'put') return { value: null, commitTs: w[1] };
+  return { value: await committedValue(store, table, row, column.q, w[0], ts, w[1]), commitTs: w[1] };
+}
+
 /** Visible versions of `columns` in one row at ts, in the order given. */
 export async function readVersionsAt(
   store: Store,

@@ -35,6 +35,7 @@ import {
   readRowAt,
   readVersionsAt,
   readVersionNow,
+  tryReadVersion,
   readVersionsNow,
   scanAt,
 } from './snapshot-read.js';
@@ -177,6 +178,15 @@ export class Snapshot {
   async getJson<T = unknown>(table: string, row: RowKey, column: string): Promise<T | null> {
     const s = await this.getString(table, row, column);
     return s === null ? null : (JSON.parse(s) as T);
+  }
+
+  /** `get` from one store read, or undefined when a lock is in the way (tryReadVersion). Internal (Percolator.get). */
+  async tryGet(table: string, row: RowKey, column: string): Promise<Uint8Array | null | undefined> {
+    this.checkActive();
+    const own = this.buffered(table, row, column);
+    if (own !== undefined) return own;
+    const ref = { column, q: this.qualifier(column) };
+    return (await tryReadVersion(this.env.store, table, toBytes(row), ref, this.startTs, this.env.read))?.value;
   }
 
   /** Several cells, one store read per distinct row, in parallel. Values in the order asked. */

@@ -364,6 +364,25 @@ describe('db.get on a store without synchronous reads (a remote store)', () => {
     return { store, reads: () => reads };
   }
 
+  /** A writer on `store` whose commits stop for good at `point` (`reached` resolves there). */
+  async function frozenAt(store: Store, point: ProtocolPoint): Promise<{ frozen: Percolator; reached: Promise<void> }> {
+    let signal!: () => void;
+    const reached = new Promise<void>((r) => {
+      signal = r;
+    });
+    const frozen = await Percolator.open({
+      store,
+      oracle: db.oracle,
+      leaseMs: 500,
+      onProtocolPoint: (p) => {
+        if (p !== point) return;
+        signal();
+        return new Promise<void>(() => {});
+      },
+    });
+    return { frozen, reached };
+  }
+
   /** Timestamps the (in-process) oracle handed out so far. */
   const handedOut = () => (db.oracle as Oracle).stats().handedOut;
 
@@ -389,20 +408,7 @@ describe('db.get on a store without synchronous reads (a remote store)', () => {
       await expect(rdb.get('t', 'short', 'bad')).rejects.toMatchObject({ code: 'INVALID_COLUMN' });
 
       // A lock on the cell: the ordinary path (a timestamp; waiting, then KEY_LOCKED; resolved once its owner is gone).
-      let signal!: () => void;
-      const reached = new Promise<void>((r) => {
-        signal = r;
-      });
-      const frozen = await Percolator.open({
-        store: remote.store,
-        oracle: db.oracle,
-        leaseMs: 500,
-        onProtocolPoint: (p) => {
-          if (p !== 'after-primary-prewrite') return;
-          signal();
-          return new Promise<void>(() => {});
-        },
-      });
+      const { frozen, reached } = await frozenAt(remote.store, 'after-primary-prewrite');
       void frozen.transaction(async (tx) => tx.set('t', 'short', 'c:v', 'never committed'));
       await reached;
       const before = handedOut();
@@ -422,20 +428,7 @@ describe('db.get on a store without synchronous reads (a remote store)', () => {
       tx.set('t', 'p', 'c:v', 'old');
       tx.set('t', 's', 'c:v', 'old');
     });
-    let signal!: () => void;
-    const reached = new Promise<void>((r) => {
-      signal = r;
-    });
-    const frozen = await Percolator.open({
-      store: remote.store,
-      oracle: db.oracle,
-      leaseMs: 500,
-      onProtocolPoint: (p) => {
-        if (p !== 'after-primary-commit') return;
-        signal();
-        return new Promise<void>(() => {});
-      },
-    });
+    const { frozen, reached } = await frozenAt(remote.store, 'after-primary-commit');
     try {
       void frozen.transaction(async (tx) => {
         tx.set('t', 'p', 'c:v', 'new');

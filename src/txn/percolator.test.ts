@@ -148,6 +148,10 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
     expect(await db.get('t', 'gone', 'c:v')).toBeNull();
     expect(await db.get('t', 'never', 'c:v')).toBeNull();
     expect(str(await db.get('t', Buffer.from('short'), 'c:v'))).toBe('s2');
+    expect(await db.getString('t', 'short', 'c:v')).toBe('s2');
+    await db.transaction(async (tx) => tx.setJson('t', 'j', 'c:v', { n: [1, 2] }));
+    expect(await db.getJson('t', 'j', 'c:v')).toEqual({ n: [1, 2] });
+    expect(await db.getJson('t', 'never', 'c:v')).toBeNull();
     // A key that is not ASCII is encoded as UTF-8, like every other row key.
     await db.transaction(async (tx) => tx.set('t', 'clé', 'c:v', 'é'));
     expect(str(await db.get('t', Buffer.from('clé', 'utf8'), 'c:v'))).toBe('é');

@@ -306,6 +306,18 @@ export class Percolator {
     return latest.tryGet(table, row, column).then((v) => (v !== undefined ? v : this.getFresh(table, row, column)));
   }
 
+  /** `get` as UTF-8 text. */
+  async getString(table: string, row: RowKey, column: string): Promise<string | null> {
+    const v = await this.get(table, row, column);
+    return v === null ? null : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8');
+  }
+
+  /** `get` parsed as JSON. */
+  async getJson<T = unknown>(table: string, row: RowKey, column: string): Promise<T | null> {
+    const s = await this.getString(table, row, column);
+    return s === null ? null : (JSON.parse(s) as T);
+  }
+
   /** `get` at a fresh start timestamp: a snapshot read of one cell. */
   private getFresh(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
     let reg: ActiveRegistration | null = null;

@@ -74,8 +74,11 @@ async function checkGetNeverStale(db: Percolator): Promise<void> {
       if (reads % 8 === 0) await new Promise((res) => setImmediate(res));
     }
   });
-  await Promise.all(writers);
-  writing = false;
+  try {
+    await Promise.all(writers);
+  } finally {
+    writing = false; // a failed writer must not leave the readers looping
+  }
   await Promise.all(readers);
   expect(reads).toBeGreaterThan(0);
   for (const r of rows) expect(parse(await db.get('t', r, 'c:n')).n).toBe(acked.get(r));

@@ -16,6 +16,13 @@ program
 
 for (const register of commands) register(program);
 
+// A reader that stops early (`percolator scan t | head`) closes the pipe: that ends the output,
+// it is not an error worth a stack trace.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(process.exitCode ?? 0);
+});
+
 program.parseAsync(process.argv).catch((err: unknown) => {
   const code = typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : '';
   if (code && /^[A-Z_]+$/.test(code)) {

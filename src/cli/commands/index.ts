@@ -13,6 +13,7 @@ import { register as checkBank } from './check-bank.js';
 import { register as checkDurability } from './check-durability.js';
 import { register as checkNotify } from './check-notify.js';
 import { register as demo } from './demo.js';
+import { register as get } from './get.js';
 import { register as oracle } from './oracle.js';
 import { register as scan } from './scan.js';
 import { register as search } from './search.js';
@@ -25,6 +26,7 @@ export type RegisterCommand = (program: Command) => void;
 export const commands: RegisterCommand[] = [
   demo,
   search,
+  get,
   scan,
   benchStore,
   benchOverhead,

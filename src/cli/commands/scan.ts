@@ -4,12 +4,7 @@ import { prefixEnd } from '../../store/key-layout.js';
 import { DEFAULT_STORE_URL, openStore } from '../../store/open-store.js';
 import type { RowSet } from '../../store/types.js';
 import { parsePositiveNumber } from '../parent-command.js';
-
-/** Printable form of bytes: UTF-8 when it is clean text, else hex. */
-function show(b: Uint8Array): string {
-  const s = Buffer.from(b).toString('utf8');
-  return /^[\x20-\x7e\u00a0-\uffff]*$/.test(s) && !s.includes('\ufffd') ? s : `0x${Buffer.from(b).toString('hex')}`;
-}
+import { printable } from '../printable.js';
 
 export function register(program: Command): void {
   program
@@ -33,15 +28,15 @@ export function register(program: Command): void {
           if (opts.json) {
             const cells = row.cells.map((c) => ({
               family: c.family,
-              qualifier: show(c.qualifier),
+              qualifier: printable(c.qualifier),
               timestamp: c.timestamp,
-              value: show(c.value),
+              value: printable(c.value),
             }));
-            process.stdout.write(`${JSON.stringify({ key: show(row.key), cells })}\n`);
+            process.stdout.write(`${JSON.stringify({ key: printable(row.key), cells })}\n`);
           } else {
-            process.stdout.write(`${show(row.key)}\n`);
+            process.stdout.write(`${printable(row.key)}\n`);
             for (const c of row.cells)
-              process.stdout.write(`  ${c.family}:${show(c.qualifier)} @${c.timestamp} = ${show(c.value).slice(0, 120)}\n`);
+              process.stdout.write(`  ${c.family}:${printable(c.qualifier)} @${c.timestamp} = ${printable(c.value).slice(0, 120)}\n`);
           }
         }
       } finally {

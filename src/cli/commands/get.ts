@@ -1,0 +1,32 @@
+/**
+ * `percolator get TABLE ROW COLUMN [--store URL] [--json]`: the latest committed value of one
+ * cell, read through Percolator (`db.get`: a read-only transaction), so a cell whose writer died
+ * between its commit point and its secondaries reads as committed. Exits 1 when the cell is
+ * absent (nothing on stdout without --json).
+ */
+import type { Command } from 'commander';
+import { DEFAULT_STORE_URL } from '../../store/open-store.js';
+import { Percolator } from '../../txn/percolator.js';
+import { printable } from '../printable.js';
+
+export function register(program: Command): void {
+  program
+    .command('get')
+    .argument('<table>', 'a Percolator table')
+    .argument('<row>', 'row key (UTF-8)')
+    .argument('<column>', 'family:qualifier')
+    .description('print the latest committed value of one cell (a read-only transaction)')
+    .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
+    .option('--json', 'print {"table","row","column","value"} (value null when absent)')
+    .action(async (table: string, row: string, column: string, opts: { store: string; json?: boolean }) => {
+      const db = await Percolator.open({ store: opts.store });
+      try {
+        const v = await db.get(table, row, column);
+        if (opts.json) process.stdout.write(`${JSON.stringify({ table, row, column, value: v === null ? null : printable(v) })}\n`);
+        else if (v !== null) process.stdout.write(`${printable(v)}\n`);
+        if (v === null) process.exitCode = 1;
+      } finally {
+        await db.close();
+      }
+    });
+}

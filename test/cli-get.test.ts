@@ -1,0 +1,80 @@
+/**
+ * `percolator get` as a real process (compiled JS under dist/; `npm test` builds first): the
+ * latest committed value of a cell, a cell left behind by a writer that died after its commit
+ * point (rolled forward), an absent cell (exit 1), and bad input (a typed error, exit 1).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Percolator } from '../src/txn/percolator.js';
+
+const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
+let dir: string;
+
+function get(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [mainJs, 'get', '--store', `file:${dir}`, ...args], { encoding: 'utf8', timeout: 30_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'percolator-cli-get-'));
+  const db = await Percolator.open({ store: `file:${dir}` });
+  await db.createTable('t');
+  await db.transaction(async (tx) => tx.set('t', 'row', 'c:v', 'first'));
+  await db.transaction(async (tx) => tx.set('t', 'row', 'c:v', 'second'));
+  await db.transaction(async (tx) => tx.set('t', 'bin', 'c:v', Uint8Array.from([0, 1, 255])));
+  // A writer that stops for good after its commit point: its secondary keeps its lock.
+  let reached!: () => void;
+  const atPoint = new Promise<void>((r) => {
+    reached = r;
+  });
+  const frozen = await Percolator.open({
+    store: db.store,
+    oracle: db.oracle,
+    commitProtocol: 'two-phase',
+    onProtocolPoint: (p) => {
+      if (p !== 'after-primary-commit') return;
+      reached();
+      return new Promise<void>(() => {});
+    },
+  });
+  void frozen.transaction(async (tx) => {
+    tx.set('t', 'p', 'c:v', 'P');
+    tx.set('t', 's', 'c:v', 'S');
+  });
+  await atPoint;
+  const locked = await db.store.readRow('t', Buffer.from('s'), { familyNameRegexFilter: 'lock' });
+  expect(locked?.cells.length).toBe(1); // what the reader below has to roll forward
+  await frozen.close();
+  await db.close();
+}, 30_000);
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+it('prints the latest committed value; bytes that are not text as hex', () => {
+  expect(get('t', 'row', 'c:v')).toMatchObject({ code: 0, stdout: 'second\n' });
+  expect(get('t', 'bin', 'c:v')).toMatchObject({ code: 0, stdout: '0x0001ff\n' });
+});
+
+it('reads a secondary whose writer died after the commit point as committed', () => {
+  expect(get('t', 's', 'c:v')).toMatchObject({ code: 0, stdout: 'S\n' });
+});
+
+it('exits 1 for an absent cell; --json says null', () => {
+  expect(get('t', 'nope', 'c:v')).toMatchObject({ code: 1, stdout: '' });
+  const r = get('t', 'nope', 'c:v', '--json');
+  expect(r.code).toBe(1);
+  expect(JSON.parse(r.stdout)).toEqual({ table: 't', row: 'nope', column: 'c:v', value: null });
+});
+
+it('bad input is a typed one-line error and exit 1', () => {
+  const bad = get('t', 'row', 'no-family');
+  expect(bad.code).toBe(1);
+  expect(bad.stderr).toMatch(/^percolator: INVALID_COLUMN: /);
+  const missing = get('missing', 'row', 'c:v');
+  expect(missing.code).toBe(1);
+  expect(missing.stderr).toMatch(/^percolator: TABLE_NOT_FOUND: /);
+});

@@ -48,6 +48,29 @@ describe('RowCache', () => {
     expect(cache.get('row-0')).toBeUndefined();
   });
 
+  it('a replaced or deleted row is not kept alive by the eviction queue', async () => {
+    // Dead entries wait in the queue until they reach its head or it is compacted (up to twice as
+    // many as live ones, for rows rewritten over and over): they must let go of their rows.
+    const cache = new RowCache(64 * 1024 * 1024);
+    const refs: WeakRef<object>[] = [];
+    // In a function of its own, so that no local of this test keeps the rows.
+    const fill = () => {
+      for (let round = 0; round < 3; round++) {
+        for (let r = 0; r < 10; r++) {
+          const { cells, bytes } = encodedRow(round * 10 + r);
+          if (round < 2) refs.push(new WeakRef(cells));
+          cache.set(`row-${r}`, cells, bytes);
+        }
+      }
+      cache.delete('row-9');
+    };
+    fill();
+    await new Promise((r) => setImmediate(r)); // WeakRef targets stay alive until the turn ends
+    gc();
+    expect(refs.filter((w) => w.deref() !== undefined)).toHaveLength(0);
+    expect(cache.get('row-0')).toBeDefined();
+  });
+
   it('gives a row read since its insertion a second chance', () => {
     const { cells, bytes } = encodedRow(0);
     const entry = bytes + 4 + ENTRY_OVERHEAD_BYTES + cells.length * CELL_OVERHEAD_BYTES;

@@ -89,8 +89,8 @@ export class RowCache {
   private drop(e: Entry): void {
     e.live = false;
     // The queue keeps dead entries until they reach its head or it is compacted (up to twice as
-    // many as live ones, for rows rewritten over and over): they must not keep their rows alive.
-    // They did, and a cache's real heap was ~3x its budget under the web index.
+    // many as live ones, for rows rewritten over and over): they must not keep their rows alive,
+    // or a cache of such rows holds up to ~3x its budget.
     e.cells = EMPTY;
     this.map.delete(e.key);
     this.bytes -= e.bytes;

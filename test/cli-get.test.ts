@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { frozenWriter } from '../src/txn/frozen-writer.fixture.js';
 import { Percolator } from '../src/txn/percolator.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
@@ -27,25 +28,12 @@ beforeAll(async () => {
   await db.transaction(async (tx) => tx.set('t', 'row', 'c:v', 'second'));
   await db.transaction(async (tx) => tx.set('t', 'bin', 'c:v', Uint8Array.from([0, 1, 255])));
   // A writer that stops for good after its commit point: its secondary keeps its lock.
-  let reached!: () => void;
-  const atPoint = new Promise<void>((r) => {
-    reached = r;
-  });
-  const frozen = await Percolator.open({
-    store: db.store,
-    oracle: db.oracle,
-    commitProtocol: 'two-phase',
-    onProtocolPoint: (p) => {
-      if (p !== 'after-primary-commit') return;
-      reached();
-      return new Promise<void>(() => {});
-    },
-  });
+  const { writer: frozen, reached } = await frozenWriter({ store: db.store, oracle: db.oracle, point: 'after-primary-commit' });
   void frozen.transaction(async (tx) => {
     tx.set('t', 'p', 'c:v', 'P');
     tx.set('t', 's', 'c:v', 'S');
   });
-  await atPoint;
+  await reached;
   const locked = await db.store.readRow('t', Buffer.from('s'), { familyNameRegexFilter: 'lock' });
   expect(locked?.cells.length).toBe(1); // what the reader below has to roll forward
   await frozen.close();

@@ -5,6 +5,7 @@ import { encodeColumn } from './layout.js';
 import { isStoreError } from '../store/errors.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import type { Oracle } from '../oracle/oracle.js';
+import { frozenWriter } from './frozen-writer.fixture.js';
 import { Percolator } from './percolator.js';
 import type { ProtocolPoint } from './transaction.js';
 
@@ -244,22 +245,9 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
   });
 
   /** Opens a second instance whose commit freezes forever at `point` (a process that stopped). */
-  async function freezingAt(point: string): Promise<{ other: Percolator; reached: Promise<void> }> {
-    let signal!: () => void;
-    const reached = new Promise<void>((r) => {
-      signal = r;
-    });
-    const other = await Percolator.open({
-      store: db.store,
-      oracle: db.oracle,
-      commitProtocol: 'two-phase', // these tests are about the locks a stopped writer leaves
-      onProtocolPoint: (p) => {
-        if (p !== point) return;
-        signal();
-        return new Promise<void>(() => {});
-      },
-    });
-    return { other, reached };
+  async function freezingAt(point: ProtocolPoint): Promise<{ other: Percolator; reached: Promise<void> }> {
+    const { writer, reached } = await frozenWriter({ store: db.store, oracle: db.oracle, point });
+    return { other: writer, reached };
   }
 
   for (const [point, expected] of [
@@ -373,21 +361,8 @@ describe('db.get on a store without synchronous reads (a remote store)', () => {
 
   /** A writer on `store` whose commits stop for good at `point` (`reached` resolves there). */
   async function frozenAt(store: Store, point: ProtocolPoint): Promise<{ frozen: Percolator; reached: Promise<void> }> {
-    let signal!: () => void;
-    const reached = new Promise<void>((r) => {
-      signal = r;
-    });
-    const frozen = await Percolator.open({
-      store,
-      oracle: db.oracle,
-      leaseMs: 500,
-      onProtocolPoint: (p) => {
-        if (p !== point) return;
-        signal();
-        return new Promise<void>(() => {});
-      },
-    });
-    return { frozen, reached };
+    const { writer, reached } = await frozenWriter({ store, oracle: db.oracle, point, commitProtocol: 'auto', leaseMs: 500 });
+    return { frozen: writer, reached };
   }
 
   /** Timestamps the (in-process) oracle handed out so far. */

@@ -136,6 +136,15 @@ class Backoff {
   }
 }
 
+/**
+ * The version a visible (non-rollback) write record gives without another read; undefined for a
+ * value kept in `data`, which costs a second read (committedValue).
+ */
+function versionOf(w: WriteRecord, commitTs: number): VersionAt | undefined {
+  if (w.kind !== 'put') return { value: null, commitTs };
+  return w.value.mode === 'inline' ? { value: w.value.value, commitTs } : undefined;
+}
+
 /** A cell's visible version at ts: its value (null = absent or deleted) and its commit ts. */
 export interface VersionAt {
   readonly value: Uint8Array | null;
@@ -220,10 +229,9 @@ export function readVersionsNow(
   const out: VersionAt[] = new Array(columns.length);
   for (let i = 0; i < columns.length; i++) {
     const w = writes[i];
-    if (w === undefined) out[i] = ABSENT;
-    else if (w[0].kind !== 'put') out[i] = { value: null, commitTs: w[1] };
-    else if (w[0].value.mode === 'inline') out[i] = { value: w[0].value.value, commitTs: w[1] };
-    else return undefined;
+    const v = w === undefined ? ABSENT : versionOf(w[0], w[1]);
+    if (v === undefined) return undefined;
+    out[i] = v;
   }
   return out;
 }
@@ -245,9 +253,8 @@ export function readVersionNow(table: string, row: Uint8Array, column: ColumnRef
     if (isLock) return undefined; // the full read resolves it
     const w = decodeWrite(c.value);
     if (w.kind === 'rollback') continue;
-    if (w.kind !== 'put') found = { value: null, commitTs: c.timestamp };
-    else if (w.value.mode === 'inline') found = { value: w.value.value, commitTs: c.timestamp };
-    else return undefined; // a long value: a second read
+    found = versionOf(w, c.timestamp);
+    if (found === undefined) return undefined; // a long value: a second read
   }
   return found ?? ABSENT;
 }
@@ -271,8 +278,7 @@ export async function tryReadVersion(
   if (locks !== null) return undefined;
   const w = writes[0];
   if (w === undefined) return ABSENT;
-  if (w[0].kind !== 'put') return { value: null, commitTs: w[1] };
-  return { value: await committedValue(store, table, row, column.q, w[0], ts, w[1]), commitTs: w[1] };
+  return versionOf(w[0], w[1]) ?? { value: await committedValue(store, table, row, column.q, w[0], ts, w[1]), commitTs: w[1] };
 }
 
 /** Visible versions of `columns` in one row at ts, in the order given. */
@@ -311,18 +317,22 @@ export async function readVersionsAt(
     let pending: Promise<void>[] | null = null;
     for (let i = 0; i < columns.length; i++) {
       const w = writes[i];
-      if (w === undefined) out[i] = ABSENT;
-      else if (w[0].kind !== 'put') out[i] = { value: null, commitTs: w[1] };
-      else if (w[0].value.mode === 'inline') out[i] = { value: w[0].value.value, commitTs: w[1] };
-      else {
-        // Only long values (in `data`) cost a second read.
-        const q = (columns[i] as ColumnRef).q;
-        (pending ??= []).push(
-          committedValue(store, table, row, q, w[0], ts, w[1]).then((value) => {
-            out[i] = { value, commitTs: w[1] };
-          }),
-        );
+      if (w === undefined) {
+        out[i] = ABSENT;
+        continue;
       }
+      const [record, commitTs] = w;
+      const v = versionOf(record, commitTs);
+      if (v !== undefined) {
+        out[i] = v;
+        continue;
+      }
+      // Only long values (in `data`) cost a second read.
+      (pending ??= []).push(
+        committedValue(store, table, row, (columns[i] as ColumnRef).q, record, ts, commitTs).then((value) => {
+          out[i] = { value, commitTs };
+        }),
+      );
     }
     if (pending !== null) await Promise.all(pending);
     return out;

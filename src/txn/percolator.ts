@@ -318,27 +318,14 @@ export class Percolator {
     return s === null ? null : (JSON.parse(s) as T);
   }
 
-  /** `get` at a fresh start timestamp: a snapshot read of one cell. */
-  private getFresh(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
-    let reg: ActiveRegistration | null = null;
+  /** `get` at a fresh start timestamp (only when a lock, a commit in flight or a long value is in the way). */
+  private async getFresh(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
+    const snap = await this.snapshot();
     try {
-      this.checkOpen();
-      reg = this.oracle.tryStartTimestamp?.() ?? null;
-      if (reg !== null) {
-        const snap = new Snapshot(this.env, reg.timestamp);
-        const now = snap.getNow(table, row, column);
-        if (now !== undefined) {
-          reg.release();
-          return Promise.resolve(now);
-        }
-        const r = reg;
-        return snap.get(table, row, column).finally(() => r.release());
-      }
-    } catch (e) {
-      reg?.release();
-      return Promise.reject(e);
+      return await snap.get(table, row, column);
+    } finally {
+      snap.release();
     }
-    return this.snapshotAt(undefined).then((s) => s.get(table, row, column).finally(() => s.release()));
   }
 
   /**

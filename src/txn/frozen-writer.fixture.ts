@@ -1,6 +1,7 @@
 /**
- * Test fixture: a second Percolator instance whose commits stop for good at one protocol point —
- * a writer process that died there once it is closed (its lease ends, its locks stay behind).
+ * Test fixture: a second Percolator instance whose commits stop at one protocol point until
+ * `until` resolves — by default for good: a writer process that died there once it is closed
+ * (its lease ends, its locks stay behind).
  */
 import type { TimestampSource } from '../oracle/types.js';
 import type { Store } from '../store/store.js';
@@ -20,7 +21,10 @@ export async function frozenWriter(options: {
   /** Two phases by default: the locks a stopped writer leaves are what these tests are about. */
   readonly commitProtocol?: 'auto' | 'two-phase';
   readonly leaseMs?: number;
+  /** When the held commits go on (default: never). */
+  readonly until?: Promise<void>;
 }): Promise<FrozenWriter> {
+  const until = options.until ?? new Promise<void>(() => {});
   let signal!: () => void;
   const reached = new Promise<void>((r) => {
     signal = r;
@@ -33,7 +37,7 @@ export async function frozenWriter(options: {
     onProtocolPoint: (p) => {
       if (p !== options.point) return;
       signal();
-      return new Promise<void>(() => {});
+      return until;
     },
   });
   return { writer, reached };

@@ -446,25 +446,12 @@ describe('one-phase commits (an unshared embedded store)', () => {
     at: ProtocolPoint,
     commitProtocol: 'auto' | 'two-phase' = 'auto',
   ): Promise<{ other: Percolator; reached: Promise<void>; release: () => void }> {
-    let signal!: () => void;
-    const reached = new Promise<void>((r) => {
-      signal = r;
-    });
     let release!: () => void;
-    const released = new Promise<void>((r) => {
+    const until = new Promise<void>((r) => {
       release = r;
     });
-    const other = await Percolator.open({
-      store: db.store,
-      oracle: db.oracle,
-      commitProtocol,
-      onProtocolPoint: async (point) => {
-        if (point !== at) return;
-        signal();
-        await released;
-      },
-    });
-    return { other, reached, release };
+    const { writer, reached } = await frozenWriter({ store: db.store, oracle: db.oracle, point: at, commitProtocol, until });
+    return { other: writer, reached, release };
   }
 
   async function lockCells(): Promise<number> {
@@ -553,20 +540,7 @@ describe('one-phase commits (an unshared embedded store)', () => {
     t1.release();
     t2.release();
     // A two-phase writer's lock (a shared deployment's process) vetoes a one-phase commit.
-    let signal!: () => void;
-    const reached = new Promise<void>((r) => {
-      signal = r;
-    });
-    const twoPhase = await Percolator.open({
-      store: db.store,
-      oracle: db.oracle,
-      commitProtocol: 'two-phase',
-      onProtocolPoint: (point) => {
-        if (point !== 'after-primary-prewrite') return;
-        signal();
-        return new Promise<void>(() => {});
-      },
-    });
+    const { writer: twoPhase, reached } = await frozenWriter({ store: db.store, oracle: db.oracle, point: 'after-primary-prewrite' });
     void twoPhase.transaction(async (tx) => tx.set('t', 'locked', 'c:v', 'x'));
     await reached;
     const t3 = await db.begin();

@@ -297,9 +297,10 @@ export class Percolator {
     try {
       this.checkOpen();
       latest = new Snapshot(this.env, LATEST);
-      const now = latest.getNow(table, row, column); // validates the column on every store
-      if (now !== undefined) return Promise.resolve(now);
-      if (this.env.read.syncStore !== undefined) return this.getFresh(table, row, column);
+      if (this.env.read.syncStore !== undefined) {
+        const now = latest.getNow(table, row, column);
+        return now !== undefined ? Promise.resolve(now) : this.getFresh(table, row, column);
+      }
     } catch (e) {
       return Promise.reject(e);
     }

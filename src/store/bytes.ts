@@ -24,9 +24,9 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
 
 /** UTF-8 bytes of `s`. */
 export function utf8(s: string): Uint8Array {
-  // Short ASCII strings (ids, counters, the keys of point reads) by hand: for them Buffer.from costs ~3x as much (~220 ns,
-  // mostly making the Buffer object), and every point read converts its row key. From ~30
-  // characters on the copy loop costs as much as Buffer.from saves.
+  // Short ASCII strings (ids, counters, the keys of point reads) by hand: for them Buffer.from
+  // costs ~3x as much (~220 ns, mostly making the Buffer object), and every point read converts
+  // its row key. From ~30 characters on the copy loop costs as much as Buffer.from saves.
   const n = s.length;
   if (n > 16) return Buffer.from(s, 'utf8');
   const out = new Uint8Array(n);

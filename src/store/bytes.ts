@@ -39,8 +39,15 @@ export function utf8(s: string): Uint8Array {
 }
 
 /** A Map key for bytes (latin1 keeps every byte distinct and is cheap to build). */
+/**
+ * Bytes as a latin1 string, one character per byte: a Map key for a byte string. Short ones by
+ * hand: a plain loop beats the Buffer round trip for row keys and qualifiers.
+ */
 export function bytesKey(b: Uint8Array): string {
-  return asBuffer(b).toString('latin1');
+  if (b.length > 32) return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
+  let s = '';
+  for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i] as number);
+  return s;
 }
 
 export const EMPTY_BYTES: Uint8Array = new Uint8Array(0);

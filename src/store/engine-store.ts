@@ -54,14 +54,6 @@ import { validateFamilyName, validateMutations, validateRowKey, validateRules, v
 
 const EMPTY_CELLS: readonly Cell[] = Object.freeze([]);
 
-/** Bytes as a latin1 string; a plain loop beats a Buffer round trip for short row keys. */
-function latin1(b: Uint8Array): string {
-  if (b.length > 32) return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
-  let s = '';
-  for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i] as number);
-  return s;
-}
-
 /** One row's planned write: engine ops, the cache entries to set after it, the size change. */
 interface RowPlan {
   readonly t: TableState;
@@ -184,9 +176,12 @@ export class EngineStore implements AtomicRowsStore {
   /** One locality group of one row, decoded, from the cache or the engine. */
   private loadGroup(t: TableState, gid: number, key: Bytes): readonly Cell[] {
     // The cache key is the engine key as latin1; the engine key itself is built only on a miss.
-    const ck = t.prefixLatin1(gid) + latin1(key);
-    const hit = this.cache.get(ck);
-    if (hit !== undefined) return hit;
+    const ck = t.prefixLatin1(gid) + bytesKey(key);
+    return this.cache.get(ck) ?? this.loadMiss(t, gid, key, ck);
+  }
+
+  /** loadGroup past a cache miss: the engine read, cached under `ck`. */
+  private loadMiss(t: TableState, gid: number, key: Bytes, ck: string): readonly Cell[] {
     const ek = rowKeyOf(t.prefix(gid), key);
     const raw = this.engine.get(ek);
     const cells = raw === undefined ? EMPTY_CELLS : this.decode(t, raw, key);
@@ -619,6 +614,23 @@ export class EngineStore implements AtomicRowsStore {
     validateRowKey(key, this.limits, table);
     const groups = t.groupsForList(families);
     return groups.length === 0 ? EMPTY_CELLS : this.collect(t, this.loadRow(t, key, groups));
+  }
+
+  readDerivedSync<T extends object>(table: string, key: Bytes, families: readonly string[], derive: (cells: readonly Cell[]) => T): T {
+    const t = this.table(table);
+    validateRowKey(key, this.limits, table);
+    const groups = t.groupsForList(families);
+    // Kept with the cached row when the families live in one group and no GC rule can change
+    // what a read returns as time passes.
+    if (groups.length === 1 && t.rules.size === 0) {
+      const gid = groups[0] as number;
+      const ck = t.prefixLatin1(gid) + bytesKey(key);
+      const hit = this.cache.derive(ck, derive);
+      if (hit !== undefined) return hit;
+      const cells = this.loadMiss(t, gid, key, ck);
+      return this.cache.derive(ck, derive) ?? derive(cells);
+    }
+    return derive(groups.length === 0 ? EMPTY_CELLS : this.collect(t, this.loadRow(t, key, groups)));
   }
 
   readRows(table: string, options: ReadRowsOptions = {}): AsyncIterable<Row> {

@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { CELL_OVERHEAD_BYTES, ENTRY_OVERHEAD_BYTES, RowCache } from './row-cache.js';
+import { CELL_OVERHEAD_BYTES, DERIVED_OVERHEAD_BYTES, ENTRY_OVERHEAD_BYTES, RowCache } from './row-cache.js';
 import { encodeRowCells } from './row-codec.js';
 import type { Cell } from './types.js';
 
@@ -60,6 +60,7 @@ describe('RowCache', () => {
           const { cells, bytes } = encodedRow(round * 10 + r);
           if (round < 2) refs.push(new WeakRef(cells));
           cache.set(`row-${r}`, cells, bytes);
+          cache.derive(`row-${r}`, (c) => ({ c })); // a derived value holding the cells
         }
       }
       cache.delete('row-9');
@@ -93,6 +94,41 @@ describe('RowCache', () => {
     cache.set('x', [], 0);
     cache.clear();
     expect(cache.get('x')).toBeUndefined();
+  });
+
+  it('derives a value once per cached row and forgets it with the row', () => {
+    const cache = new RowCache(1024 * 1024);
+    let calls = 0;
+    const count = (cells: readonly Cell[]) => {
+      calls++;
+      return { n: cells.length };
+    };
+    expect(cache.derive('r', count)).toBeUndefined(); // not cached: nothing to keep it with
+    const { cells, bytes } = encodedRow(1);
+    cache.set('r', cells, bytes);
+    const d = cache.derive('r', count);
+    expect(d).toEqual({ n: 4 });
+    expect(cache.derive('r', count)).toBe(d);
+    expect(calls).toBe(1);
+    cache.set('r', cells.slice(1), bytes); // the row changed
+    expect(cache.derive('r', count)).toEqual({ n: 3 });
+    cache.delete('r');
+    expect(cache.derive('r', count)).toBeUndefined();
+    cache.set('r', [], 0);
+    expect(cache.derive('r', count)).toEqual({ n: 0 });
+    expect(calls).toBe(3);
+  });
+
+  it('charges a derived value to the budget', () => {
+    const { cells, bytes } = encodedRow(0);
+    const entry = bytes + 4 + ENTRY_OVERHEAD_BYTES + cells.length * CELL_OVERHEAD_BYTES;
+    const cache = new RowCache(entry * 10 + DERIVED_OVERHEAD_BYTES / 2);
+    const keys = Array.from({ length: 10 }, (_, i) => `r00${i}`);
+    for (const k of keys) cache.set(k, cells, bytes);
+    expect(keys.filter((k) => cache.get(k) !== undefined)).toHaveLength(10);
+    cache.derive('r009', () => ({}));
+    // Every entry was hot: the clock cleared them all, then took the oldest.
+    expect(keys.filter((k) => cache.get(k) !== undefined)).toEqual(keys.slice(1));
   });
 
   it('caches nothing with a budget of 0', () => {

@@ -28,11 +28,17 @@ interface Entry {
   readonly key: string;
   /** Emptied when the entry dies: the eviction queue may hold a dead entry for a while. */
   cells: readonly Cell[];
-  readonly bytes: number;
+  bytes: number;
   hot: boolean;
   /** False once replaced or deleted: the queue drops it when it reaches the head. */
   live: boolean;
+  /** The function `derived` was computed by (one per entry: the last asked), or null. */
+  deriver: ((cells: readonly Cell[]) => object) | null;
+  derived: object | null;
 }
+
+/** Heap charged for a derived value: the caller's summary of a row (a small map or object). */
+export const DERIVED_OVERHEAD_BYTES = 256;
 
 export class RowCache {
   private readonly map = new Map<string, Entry>();
@@ -49,16 +55,41 @@ export class RowCache {
     return e.cells;
   }
 
+  /**
+   * `derive(cells)` of a cached row, computed on first use and kept until the row changes or
+   * leaves the cache; undefined when the row is not cached. `derive` must be a pure function of
+   * the cells; an entry keeps one derived value, for the last function asked.
+   */
+  derive<T extends object>(key: string, derive: (cells: readonly Cell[]) => T): T | undefined {
+    const e = this.map.get(key);
+    if (e === undefined) return undefined;
+    e.hot = true;
+    if (e.deriver === derive) return e.derived as T;
+    const d = derive(e.cells);
+    if (e.deriver === null) {
+      e.bytes += DERIVED_OVERHEAD_BYTES;
+      this.bytes += DERIVED_OVERHEAD_BYTES;
+    }
+    e.deriver = derive;
+    e.derived = d;
+    this.evict();
+    return d;
+  }
+
   /** Caches `cells` (views into an encoded row of `bytes` bytes; none for an absent row). */
   set(key: string, cells: readonly Cell[], bytes: number): void {
     if (this.budgetBytes <= 0) return;
     this.delete(key);
     const size = bytes + key.length + ENTRY_OVERHEAD_BYTES + cells.length * CELL_OVERHEAD_BYTES;
     if (size > this.budgetBytes / 4) return;
-    const e: Entry = { key, cells: cells.length === 0 ? EMPTY : cells, bytes: size, hot: false, live: true };
+    const e: Entry = { key, cells: cells.length === 0 ? EMPTY : cells, bytes: size, hot: false, live: true, deriver: null, derived: null };
     this.map.set(key, e);
     this.order.push(e);
     this.bytes += size;
+    this.evict();
+  }
+
+  private evict(): void {
     while (this.bytes > this.budgetBytes) {
       const oldest = this.order.shift();
       if (oldest === undefined) break;
@@ -92,6 +123,8 @@ export class RowCache {
     // many as live ones, for rows rewritten over and over): they must not keep their rows alive,
     // or a cache of such rows holds up to ~3x its budget.
     e.cells = EMPTY;
+    e.deriver = null;
+    e.derived = null;
     this.map.delete(e.key);
     this.bytes -= e.bytes;
   }

@@ -109,6 +109,14 @@ export interface AtomicRowsStore extends Store {
    * are remembered per array). Throws: TABLE_NOT_FOUND, EMPTY_ROW_KEY and the other row-key checks.
    */
   readCellsSync(table: string, key: Bytes, families: readonly string[]): readonly Cell[];
+  /**
+   * `derive(readCellsSync(table, key, families))`, kept with the cached row until the row changes
+   * or leaves the cache, so a hot row is summarized once (the transaction layer keeps the newest
+   * committed version of each column this way). `derive` must be a pure function of the cells and
+   * the same function object on every call; the cache charges its result a fixed size. Throws what
+   * readCellsSync throws, and what `derive` throws.
+   */
+  readDerivedSync<T extends object>(table: string, key: Bytes, families: readonly string[], derive: (cells: readonly Cell[]) => T): T;
 }
 
 /** The store's atomic multi-row extension, or null for backends without one (bigtable://). */
@@ -117,7 +125,8 @@ export function atomicRowsOf(store: Store): AtomicRowsStore | null {
   return typeof s.checkAndMutateRows === 'function' &&
     typeof s.markShared === 'function' &&
     typeof s.readRowSync === 'function' &&
-    typeof s.readCellsSync === 'function'
+    typeof s.readCellsSync === 'function' &&
+    typeof s.readDerivedSync === 'function'
     ? (store as AtomicRowsStore)
     : null;
 }

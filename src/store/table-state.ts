@@ -92,11 +92,17 @@ export class TableState {
    * layer's point reads). A schema change replaces the TableState, so the memo never goes stale.
    */
   groupsForList(families: readonly string[]): readonly number[] {
+    if (families === this.lastList) return this.lastGroups;
     let g = this.listGroups.get(families);
     if (g === undefined) this.listGroups.set(families, (g = this.groupsFor(families)));
+    this.lastList = families;
+    this.lastGroups = g;
     return g;
   }
   private readonly listGroups = new WeakMap<readonly string[], readonly number[]>();
+  /** The last array asked and its groups: point reads ask with the same one over and over. */
+  private lastList: readonly string[] | null = null;
+  private lastGroups: readonly number[] = [];
 
   /** The groups a list of mutations writes to (all groups for deleteFromRow). No Set per call. */
   groupsForMutations(mutations: readonly Mutation[]): readonly number[] {

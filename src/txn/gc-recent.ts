@@ -23,6 +23,7 @@
  * Memory: bounded. Past `maxTransactions` remembered transactions or `maxRows` dirty rows the
  * oldest are forgotten and `overflowed` is set: their versions wait for a full pass.
  */
+import { bytesKey } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
 import type { Cell, Mutation, RowFilter } from '../store/types.js';
 import { BoundedPool } from '../util/bounded-pool.js';
@@ -58,8 +59,6 @@ function hashBytes(h: number, b: Uint8Array): number {
   for (let i = 0; i < b.length; i++) h = Math.imul(h ^ (b[i] as number), FNV_PRIME);
   return Math.imul(h ^ 0x100, FNV_PRIME);
 }
-
-const latin1 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
 
 export class RecentCommits {
   /** Start timestamps of completely committed transactions (the newest maxTransactions). */
@@ -98,7 +97,7 @@ export class RecentCommits {
       let row: string | null = null;
       for (const cell of r.cells) {
         const k = hashBytes(rowHash, cell.q) & SMI_MASK;
-        if (this.seen.has(k)) this.markDirty(r.table, (row ??= latin1(r.row)), latin1(cell.q));
+        if (this.seen.has(k)) this.markDirty(r.table, (row ??= bytesKey(r.row)), bytesKey(cell.q));
         else this.seen.add(k);
       }
     }

@@ -18,6 +18,7 @@
  *
  * Records are small binary values with a version byte; decoding failures are CORRUPTED_RECORD.
  */
+import { bytesKey } from '../store/bytes.js';
 import { TxnError } from './errors.js';
 import type { Mutation, RowFilter, TableSpec } from '../store/types.js';
 
@@ -59,6 +60,18 @@ export function encodeColumn(column: string): Uint8Array {
 
 /** Like encodeColumn, but rejects reserved names: what user-facing calls use. */
 export function encodeUserColumn(column: string): Uint8Array {
+  return userColumn(column).q;
+}
+
+/** A validated user column: its name, its qualifier bytes and those as a latin1 map key. */
+export interface UserColumn {
+  readonly column: string;
+  readonly q: Uint8Array;
+  readonly key: string;
+}
+
+/** encodeUserColumn with the qualifier's map key (remembered per column: reads look up by it). */
+export function userColumn(column: string): UserColumn {
   const hit = userColumns.get(column);
   if (hit !== undefined) return hit;
   const i = typeof column === 'string' ? column.indexOf(':') : -1;
@@ -70,16 +83,17 @@ export function encodeUserColumn(column: string): Uint8Array {
     );
   }
   const q = Buffer.from(column, 'utf8');
+  const c: UserColumn = { column, q, key: bytesKey(q) };
   if (userColumns.size >= 10_000) userColumns.clear();
-  userColumns.set(column, q);
-  return q;
+  userColumns.set(column, c);
+  return c;
 }
 
 /**
  * Validated, encoded user columns: every read and write encodes its column, and applications use
  * few distinct ones. The buffers are shared, so nothing may write into a qualifier.
  */
-const userColumns = new Map<string, Uint8Array>();
+const userColumns = new Map<string, UserColumn>();
 
 export function decodeColumn(qualifier: Uint8Array): string {
   return Buffer.from(qualifier).toString('utf8');

@@ -20,7 +20,7 @@
  * its (synchronously started) store read happen in one step. One instance per store object
  * (`memLocksOf`), shared by every Percolator in the process that uses that store.
  */
-import { compareBytes } from '../store/bytes.js';
+import { bytesKey, compareBytes } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
 import type { BufferedRow } from './actions/types.js';
 
@@ -29,8 +29,6 @@ interface Entry {
   readonly qualifiers: readonly Uint8Array[];
   readonly done: Promise<void>;
 }
-
-const latin1 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
 
 export class MemLocks {
   /** table → row key (latin1) → the commits holding locks there. */
@@ -47,7 +45,7 @@ export class MemLocks {
     for (const r of rows) {
       let byRow = this.tables.get(r.table);
       if (byRow === undefined) this.tables.set(r.table, (byRow = new Map()));
-      const k = latin1(r.row);
+      const k = bytesKey(r.row);
       const entry: Entry = { startTs, qualifiers: r.cells.map((c) => c.q), done };
       const list = byRow.get(k);
       if (list === undefined) byRow.set(k, [entry]);
@@ -80,7 +78,7 @@ export class MemLocks {
    */
   blocking(table: string, row: Uint8Array, qualifiers: readonly Uint8Array[] | null, ts: number): Promise<void> | null {
     if (this.count === 0) return null;
-    const list = this.tables.get(table)?.get(latin1(row));
+    const list = this.tables.get(table)?.get(bytesKey(row));
     if (list === undefined) return null;
     for (const e of list) {
       if (e.startTs >= ts) continue; // commits above its start ts, invisible to this reader

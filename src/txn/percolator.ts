@@ -19,7 +19,7 @@ import type { ActiveRegistration, TimestampSource } from '../oracle/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { LockedCell } from './actions/types.js';
 import { TxnError, isTxnError } from './errors.js';
-import { NOTIFY, PERCOLATOR_TABLE_SPEC, decodeColumn, encodeColumn, type LockRecord } from './layout.js';
+import { NOTIFY, PERCOLATOR_TABLE_SPEC, decodeColumn, encodeColumn, type LockRecord, userColumn } from './layout.js';
 import { InProcessLockService, type LockService } from '../notify/lock-service.js';
 import { ObservedColumns } from '../notify/observed-columns.js';
 import { Worker, type WorkerHost, type WorkerOptions } from '../notify/worker.js';
@@ -28,8 +28,8 @@ import { RecentCommits, collectRecent } from './gc-recent.js';
 import { Liveness } from './liveness.js';
 import { LocalCommits } from './local-commits.js';
 import { memLocksOf } from './mem-locks.js';
-import type { ReadContext } from './snapshot-read.js';
-import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment } from './transaction.js';
+import { type ReadContext, readVersionNow } from './snapshot-read.js';
+import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, toBytes } from './transaction.js';
 
 export interface PercolatorOptions {
   /** A store URL (`memory:`, `file:DIR`, `bigtable://…`) or an open Store. Default `file:./percolator-data`. */
@@ -293,18 +293,17 @@ export class Percolator {
    * gets read at the maximum timestamp for the same reason.)
    */
   get(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
-    let latest: Snapshot;
     try {
       this.checkOpen();
-      latest = new Snapshot(this.env, LATEST);
-      if (this.env.read.syncStore !== undefined) {
-        const now = latest.getNow(table, row, column);
-        return now !== undefined ? Promise.resolve(now) : this.getFresh(table, row, column);
+      const ctx = this.env.read;
+      if (ctx.syncStore !== undefined) {
+        const now = readVersionNow(table, toBytes(row), userColumn(column), LATEST, ctx);
+        return now !== undefined ? Promise.resolve(now.value) : this.getFresh(table, row, column);
       }
     } catch (e) {
       return Promise.reject(e);
     }
-    return latest.tryGet(table, row, column).then((v) => (v !== undefined ? v : this.getFresh(table, row, column)));
+    return new Snapshot(this.env, LATEST).tryGet(table, row, column).then((v) => (v !== undefined ? v : this.getFresh(table, row, column)));
   }
 
   /** `get` as UTF-8 text. */

@@ -24,7 +24,7 @@ import { TxnError } from './errors.js';
 import type { CommittedTxn } from './gc-recent.js';
 import { LockRefresher } from './lock-refresher.js';
 import type { MemLocks } from './mem-locks.js';
-import { LOCK, NOTIFY, clearNotifications, encodeColumn, encodeUserColumn } from './layout.js';
+import { LOCK, NOTIFY, clearNotifications, encodeColumn, encodeUserColumn, userColumn } from './layout.js';
 
 const WEAK = Buffer.from('w');
 import {
@@ -140,6 +140,11 @@ export class Snapshot {
     return this.allowReserved ? encodeColumn(column) : encodeUserColumn(column);
   }
 
+  /** The column with its qualifier bytes (validated; remembered for user columns). */
+  private columnRef(column: string): ColumnRef {
+    return this.allowReserved ? { column, q: encodeColumn(column) } : userColumn(column);
+  }
+
   protected checkActive(): void {
     if (this.finished) throw new TxnError('TXN_FINISHED', `transaction ${this.startTs} has already finished`, { startTs: this.startTs });
   }
@@ -167,7 +172,7 @@ export class Snapshot {
     this.checkActive();
     const own = this.buffered(table, row, column);
     if (own !== undefined) return own;
-    return readVersionNow(table, toBytes(row), { column, q: this.qualifier(column) }, this.startTs, this.env.read)?.value;
+    return readVersionNow(table, toBytes(row), this.columnRef(column), this.startTs, this.env.read)?.value;
   }
 
   async getString(table: string, row: RowKey, column: string): Promise<string | null> {

@@ -58,6 +58,7 @@
 import { mkdir, open, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ClassicLevel, type Iterator as LevelIterator } from 'classic-level';
+import { bytesKey } from '../bytes.js';
 import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
 
@@ -267,7 +268,7 @@ class LevelEngineImpl implements LevelEngine {
     if (this.state !== 'open') throw this.closedError();
     if (this.failed !== null) throw this.failed;
     if (this.overlay.size !== 0) {
-      const e = this.overlay.get(latin1(key));
+      const e = this.overlay.get(bytesKey(key));
       if (e !== undefined) return e.value;
     }
     try {
@@ -377,7 +378,7 @@ class LevelEngineImpl implements LevelEngine {
     const keys = (g.deferredKeys ??= []);
     for (let i = 0; i < n; i++) {
       const op = ops[i] as KvOp;
-      const k = latin1(op.key);
+      const k = bytesKey(op.key);
       this.overlay.set(k, { value: op.type === 'put' ? op.value : undefined, group: g });
       keys.push(k);
     }
@@ -495,10 +496,6 @@ class LevelEngineImpl implements LevelEngine {
     }
     this.state = 'closed';
   }
-}
-
-function latin1(key: Uint8Array): string {
-  return Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('latin1');
 }
 
 function badOp(index: number, why: string): StoreError {

@@ -1,0 +1,150 @@
+/**
+ * readVersionNow, the synchronous point read every `get` on an embedded store starts with: it
+ * answers from a per-row summary the store keeps with its cached row, and must agree with the
+ * row's history at every read timestamp — declining (undefined) exactly when a lock at or below
+ * the read timestamp or a value kept in `data` is in the way. Histories are random: puts, long
+ * puts, deletes, rollbacks, locks taken and released, unrelated data and notify cells; reads at
+ * random timestamps, with and without the column's map key, through a cache that keeps every row,
+ * one that keeps almost none, and none.
+ */
+import { describe, expect, it } from 'vitest';
+import { openStore } from '../store/open-store.js';
+import { atomicRowsOf } from '../store/store.js';
+import type { Mutation } from '../store/types.js';
+import { mulberry32 } from '../util/seeded-random.js';
+import {
+  DATA,
+  LOCK,
+  NOTIFY,
+  PERCOLATOR_TABLE_SPEC,
+  WRITE,
+  type WriteRecord,
+  encodeColumn,
+  encodeLock,
+  encodeWrite,
+  userColumn,
+} from './layout.js';
+import { type ReadContext, type VersionAt, readVersionNow } from './snapshot-read.js';
+
+interface Committed {
+  readonly ts: number;
+  readonly kind: 'put' | 'long' | 'delete' | 'rollback';
+  readonly value: string;
+}
+interface History {
+  writes: Committed[];
+  locks: number[];
+}
+
+/** What a read at `ts` must return: undefined when a lock at or below ts or a long value is in the way. */
+function expected(h: History, ts: number): { value: string | null; commitTs: number } | undefined {
+  if (h.locks.some((l) => l <= ts)) return undefined;
+  let newest: Committed | undefined;
+  for (const w of h.writes) if (w.ts <= ts && w.kind !== 'rollback' && (newest === undefined || w.ts > newest.ts)) newest = w;
+  if (newest === undefined) return { value: null, commitTs: 0 };
+  if (newest.kind === 'long') return undefined;
+  return { value: newest.kind === 'delete' ? null : newest.value, commitTs: newest.ts };
+}
+
+const shown = (v: VersionAt | undefined) =>
+  v === undefined ? undefined : { value: v.value === null ? null : Buffer.from(v.value).toString(), commitTs: v.commitTs };
+
+const ROWS = ['r1', 'r2', 'r3'];
+const COLUMNS = ['c:x', 'c:y', 'd:z'];
+
+describe('readVersionNow', () => {
+  for (const [name, cacheBytes] of [
+    ['a cache that keeps every row', undefined],
+    ['a cache that keeps almost nothing', 4096],
+    ['no cache', 0],
+  ] as const) {
+    it(`agrees with the row's history at random timestamps, through ${name}`, async () => {
+      const store = atomicRowsOf(await openStore('memory:', { gcIntervalMs: 0, ...(cacheBytes === undefined ? {} : { cacheBytes }) }));
+      if (store === null) throw new Error('memory: implements the atomic extension');
+      await store.createTable('t', PERCOLATOR_TABLE_SPEC);
+      const ctx: ReadContext = { syncStore: store, lockWaitMs: 0, liveness: { isAlive: async () => true }, nowMs: () => 0 };
+      const rand = mulberry32(20261126);
+      const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
+      const histories = new Map<string, History>();
+      const historyOf = (row: string, column: string): History => {
+        const k = `${row}/${column}`;
+        let h = histories.get(k);
+        if (h === undefined) histories.set(k, (h = { writes: [], locks: [] }));
+        return h;
+      };
+      const write = (ts: number, w: WriteRecord): Mutation => ({
+        setCell: { familyName: WRITE, columnQualifier: q, timestampMicros: ts, value: encodeWrite(w) },
+      });
+      let q = encodeColumn('c:x');
+      let ts = 1000;
+      let declined = 0;
+      let answered = 0;
+      for (let step = 0; step < 1500; step++) {
+        const row = pick(ROWS);
+        const column = pick(COLUMNS);
+        const h = historyOf(row, column);
+        q = encodeColumn(column);
+        ts += 1 + Math.floor(rand() * 3);
+        const r = rand();
+        const value = `v${step}`;
+        let m: Mutation[];
+        if (r < 0.3) {
+          m = [write(ts, { kind: 'put', startTs: ts - 1, value: { mode: 'inline', value: Buffer.from(value) } })];
+          h.writes.push({ ts, kind: 'put', value });
+        } else if (r < 0.36) {
+          m = [write(ts, { kind: 'put', startTs: ts - 1, value: { mode: 'data' } })];
+          h.writes.push({ ts, kind: 'long', value });
+        } else if (r < 0.46) {
+          m = [write(ts, { kind: 'delete', startTs: ts - 1, value: { mode: 'none' } })];
+          h.writes.push({ ts, kind: 'delete', value });
+        } else if (r < 0.56) {
+          m = [write(ts, { kind: 'rollback', startTs: ts, value: { mode: 'none' } })];
+          h.writes.push({ ts, kind: 'rollback', value });
+        } else if (r < 0.66) {
+          const lock = encodeLock({
+            kind: 'put',
+            notify: false,
+            primaryTable: 't',
+            primaryRow: Buffer.from(row),
+            primaryColumn: column,
+            wallTimeMs: 0,
+            ttlMs: 1000,
+            owner: 'w',
+            value: { mode: 'inline', value: Buffer.from(value) },
+          });
+          m = [{ setCell: { familyName: LOCK, columnQualifier: q, timestampMicros: ts, value: lock } }];
+          h.locks.push(ts);
+        } else if (r < 0.8 && h.locks.length > 0) {
+          const l = h.locks.splice(Math.floor(rand() * h.locks.length), 1)[0] as number;
+          m = [
+            {
+              deleteFromColumn: { familyName: LOCK, columnQualifier: q, timeRange: { startTimestampMicros: l, endTimestampMicros: l + 1 } },
+            },
+          ];
+        } else {
+          // Cells a read must ignore: data of another transaction, a notification.
+          m = [
+            { setCell: { familyName: DATA, columnQualifier: q, timestampMicros: ts, value: Buffer.from(value) } },
+            { setCell: { familyName: NOTIFY, columnQualifier: q, timestampMicros: ts, value: Buffer.alloc(0) } },
+          ];
+        }
+        await store.mutateRow('t', Buffer.from(row), m);
+        for (let i = 0; i < 4; i++) {
+          const readRow = pick(ROWS);
+          const readColumn = pick(COLUMNS);
+          const at = rand() < 0.3 ? Number.MAX_SAFE_INTEGER : 990 + Math.floor(rand() * (ts - 985));
+          const ref = rand() < 0.5 ? userColumn(readColumn) : { column: readColumn, q: encodeColumn(readColumn) };
+          const got = readVersionNow('t', Buffer.from(readRow), ref, at, ctx);
+          const want = expected(historyOf(readRow, readColumn), at);
+          expect(shown(got), `${readRow} ${readColumn} at ${at} after step ${step}`).toEqual(want);
+          if (want === undefined) declined++;
+          else answered++;
+        }
+      }
+      // Both outcomes were exercised often.
+      expect(declined).toBeGreaterThan(200);
+      expect(answered).toBeGreaterThan(2000);
+      await store.close();
+    });
+  }
+});

@@ -249,8 +249,7 @@ export function readVersionNow(table: string, row: Uint8Array, column: ColumnRef
   if (store === undefined) return undefined;
   const q = column.q;
   if (ctx.memLocks !== undefined && ctx.memLocks.size > 0 && ctx.memLocks.blocking(table, row, [q], ts) !== null) return undefined;
-  const s = summaryOf(store.readDerivedSync(table, row, LOCK_AND_WRITE, summarizeRow), column.key ?? bytesKey(q));
-  if (s === undefined) return ABSENT; // no lock and no write record
+  const s = store.readDerivedSync(table, row, LOCK_AND_WRITE, summarizeRow).column(column.key ?? bytesKey(q), q);
   if (s.lockTs <= ts) return undefined; // the full read resolves it
   if (s.commitTs <= ts) return s.version;
   // An older snapshot than the newest commit: the newest record at or below ts, from the cells.
@@ -271,54 +270,58 @@ interface ColumnSummary {
   /** The qualifier as a latin1 string. */
   readonly key: string;
   /** Lowest start ts of a lock on the column; Infinity when none. */
-  lockTs: number;
+  readonly lockTs: number;
   /** Commit ts of the newest write record that is not a rollback; 0 when none. */
-  commitTs: number;
+  readonly commitTs: number;
   /** That record's version (ABSENT when none); undefined for a value kept in `data`. */
-  version: VersionAt | undefined;
-}
-
-/** A row's columns: most rows have one, looked up without a map. */
-interface RowSummary {
-  readonly first: ColumnSummary | null;
-  readonly rest: ReadonlyMap<string, ColumnSummary> | null;
-}
-
-const NO_COLUMNS: RowSummary = { first: null, rest: null };
-
-function summaryOf(row: RowSummary, key: string): ColumnSummary | undefined {
-  const f = row.first;
-  if (f !== null && f.key === key) return f;
-  return row.rest?.get(key);
+  readonly version: VersionAt | undefined;
 }
 
 /**
- * A row's lock and write cells summarized per column. Pure: the store keeps the result with its
- * cached row (readDerivedSync) and builds it again when the row changes.
+ * A row's lock and write cells, summarized per column on a column's first read (a row read once
+ * costs one pass over its cells, as without a summary). The store keeps it with its cached row
+ * (readDerivedSync) and makes a new one when the row changes; what it remembers depends on the
+ * cells alone.
  */
-function summarizeRow(cells: readonly Cell[]): RowSummary {
-  let first: ColumnSummary | null = null;
-  let rest: Map<string, ColumnSummary> | null = null;
+class RowSummary {
+  /** Most rows have one column: it is looked up without a map. */
+  private first: ColumnSummary | null = null;
+  private rest: Map<string, ColumnSummary> | null = null;
+
+  constructor(private readonly cells: readonly Cell[]) {}
+
+  column(key: string, q: Uint8Array): ColumnSummary {
+    const f = this.first;
+    if (f !== null && f.key === key) return f;
+    let s = this.rest?.get(key);
+    if (s === undefined) {
+      s = summarizeColumn(this.cells, key, q);
+      if (f === null) this.first = s;
+      else (this.rest ??= new Map()).set(key, s);
+    }
+    return s;
+  }
+}
+
+const summarizeRow = (cells: readonly Cell[]): RowSummary => new RowSummary(cells);
+
+function summarizeColumn(cells: readonly Cell[], key: string, q: Uint8Array): ColumnSummary {
+  let lockTs = Infinity;
+  let commitTs = 0;
+  let version: VersionAt | undefined = ABSENT;
   for (const c of cells) {
     const isLock = c.family === LOCK;
-    if (!isLock && c.family !== WRITE) continue;
-    const key = bytesKey(c.qualifier);
-    let s: ColumnSummary | undefined = first !== null && first.key === key ? first : rest?.get(key);
-    if (s === undefined) {
-      s = { key, lockTs: Infinity, commitTs: 0, version: ABSENT };
-      if (first === null) first = s;
-      else (rest ??= new Map()).set(key, s);
-    }
+    if ((!isLock && c.family !== WRITE) || compareBytes(q, c.qualifier) !== 0) continue;
     if (isLock) {
-      if (c.timestamp < s.lockTs) s.lockTs = c.timestamp;
-    } else if (c.timestamp > s.commitTs) {
+      if (c.timestamp < lockTs) lockTs = c.timestamp;
+    } else if (c.timestamp > commitTs) {
       const w = decodeWrite(c.value);
       if (w.kind === 'rollback') continue;
-      s.commitTs = c.timestamp;
-      s.version = versionOf(w, c.timestamp);
+      commitTs = c.timestamp;
+      version = versionOf(w, c.timestamp);
     }
   }
-  return first === null ? NO_COLUMNS : { first, rest };
+  return { key, lockTs, commitTs, version };
 }
 
 /**

@@ -341,7 +341,7 @@ describe('broken invariants are reported, not hidden', () => {
 describe('db.get on a store without synchronous reads (a remote store)', () => {
   /** The memory store behind an object that hides its embedded extension, and counts point reads. */
   function remoteLike(inner: Store): { store: Store; reads: () => number } {
-    const hidden = new Set<PropertyKey>(['checkAndMutateRows', 'markShared', 'readRowSync', 'readCellsSync']);
+    const hidden = new Set<PropertyKey>(['checkAndMutateRows', 'markShared', 'readRowSync', 'readCellsSync', 'readDerivedSync']);
     let reads = 0;
     const store = new Proxy(inner, {
       get(target, p) {
@@ -367,6 +367,38 @@ describe('db.get on a store without synchronous reads (a remote store)', () => {
 
   /** Timestamps the (in-process) oracle handed out so far. */
   const handedOut = () => (db.oracle as Oracle).stats().handedOut;
+
+  it('getMany answers a cell asked twice, embedded or remote, fresh or older snapshot, few or many columns', async () => {
+    // Until 2026-11-26 the second mention of a cell read as null.
+    const columns = Array.from({ length: 10 }, (_, i) => `c:k${i}`);
+    await db.transaction(async (tx) => {
+      for (const c of columns) tx.set('t', 'r', c, `old-${c}`);
+    });
+    const older = await db.snapshot();
+    await db.transaction(async (tx) => {
+      for (const c of columns) tx.set('t', 'r', c, `new-${c}`);
+    });
+    const rdb = await Percolator.open({ store: remoteLike(db.store).store, oracle: db.oracle, lockWaitMs: 200, leaseMs: 500 });
+    try {
+      for (const asked of [
+        ['c:k1', 'c:k2', 'c:k1'],
+        [...columns, 'c:k3', 'c:k0'],
+      ]) {
+        const cells = asked.map((column) => ({ row: 'r', column }));
+        for (const reader of [db, rdb]) {
+          const fresh = await reader.snapshot();
+          expect((await fresh.getMany('t', cells)).map(str)).toEqual(asked.map((c) => `new-${c}`));
+          fresh.release();
+          const old = reader === db ? older : await rdb.snapshot(older.startTs);
+          expect((await old.getMany('t', cells)).map(str)).toEqual(asked.map((c) => `old-${c}`));
+          if (old !== older) old.release();
+        }
+      }
+    } finally {
+      older.release();
+      await rdb.close();
+    }
+  });
 
   it('answers from one store read without a timestamp when no lock is on the cell, else at a fresh timestamp', async () => {
     const remote = remoteLike(db.store);

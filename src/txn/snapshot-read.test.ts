@@ -1,8 +1,9 @@
 /**
- * readVersionNow, the synchronous point read every `get` on an embedded store starts with: it
- * answers from a per-row summary the store keeps with its cached row, and must agree with the
- * row's history at every read timestamp — declining (undefined) exactly when a lock at or below
- * the read timestamp or a value kept in `data` is in the way. Histories are random: puts, long
+ * readVersionNow, the synchronous point read every `get` on an embedded store starts with, and
+ * readVersionsNow, its several-column form (`getMany`): they answer from a per-row summary the
+ * store keeps with its cached row, and must agree with the row's history at every read timestamp
+ * — declining (undefined) exactly when a lock at or below the read timestamp or a value kept in
+ * `data` is in the way. Histories are random: puts, long
  * puts, deletes, rollbacks, locks taken and released, unrelated data and notify cells; reads at
  * random timestamps, with and without the column's map key, through a cache that keeps every row,
  * one that keeps almost none, and none.
@@ -24,7 +25,7 @@ import {
   encodeWrite,
   userColumn,
 } from './layout.js';
-import { type ReadContext, type VersionAt, readVersionNow } from './snapshot-read.js';
+import { type ReadContext, type VersionAt, readVersionNow, readVersionsNow } from './snapshot-read.js';
 
 interface Committed {
   readonly ts: number;
@@ -139,6 +140,16 @@ describe('readVersionNow', () => {
           expect(shown(got), `${readRow} ${readColumn} at ${at} after step ${step}`).toEqual(want);
           if (want === undefined) declined++;
           else answered++;
+        }
+        for (let i = 0; i < 2; i++) {
+          const readRow = pick(ROWS);
+          const columns = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(COLUMNS));
+          const at = rand() < 0.3 ? Number.MAX_SAFE_INTEGER : 990 + Math.floor(rand() * (ts - 985));
+          const refs = columns.map((c) => (rand() < 0.5 ? userColumn(c) : { column: c, q: encodeColumn(c) }));
+          const got = readVersionsNow('t', Buffer.from(readRow), refs, at, ctx);
+          const wants = columns.map((c) => expected(historyOf(readRow, c), at));
+          const want = wants.includes(undefined) ? undefined : wants;
+          expect(got?.map(shown), `${readRow} ${columns.join(',')} at ${at} after step ${step}`).toEqual(want);
         }
       }
       // Both outcomes were exercised often.

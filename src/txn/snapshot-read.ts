@@ -172,7 +172,14 @@ function interpretColumns(
   const writes: ([WriteRecord, number] | undefined)[] = new Array(columns.length);
   let locks: LockedCell[] | null = null;
   // Few columns (the usual point read): match qualifiers directly instead of building string keys.
-  const index = columns.length <= 8 ? null : new Map(columns.map((c, i) => [bytesKey(c.q), i]));
+  let index: Map<string, number> | null = null;
+  if (columns.length > 8) {
+    index = new Map();
+    for (let i = 0; i < columns.length; i++) {
+      const k = bytesKey((columns[i] as ColumnRef).q);
+      if (!index.has(k)) index.set(k, i); // a column asked twice: its first mention
+    }
+  }
   for (const c of cells) {
     if (c.timestamp > ts) continue;
     const isLock = c.family === LOCK;
@@ -196,6 +203,14 @@ function interpretColumns(
     if (writes[i] !== undefined) continue; // newest visible record already found
     const w = decodeWrite(c.value);
     if (w.kind !== 'rollback') writes[i] = [w, c.timestamp];
+  }
+  // A column asked twice (getMany of the same cell) gets its first mention's record.
+  for (let j = 1; j < columns.length; j++) {
+    const q = (columns[j] as ColumnRef).q;
+    let first = j;
+    if (index !== null) first = index.get(bytesKey(q)) ?? j;
+    else for (let i = 0; i < j && first === j; i++) if (compareBytes((columns[i] as ColumnRef).q, q) === 0) first = i;
+    if (first !== j) writes[j] = writes[first];
   }
   return { writes, locks };
 }
@@ -226,9 +241,22 @@ export function readVersionsNow(
   ) {
     return undefined;
   }
-  const { writes, locks } = interpretColumns(table, row, store.readCellsSync(table, row, LOCK_AND_WRITE), ts, columns);
-  if (locks !== null) return undefined;
+  // From the row's summary (readVersionNow says why), unless the reader is older than a column's
+  // newest commit: then from the cells.
+  const summary = store.readDerivedSync(table, row, LOCK_AND_WRITE, summarizeRow);
   const out: VersionAt[] = new Array(columns.length);
+  let older = false;
+  for (let i = 0; i < columns.length; i++) {
+    const c = columns[i] as ColumnRef;
+    const s = summary.column(c.key ?? bytesKey(c.q), c.q);
+    if (s.lockTs <= ts) return undefined;
+    if (s.commitTs > ts) older = true;
+    else if (s.version === undefined)
+      return undefined; // a long value: a second read
+    else out[i] = s.version;
+  }
+  if (!older) return out;
+  const { writes } = interpretColumns(table, row, store.readCellsSync(table, row, LOCK_AND_WRITE), ts, columns);
   for (let i = 0; i < columns.length; i++) {
     const w = writes[i];
     const v = w === undefined ? ABSENT : versionOf(w[0], w[1]);

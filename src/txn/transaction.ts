@@ -214,7 +214,7 @@ export class Snapshot {
       const k = bytesKey(row);
       let e = byRow.get(k);
       if (e === undefined) byRow.set(k, (e = { row, refs: [], slots: [] }));
-      e.refs.push({ column: c.column, q: this.qualifier(c.column) });
+      e.refs.push(this.columnRef(c.column));
       e.slots.push(i);
     });
     // Rows the embedded store answers synchronously are filled in place; the rest (locks, long

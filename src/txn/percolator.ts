@@ -292,18 +292,17 @@ export class Percolator {
    * the way it takes the ordinary path: a fresh timestamp, waiting or resolving. (TiDB's point
    * gets read at the maximum timestamp for the same reason.)
    */
-  get(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
-    try {
-      this.checkOpen();
-      const ctx = this.env.read;
-      if (ctx.syncStore !== undefined) {
-        const now = readVersionNow(table, toBytes(row), userColumn(column), LATEST, ctx);
-        return now !== undefined ? Promise.resolve(now.value) : this.getFresh(table, row, column);
-      }
-    } catch (e) {
-      return Promise.reject(e);
+  async get(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
+    this.checkOpen();
+    const ctx = this.env.read;
+    if (ctx.syncStore !== undefined) {
+      const now = readVersionNow(table, toBytes(row), userColumn(column), LATEST, ctx);
+      if (now !== undefined) return now.value;
+    } else {
+      const v = await new Snapshot(this.env, LATEST).tryGet(table, row, column);
+      if (v !== undefined) return v;
     }
-    return new Snapshot(this.env, LATEST).tryGet(table, row, column).then((v) => (v !== undefined ? v : this.getFresh(table, row, column)));
+    return this.getFresh(table, row, column);
   }
 
   /** `get` as UTF-8 text. */

@@ -475,8 +475,13 @@ export class BigtableStore implements Store {
         cells = (compiled as CompiledFilter).apply(row.key, cells);
         if (cells.length === 0) continue;
       }
+      if (limit > 0 && count >= limit) continue; // (a server past rows_limit: not ours to yield)
       yield cells === row.cells ? row : { key: row.key, cells };
-      if (limit > 0 && ++count >= limit) return;
+      // With the limit applied by the server the stream ends right after its last row: leaving it
+      // early would reset the stream, and a Node HTTP/2 server closes a connection whose client
+      // resets streams faster than ~33 a second after a burst of ~1 000 (its rapid-reset
+      // protection) — every point read of an existing row did. Only a client-side limit leaves.
+      if (limit > 0 && ++count >= limit && clientSide) return;
     }
   }
 

@@ -334,9 +334,14 @@ export class BigtableStore implements Store {
     this.checkMillis(mutations, table, key);
   }
 
+  /** Remembered per filter object (the transaction layer reuses one per column; ~1.4 µs each). */
   private protoFilter(f: RowFilter | undefined): ProtoRowFilter | undefined {
-    return f === undefined ? undefined : toProtoFilter(f, this.ts);
+    if (f === undefined) return undefined;
+    let p = this.protoFilters.get(f);
+    if (p === undefined) this.protoFilters.set(f, (p = toProtoFilter(f, this.ts)));
+    return p;
   }
+  private readonly protoFilters = new WeakMap<RowFilter, ProtoRowFilter>();
 
   // ------------------------------------------------------------------------------------------
   // Admin

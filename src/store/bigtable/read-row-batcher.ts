@@ -25,16 +25,28 @@ interface Group {
 /** Reads `keys` (distinct) and returns the rows found, by `bytesKey`. */
 export type MultiGet = (table: string, filter: RowFilter | undefined, keys: readonly Bytes[]) => Promise<Map<string, Row>>;
 
-/** A stable identity for a filter: bytes and strings are told apart. */
+/**
+ * A stable identity for a filter: bytes and strings are told apart. Remembered per filter object
+ * (the transaction layer reuses one per column): computing it costs ~9 µs, a tenth of a point
+ * read over loopback. Like the stores' compiled filters, this assumes a filter is not changed
+ * after it was used.
+ */
 export function filterIdentity(filter: RowFilter | undefined): string {
   if (filter === undefined) return '';
-  return JSON.stringify(filter, function (this: Record<string, unknown>, k: string, v: unknown) {
-    const original = this[k];
-    if (original instanceof Uint8Array) return `B${Buffer.from(original.buffer, original.byteOffset, original.byteLength).toString('hex')}`;
-    if (typeof original === 'string') return `S${original}`;
-    return v;
-  });
+  let id = identities.get(filter);
+  if (id === undefined) {
+    id = JSON.stringify(filter, function (this: Record<string, unknown>, k: string, v: unknown) {
+      const original = this[k];
+      if (original instanceof Uint8Array)
+        return `B${Buffer.from(original.buffer, original.byteOffset, original.byteLength).toString('hex')}`;
+      if (typeof original === 'string') return `S${original}`;
+      return v;
+    });
+    identities.set(filter, id);
+  }
+  return id;
 }
+const identities = new WeakMap<RowFilter, string>();
 
 export class ReadRowBatcher {
   private readonly groups = new Map<string, Group>();

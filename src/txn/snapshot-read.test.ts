@@ -73,10 +73,9 @@ describe('readVersionNow', () => {
         if (h === undefined) histories.set(k, (h = { writes: [], locks: [] }));
         return h;
       };
-      const write = (ts: number, w: WriteRecord): Mutation => ({
+      const write = (q: Uint8Array, ts: number, w: WriteRecord): Mutation => ({
         setCell: { familyName: WRITE, columnQualifier: q, timestampMicros: ts, value: encodeWrite(w) },
       });
-      let q = encodeColumn('c:x');
       let ts = 1000;
       let declined = 0;
       let answered = 0;
@@ -84,22 +83,22 @@ describe('readVersionNow', () => {
         const row = pick(ROWS);
         const column = pick(COLUMNS);
         const h = historyOf(row, column);
-        q = encodeColumn(column);
+        const q = encodeColumn(column);
         ts += 1 + Math.floor(rand() * 3);
         const r = rand();
         const value = `v${step}`;
         let m: Mutation[];
         if (r < 0.3) {
-          m = [write(ts, { kind: 'put', startTs: ts - 1, value: { mode: 'inline', value: Buffer.from(value) } })];
+          m = [write(q, ts, { kind: 'put', startTs: ts - 1, value: { mode: 'inline', value: Buffer.from(value) } })];
           h.writes.push({ ts, kind: 'put', value });
         } else if (r < 0.36) {
-          m = [write(ts, { kind: 'put', startTs: ts - 1, value: { mode: 'data' } })];
+          m = [write(q, ts, { kind: 'put', startTs: ts - 1, value: { mode: 'data' } })];
           h.writes.push({ ts, kind: 'long', value });
         } else if (r < 0.46) {
-          m = [write(ts, { kind: 'delete', startTs: ts - 1, value: { mode: 'none' } })];
+          m = [write(q, ts, { kind: 'delete', startTs: ts - 1, value: { mode: 'none' } })];
           h.writes.push({ ts, kind: 'delete', value });
         } else if (r < 0.56) {
-          m = [write(ts, { kind: 'rollback', startTs: ts, value: { mode: 'none' } })];
+          m = [write(q, ts, { kind: 'rollback', startTs: ts, value: { mode: 'none' } })];
           h.writes.push({ ts, kind: 'rollback', value });
         } else if (r < 0.66) {
           const lock = encodeLock({

@@ -135,12 +135,7 @@ export class Snapshot {
     readonly startTs: number,
   ) {}
 
-  /** The column's qualifier bytes (validated; reserved names only for internal readers). */
-  private qualifier(column: string): Uint8Array {
-    return this.allowReserved ? encodeColumn(column) : encodeUserColumn(column);
-  }
-
-  /** The column with its qualifier bytes (validated; remembered for user columns). */
+  /** The column with its qualifier bytes (validated; reserved names only for internal readers; remembered for user columns). */
   private columnRef(column: string): ColumnRef {
     return this.allowReserved ? { column, q: encodeColumn(column) } : userColumn(column);
   }
@@ -157,7 +152,7 @@ export class Snapshot {
       const now = this.getNow(table, row, column);
       if (now !== undefined) return Promise.resolve(now);
       const key = toBytes(row);
-      const refs = [{ column, q: this.qualifier(column) }];
+      const refs = [this.columnRef(column)];
       return readVersionsAt(this.env.store, table, key, refs, this.startTs, this.env.read).then((v) => v[0]?.value ?? null);
     } catch (e) {
       return Promise.reject(e);
@@ -166,9 +161,9 @@ export class Snapshot {
 
   /**
    * `get` answered synchronously, or undefined when it cannot be (a remote store, a lock or an
-   * in-flight commit in the way, a long value): then use `get`. Internal (Percolator.get).
+   * in-flight commit in the way, a long value): then `get` takes the full read.
    */
-  getNow(table: string, row: RowKey, column: string): Uint8Array | null | undefined {
+  private getNow(table: string, row: RowKey, column: string): Uint8Array | null | undefined {
     this.checkActive();
     const own = this.buffered(table, row, column);
     if (own !== undefined) return own;
@@ -190,8 +185,7 @@ export class Snapshot {
     this.checkActive();
     const own = this.buffered(table, row, column);
     if (own !== undefined) return own;
-    const ref = { column, q: this.qualifier(column) };
-    return (await tryReadVersion(this.env.store, table, toBytes(row), ref, this.startTs, this.env.read))?.value;
+    return (await tryReadVersion(this.env.store, table, toBytes(row), this.columnRef(column), this.startTs, this.env.read))?.value;
   }
 
   /** Several cells, one store read per distinct row, in parallel. Values in the order asked. */

@@ -54,6 +54,11 @@ import { validateFamilyName, validateMutations, validateRowKey, validateRules, v
 
 const EMPTY_CELLS: readonly Cell[] = Object.freeze([]);
 
+/** A row group's row-cache key: its engine key as latin1 (the engine key is built only on a miss). */
+function cacheKey(t: TableState, gid: number, key: Bytes): string {
+  return t.prefixLatin1(gid) + bytesKey(key);
+}
+
 /** One row's planned write: engine ops, the cache entries to set after it, the size change. */
 interface RowPlan {
   readonly t: TableState;
@@ -175,8 +180,7 @@ export class EngineStore implements AtomicRowsStore {
 
   /** One locality group of one row, decoded, from the cache or the engine. */
   private loadGroup(t: TableState, gid: number, key: Bytes): readonly Cell[] {
-    // The cache key is the engine key as latin1; the engine key itself is built only on a miss.
-    const ck = t.prefixLatin1(gid) + bytesKey(key);
+    const ck = cacheKey(t, gid, key);
     return this.cache.get(ck) ?? this.loadMiss(t, gid, key, ck);
   }
 
@@ -624,7 +628,7 @@ export class EngineStore implements AtomicRowsStore {
     // what a read returns as time passes.
     if (groups.length === 1 && t.rules.size === 0) {
       const gid = groups[0] as number;
-      const ck = t.prefixLatin1(gid) + bytesKey(key);
+      const ck = cacheKey(t, gid, key);
       const hit = this.cache.derive(ck, derive);
       if (hit !== undefined) return hit;
       const cells = this.loadMiss(t, gid, key, ck);

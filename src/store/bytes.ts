@@ -38,7 +38,6 @@ export function utf8(s: string): Uint8Array {
   return out;
 }
 
-/** A Map key for bytes (latin1 keeps every byte distinct and is cheap to build). */
 /**
  * Bytes as a latin1 string, one character per byte: a Map key for a byte string (row keys,
  * qualifiers). The Buffer round trip costs ~500 ns whatever the length; up to 12 bytes a loop

@@ -47,19 +47,25 @@ function isTimestamp(t: unknown): t is number {
   return typeof t === 'number' && Number.isSafeInteger(t) && t >= 0;
 }
 
-export function validateTimeRange(range: TimestampRange | undefined, context: Record<string, unknown>): void {
+type Context = Record<string, unknown>;
+
+/** An error's evidence, built only when there is an error (a row key's hex costs ~300 ns). */
+type LazyContext = () => Context;
+
+export function validateTimeRange(range: TimestampRange | undefined, evidence: Context | LazyContext): void {
   if (range === undefined) return;
+  const context = (): Context => (typeof evidence === 'function' ? evidence() : evidence);
   const start = range.startTimestampMicros ?? 0;
   const end = range.endTimestampMicros ?? 0;
   if (!isTimestamp(start) || !isTimestamp(end)) {
     throw new StoreError('INVALID_TIMESTAMP', 'timestamp range bounds must be non-negative safe integers (microseconds)', {
-      ...context,
+      ...context(),
       start,
       end,
     });
   }
   if (end !== 0 && start > end) {
-    throw new StoreError('INVALID_RANGE', `timestamp range start ${start} is after its end ${end}`, { ...context, start, end });
+    throw new StoreError('INVALID_RANGE', `timestamp range start ${start} is after its end ${end}`, { ...context(), start, end });
   }
 }
 
@@ -73,8 +79,8 @@ function checkFamily(spec: TableSpec, table: string, family: string, row: Uint8A
   }
 }
 
-function checkBytes(b: unknown, what: string, context: Record<string, unknown>): void {
-  if (!(b instanceof Uint8Array)) throw new StoreError('INVALID_MUTATION', `${what} must be a Uint8Array`, context);
+function checkBytes(b: unknown, what: string, context: LazyContext): void {
+  if (!(b instanceof Uint8Array)) throw new StoreError('INVALID_MUTATION', `${what} must be a Uint8Array`, context());
 }
 
 /** Validates one row's mutations against the table's families and the limits. */
@@ -96,9 +102,9 @@ export function validateMutations(
       limit: limits.maxMutationsPerRow,
     });
   }
+  const ctx = (): Context => ({ table, row: keyHex(row) });
   for (const m of mutations) {
-    const ctx = { table, row: keyHex(row) };
-    if (m === null || typeof m !== 'object') throw new StoreError('INVALID_MUTATION', 'a mutation must be an object', ctx);
+    if (m === null || typeof m !== 'object') throw new StoreError('INVALID_MUTATION', 'a mutation must be an object', ctx());
     if ('setCell' in m) {
       const s = m.setCell;
       checkFamily(spec, table, s.familyName, row);
@@ -106,13 +112,13 @@ export function validateMutations(
       checkBytes(s.value, 'value', ctx);
       if (!(s.timestampMicros === -1 || isTimestamp(s.timestampMicros))) {
         throw new StoreError('INVALID_TIMESTAMP', `setCell timestamp must be -1 or a non-negative safe integer, got ${s.timestampMicros}`, {
-          ...ctx,
+          ...ctx(),
           timestamp: s.timestampMicros,
         });
       }
       if (s.value.byteLength > limits.maxValueBytes) {
         throw new StoreError('VALUE_TOO_LARGE', `a value of ${s.value.byteLength} bytes exceeds the limit of ${limits.maxValueBytes}`, {
-          ...ctx,
+          ...ctx(),
           family: s.familyName,
           size: s.value.byteLength,
           limit: limits.maxValueBytes,
@@ -128,7 +134,7 @@ export function validateMutations(
     } else if ('deleteFromRow' in m) {
       // nothing to check
     } else {
-      throw new StoreError('INVALID_MUTATION', `unknown mutation ${JSON.stringify(Object.keys(m))}`, ctx);
+      throw new StoreError('INVALID_MUTATION', `unknown mutation ${JSON.stringify(Object.keys(m))}`, ctx());
     }
   }
 }
@@ -140,12 +146,12 @@ export function validateRules(
   row: Uint8Array,
   limits: StoreLimits,
 ): void {
-  const ctx = { table, row: keyHex(row) };
+  const ctx = (): Context => ({ table, row: keyHex(row) });
   if (!Array.isArray(rules) || rules.length === 0)
-    throw new StoreError('INVALID_MUTATION', 'readModifyWriteRow needs at least one rule', ctx);
+    throw new StoreError('INVALID_MUTATION', 'readModifyWriteRow needs at least one rule', ctx());
   if (rules.length > limits.maxMutationsPerRow) {
     throw new StoreError('TOO_MANY_MUTATIONS', `${rules.length} rules exceed the limit of ${limits.maxMutationsPerRow}`, {
-      ...ctx,
+      ...ctx(),
       count: rules.length,
     });
   }
@@ -155,9 +161,9 @@ export function validateRules(
     if ('appendValue' in r) checkBytes(r.appendValue, 'appendValue', ctx);
     else if ('incrementAmount' in r) {
       if (typeof r.incrementAmount !== 'bigint' || BigInt.asIntN(64, r.incrementAmount) !== r.incrementAmount) {
-        throw new StoreError('INVALID_MUTATION', 'incrementAmount must be a bigint in the signed 64-bit range', ctx);
+        throw new StoreError('INVALID_MUTATION', 'incrementAmount must be a bigint in the signed 64-bit range', ctx());
       }
-    } else throw new StoreError('INVALID_MUTATION', 'a rule needs appendValue or incrementAmount', ctx);
+    } else throw new StoreError('INVALID_MUTATION', 'a rule needs appendValue or incrementAmount', ctx());
   }
 }
 

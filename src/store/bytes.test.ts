@@ -1,10 +1,10 @@
 /**
  * The byte helpers' hand-written fast paths agree with Node's conversions at every length around
- * their cut-offs, for every byte value (bytesKey) and for ASCII and non-ASCII text (utf8).
+ * their cut-offs, for every byte value (bytesKey, bytesEqual) and for ASCII and non-ASCII text (utf8).
  */
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../util/seeded-random.js';
-import { bytesKey, compareBytes, utf8 } from './bytes.js';
+import { bytesEqual, bytesKey, compareBytes, utf8 } from './bytes.js';
 
 const rand = mulberry32(12);
 const randomBytes = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
@@ -27,6 +27,25 @@ describe('bytesKey', () => {
       const [ka, kb] = [bytesKey(a), bytesKey(b)];
       expect(ka === kb).toBe(compareBytes(a, b) === 0);
       expect(Math.sign(ka < kb ? -1 : ka > kb ? 1 : 0)).toBe(compareBytes(a, b));
+    }
+  });
+});
+
+describe('bytesEqual', () => {
+  it('agrees with Buffer.equals at every length, for a difference anywhere, views included', () => {
+    for (let n = 0; n <= 80; n++) {
+      const a = randomBytes(n);
+      const same = randomBytes(n + 7).subarray(3, 3 + n);
+      same.set(a);
+      expect(bytesEqual(a, same)).toBe(true);
+      expect(bytesEqual(a, a)).toBe(true);
+      for (const at of n === 0 ? [] : [0, n >> 1, n - 1]) {
+        const other = Uint8Array.from(a);
+        other[at] = ((other[at] as number) + 1) % 256;
+        expect(bytesEqual(a, other)).toBe(false);
+        expect(bytesEqual(other, a)).toBe(false);
+      }
+      expect(bytesEqual(a, Uint8Array.from([...a, 0]))).toBe(false);
     }
   });
 });

@@ -5,6 +5,7 @@ import type { Cell } from '../store/types.js';
 import { RecentCommits, recentVersions } from './gc-recent.js';
 import { encodeWrite } from './layout.js';
 import { Percolator } from './percolator.js';
+import { remoteLike } from './remote-like.fixture.js';
 
 const HOUR = 3_600_000; // background GC on (rows are tracked) but no tick during a test
 
@@ -95,17 +96,21 @@ describe('RecentCommits', () => {
   });
 });
 
-describe('Percolator.collectRecentGarbage', () => {
+// Embedded, a pass reads the cached rows' cells; on a store without the embedded extension
+// (bigtable://), one filtered read per row.
+describe.each(['embedded', 'remote-like'] as const)('Percolator.collectRecentGarbage (%s store)', (kind) => {
+  let inner: Store;
   let store: Store;
   let db: Percolator;
   beforeEach(async () => {
-    store = await openStore('memory:');
+    inner = await openStore('memory:');
+    store = kind === 'embedded' ? inner : remoteLike(inner).store;
     db = await Percolator.open({ store, gcIntervalMs: HOUR });
     await db.createTable('t');
   });
   afterEach(async () => {
     await db.close();
-    await store.close();
+    await inner.close();
   });
 
   async function cells(row: string): Promise<number> {

@@ -24,7 +24,7 @@
  * oldest are forgotten and `overflowed` is set: their versions wait for a full pass.
  */
 import { bytesKey } from '../store/bytes.js';
-import type { Store } from '../store/store.js';
+import { type Store, atomicRowsOf } from '../store/store.js';
 import type { Cell, Mutation, RowFilter } from '../store/types.js';
 import { BoundedPool } from '../util/bounded-pool.js';
 import { FifoSet } from '../util/fifo-set.js';
@@ -209,6 +209,19 @@ export function recentVersions(
 const WIDTH = 32;
 const DEFERRED = { durability: 'deferred' } as const;
 
+/** The families a pass reads on an embedded store (one constant array: the store remembers its groups). */
+const WRITE_ONLY: readonly string[] = Object.freeze([WRITE]);
+
+/**
+ * The write cells of the given columns in one row. An embedded store answers from its cached
+ * row, picked here: a filter built for each row's set of columns would be compiled for each.
+ */
+async function readWriteCells(store: Store, table: string, row: Uint8Array, qualifiers: ReadonlySet<string>): Promise<readonly Cell[]> {
+  const sync = atomicRowsOf(store);
+  if (sync === null) return (await store.readRow(table, row, writeCellsOf(qualifiers)))?.cells ?? [];
+  return sync.readCellsSync(table, row, WRITE_ONLY).filter((c) => c.family === WRITE && qualifiers.has(bytesKey(c.qualifier)));
+}
+
 /** The write cells of the given columns (qualifiers as latin1 strings). */
 function writeCellsOf(qualifiers: ReadonlySet<string>): RowFilter {
   const branches: RowFilter[] = [];
@@ -247,8 +260,8 @@ export async function collectRecent(
       await pool.add(async () => {
         try {
           const row = Buffer.from(key, 'latin1');
-          const r = await store.readRow(table, row, writeCellsOf(cols));
-          const { mutations, versions, pending } = recentVersions(r?.cells ?? [], watermark, (ts) => recent.isDone(ts));
+          const cells = await readWriteCells(store, table, row, cols);
+          const { mutations, versions, pending } = recentVersions(cells, watermark, (ts) => recent.isDone(ts));
           if (pending) again(table, key, cols);
           if (mutations.length === 0) return;
           await store.mutateRow(table, row, mutations, DEFERRED);

@@ -6,6 +6,7 @@ import { isStoreError } from '../store/errors.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import type { Oracle } from '../oracle/oracle.js';
 import { frozenWriter } from './frozen-writer.fixture.js';
+import { remoteLike } from './remote-like.fixture.js';
 import { Percolator } from './percolator.js';
 import type { ProtocolPoint } from './transaction.js';
 
@@ -339,26 +340,6 @@ describe('broken invariants are reported, not hidden', () => {
 });
 
 describe('db.get on a store without synchronous reads (a remote store)', () => {
-  /** The memory store behind an object that hides its embedded extension, and counts point reads. */
-  function remoteLike(inner: Store): { store: Store; reads: () => number } {
-    const hidden = new Set<PropertyKey>(['checkAndMutateRows', 'markShared', 'readRowSync', 'readCellsSync', 'readDerivedSync']);
-    let reads = 0;
-    const store = new Proxy(inner, {
-      get(target, p) {
-        if (hidden.has(p)) return undefined;
-        const v: unknown = Reflect.get(target, p);
-        if (p === 'readRow') {
-          return (...args: Parameters<Store['readRow']>) => {
-            reads++;
-            return target.readRow(...args);
-          };
-        }
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-    return { store, reads: () => reads };
-  }
-
   /** A writer on `store` whose commits stop for good at `point` (`reached` resolves there). */
   async function frozenAt(store: Store, point: ProtocolPoint): Promise<{ frozen: Percolator; reached: Promise<void> }> {
     const { writer, reached } = await frozenWriter({ store, oracle: db.oracle, point, commitProtocol: 'auto', leaseMs: 500 });

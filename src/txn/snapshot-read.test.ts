@@ -25,7 +25,7 @@ import {
   encodeWrite,
   userColumn,
 } from './layout.js';
-import { type ReadContext, type VersionAt, readVersionNow, readVersionsNow } from './snapshot-read.js';
+import { type ReadContext, type VersionAt, readVersionNow, readVersionsAt, readVersionsNow, scanAt } from './snapshot-read.js';
 
 interface Committed {
   readonly ts: number;
@@ -154,6 +154,69 @@ describe('readVersionNow', () => {
       // Both outcomes were exercised often.
       expect(declined).toBeGreaterThan(200);
       expect(answered).toBeGreaterThan(2000);
+      await store.close();
+    });
+  }
+});
+
+describe('long values (kept in data)', () => {
+  for (const sync of [true, false]) {
+    it(`are read from their data cell by readVersionsAt and scanAt (${sync ? 'synchronous store reads' : 'async reads'}); a missing one is CORRUPTED_RECORD`, async () => {
+      const store = atomicRowsOf(await openStore('memory:', { gcIntervalMs: 0 }));
+      if (store === null) throw new Error('memory: implements the atomic extension');
+      await store.createTable('t', PERCOLATOR_TABLE_SPEC);
+      const ctx: ReadContext = {
+        ...(sync ? { syncStore: store } : {}),
+        lockWaitMs: 0,
+        liveness: { isAlive: async () => true },
+        nowMs: () => 0,
+      };
+      const row = Buffer.from('r');
+      const [x, y] = [userColumn('c:x'), userColumn('c:y')];
+      const long = (start: number) => Buffer.alloc(400, start % 256);
+      const put = (q: Uint8Array, start: number, commit: number, inline: Buffer | null): Mutation[] => [
+        ...(inline === null ? [{ setCell: { familyName: DATA, columnQualifier: q, timestampMicros: start, value: long(start) } }] : []),
+        {
+          setCell: {
+            familyName: WRITE,
+            columnQualifier: q,
+            timestampMicros: commit,
+            value: encodeWrite({
+              kind: 'put',
+              startTs: start,
+              value: inline === null ? { mode: 'data' } : { mode: 'inline', value: inline },
+            }),
+          },
+        },
+      ];
+      // Two long versions of c:x (and a data cell of c:y at x's second start ts: not x's).
+      await store.mutateRow('t', row, [...put(x.q, 10, 20, null), ...put(y.q, 11, 21, Buffer.from('short')), ...put(x.q, 30, 40, null)]);
+      await store.mutateRow('t', row, [
+        { setCell: { familyName: DATA, columnQualifier: y.q, timestampMicros: 30, value: Buffer.from('not x') } },
+      ]);
+      const values = async (ts: number) => (await readVersionsAt(store, 't', row, [x, y], ts, ctx)).map((v) => v.value);
+      expect(await values(25)).toEqual([long(10), Buffer.from('short')]);
+      expect(await values(45)).toEqual([long(30), Buffer.from('short')]);
+      const scanned = async (ts: number) => {
+        const out: [string, Uint8Array][] = [];
+        for await (const r of scanAt(store, 't', {}, ts, ctx)) out.push(...r.columns);
+        return out;
+      };
+      expect(await scanned(25)).toEqual([
+        ['c:x', long(10)],
+        ['c:y', Buffer.from('short')],
+      ]);
+      await store.mutateRow('t', row, [
+        { deleteFromColumn: { familyName: DATA, columnQualifier: x.q, timeRange: { startTimestampMicros: 30, endTimestampMicros: 31 } } },
+      ]);
+      expect(await values(25)).toEqual([long(10), Buffer.from('short')]);
+      for (const read of [() => values(45), () => scanned(45)]) {
+        const e = await read().then(
+          () => null,
+          (err: unknown) => err,
+        );
+        expect(e).toMatchObject({ code: 'CORRUPTED_RECORD', details: { startTs: 30, commitTs: 40, readTs: 45 } });
+      }
       await store.close();
     });
   }

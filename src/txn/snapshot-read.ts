@@ -9,7 +9,7 @@
  * retryable). Otherwise the newest non-rollback write record at or below ts decides: a put's
  * value is inline in the record (short values) or in `data` at the writer's start ts.
  */
-import { bytesKey, compareBytes } from '../store/bytes.js';
+import { bytesEqual, bytesKey, compareBytes } from '../store/bytes.js';
 import type { AtomicRowsStore, Store } from '../store/store.js';
 import type { Cell, RowFilter, RowRange } from '../store/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
@@ -94,14 +94,41 @@ async function committedValue(
   };
   const r = await store.readRow(table, row, filter);
   const cell = r?.cells[0];
-  if (cell === undefined) {
-    throw new TxnError(
-      'CORRUPTED_RECORD',
-      `committed value of ${describeCell({ table, row, column: decodeColumn(q) })} is missing from data@${w.startTs}`,
-      { table, row, column: decodeColumn(q), startTs: w.startTs, commitTs, readTs },
-    );
-  }
+  if (cell === undefined) throw missingData(table, row, q, w, readTs, commitTs);
   return cell.value;
+}
+
+/**
+ * committedValue on a store that reads synchronously: the `data` cell picked from the row's
+ * cached cells, without a filter to compile for each (start ts, column) or an async hop.
+ */
+function committedValueNow(
+  store: AtomicRowsStore,
+  table: string,
+  row: Uint8Array,
+  q: Uint8Array,
+  w: WriteRecord,
+  readTs: number,
+  commitTs: number,
+): Uint8Array | null {
+  if (w.kind !== 'put') return null;
+  if (w.value.mode === 'inline') return w.value.value;
+  if (w.value.mode === 'none') return new Uint8Array(0);
+  for (const c of store.readCellsSync(table, row, DATA_ONLY)) {
+    if (c.timestamp === w.startTs && c.family === DATA && bytesEqual(c.qualifier, q)) return c.value;
+  }
+  throw missingData(table, row, q, w, readTs, commitTs);
+}
+
+/** The families holding long values (one constant array: the store remembers its groups). */
+const DATA_ONLY: readonly string[] = Object.freeze([DATA]);
+
+function missingData(table: string, row: Uint8Array, q: Uint8Array, w: WriteRecord, readTs: number, commitTs: number): TxnError {
+  return new TxnError(
+    'CORRUPTED_RECORD',
+    `committed value of ${describeCell({ table, row, column: decodeColumn(q) })} is missing from data@${w.startTs}`,
+    { table, row, column: decodeColumn(q), startTs: w.startTs, commitTs, readTs },
+  );
 }
 
 /** Resolves every lock; returns true if some owner is still alive (the caller should back off). */
@@ -422,6 +449,10 @@ export async function readVersionsAt(
         continue;
       }
       // Only long values (in `data`) cost a second read.
+      if (ctx.syncStore !== undefined) {
+        out[i] = { value: committedValueNow(ctx.syncStore, table, row, (columns[i] as ColumnRef).q, record, ts, commitTs), commitTs };
+        continue;
+      }
       (pending ??= []).push(
         committedValue(store, table, row, (columns[i] as ColumnRef).q, record, ts, commitTs).then((value) => {
           out[i] = { value, commitTs };
@@ -487,8 +518,12 @@ export async function* scanAt(
         if (v !== null && v !== undefined) columns.set(c.column, v);
       });
     } else {
+      const sync = ctx.syncStore;
       for (const [w, commitTs, q] of writes.values()) {
-        const v = await committedValue(store, table, r.key, q, w, ts, commitTs);
+        const v =
+          sync !== undefined
+            ? committedValueNow(sync, table, r.key, q, w, ts, commitTs)
+            : await committedValue(store, table, r.key, q, w, ts, commitTs);
         if (v !== null) columns.set(decodeColumn(q), v);
       }
     }

@@ -94,21 +94,25 @@ export async function runOverheadBench(opts: { seconds: number; clients?: number
     url = `file:${dir}`;
   }
   const store: Store = await openStore(url, { gcIntervalMs: 0 });
+  // A store the bench did not create (a server's) gets tables of this run's own, deleted at the
+  // end, so that a second run against the same server does not meet the first one's.
+  const tag = dir === null ? `-${Date.now().toString(36)}${Math.floor(Math.random() * 1296).toString(36)}` : '';
+  const T = { raw: `raw${tag}`, txn: `txn${tag}`, rawReads: `raw-reads${tag}`, txnReads: `txn-reads${tag}` };
   try {
-    await store.createTable('raw', { families: { f: {} } });
+    await store.createTable(T.raw, { families: { f: {} } });
     const db = await Percolator.open({ store });
     const atomic = atomicRowsOf(store);
     const protocol = atomic !== null && !atomic.shared ? 'one-phase' : 'two-phase';
-    await db.createTable('txn');
+    await db.createTable(T.txn);
     const q = Buffer.from('c');
     // Writes: both sides write fresh rows.
     const rawWrites = await measure(opts.seconds, clients, (c, i) =>
-      store.mutateRow('raw', utf8(key(c, i)), [{ setCell: { familyName: 'f', columnQualifier: q, timestampMicros: 1000, value: VALUE } }]),
+      store.mutateRow(T.raw, utf8(key(c, i)), [{ setCell: { familyName: 'f', columnQualifier: q, timestampMicros: 1000, value: VALUE } }]),
     );
-    const txnWrites = await measure(opts.seconds, clients, (c, i) => db.transaction(async (tx) => tx.set('txn', key(c, i), 'f:c', VALUE)));
+    const txnWrites = await measure(opts.seconds, clients, (c, i) => db.transaction(async (tx) => tx.set(T.txn, key(c, i), 'f:c', VALUE)));
     const twoPhase = await Percolator.open({ store, oracle: db.oracle, commitProtocol: 'two-phase' });
     const txnWrites2 = await measure(opts.seconds, clients, (c, i) =>
-      twoPhase.transaction(async (tx) => tx.set('txn', `2pc-${key(c, i)}`, 'f:c', VALUE)),
+      twoPhase.transaction(async (tx) => tx.set(T.txn, `2pc-${key(c, i)}`, 'f:c', VALUE)),
     );
     await twoPhase.close();
     // Reads: two tables of their own holding the same rows, written interleaved in batches, so
@@ -116,8 +120,8 @@ export async function runOverheadBench(opts: { seconds: number; clients?: number
     // leave the raw table several times the transactional one, which made raw reads slower), and
     // each row read once before the timing on both sides (none is timed as a cache miss).
     const rows = READ_ROWS_PER_CLIENT;
-    await store.createTable('raw-reads', { families: { f: {} } });
-    await db.createTable('txn-reads');
+    await store.createTable(T.rawReads, { families: { f: {} } });
+    await db.createTable(T.txnReads);
     // Both loops run the clients side by side: over the network one at a time took minutes.
     const eachClient = (f: (c: number) => Promise<void>) => Promise.all(Array.from({ length: clients }, (_, c) => f(c)));
     await eachClient(async (c) => {
@@ -125,28 +129,28 @@ export async function runOverheadBench(opts: { seconds: number; clients?: number
         const n = Math.min(READ_BATCH, rows - i);
         const batch = Array.from({ length: n }, (_, j) => key(c, i + j));
         await store.mutateRows(
-          'raw-reads',
+          T.rawReads,
           batch.map((k) => ({
             key: utf8(k),
             mutations: [{ setCell: { familyName: 'f', columnQualifier: q, timestampMicros: 1000, value: VALUE } }],
           })),
         );
         await db.transaction(async (tx) => {
-          for (const k of batch) tx.set('txn-reads', k, 'f:c', VALUE);
+          for (const k of batch) tx.set(T.txnReads, k, 'f:c', VALUE);
         });
       }
     });
     await eachClient(async (c) => {
       for (let i = 0; i < rows; i++) {
-        await store.readRow('raw-reads', utf8(key(c, i)));
-        await db.get('txn-reads', key(c, i), 'f:c');
+        await store.readRow(T.rawReads, utf8(key(c, i)));
+        await db.get(T.txnReads, key(c, i), 'f:c');
       }
     });
     const rawReads = await measure(opts.seconds, clients, async (c, i) => {
-      await store.readRow('raw-reads', utf8(key(c, i % rows)));
+      await store.readRow(T.rawReads, utf8(key(c, i % rows)));
     });
     const txnReads = await measure(opts.seconds, clients, async (c, i) => {
-      await db.get('txn-reads', key(c, i % rows), 'f:c');
+      await db.get(T.txnReads, key(c, i % rows), 'f:c');
     });
     const rawWritesPerSecond = rawWrites.perSecond;
     const txnWritesPerSecond = txnWrites.perSecond;
@@ -167,6 +171,7 @@ export async function runOverheadBench(opts: { seconds: number; clients?: number
       writeRatioTwoPhase: Number((txnWrites2.perSecond / rawWritesPerSecond).toFixed(3)),
     };
   } finally {
+    if (dir === null) for (const t of Object.values(T)) await store.deleteTable(t).catch(() => undefined);
     await store.close();
     if (dir !== null) rmSync(dir, { recursive: true, force: true });
   }

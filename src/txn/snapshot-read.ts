@@ -77,47 +77,44 @@ function interpret(table: string, row: Uint8Array, cells: readonly Cell[], ts: n
   return { writes, locks };
 }
 
-async function committedValue(
-  store: Store,
-  table: string,
-  row: Uint8Array,
-  q: Uint8Array,
-  w: WriteRecord,
-  readTs: number,
-  commitTs: number,
-): Promise<Uint8Array | null> {
-  if (w.kind !== 'put') return null;
-  if (w.value.mode === 'inline') return w.value.value;
-  if (w.value.mode === 'none') return new Uint8Array(0);
-  const filter: RowFilter = {
-    chain: [exactColumn(DATA, q), { timestampRangeFilter: { startTimestampMicros: w.startTs, endTimestampMicros: w.startTs + 1 } }],
-  };
-  const r = await store.readRow(table, row, filter);
-  const cell = r?.cells[0];
-  if (cell === undefined) throw missingData(table, row, q, w, readTs, commitTs);
-  return cell.value;
-}
-
 /**
- * committedValue on a store that reads synchronously: the `data` cell picked from the row's
- * cached cells, without a filter to compile for each (start ts, column) or an async hop.
+ * The value a committed write record stands for: inline in the record, or in `data` at the
+ * writer's start ts. On a store that reads synchronously (`sync`) the `data` cell is picked from
+ * the row's cached cells, without a filter made (and compiled) for each (start ts, column) or an
+ * async hop; elsewhere it is read through such a filter, and the result is a promise.
+ * Throws (or rejects with) CORRUPTED_RECORD when the `data` cell is missing.
  */
-function committedValueNow(
-  store: AtomicRowsStore,
+function committedValue(
+  store: Store,
+  sync: AtomicRowsStore | undefined,
   table: string,
   row: Uint8Array,
   q: Uint8Array,
   w: WriteRecord,
   readTs: number,
   commitTs: number,
-): Uint8Array | null {
+): Uint8Array | null | Promise<Uint8Array | null> {
   if (w.kind !== 'put') return null;
   if (w.value.mode === 'inline') return w.value.value;
   if (w.value.mode === 'none') return new Uint8Array(0);
-  for (const c of store.readCellsSync(table, row, DATA_ONLY)) {
+  if (sync === undefined) {
+    return readDataCell(store, table, row, q, w.startTs).then((value) => {
+      if (value === undefined) throw missingData(table, row, q, w, readTs, commitTs);
+      return value;
+    });
+  }
+  for (const c of sync.readCellsSync(table, row, DATA_ONLY)) {
     if (c.timestamp === w.startTs && c.family === DATA && bytesEqual(c.qualifier, q)) return c.value;
   }
   throw missingData(table, row, q, w, readTs, commitTs);
+}
+
+/** The `data` cell of column q at `startTs`, through a filter (stores without synchronous reads). */
+async function readDataCell(store: Store, table: string, row: Uint8Array, q: Uint8Array, startTs: number): Promise<Uint8Array | undefined> {
+  const filter: RowFilter = {
+    chain: [exactColumn(DATA, q), { timestampRangeFilter: { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 } }],
+  };
+  return (await store.readRow(table, row, filter))?.cells[0]?.value;
 }
 
 /** The families holding long values (one constant array: the store remembers its groups). */
@@ -399,7 +396,7 @@ export async function tryReadVersion(
   if (locks !== null) return undefined;
   const w = writes[0];
   if (w === undefined) return ABSENT;
-  return versionOf(w[0], w[1]) ?? { value: await committedValue(store, table, row, column.q, w[0], ts, w[1]), commitTs: w[1] };
+  return versionOf(w[0], w[1]) ?? { value: await committedValue(store, undefined, table, row, column.q, w[0], ts, w[1]), commitTs: w[1] };
 }
 
 /** Visible versions of `columns` in one row at ts, in the order given. */
@@ -449,13 +446,14 @@ export async function readVersionsAt(
         continue;
       }
       // Only long values (in `data`) cost a second read.
-      if (ctx.syncStore !== undefined) {
-        out[i] = { value: committedValueNow(ctx.syncStore, table, row, (columns[i] as ColumnRef).q, record, ts, commitTs), commitTs };
+      const value = committedValue(store, ctx.syncStore, table, row, (columns[i] as ColumnRef).q, record, ts, commitTs);
+      if (!(value instanceof Promise)) {
+        out[i] = { value, commitTs };
         continue;
       }
       (pending ??= []).push(
-        committedValue(store, table, row, (columns[i] as ColumnRef).q, record, ts, commitTs).then((value) => {
-          out[i] = { value, commitTs };
+        value.then((v) => {
+          out[i] = { value: v, commitTs };
         }),
       );
     }
@@ -518,12 +516,9 @@ export async function* scanAt(
         if (v !== null && v !== undefined) columns.set(c.column, v);
       });
     } else {
-      const sync = ctx.syncStore;
       for (const [w, commitTs, q] of writes.values()) {
-        const v =
-          sync !== undefined
-            ? committedValueNow(sync, table, r.key, q, w, ts, commitTs)
-            : await committedValue(store, table, r.key, q, w, ts, commitTs);
+        const read = committedValue(store, ctx.syncStore, table, r.key, q, w, ts, commitTs);
+        const v = read instanceof Promise ? await read : read;
         if (v !== null) columns.set(decodeColumn(q), v);
       }
     }

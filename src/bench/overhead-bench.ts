@@ -94,8 +94,8 @@ export async function runOverheadBench(opts: { seconds: number; clients?: number
     url = `file:${dir}`;
   }
   const store: Store = await openStore(url, { gcIntervalMs: 0 });
-  // A store the bench did not create (a server's) gets tables of this run's own, deleted at the
-  // end, so that a second run against the same server does not meet the first one's.
+  // A store the bench did not create (a server's, a directory the user named) gets tables of
+  // this run's own, deleted at the end: a second run against it must not meet the first one's.
   const tag = dir === null ? `-${Date.now().toString(36)}${Math.floor(Math.random() * 1296).toString(36)}` : '';
   const T = { raw: `raw${tag}`, txn: `txn${tag}`, rawReads: `raw-reads${tag}`, txnReads: `txn-reads${tag}` };
   try {

@@ -9,7 +9,7 @@
  * retryable). Otherwise the newest non-rollback write record at or below ts decides: a put's
  * value is inline in the record (short values) or in `data` at the writer's start ts.
  */
-import { bytesEqual, bytesKey, compareBytes } from '../store/bytes.js';
+import { bytesEqual, bytesKey } from '../store/bytes.js';
 import type { AtomicRowsStore, Store } from '../store/store.js';
 import type { Cell, RowFilter, RowRange } from '../store/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
@@ -211,7 +211,7 @@ function interpretColumns(
     let i = -1;
     if (index === null) {
       for (let j = 0; j < columns.length; j++) {
-        if (compareBytes((columns[j] as ColumnRef).q, c.qualifier) === 0) {
+        if (bytesEqual((columns[j] as ColumnRef).q, c.qualifier)) {
           i = j;
           break;
         }
@@ -233,7 +233,7 @@ function interpretColumns(
     const q = (columns[j] as ColumnRef).q;
     let first = j;
     if (index !== null) first = index.get(bytesKey(q)) ?? j;
-    else for (let i = 0; i < j && first === j; i++) if (compareBytes((columns[i] as ColumnRef).q, q) === 0) first = i;
+    else for (let i = 0; i < j && first === j; i++) if (bytesEqual((columns[i] as ColumnRef).q, q)) first = i;
     if (first !== j) writes[j] = writes[first];
   }
   return { writes, locks };
@@ -307,7 +307,7 @@ export function readVersionNow(table: string, row: Uint8Array, column: ColumnRef
   // An older snapshot than the newest commit: the newest record at or below ts, from the cells.
   let found: VersionAt | undefined;
   for (const c of store.readCellsSync(table, row, LOCK_AND_WRITE)) {
-    if (c.timestamp > ts || c.family !== WRITE || compareBytes(q, c.qualifier) !== 0) continue;
+    if (c.timestamp > ts || c.family !== WRITE || !bytesEqual(q, c.qualifier)) continue;
     const w = decodeWrite(c.value);
     if (w.kind === 'rollback') continue;
     found = versionOf(w, c.timestamp);
@@ -364,7 +364,7 @@ function summarizeColumn(cells: readonly Cell[], key: string, q: Uint8Array): Co
   let version: VersionAt | undefined = ABSENT;
   for (const c of cells) {
     const isLock = c.family === LOCK;
-    if ((!isLock && c.family !== WRITE) || compareBytes(q, c.qualifier) !== 0) continue;
+    if ((!isLock && c.family !== WRITE) || !bytesEqual(q, c.qualifier)) continue;
     if (isLock) {
       if (c.timestamp < lockTs) lockTs = c.timestamp;
     } else if (c.timestamp > commitTs) {

@@ -24,7 +24,7 @@
  * oldest are forgotten and `overflowed` is set: their versions wait for a full pass.
  */
 import { bytesKey } from '../store/bytes.js';
-import { type Store, atomicRowsOf } from '../store/store.js';
+import { type AtomicRowsStore, type Store, atomicRowsOf } from '../store/store.js';
 import type { Cell, Mutation, RowFilter } from '../store/types.js';
 import { BoundedPool } from '../util/bounded-pool.js';
 import { FifoSet } from '../util/fifo-set.js';
@@ -213,11 +213,16 @@ const DEFERRED = { durability: 'deferred' } as const;
 const WRITE_ONLY: readonly string[] = Object.freeze([WRITE]);
 
 /**
- * The write cells of the given columns in one row. An embedded store answers from its cached
- * row, picked here: a filter built for each row's set of columns would be compiled for each.
+ * The write cells of the given columns in one row. An embedded store (`sync`) answers from its
+ * cached row, picked here: a filter built for each row's set of columns would be compiled for each.
  */
-async function readWriteCells(store: Store, table: string, row: Uint8Array, qualifiers: ReadonlySet<string>): Promise<readonly Cell[]> {
-  const sync = atomicRowsOf(store);
+async function readWriteCells(
+  store: Store,
+  sync: AtomicRowsStore | null,
+  table: string,
+  row: Uint8Array,
+  qualifiers: ReadonlySet<string>,
+): Promise<readonly Cell[]> {
   if (sync === null) return (await store.readRow(table, row, writeCellsOf(qualifiers)))?.cells ?? [];
   return sync.readCellsSync(table, row, WRITE_ONLY).filter((c) => c.family === WRITE && qualifiers.has(bytesKey(c.qualifier)));
 }
@@ -245,6 +250,7 @@ export async function collectRecent(
   maxCells = Number.POSITIVE_INFINITY,
 ): Promise<GcResult> {
   const dirty = recent.take(maxCells);
+  const sync = atomicRowsOf(store);
   let versionsRemoved = 0;
   let rowsRewritten = 0;
   const pool = new BoundedPool(WIDTH);
@@ -260,7 +266,7 @@ export async function collectRecent(
       await pool.add(async () => {
         try {
           const row = Buffer.from(key, 'latin1');
-          const cells = await readWriteCells(store, table, row, cols);
+          const cells = await readWriteCells(store, sync, table, row, cols);
           const { mutations, versions, pending } = recentVersions(cells, watermark, (ts) => recent.isDone(ts));
           if (pending) again(table, key, cols);
           if (mutations.length === 0) return;

@@ -24,7 +24,7 @@ import {
   RANK_INLINKS,
   type ServingDoc,
 } from './schema.js';
-import { postingScore, snippetOf, termsOf } from './terms.js';
+import { anchorTermCounts, postingScore, snippetOf, termsOf } from './terms.js';
 import { compareStrings } from './util.js';
 
 /** The comparable state of a web index (plain, sorted-key objects). */
@@ -105,7 +105,8 @@ export function batchIndex(docs: Iterable<CorpusDoc>, keyMode: KeyMode): IndexSt
     for (const m of members) docClusters.push([m, id]);
     const c = parsed.get(canonical) as ReturnType<typeof parseDocument>;
     const texts = members.flatMap((m) => [...(anchors.get(m)?.values() ?? [])]).filter((a) => a !== '');
-    for (const [term, score] of termsOf(c.title, c.text, texts)) postings.push([`${term}\u0000${id}`, postingScore(score)]);
+    for (const [term, score] of termsOf(c.title, c.text, anchorTermCounts(texts)))
+      postings.push([`${term}\u0000${id}`, postingScore(score)]);
     results[id] = {
       url: canonical,
       title: c.title,

@@ -23,11 +23,12 @@
  * - `c:state` is rewritten by every run that may have changed what the cluster exports, even
  *   when equal: it is what notifies the export.
  * - A run counts its own document's in-links (anchor rows) when they may have changed (it was
- *   notified of a link change, or it is joining) and caches the count and the anchor texts in
- *   `docs[u] rank:inlinks` / `rank:anchors`; other members' counts are read from their caches. A
- *   stale cache is always followed by that member's own run (the link relay notified it), which
- *   rewrites the component, so the final state uses exact counts. Links the relay skipped
- *   because the document was not parsed yet are counted by the join (link-notify-observer.ts).
+ *   notified of a link change, or it is joining) and caches the count and the anchor texts'
+ *   token counts in `docs[u] rank:inlinks` / `rank:anchors`; other members' counts are read from
+ *   their caches. A stale cache is always followed by that member's own run (the link relay
+ *   notified it), which rewrites the component, so the final state uses exact counts. Links the
+ *   relay skipped because the document was not parsed yet are counted by the join
+ *   (link-notify-observer.ts).
  * - A relayed change that alters neither the count nor the anchor texts writes nothing.
  * - A relayed change that alters the count of a document whose keys did not change cannot change
  *   any component: it rewrites its cluster's `c:state` in place (the member's count, and the
@@ -60,6 +61,7 @@ import {
 } from './schema.js';
 import { TxnError } from '../../txn/errors.js';
 import { KeyGate } from './gate.js';
+import { anchorTermCounts } from './terms.js';
 import { relayLinks } from './link-notify-observer.js';
 import { compareStrings, parseJson, toInt, utf8 } from './util.js';
 
@@ -69,7 +71,7 @@ interface DocInfo {
   readonly rank: number;
 }
 
-/** The in-links of `target`: how many, and their non-empty anchor texts (sorted). */
+/** The in-links of `target`: how many, and their anchor texts' token counts (JSON, `rank:anchors`). */
 async function countAnchors(tx: Transaction, target: string): Promise<{ count: number; texts: string }> {
   let count = 0;
   const texts: string[] = [];
@@ -78,7 +80,7 @@ async function countAnchors(tx: Transaction, target: string): Promise<{ count: n
     const v = r.columns.get(ANCHOR_TEXT);
     if (v !== undefined && v.byteLength > 0) texts.push(utf8(v) as string);
   }
-  return { count, texts: JSON.stringify(texts.sort(compareStrings)) };
+  return { count, texts: JSON.stringify(anchorTermCounts(texts)) };
 }
 
 /** The canonical of a cluster: most in-links, ties broken by the smallest URL. */

@@ -4,7 +4,7 @@
  * cluster in `clusters[id] export:doc`.
  *
  * What a cluster exports is computed from scratch on every run — the canonical member's title
- * and text plus the anchor text of every link to any member (cached per member in
+ * and text plus the anchor text of every link to any member (its tokens, counted per member in
  * `rank:anchors` by the cluster observer) — and diffed against what it posted last time
  * (`export:terms`), so only changed postings are written. Every read is a point read.
  *
@@ -41,7 +41,7 @@ import {
   type ServingDoc,
   postingRow,
 } from './schema.js';
-import { postingScore, snippetOf, termsOf } from './terms.js';
+import { anchorTermsFromJson, postingScore, snippetOf, termsOf } from './terms.js';
 import { parseJson, toInt, utf8 } from './util.js';
 
 export interface ExportOptions {
@@ -80,9 +80,9 @@ export function exportObserver(options: ExportOptions = {}) {
     ]);
     const title = utf8(titleValue) ?? '';
     const text = utf8(textValue) ?? '';
-    const anchors = members.flatMap((_, i) => parseJson<string[]>(memberValues[i * perMember.length + 5], []));
+    const anchorTerms = members.flatMap((_, i) => anchorTermsFromJson(utf8(memberValues[i * perMember.length + 5])));
 
-    const terms = termsOf(title, text, anchors).map(([t, score]): [string, number] => [t, postingScore(score)]);
+    const terms = termsOf(title, text, anchorTerms).map(([t, score]): [string, number] => [t, postingScore(score)]);
     const newTerms = new Map(terms);
     for (const [t, score] of terms) if (oldTerms.get(t) !== score) tx.set(INDEX, postingRow(t, id), POSTING_SCORE, String(score));
     for (const t of oldTerms.keys()) if (!newTerms.has(t)) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SyntheticCorpus } from './corpus/synthetic.js';
 import { clusterKeys, parseDocument, resolveLink, urlKey } from './parse.js';
-import { postingScore, termsOf, tokenize } from './terms.js';
+import { anchorTermCounts, anchorTermsFromJson, postingScore, termsOf, tokenize } from './terms.js';
 
 const BASE = 'file:///node_modules/pkg/README.md';
 
@@ -97,7 +97,7 @@ describe('links, keys and terms', () => {
 
   it('scores title, anchors and body, deterministically, at most 48 terms', () => {
     expect(tokenize('The Quick-brown fox, 2024 and x_y!')).toEqual(['quick', 'brown', 'fox', 'x_y']);
-    const t = termsOf('Stream parser', 'a fast stream parser for streams', ['parser docs']);
+    const t = termsOf('Stream parser', 'a fast stream parser for streams', anchorTermCounts(['parser docs']));
     expect(t.slice(0, 3)).toEqual([
       ['parser', 6],
       ['stream', 4],
@@ -105,6 +105,38 @@ describe('links, keys and terms', () => {
     ]);
     expect(termsOf('t', Array.from({ length: 500 }, (_, i) => `w${i}x`).join(' '), [])).toHaveLength(48);
     expect([1, 2, 3, 4, 7, 8].map(postingScore)).toEqual([1, 2, 2, 3, 3, 4]);
+  });
+
+  it('keeps anchor texts as token counts that score exactly as the texts did', () => {
+    const texts = ['Stream parser', 'stream', '', 'parser docs for streams', `${'ab '.repeat(10)}${'long '.repeat(60)}`];
+    const counts = anchorTermCounts(texts);
+    expect(counts).toEqual([
+      ['ab', 10],
+      ['docs', 1],
+      ['long', 40], // a text's first 50 tokens count: 10 "ab", then 40 of the 60 "long"
+      ['parser', 2],
+      ['stream', 2],
+      ['streams', 1],
+    ]);
+    // Scoring from the counts is scoring each text's tokens twice, as termsOf weighs anchors.
+    const body = 'a fast stream parser';
+    const byHand = new Map<string, number>([
+      ['stream', 3 + 1 + 4],
+      ['parser', 1 + 4],
+      ['docs', 2],
+      ['streams', 2],
+      ['ab', 20],
+      ['long', 80],
+      ['fast', 1],
+    ]);
+    for (const [term, score] of termsOf('Stream', body, counts)) expect([term, score]).toEqual([term, byHand.get(term)]);
+    expect(termsOf('Stream', body, counts)).toHaveLength(byHand.size);
+    // Two members' lists add up.
+    expect(termsOf('', '', [...counts, ...anchorTermCounts(['docs'])]).find(([t]) => t === 'docs')).toEqual(['docs', 4]);
+    // The stored value: counts as JSON, and the texts a store written before kept.
+    expect(anchorTermsFromJson(JSON.stringify(counts))).toEqual(counts);
+    expect(anchorTermsFromJson(JSON.stringify(texts))).toEqual(counts);
+    expect(anchorTermsFromJson(null)).toEqual([]);
   });
 });
 

@@ -58,7 +58,11 @@ export const LINKS_CHANGED = 'links:changed';
 export const RANK_DIRTY = 'rank:dirty';
 /** A cluster member's in-link count (decimal; absent = 0), as its last cluster run counted it. */
 export const RANK_INLINKS = 'rank:inlinks';
-/** JSON sorted array of the non-empty anchor texts of those links (what the export indexes). */
+/**
+ * JSON `[[term, count], …]` sorted by term: the tokens of those links' anchor texts, counted (what
+ * the export indexes; terms.ts `anchorTermCounts`). A store from before kept the texts (a JSON
+ * array of strings); readers accept both.
+ */
 export const RANK_ANCHORS = 'rank:anchors';
 /** JSON clustering keys the `cluster` observer has registered in `ckeys` for this document. */
 export const CLUSTER_KEYS = 'cluster:keys';

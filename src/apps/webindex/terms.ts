@@ -33,12 +33,43 @@ export function tokenize(text: string, limit = Number.POSITIVE_INFINITY): string
   return out;
 }
 
-/** `[term, score]` sorted by score descending, then term. */
-export function termsOf(title: string, text: string, anchors: readonly string[]): [string, number][] {
+/** Tokens counted of an anchor text (its start says what the link is about). */
+const MAX_ANCHOR_TOKENS = 50;
+
+/**
+ * The tokens of anchor texts, counted: `[term, count]` sorted by term. This, not the texts, is
+ * what a document keeps of its in-links (`rank:anchors`): a popular page's links mostly repeat a
+ * few words of its title, so the counts stay a handful of entries while the texts grow with
+ * every link, and every export would parse and tokenize them all again.
+ */
+export function anchorTermCounts(texts: Iterable<string>): [string, number][] {
+  const counts = new Map<string, number>();
+  for (const a of texts) for (const t of tokenize(a, MAX_ANCHOR_TOKENS)) counts.set(t, (counts.get(t) ?? 0) + 1);
+  return [...counts.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+/**
+ * A stored `rank:anchors` value (JSON) as term counts. Stores written before the counts kept the
+ * texts themselves (a JSON array of strings): those are counted here, and the document's next
+ * rank run rewrites the value as counts.
+ */
+export function anchorTermsFromJson(json: string | null): [string, number][] {
+  if (json === null) return [];
+  const v = JSON.parse(json) as unknown;
+  if (!Array.isArray(v)) return [];
+  if (v.every((x) => typeof x === 'string')) return anchorTermCounts(v as string[]);
+  return (v as unknown[]).filter((x): x is [string, number] => Array.isArray(x) && typeof x[0] === 'string' && typeof x[1] === 'number');
+}
+
+/**
+ * `[term, score]` sorted by score descending, then term. `anchorTerms` are the anchor texts'
+ * token counts (anchorTermCounts; pairs may repeat a term, e.g. one list per cluster member).
+ */
+export function termsOf(title: string, text: string, anchorTerms: Iterable<readonly [string, number]>): [string, number][] {
   const score = new Map<string, number>();
   const add = (t: string, w: number) => score.set(t, (score.get(t) ?? 0) + w);
   for (const t of tokenize(title)) add(t, 3);
-  for (const a of anchors) for (const t of tokenize(a, 50)) add(t, 2);
+  for (const [t, n] of anchorTerms) add(t, 2 * n);
   for (const t of tokenize(text, MAX_BODY_TOKENS)) add(t, 1);
   return [...score.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).slice(0, MAX_TERMS);
 }

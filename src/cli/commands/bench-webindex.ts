@@ -3,7 +3,7 @@
  * [--window N] [--light-docs N] [--light-rate R] [--gc-interval-ms MS] [--full-gc-interval-ms MS]`
  */
 import type { Command } from 'commander';
-import { runWebIndexBench } from '../../bench/webindex-bench.js';
+import { DEFAULT_SATURATION_WINDOW, runWebIndexBench } from '../../bench/webindex-bench.js';
 import { commandGroup, parseNonNegativeInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 export function register(program: Command): void {
@@ -16,7 +16,12 @@ export function register(program: Command): void {
     .option('--store <kind>', 'file: (a fresh temporary directory) or memory:', 'file:')
     .option('--threads <n>', 'concurrent observer runs', parsePositiveNumber('threads'), 16)
     .option('--seed <n>', 'corpus seed', Number, 42)
-    .option('--window <n>', 'saturation: documents loaded but not yet searchable before loaders wait', parsePositiveNumber('window'), 1024)
+    .option(
+      '--window <n>',
+      'saturation: documents loaded but not yet searchable before loaders wait',
+      parsePositiveNumber('window'),
+      DEFAULT_SATURATION_WINDOW,
+    )
     .option('--light-docs <n>', 'light-load phase: documents (0 skips it)', Number, 200)
     .option('--light-rate <n>', 'light-load phase: documents arriving per second', parsePositiveNumber('light-rate'), 20)
     .option(

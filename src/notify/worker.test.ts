@@ -55,6 +55,32 @@ describe('observers', () => {
     await worker.stop();
   });
 
+  it('quiescence waits for every pending notification; its timeout reports how many are pending', async () => {
+    const worker = db.worker({ threads: 2 });
+    const go = signal();
+    worker.observe('doc:content', 'length', async (tx, row) => {
+      await go.promise;
+      const v = await tx.getString('docs', row, 'doc:content');
+      tx.set('docs', row, 'doc:length', String(v?.length ?? 0));
+    });
+    await worker.start();
+    await db.transaction(async (tx) => {
+      for (const r of ['a', 'b', 'c']) tx.set('docs', r, 'doc:content', r.repeat(3));
+    });
+    // Observers held back: not quiescent. The poll stops at the first pending notification, the
+    // error counts them all.
+    const err = await db.waitForQuiescence({ timeoutMs: 30 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TxnError);
+    expect((err as TxnError).code).toBe('QUIESCENCE_TIMEOUT');
+    expect((err as TxnError).details.pending).toBe(3);
+    expect(await db.pendingNotifications()).toBe(3);
+    go.resolve();
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    for (const r of ['a', 'b', 'c']) expect(await read(r, 'doc:length')).toBe('3');
+    expect(await db.pendingNotifications()).toBe(0);
+    await worker.stop();
+  });
+
   it('several observers of one column each run once per change, with their own acks', async () => {
     const runs: string[] = [];
     const worker = db.worker();

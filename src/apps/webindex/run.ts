@@ -159,9 +159,10 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     const t0 = performance.now();
     let pending = 0;
     let stopProgress = false;
+    // Counting pending notifications reads every one of them: only for someone who asked.
     const progressLoop = (async () => {
       const interval = options.progressIntervalMs ?? 500;
-      while (!stopProgress) {
+      while (!stopProgress && options.onProgress !== undefined) {
         pending = await db.pendingNotifications().catch(() => pending);
         options.onProgress?.({
           total: corpus.total,

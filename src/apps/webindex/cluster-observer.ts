@@ -72,7 +72,7 @@ interface DocInfo {
 }
 
 /** The in-links of `target`: how many, and their anchor texts' token counts (JSON, `rank:anchors`). */
-async function countAnchors(tx: Transaction, target: string): Promise<{ count: number; texts: string }> {
+async function countAnchors(tx: Transaction, target: string): Promise<{ count: number; anchorTerms: string }> {
   let count = 0;
   const texts: string[] = [];
   for await (const r of tx.scan(ANCHORS, { prefix: anchorPrefix(target) }, { columns: [ANCHOR_TEXT] })) {
@@ -80,7 +80,7 @@ async function countAnchors(tx: Transaction, target: string): Promise<{ count: n
     const v = r.columns.get(ANCHOR_TEXT);
     if (v !== undefined && v.byteLength > 0) texts.push(utf8(v) as string);
   }
-  return { count, texts: JSON.stringify(anchorTermCounts(texts)) };
+  return { count, anchorTerms: JSON.stringify(anchorTermCounts(texts)) };
 }
 
 /** The canonical of a cluster: most in-links, ties broken by the smallest URL. */
@@ -128,13 +128,13 @@ export function clusterObserver() {
     // Count only when the in-links may have changed: a link change was relayed, or joining.
     const counted = newKeys.length > 0 && (column !== PARSED_KEYS || oldId === null) ? await countAnchors(tx, self) : null;
     const rank = counted?.count ?? (newKeys.length > 0 ? cachedRank : 0);
-    const textsChanged = counted !== null && counted.texts !== (utf8(anchorsValue) ?? '[]');
+    const anchorsChanged = counted !== null && counted.anchorTerms !== (utf8(anchorsValue) ?? '[]');
     if (column !== PARSED_KEYS && oldId !== null && sameKeys && rank === cachedRank) {
       // Fast path: no cluster changed. New anchor texts only need the cache updated and the
       // export run again (rewriting c:state as read also conflicts with any concurrent
       // re-clustering, as a full run would). A relayed change that changed nothing is done.
-      if (!textsChanged) return;
-      tx.set(DOCS, row, RANK_ANCHORS, counted?.texts as string);
+      if (!anchorsChanged) return;
+      tx.set(DOCS, row, RANK_ANCHORS, counted?.anchorTerms as string);
       const state = await tx.get(CLUSTERS, oldId, CLUSTER_STATE);
       if (state !== null) tx.set(CLUSTERS, oldId, CLUSTER_STATE, state);
       return;
@@ -153,7 +153,7 @@ export function clusterObserver() {
         );
         if (rank > 0) tx.set(DOCS, self, RANK_INLINKS, String(rank));
         else tx.delete(DOCS, self, RANK_INLINKS);
-        if (counted !== null && textsChanged) tx.set(DOCS, self, RANK_ANCHORS, counted.texts);
+        if (counted !== null && anchorsChanged) tx.set(DOCS, self, RANK_ANCHORS, counted.anchorTerms);
         return;
       }
     }
@@ -260,7 +260,7 @@ export function clusterObserver() {
       if (rank > 0) tx.set(DOCS, self, RANK_INLINKS, String(rank));
       else tx.delete(DOCS, self, RANK_INLINKS);
     }
-    if (counted !== null && textsChanged) tx.set(DOCS, self, RANK_ANCHORS, counted.texts);
+    if (counted !== null && anchorsChanged) tx.set(DOCS, self, RANK_ANCHORS, counted.anchorTerms);
     if (newKeys.length === 0 && anchorsValue !== null) tx.delete(DOCS, self, RANK_ANCHORS);
     const liveIds = new Set<string>();
     const states: [string, string][] = [];

@@ -29,7 +29,8 @@ export interface WebIndexBenchOptions {
   /**
    * Saturation phase: documents loaded but not yet searchable before loaders wait. Default 4 096:
    * the throughput still rose with the window at 1 024 (the previous default) and no longer at
-   * 4 096 — a deeper backlog lets more rank changes fold into one run (BENCHMARKS.md).
+   * 4 096: with a deeper backlog rows wait longer in the worker's queue, and a row notified again
+   * while it waits is covered by the same run (BENCHMARKS.md, 2026-11-26 third session).
    */
   readonly window?: number;
   /** Light-load phase: documents (default 200; 0 skips the phase) and arrival rate per second (default 20). */

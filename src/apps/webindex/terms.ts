@@ -9,6 +9,7 @@
  * not the score, so a new link to a page rewrites a posting only when it moves a bucket — most
  * re-exports then write only the terms that entered or left the top MAX_TERMS.
  */
+import { compareStrings } from './util.js';
 
 export const MAX_TERMS = 48;
 /** Body tokens considered (the start of long documents says what they are about). */
@@ -45,7 +46,7 @@ const MAX_ANCHOR_TOKENS = 50;
 export function anchorTermCounts(texts: Iterable<string>): [string, number][] {
   const counts = new Map<string, number>();
   for (const a of texts) for (const t of tokenize(a, MAX_ANCHOR_TOKENS)) counts.set(t, (counts.get(t) ?? 0) + 1);
-  return [...counts.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return [...counts.entries()].sort((a, b) => compareStrings(a[0], b[0]));
 }
 
 /**
@@ -71,7 +72,7 @@ export function termsOf(title: string, text: string, anchorTerms: Iterable<reado
   for (const t of tokenize(title)) add(t, 3);
   for (const [t, n] of anchorTerms) add(t, 2 * n);
   for (const t of tokenize(text, MAX_BODY_TOKENS)) add(t, 1);
-  return [...score.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).slice(0, MAX_TERMS);
+  return [...score.entries()].sort((a, b) => b[1] - a[1] || compareStrings(a[0], b[0])).slice(0, MAX_TERMS);
 }
 
 /** The value a posting stores for a term score: 1 + ⌊log2(score)⌋. */

@@ -15,7 +15,19 @@ import { createWebIndexTables, registerWebIndex } from '../src/apps/webindex/pip
 import { clusterObserver } from '../src/apps/webindex/cluster-observer.js';
 import { linkNotifyObserver } from '../src/apps/webindex/link-notify-observer.js';
 import { linkObserver } from '../src/apps/webindex/link-observer.js';
-import { CLUSTER_ID, DOCS, PAGES, PARSED_KEYS, PARSED_LINKS, RANK_DIRTY, RANK_INLINKS, RAW_CONTENT } from '../src/apps/webindex/schema.js';
+import {
+  CLUSTER_ID,
+  DOCS,
+  LINKS_APPLIED_LEGACY,
+  LINKS_INVERTED,
+  OBSERVERS,
+  PAGES,
+  PARSED_KEYS,
+  PARSED_LINKS,
+  RANK_DIRTY,
+  RANK_INLINKS,
+  RAW_CONTENT,
+} from '../src/apps/webindex/schema.js';
 import { search } from '../src/apps/webindex/search.js';
 import { readStats } from '../src/apps/webindex/stats.js';
 import { type TestIndex, expectMatchesBatch, expectSameIndex, openTestIndex } from '../src/apps/webindex/webindex.fixture.js';
@@ -148,6 +160,59 @@ describe('link relay', () => {
       await ix.db.transaction((tx) => linkObserver()(tx, source));
       await ix.worker.start();
       await ix.db.waitForQuiescence({ timeoutMs: 60_000 });
+      await expectMatchesBatch(ix, 'content');
+    },
+    SLOW,
+  );
+});
+
+describe('who relays link changes', () => {
+  const relayRuns = (ix: TestIndex) => ix.worker.metrics.observerMs[OBSERVERS.linksRelay]?.runs ?? 0;
+
+  it(
+    'the cluster run for a parse that changes keys, the relay for a link change that does not',
+    async () => {
+      const t1 = { url: 'https://t.example/1', content: '# One\n\ntext', type: 'md' as const };
+      const t2 = { url: 'https://t.example/2', content: '# Two\n\ntext', type: 'md' as const };
+      const s = { url: 'https://s.example/s', content: `# Source\n\n[a page](${t1.url})`, type: 'md' as const };
+      const ix = (index = await openTestIndex('content'));
+      await ix.crawl([t1, t2, s]);
+      await expectMatchesBatch(ix, 'content');
+      // New documents: every processor commit wrote parsed:keys, so their cluster runs relayed.
+      expect(relayRuns(ix)).toBe(0);
+      // Same title and text, so the same keys: only the relay can tell t1 and t2.
+      await ix.crawl([{ ...s, content: `# Source\n\n[a page](${t2.url})` }]);
+      expect(relayRuns(ix)).toBe(1);
+      const snap = await ix.db.snapshot();
+      const inlinks = async (url: string) => Number((await snap.getString(DOCS, url, RANK_INLINKS)) ?? 0); // absent = 0
+      expect([await inlinks(t1.url), await inlinks(t2.url)]).toEqual([0, 1]);
+      snap.release();
+      await expectMatchesBatch(ix, 'content');
+    },
+    SLOW,
+  );
+
+  it(
+    'reads the link set where earlier builds kept it (links:applied) and moves it',
+    async () => {
+      const t = { url: 'https://t.example/a', content: '# Target\n\ntext', type: 'md' as const };
+      const s = { url: 'https://s.example/b', content: `# Source\n\n[to t](${t.url}) and more`, type: 'md' as const };
+      const ix = (index = await openTestIndex('content'));
+      await ix.crawl([t, s]);
+      // What an earlier build left: the set under links:applied (whose write notifies its relay).
+      await ix.db.transaction(async (tx) => {
+        const inverted = await tx.get(DOCS, s.url, LINKS_INVERTED);
+        expect(inverted).not.toBeNull();
+        tx.set(DOCS, s.url, LINKS_APPLIED_LEGACY, inverted as Uint8Array);
+        tx.delete(DOCS, s.url, LINKS_INVERTED);
+      });
+      await ix.db.waitForQuiescence({ timeoutMs: 60_000 });
+      // The link goes: its anchor row is only found through links:applied.
+      await ix.crawl([{ ...s, content: '# Source\n\nto t and more' }]);
+      const snap = await ix.db.snapshot();
+      expect(await snap.get(DOCS, s.url, LINKS_APPLIED_LEGACY)).toBeNull();
+      expect(Number((await snap.getString(DOCS, t.url, RANK_INLINKS)) ?? 0)).toBe(0); // absent = 0
+      snap.release();
       await expectMatchesBatch(ix, 'content');
     },
     SLOW,

@@ -36,8 +36,9 @@
  *   `rank:inlinks` caches: a member's cache is only written by its own run, together with its
  *   cluster's state.
  * - A run that finds `links:changed` on its document does the link relay's work in its own
- *   transaction (its snapshot follows the processor's commit that wrote it), so the relay's own
- *   run then finds nothing to do and commits nothing.
+ *   transaction (its snapshot follows the processor's commit that wrote it). A processor commit
+ *   that writes `parsed:keys` relies on it: it does not notify the relay (link-observer.ts). So
+ *   every run that returns has relayed first (one the gate sends back relays on its retry).
  * - Runs of one process that share a key (or the old cluster) are serialized by an in-process gate
  *   (gate.ts) instead of conflicting at commit; consecutive duplicates are the common case.
  */

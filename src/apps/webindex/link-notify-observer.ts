@@ -1,11 +1,14 @@
 /**
- * The link relay (observes `docs links:applied`): tells each crawled document whose in-links
- * changed to recount them, with a weak notification (`rank:dirty`). Many links to one page then collapse
- * into one recount, and no two linking pages ever conflict.
+ * The link relay: tells each crawled document whose in-links changed to recount them, with a weak
+ * notification (`rank:dirty`). Many links to one page then collapse into one recount, and no two
+ * linking pages ever conflict.
  *
- * Why a separate observer: which targets to notify is decided from a snapshot taken after the
- * link transaction committed (this relay reacts to its strong notification), which the join
- * argument below needs; the link observer's own snapshot predates its commit. (It also kept
+ * Who relays: which targets to notify is decided from a snapshot taken after the link
+ * transaction committed, which the join argument below needs; the link transaction's own snapshot
+ * predates its commit. Usually that is the document's cluster run, which the same commit started
+ * (it wrote `parsed:keys`); otherwise the link transaction weakly notifies `links:dirty`, which
+ * this observer observes (and `links:applied`, for notifications left by builds before
+ * 2026-11-26, whose relay ran after every link change). (Relaying from a later snapshot also kept
  * the web index clear of a weak-notification race, since fixed in the transaction layer: see
  * src/notify/weak-notify-race.test.ts.)
  *

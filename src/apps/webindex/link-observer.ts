@@ -11,34 +11,70 @@
  * interleavings by hand; not registered by the pipeline).
  *
  * Invariants:
- * - `links:applied` is exactly the set of links whose anchor rows exist; each run applies the
+ * - `links:inverted` is exactly the set of links whose anchor rows exist; each run applies the
  *   difference between it and the document's current links, so every link is inverted once.
+ *   (Builds before 2026-11-26 kept that set in `links:applied`: it is read when `links:inverted`
+ *   is absent and deleted when the set is next written.)
  * - Every target whose anchor row was written or deleted is appended to `links:changed`, the
- *   change list the link relay (link-notify-observer.ts, woken by the change of `links:applied`)
- *   consumes. It is a list of changes, not a diff of states, so a link added and removed again
- *   before the relay runs is still relayed.
+ *   change list the link relay (link-notify-observer.ts) consumes. It is a list of changes, not a
+ *   diff of states, so a link added and removed again before the relay runs is still relayed.
+ * - Some transaction whose snapshot follows this commit relays the change list: the cluster run
+ *   of the document when this transaction writes `parsed:keys` (its strong notification starts
+ *   that run after this commit, and the run relays before anything else — cluster-observer.ts),
+ *   else the relay, woken by a weak notification of `links:dirty` written here. Before, the relay
+ *   observed the link set itself and ran after every link change, nearly always to find the
+ *   cluster run had left it nothing: one transaction a document for nothing.
  */
 import type { Transaction } from '../../txn/transaction.js';
-import { ANCHORS, ANCHOR_TEXT, DOCS, LINKS_APPLIED, LINKS_CHANGED, PARSED_LINKS, anchorRow } from './schema.js';
+import {
+  ANCHORS,
+  ANCHOR_TEXT,
+  DOCS,
+  LINKS_APPLIED_LEGACY,
+  LINKS_CHANGED,
+  LINKS_DIRTY,
+  LINKS_INVERTED,
+  PARSED_LINKS,
+  anchorRow,
+} from './schema.js';
 import { parseJson } from './util.js';
 
+/** The document's stored link state, as the caller read it at its snapshot. */
+export interface StoredLinks {
+  /** `links:inverted`. */
+  readonly inverted: Uint8Array | null;
+  /** `links:applied`, where earlier builds kept `links:inverted`. */
+  readonly legacy: Uint8Array | null;
+  /** `links:changed`. */
+  readonly pending: Uint8Array | null;
+}
+
+/** The columns StoredLinks is read from, in its order. */
+export const STORED_LINK_COLUMNS = [LINKS_INVERTED, LINKS_APPLIED_LEGACY, LINKS_CHANGED] as const;
+
+/** StoredLinks from values read in STORED_LINK_COLUMNS' order. */
+export function storedLinks(values: readonly (Uint8Array | null)[]): StoredLinks {
+  return { inverted: values[0] ?? null, legacy: values[1] ?? null, pending: values[2] ?? null };
+}
+
 /**
- * Applies the difference between `links` (the document's links now) and `links:applied`
- * (`appliedValue`, read by the caller at its snapshot together with `links:changed`,
- * `pendingValue`). Returns how many anchor rows it wrote or deleted.
+ * Applies the difference between `links` (the document's links now) and the links inverted so
+ * far (`stored`). `clusterRunFollows`: this transaction writes the document's `parsed:keys`, so its
+ * cluster run relays the change list; otherwise the relay is notified. Returns how many anchor
+ * rows it wrote or deleted.
  */
 export function invertLinks(
   tx: Transaction,
   row: Uint8Array,
   source: string,
   links: Iterable<readonly [string, string]>,
-  appliedValue: Uint8Array | null,
-  pendingValue: Uint8Array | null,
+  stored: StoredLinks,
+  clusterRunFollows: boolean,
 ): number {
   const now = new Map(links);
-  const before = parseJson<Record<string, string>>(appliedValue, {});
+  const before = parseJson<Record<string, string>>(stored.inverted ?? stored.legacy, {});
   let changed: Set<string> | null = null;
-  const touch = (target: string) => (changed ??= new Set(parseJson<string[]>(pendingValue, []))).add(target);
+  const touch = (target: string) => (changed ??= new Set(parseJson<string[]>(stored.pending, []))).add(target);
   for (const [target, anchor] of now) {
     if (Object.hasOwn(before, target) && before[target] === anchor) continue;
     tx.set(ANCHORS, anchorRow(target, source), ANCHOR_TEXT, anchor);
@@ -51,20 +87,31 @@ export function invertLinks(
   }
   if (changed === null) return 0;
   const set: Set<string> = changed;
-  if (now.size === 0) tx.delete(DOCS, row, LINKS_APPLIED);
-  else tx.set(DOCS, row, LINKS_APPLIED, JSON.stringify(Object.fromEntries(now)));
+  if (now.size === 0) {
+    if (stored.inverted !== null) tx.delete(DOCS, row, LINKS_INVERTED);
+  } else {
+    tx.set(DOCS, row, LINKS_INVERTED, JSON.stringify(Object.fromEntries(now)));
+  }
+  if (stored.legacy !== null) tx.delete(DOCS, row, LINKS_APPLIED_LEGACY);
   tx.set(DOCS, row, LINKS_CHANGED, JSON.stringify([...set].sort()));
+  if (!clusterRunFollows) tx.notify(DOCS, row, LINKS_DIRTY);
   return set.size;
 }
 
-/** The inversion as an observer body over `docs parsed:links` (see the header). */
+/** The inversion as an observer body over `docs parsed:links` (see the header); the relay is notified. */
 export function linkObserver() {
   return async (tx: Transaction, row: Uint8Array): Promise<void> => {
-    const [linksValue, appliedValue, pendingValue] = await tx.getMany(DOCS, [
-      { row, column: PARSED_LINKS },
-      { row, column: LINKS_APPLIED },
-      { row, column: LINKS_CHANGED },
-    ]);
-    invertLinks(tx, row, Buffer.from(row).toString('utf8'), parseJson<[string, string][]>(linksValue, []), appliedValue, pendingValue);
+    const [linksValue, ...stored] = await tx.getMany(
+      DOCS,
+      [PARSED_LINKS, ...STORED_LINK_COLUMNS].map((column) => ({ row, column })),
+    );
+    invertLinks(
+      tx,
+      row,
+      Buffer.from(row).toString('utf8'),
+      parseJson<[string, string][]>(linksValue ?? null, []),
+      storedLinks(stored),
+      false,
+    );
   };
 }

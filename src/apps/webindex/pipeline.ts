@@ -6,9 +6,11 @@
  * before loading documents, or the loads will not notify the observers.
  *
  * The chain for one new document: loader → process (parse and link inversion) → cluster → export,
- * and process → links.notify ⇢ cluster (of each linked document) → export. Solid arrows are strong notifications
- * written at the writer's commit timestamp, so each run starts after the data it reacts to is
- * committed; the one weak arrow (⇢) lets many links to one page collapse into one recount.
+ * and that cluster run, relaying the links, ⇢ cluster (of each linked document) → export. Solid
+ * arrows are strong notifications written at the writer's commit timestamp, so each run starts
+ * after the data it reacts to is committed; the weak arrow (⇢) lets many links to one page
+ * collapse into one recount. A link change without a change of keys (no cluster run follows)
+ * ⇢ links.relay instead, which relays it.
  */
 import type { Worker } from '../../notify/worker.js';
 import type { Percolator } from '../../txn/percolator.js';
@@ -18,7 +20,19 @@ import { linkNotifyObserver } from './link-notify-observer.js';
 import type { WebIndexMetrics } from './metrics.js';
 import type { KeyMode } from './parse.js';
 import { processObserver } from './process-observer.js';
-import { CLUSTERS, CLUSTER_STATE, DOCS, LINKS_APPLIED, OBSERVERS, PAGES, PARSED_KEYS, RANK_DIRTY, RAW_CONTENT, TABLES } from './schema.js';
+import {
+  CLUSTERS,
+  CLUSTER_STATE,
+  DOCS,
+  LINKS_APPLIED_LEGACY,
+  LINKS_DIRTY,
+  OBSERVERS,
+  PAGES,
+  PARSED_KEYS,
+  RANK_DIRTY,
+  RAW_CONTENT,
+  TABLES,
+} from './schema.js';
 
 export interface WebIndexOptions {
   /** Clustering keys: `content` (fingerprint only, default) or `content+url+title` (the paper's three). */
@@ -38,12 +52,14 @@ export function registerWebIndex(worker: Worker, options: WebIndexOptions = {}):
   worker.observe(RAW_CONTENT, OBSERVERS.process, processObserver({ keyMode: options.keyMode ?? 'content', metrics: options.metrics }), {
     table: PAGES,
   });
-  // Cluster before the relay: a row notified for both (a new document's parse) runs the cluster
-  // observer first, which does the relay's work in its own transaction; the relay then finds
-  // nothing left and commits nothing.
+  // Cluster before the relay: a row notified for both (two parses, one with new keys) runs the
+  // cluster observer first, which does the relay's work in its own transaction; the relay then
+  // finds nothing left and commits nothing.
   worker.observe(PARSED_KEYS, OBSERVERS.clusterKeys, cluster, { table: DOCS });
   worker.observe(RANK_DIRTY, OBSERVERS.clusterRank, cluster, { table: DOCS });
-  worker.observe(LINKS_APPLIED, OBSERVERS.linksNotify, linkNotifyObserver(), { table: DOCS });
+  const relay = linkNotifyObserver();
+  worker.observe(LINKS_DIRTY, OBSERVERS.linksRelay, relay, { table: DOCS });
+  worker.observe(LINKS_APPLIED_LEGACY, OBSERVERS.linksNotify, relay, { table: DOCS });
   worker.observe(CLUSTER_STATE, OBSERVERS.export, exportObserver({ metrics: options.metrics, nowMs: options.nowMs }), { table: CLUSTERS });
   return worker;
 }

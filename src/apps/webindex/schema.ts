@@ -50,10 +50,22 @@ export const PARSED_LINKS = 'parsed:links';
 export const PARSED_KEYS = 'parsed:keys';
 /** `raw:fetchedAt` of the fetch whose content `parsed:keys/title/text` reflect. */
 export const PARSED_FETCHED_AT = 'parsed:fetchedAt';
-/** JSON object target → anchor text: the links inverted into `anchors` (by `process`; observed by `links.notify`). */
-export const LINKS_APPLIED = 'links:applied';
+/** JSON object target → anchor text: the links inverted into `anchors` (by `process`; not observed). */
+export const LINKS_INVERTED = 'links:inverted';
+/**
+ * Where builds before 2026-11-26 kept `links:inverted`, observed by the relay: every link change
+ * then cost a relay run, although a cluster run had almost always relayed it already. The
+ * processor still reads it (when `links:inverted` is absent) and deletes it when it next writes
+ * the links; the relay still observes it for notifications such a build left behind.
+ */
+export const LINKS_APPLIED_LEGACY = 'links:applied';
 /** JSON array: every target whose anchors changed since the link relay last ran (not observed). */
 export const LINKS_CHANGED = 'links:changed';
+/**
+ * Weak-notification-only column: `links:changed` awaits the relay (observed by `links.relay`).
+ * Notified only by a link change that no cluster run of the document follows (link-observer.ts).
+ */
+export const LINKS_DIRTY = 'links:dirty';
 /** Weak-notification-only column: this document's in-links changed (observed by `cluster`). */
 export const RANK_DIRTY = 'rank:dirty';
 /** A cluster member's in-link count (decimal; absent = 0), as its last cluster run counted it. */
@@ -121,6 +133,9 @@ export interface ServingDoc {
 export const OBSERVERS = {
   process: 'webindex.process',
   links: 'webindex.links',
+  /** The relay on `links:dirty`. */
+  linksRelay: 'webindex.links.relay',
+  /** The relay on `links:applied` (LINKS_APPLIED_LEGACY): notifications left by earlier builds. */
   linksNotify: 'webindex.links.notify',
   clusterKeys: 'webindex.cluster.keys',
   clusterRank: 'webindex.cluster.rank',

@@ -11,12 +11,16 @@
  *   there (loader commit → the export that made the fetch searchable).
  *
  * Peak RSS of the process is sampled throughout (`peakRssMiB`, with `process.resourceUsage()`'s
- * maxRSS as a floor).
+ * maxRSS as a floor). Where the saturation phase's time went is in two ratios: how busy the JS
+ * thread was (`eventLoopUtilization`) and how many cores' worth of CPU the whole process used
+ * (`cpuCores`: LevelDB's compaction, V8's collector and libuv threads included). A JS thread well
+ * below 1 with the process near the machine's cores means the other threads took its core.
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { type RunSummary, runWebIndex } from '../apps/webindex/run.js';
 
 export interface WebIndexBenchOptions {
@@ -59,6 +63,10 @@ export interface WebIndexBenchResult {
     readonly p99LatencyMs: number;
     readonly elapsedMs: number;
     readonly window: number;
+    /** Fraction of the phase the JS thread was busy (perf_hooks event-loop utilization). */
+    readonly eventLoopUtilization: number;
+    /** The process's CPU time (every thread) over the phase's wall time: cores' worth used. */
+    readonly cpuCores: number;
   };
   readonly lightLoad: {
     readonly documents: number;
@@ -155,9 +163,13 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
   const window = options.window ?? DEFAULT_SATURATION_WINDOW;
   const rss = rssSampler();
   const cpu0 = process.cpuUsage();
+  const elu0 = performance.eventLoopUtilization();
+  const t0 = performance.now();
   options.log?.(`saturation: ${options.docs} documents, window ${window}`);
   const s = await phase(options, options.docs, { window });
   const cpu = process.cpuUsage(cpu0);
+  const elu = performance.eventLoopUtilization(elu0);
+  const wallMs = performance.now() - t0;
   const lightDocs = options.lightDocs ?? 200;
   const lightRate = options.lightRate ?? 20;
   let light: WebIndexBenchResult['lightLoad'] = null;
@@ -186,6 +198,8 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
       p99LatencyMs: s.p99LatencyMs,
       elapsedMs: s.loadAndProcessMs,
       window,
+      eventLoopUtilization: Math.round(elu.utilization * 1000) / 1000,
+      cpuCores: Math.round(((cpu.user + cpu.system) / 1000 / Math.max(1, wallMs)) * 100) / 100,
     },
     lightLoad: light,
     peakRssMiB: Math.round(peak.rss / 1024 / 1024),

@@ -20,10 +20,10 @@
  *   diff of states, so a link added and removed again before the relay runs is still relayed.
  * - Some transaction whose snapshot follows this commit relays the change list: the cluster run
  *   of the document when this transaction writes `parsed:keys` (its strong notification starts
- *   that run after this commit, and the run relays before anything else — cluster-observer.ts),
- *   else the relay, woken by a weak notification of `links:dirty` written here. Before, the relay
- *   observed the link set itself and ran after every link change, nearly always to find the
- *   cluster run had left it nothing: one transaction a document for nothing.
+ *   that run after this commit, and every such run relays before it writes anything else:
+ *   cluster-observer.ts), else the relay, woken by a weak notification of `links:dirty` written
+ *   here. Before, the relay observed the link set itself and ran after every link change, nearly
+ *   always to find the cluster run had left it nothing: one transaction a document for nothing.
  */
 import type { Transaction } from '../../txn/transaction.js';
 import {

@@ -59,7 +59,7 @@ export const LINKS_INVERTED = 'links:inverted';
  * the links; the relay still observes it for notifications such a build left behind.
  */
 export const LINKS_APPLIED_LEGACY = 'links:applied';
-/** JSON array: every target whose anchors changed since the link relay last ran (not observed). */
+/** JSON array: every target whose anchors changed since they were last relayed, by a cluster run or the relay (not observed). */
 export const LINKS_CHANGED = 'links:changed';
 /**
  * Weak-notification-only column: `links:changed` awaits the relay (observed by `links.relay`).

@@ -23,6 +23,7 @@ import { compileFilter, type CompiledFilter } from './filter/row-filter.js';
 import { collectColumn, gcRuleHasMaxAge, validateGcRule } from './gc-rule.js';
 import { CATALOG_KEY, prefixEnd, rowKeyFrom, rowKeyOf, tableBounds } from './key-layout.js';
 import type { KvEngine, KvOp, KvRange } from './kv-engine.js';
+import { ABSENT_ROW } from './encoded-row-cache.js';
 import { RowCache } from './row-cache.js';
 import { decodeRow, encodeRow, encodeRowCells } from './row-codec.js';
 import { RowLatches } from './row-latch.js';
@@ -64,7 +65,8 @@ interface RowPlan {
   readonly t: TableState;
   readonly key: Bytes;
   readonly ops: readonly KvOp[];
-  readonly updates: readonly [string, readonly Cell[], number][];
+  /** Cache entries: key, cells, the encoded row they are views into (none: deleted). */
+  readonly updates: readonly [string, readonly Cell[], Uint8Array | undefined][];
   readonly delta: number;
 }
 const DEFERRED = { deferred: true } as const;
@@ -79,8 +81,13 @@ const DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024;
 const DEFAULT_CACHE_BYTES = 128 * 1024 * 1024;
 
 export interface EngineStoreOptions extends StoreOptions {
-  /** Decoded-row cache budget in bytes (0 disables). */
+  /** Decoded-row cache budget in bytes (0 disables both tiers). */
   readonly cacheBytes?: number;
+  /**
+   * Budget of the row cache's second tier, rows the decoded tier evicted kept encoded
+   * (encoded-row-cache.ts). Default a quarter of `cacheBytes`; 0 disables it.
+   */
+  readonly encodedCacheBytes?: number;
 }
 
 export class EngineStore implements AtomicRowsStore {
@@ -105,7 +112,8 @@ export class EngineStore implements AtomicRowsStore {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.splitBytes = options.tabletSplitBytes ?? DEFAULT_SPLIT_BYTES;
     this.now = options.nowMicros ?? (() => Date.now() * 1000);
-    this.cache = new RowCache(options.cacheBytes ?? DEFAULT_CACHE_BYTES);
+    const cacheBytes = options.cacheBytes ?? DEFAULT_CACHE_BYTES;
+    this.cache = new RowCache(cacheBytes, options.encodedCacheBytes ?? cacheBytes / 4);
   }
 
   static async open(engine: KvEngine, url: string, options: EngineStoreOptions = {}): Promise<EngineStore> {
@@ -184,12 +192,16 @@ export class EngineStore implements AtomicRowsStore {
     return this.cache.get(ck) ?? this.loadMiss(t, gid, key, ck);
   }
 
-  /** loadGroup past a cache miss: the engine read, cached under `ck`. */
+  /** loadGroup past a miss in the decoded cache: the encoded tier or the engine, cached under `ck`. */
   private loadMiss(t: TableState, gid: number, key: Bytes, ck: string): readonly Cell[] {
-    const ek = rowKeyOf(t.prefix(gid), key);
-    const raw = this.engine.get(ek);
+    let raw = this.cache.takeEncoded(ck);
+    if (raw === ABSENT_ROW) {
+      this.cache.set(ck, EMPTY_CELLS, 0);
+      return EMPTY_CELLS;
+    }
+    raw ??= this.engine.get(rowKeyOf(t.prefix(gid), key));
     const cells = raw === undefined ? EMPTY_CELLS : this.decode(t, raw, key);
-    this.cache.set(ck, cells, raw?.byteLength ?? 0);
+    this.cache.set(ck, cells, raw?.byteLength ?? 0, raw);
     return cells;
   }
 
@@ -267,7 +279,7 @@ export class EngineStore implements AtomicRowsStore {
     if (mutated === null) return null;
     const next = this.collect(t, mutated, now);
     const ops: KvOp[] = [];
-    const updates: [string, readonly Cell[], number][] = [];
+    const updates: [string, readonly Cell[], Uint8Array | undefined][] = [];
     let delta = 0;
     for (let i = 0; i < groups.length; i++) {
       const gid = groups[i] as number;
@@ -277,13 +289,13 @@ export class EngineStore implements AtomicRowsStore {
       const ek = rowKeyOf(t.prefix(gid), key);
       if (mine.length === 0) {
         ops.push({ type: 'del', key: ek });
-        updates.push([ek.toString('latin1'), EMPTY_CELLS, 0]);
+        updates.push([ek.toString('latin1'), EMPTY_CELLS, undefined]);
       } else {
         const { value, cells: views } = encodeRowCells(mine);
         ops.push({ type: 'put', key: ek, value });
         // Cache views into the encoded row, not `mine`: the mutation's values are views into the
         // caller's buffers (pool slabs, scratch space) that the budget cannot see.
-        updates.push([ek.toString('latin1'), views, value.byteLength]);
+        updates.push([ek.toString('latin1'), views, value]);
       }
       delta += cellsBytes(mine) - cellsBytes(old);
     }
@@ -300,7 +312,7 @@ export class EngineStore implements AtomicRowsStore {
       throw e;
     }
     for (const p of plans) {
-      for (const [ck, cells, bytes] of p.updates) this.cache.set(ck, cells, bytes);
+      for (const [ck, cells, raw] of p.updates) this.cache.set(ck, cells, raw?.byteLength ?? 0, raw);
       this.account(p.t, p.key, p.delta);
     }
   }

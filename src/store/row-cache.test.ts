@@ -1,6 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { ABSENT_ROW } from './encoded-row-cache.js';
 import { CELL_OVERHEAD_BYTES, DERIVED_OVERHEAD_BYTES, ENTRY_OVERHEAD_BYTES, RowCache } from './row-cache.js';
 import { encodeRowCells } from './row-codec.js';
 import type { Cell } from './types.js';
@@ -129,6 +130,36 @@ describe('RowCache', () => {
     cache.derive('r009', () => ({}));
     // Every entry was hot: the clock cleared them all, then took the oldest.
     expect(keys.filter((k) => cache.get(k) !== undefined)).toEqual(keys.slice(1));
+  });
+
+  it('keeps the rows it evicts in its second tier as their encoded bytes, if it was given them', () => {
+    const row = (i: number) =>
+      encodeRowCells([{ family: 'f', qualifier: Buffer.from('c'), timestamp: i, value: Buffer.from(`v${i}`), labels: [] }]);
+    const r0 = row(0);
+    const entry = r0.value.byteLength + 4 + ENTRY_OVERHEAD_BYTES + CELL_OVERHEAD_BYTES;
+    const cache = new RowCache(entry * 8, 1024 * 1024);
+    const fill = (from: number) => {
+      for (let i = from; i < from + 8; i++) {
+        const r = row(i);
+        cache.set(`f${String(i).padStart(3, '0')}`, r.cells, r.value.byteLength, r.value);
+      }
+    };
+    cache.set('r000', r0.cells, r0.value.byteLength, r0.value);
+    cache.set('r001', r0.cells, r0.value.byteLength); // without its bytes: cannot be demoted
+    cache.set('gone', [], 0); // absent rows need no bytes
+    fill(100); // evicts the three
+    expect(cache.get('r000')).toBeUndefined();
+    expect(cache.takeEncoded('r000')).toBe(r0.value);
+    expect(cache.takeEncoded('r000')).toBeUndefined(); // handed back once
+    expect(cache.takeEncoded('r001')).toBeUndefined();
+    expect(cache.takeEncoded('gone')).toBe(ABSENT_ROW);
+    fill(200); // demotes f100..f107
+    cache.delete('f100');
+    expect(cache.takeEncoded('f100')).toBeUndefined();
+    cache.set('f101', r0.cells, r0.value.byteLength, r0.value); // back in the decoded tier: not in both
+    expect(cache.takeEncoded('f101')).toBeUndefined();
+    cache.clear();
+    expect(cache.takeEncoded('f102')).toBeUndefined();
   });
 
   it('caches nothing with a budget of 0', () => {

@@ -13,8 +13,12 @@
  * object plus two typed-array views (~270 bytes on V8), often ten times its encoded size for
  * Percolator's small lock and write cells. Counting encoded bytes alone let a "128 MiB" cache
  * hold about a gigabyte.
+ *
+ * Rows this tier evicts go, as their encoded bytes, to a second tier (encoded-row-cache.ts) when
+ * it has a budget: `takeEncoded` hands such a row back for the caller to decode and `set` again.
  */
 import { Queue } from '../util/queue.js';
+import { ABSENT_ROW, EncodedRowCache } from './encoded-row-cache.js';
 import type { Cell } from './types.js';
 
 const EMPTY: readonly Cell[] = Object.freeze([]);
@@ -28,6 +32,8 @@ interface Entry {
   readonly key: string;
   /** Emptied when the entry dies: the eviction queue may hold a dead entry for a while. */
   cells: readonly Cell[];
+  /** The encoded row the cells are views into (ABSENT_ROW: absent; null: unknown, not demoted). */
+  raw: Uint8Array | null;
   bytes: number;
   hot: boolean;
   /** False once replaced or deleted: the queue drops it when it reaches the head. */
@@ -48,8 +54,15 @@ export class RowCache {
   /** Eviction order (insertion, second chances re-queued), including dead entries. */
   private readonly order = new Queue<Entry>();
   private bytes = 0;
+  private readonly encoded: EncodedRowCache;
 
-  constructor(private readonly budgetBytes: number) {}
+  /** `encodedBudgetBytes`: the second tier's budget (0: evicted rows are forgotten). */
+  constructor(
+    private readonly budgetBytes: number,
+    encodedBudgetBytes = 0,
+  ) {
+    this.encoded = new EncodedRowCache(encodedBudgetBytes);
+  }
 
   get(key: string): readonly Cell[] | undefined {
     const e = this.map.get(key);
@@ -79,13 +92,25 @@ export class RowCache {
     return d;
   }
 
-  /** Caches `cells` (views into an encoded row of `bytes` bytes; none for an absent row). */
-  set(key: string, cells: readonly Cell[], bytes: number): void {
+  /**
+   * Caches `cells` (views into an encoded row of `bytes` bytes; none for an absent row). With
+   * `raw`, that encoded row, the row can go to the second tier when this one evicts it.
+   */
+  set(key: string, cells: readonly Cell[], bytes: number, raw?: Uint8Array): void {
     if (this.budgetBytes <= 0) return;
     this.delete(key);
     const size = bytes + key.length + ENTRY_OVERHEAD_BYTES + cells.length * CELL_OVERHEAD_BYTES;
     if (size > this.budgetBytes / 4) return;
-    const e: Entry = { key, cells: cells.length === 0 ? EMPTY : cells, bytes: size, hot: false, live: true, deriver: null, derived: null };
+    const e: Entry = {
+      key,
+      cells: cells.length === 0 ? EMPTY : cells,
+      raw: cells.length === 0 ? ABSENT_ROW : (raw ?? null),
+      bytes: size,
+      hot: false,
+      live: true,
+      deriver: null,
+      derived: null,
+    };
     this.map.set(key, e);
     this.order.push(e);
     this.bytes += size;
@@ -101,6 +126,7 @@ export class RowCache {
         oldest.hot = false;
         this.order.push(oldest); // second chance
       } else {
+        if (oldest.raw !== null) this.encoded.put(oldest.key, oldest.raw);
         this.drop(oldest);
       }
     }
@@ -108,9 +134,18 @@ export class RowCache {
     if (this.order.size > 2 * this.map.size + 1024) this.order.retain((x) => x.live);
   }
 
+  /**
+   * The encoded row of `key` if the second tier holds it (ABSENT_ROW: absent), removed from that
+   * tier: the caller decodes it and `set`s it back into this one. Undefined if not there.
+   */
+  takeEncoded(key: string): Uint8Array | undefined {
+    return this.encoded.take(key);
+  }
+
   delete(key: string): void {
     const e = this.map.get(key);
     if (e !== undefined) this.drop(e);
+    this.encoded.delete(key);
   }
 
   clear(): void {
@@ -118,6 +153,7 @@ export class RowCache {
     this.map.clear();
     this.order.drain();
     this.bytes = 0;
+    this.encoded.clear();
   }
 
   private drop(e: Entry): void {
@@ -126,6 +162,7 @@ export class RowCache {
     // many as live ones, for rows rewritten over and over): they must not keep their rows alive,
     // or a cache of such rows holds up to ~3x its budget.
     e.cells = EMPTY;
+    e.raw = null;
     e.deriver = null;
     e.derived = null;
     this.map.delete(e.key);

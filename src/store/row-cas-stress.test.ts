@@ -5,6 +5,8 @@
  * all along (snapshots waiting for deferred groups). Sixteen writers increment per-row counters
  * with compare-and-set: a stale row read by a conditional mutation would let two writers win
  * with the same expected value (a lost update), and a lost cell would show as a missing payload.
+ * Run twice: evicted rows forgotten, and evicted rows kept encoded in the cache's second tier
+ * (nearly every read then promotes a row from it).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,9 +21,12 @@ const D = Buffer.from('d');
 const counter = (n: number) => Buffer.from(String(n).padStart(10, '0'));
 const latestCounter: RowFilter = { chain: [{ familyNameRegexFilter: 'f' }, { cellsPerColumnLimitFilter: 1 }] };
 
-it('conditional increments never lose an update or a cell with a tiny row cache and deferred writes', async () => {
+it.each([
+  ['evicted rows forgotten', 0],
+  ['evicted rows kept encoded', 1024 * 1024],
+])('conditional increments never lose an update or a cell with a tiny row cache and deferred writes (%s)', async (_, encodedCacheBytes) => {
   const dir = await mkdtemp(join(tmpdir(), 'percolator-cas-'));
-  const store = await openStore(`file:${dir}`, { cacheBytes: 8 * 1024, gcIntervalMs: 0 });
+  const store = await openStore(`file:${dir}`, { cacheBytes: 8 * 1024, encodedCacheBytes, gcIntervalMs: 0 });
   try {
     await store.createTable('t', { families: { f: {}, g: {}, n: { localityGroup: 'side' } } });
     for (let r = 0; r < ROWS; r++) {

@@ -54,13 +54,20 @@ const ROWS = ['r1', 'r2', 'r3'];
 const COLUMNS = ['c:x', 'c:y', 'd:z'];
 
 describe('readVersionNow', () => {
-  for (const [name, cacheBytes] of [
-    ['a cache that keeps every row', undefined],
-    ['a cache that keeps almost nothing', 4096],
-    ['no cache', 0],
+  for (const [name, cacheBytes, encodedCacheBytes] of [
+    ['a cache that keeps every row', undefined, undefined],
+    ['a cache that keeps almost nothing', 4096, 0],
+    ['a cache that keeps almost nothing decoded, the rest encoded', 4096, 1024 * 1024],
+    ['no cache', 0, undefined],
   ] as const) {
     it(`agrees with the row's history at random timestamps, through ${name}`, async () => {
-      const store = atomicRowsOf(await openStore('memory:', { gcIntervalMs: 0, ...(cacheBytes === undefined ? {} : { cacheBytes }) }));
+      const store = atomicRowsOf(
+        await openStore('memory:', {
+          gcIntervalMs: 0,
+          ...(cacheBytes === undefined ? {} : { cacheBytes }),
+          ...(encodedCacheBytes === undefined ? {} : { encodedCacheBytes }),
+        }),
+      );
       if (store === null) throw new Error('memory: implements the atomic extension');
       await store.createTable('t', PERCOLATOR_TABLE_SPEC);
       const ctx: ReadContext = { syncStore: store, lockWaitMs: 0, liveness: { isAlive: async () => true }, nowMs: () => 0 };

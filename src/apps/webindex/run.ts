@@ -102,6 +102,7 @@ export const DEFAULT_SYNTHETIC_DOCS = 2_000;
  * 128 MB grew the process by ~100 KB per document; 8 MB costs no measurable throughput here.
  */
 export const ROW_CACHE_BYTES = 8 * 1024 * 1024;
+export const ENCODED_ROW_CACHE_BYTES = 32 * 1024 * 1024;
 
 /**
  * LevelDB budgets of the `file:` store this module opens. The engine's defaults (256 MiB block
@@ -115,6 +116,7 @@ export const LEVEL_WRITE_BUFFER_BYTES = 16 * 1024 * 1024;
 async function openWebIndexStore(url: string): Promise<Store> {
   return openStore(url, {
     cacheBytes: ROW_CACHE_BYTES,
+    encodedCacheBytes: ENCODED_ROW_CACHE_BYTES,
     level: { cacheSize: LEVEL_CACHE_BYTES, writeBufferSize: LEVEL_WRITE_BUFFER_BYTES },
   });
 }

@@ -24,6 +24,7 @@ import { collectColumn, gcRuleHasMaxAge, validateGcRule } from './gc-rule.js';
 import { CATALOG_KEY, prefixEnd, rowKeyFrom, rowKeyOf, tableBounds } from './key-layout.js';
 import type { KvEngine, KvOp, KvRange } from './kv-engine.js';
 import { ABSENT_ROW } from './encoded-row-cache.js';
+import { KeyFilter } from './key-filter.js';
 import { RowCache } from './row-cache.js';
 import { decodeRow, encodeRow, encodeRowCells } from './row-codec.js';
 import { RowLatches } from './row-latch.js';
@@ -54,6 +55,9 @@ import type {
 import { validateFamilyName, validateMutations, validateRowKey, validateRules, validateTableName } from './validate.js';
 
 const EMPTY_CELLS: readonly Cell[] = Object.freeze([]);
+/** The engine's data keys (key-layout.ts): every row of every table, not the catalog. */
+const DATA_START = Uint8Array.of(0x01);
+const DATA_END = Uint8Array.of(0x02);
 
 /** A row group's row-cache key: its engine key as latin1 (the engine key is built only on a miss). */
 function cacheKey(t: TableState, gid: number, key: Bytes): string {
@@ -97,6 +101,9 @@ export class EngineStore implements AtomicRowsStore {
   private readonly splitBytes: number;
   private readonly now: () => number;
   private readonly cache: RowCache;
+  /** Every engine key written or found at open (key-filter.ts): proves rows absent without a read. */
+  private readonly keys = new KeyFilter();
+  private keysKnown: Promise<void> = Promise.resolve();
   private readonly latches = new RowLatches();
   private readonly tables = new Map<string, TableState>();
   private readonly filters = new WeakMap<RowFilter, CompiledFilter>();
@@ -131,12 +138,40 @@ export class EngineStore implements AtomicRowsStore {
       for (const t of catalog.tables) store.tables.set(t.name, new TableState(t));
       for (const t of store.tables.values()) if (t.purges.length > 0) await store.runPurges(t);
     }
+    store.keysKnown = store.fillKeyFilter();
+    store.track(store.keysKnown);
     const gcMs = options.gcIntervalMs ?? 60_000;
     if (gcMs > 0) {
       store.gcTimer = setInterval(() => store.track(store.sweepGarbage().catch(() => undefined)), gcMs);
       store.gcTimer.unref();
     }
     return store;
+  }
+
+  /**
+   * Resolves once the opening scan has put every key in the key filter (reads of absent rows then
+   * no longer reach the engine), or has stopped without (the store closed).
+   */
+  whenKeysKnown(): Promise<void> {
+    return this.keysKnown;
+  }
+
+  /**
+   * Adds every data key the engine holds to the key filter, then lets reads trust it. Keys written
+   * meanwhile are added by their writes (planRewrite), so none is missed: the scan's snapshot has
+   * every key written before it, the writes every key after. Stops (the filter never becomes
+   * ready) if the store closes or the scan fails.
+   */
+  private async fillKeyFilter(): Promise<void> {
+    try {
+      for await (const batch of this.engine.iterate({ gte: DATA_START, lt: DATA_END, keysOnly: true })) {
+        if (this.closed) return;
+        for (const e of batch) this.keys.add(bytesKey(e.key));
+      }
+      this.keys.ready = true;
+    } catch {
+      // Reads keep asking the engine.
+    }
   }
 
   // ------------------------------------------------------------------------------------------
@@ -196,6 +231,10 @@ export class EngineStore implements AtomicRowsStore {
   private loadMiss(t: TableState, gid: number, key: Bytes, ck: string): readonly Cell[] {
     let raw = this.cache.takeEncoded(ck);
     if (raw === ABSENT_ROW) {
+      this.cache.set(ck, EMPTY_CELLS, 0);
+      return EMPTY_CELLS;
+    }
+    if (raw === undefined && this.keys.ready && !this.keys.mayContain(ck)) {
       this.cache.set(ck, EMPTY_CELLS, 0);
       return EMPTY_CELLS;
     }
@@ -293,9 +332,12 @@ export class EngineStore implements AtomicRowsStore {
       } else {
         const { value, cells: views } = encodeRowCells(mine);
         ops.push({ type: 'put', key: ek, value });
+        const ck = ek.toString('latin1');
+        // Before the write can be seen: a reader trusting the filter must find the key in it.
+        if (old.length === 0) this.keys.add(ck);
         // Cache views into the encoded row, not `mine`: the mutation's values are views into the
         // caller's buffers (pool slabs, scratch space) that the budget cannot see.
-        updates.push([ek.toString('latin1'), views, value]);
+        updates.push([ck, views, value]);
       }
       delta += cellsBytes(mine) - cellsBytes(old);
     }

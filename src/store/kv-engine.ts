@@ -33,6 +33,8 @@ export interface KvRange {
    * so a scan for one row does not fetch a full batch. Later batches grow as usual.
    */
   readonly expect?: number;
+  /** Only the keys are wanted: entries' values may be empty (a scan of keys reads less). */
+  readonly keysOnly?: boolean;
 }
 
 export interface KvWriteOptions {

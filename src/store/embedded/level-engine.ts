@@ -224,6 +224,7 @@ interface Group {
 type State = 'open' | 'closing' | 'closed';
 
 const RESOLVED = Promise.resolve();
+const NO_VALUE = new Uint8Array(0);
 const SYNC = { sync: true } as const;
 
 class LevelEngineImpl implements LevelEngine {
@@ -286,10 +287,11 @@ class LevelEngineImpl implements LevelEngine {
     if (this.state !== 'open') throw this.closedError();
     // highWaterMarkBytes bounds what one native nextv() buffers (default 16 KiB, ~100 small
     // entries per thread-pool round trip); 1 MiB lets the growing batch size take effect.
-    const opts: { gte?: Uint8Array; lt?: Uint8Array; reverse: boolean; keys: true; values: true; highWaterMarkBytes: number } = {
+    const values = range.keysOnly !== true;
+    const opts: { gte?: Uint8Array; lt?: Uint8Array; reverse: boolean; keys: true; values: boolean; highWaterMarkBytes: number } = {
       reverse: range.reverse === true,
       keys: true,
-      values: true,
+      values,
       highWaterMarkBytes: MiB,
     };
     if (range.gte !== undefined) opts.gte = range.gte;
@@ -314,7 +316,7 @@ class LevelEngineImpl implements LevelEngine {
         const out: KvEntry[] = new Array(len);
         for (let i = 0; i < len; i++) {
           const e = entries[i];
-          out[i] = { key: e[0], value: e[1] };
+          out[i] = { key: e[0], value: values ? e[1] : NO_VALUE };
         }
         yield out;
         if (n < 4096) n = Math.min(4096, Math.max(64, n * 2)); // small first batches for short scans, big ones for long scans

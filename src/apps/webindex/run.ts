@@ -103,9 +103,11 @@ export const DEFAULT_SYNTHETIC_DOCS = 2_000;
  */
 export const ROW_CACHE_BYTES = 8 * 1024 * 1024;
 /**
- * Budget of the row cache's second tier (encoded rows, store/encoded-row-cache.ts): a ring of
- * 32 MiB holds the rows of the ~4 000 documents in flight that the small decoded tier evicts
- * between one observer and the next, at a fraction of the decoded tier's heap per row.
+ * Budget of the row cache's second tier (encoded rows, store/encoded-row-cache.ts): a 32 MiB ring
+ * and its map, holding the rows of the ~4 000 documents in flight that the small decoded tier
+ * evicts between one observer and the next, at a fraction of the decoded tier's heap per row.
+ * At 100 000 documents it and the store's key filter took the rate from 69 to 81 documents/s
+ * (BENCHMARKS.md, 2026-11-26 fifth session); at 8 000 they changed nothing measurable.
  */
 export const ENCODED_ROW_CACHE_BYTES = 64 * 1024 * 1024;
 

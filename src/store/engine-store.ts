@@ -21,7 +21,7 @@ import { cellsBytes, makeCell, mergeGroups, upsertCell } from './cells.js';
 import { StoreError, keyHex } from './errors.js';
 import { compileFilter, type CompiledFilter } from './filter/row-filter.js';
 import { collectColumn, gcRuleHasMaxAge, validateGcRule } from './gc-rule.js';
-import { CATALOG_KEY, KEY_FILTER_KEY, prefixEnd, rowKeyFrom, rowKeyOf, tableBounds } from './key-layout.js';
+import { CATALOG_KEY, prefixEnd, rowKeyFrom, rowKeyOf, tableBounds } from './key-layout.js';
 import type { KvEngine, KvOp, KvRange } from './kv-engine.js';
 import { ABSENT_ROW } from './encoded-row-cache.js';
 import { KeyFilter } from './key-filter.js';
@@ -102,7 +102,7 @@ export class EngineStore implements AtomicRowsStore {
   private readonly now: () => number;
   private readonly cache: RowCache;
   /** Every engine key written or found at open (key-filter.ts): proves rows absent without a read. */
-  private keys = new KeyFilter();
+  private readonly keys = new KeyFilter();
   private keysKnown: Promise<void> = Promise.resolve();
   private readonly latches = new RowLatches();
   private readonly tables = new Map<string, TableState>();
@@ -138,16 +138,8 @@ export class EngineStore implements AtomicRowsStore {
       for (const t of catalog.tables) store.tables.set(t.name, new TableState(t));
       for (const t of store.tables.values()) if (t.purges.length > 0) await store.runPurges(t);
     }
-    // A filter saved by a clean close is used once: deleted, durably, before any write can
-    // happen, so that a crash from here on leaves none to trust (key-filter.ts).
-    const saved = engine.get(KEY_FILTER_KEY);
-    const loaded = saved === undefined ? null : KeyFilter.deserialize(saved);
-    if (saved !== undefined) await engine.write([{ type: 'del', key: KEY_FILTER_KEY }]);
-    if (loaded !== null) store.keys = loaded;
-    else {
-      store.keysKnown = store.fillKeyFilter();
-      store.track(store.keysKnown);
-    }
+    store.keysKnown = store.fillKeyFilter();
+    store.track(store.keysKnown);
     const gcMs = options.gcIntervalMs ?? 60_000;
     if (gcMs > 0) {
       store.gcTimer = setInterval(() => store.track(store.sweepGarbage().catch(() => undefined)), gcMs);
@@ -1089,8 +1081,6 @@ export class EngineStore implements AtomicRowsStore {
     try {
       this.closed = false;
       await this.saveCatalog();
-      // The last write: every key the engine holds is in the filter (nothing writes after it).
-      if (this.keys.ready) await this.engine.write([{ type: 'put', key: KEY_FILTER_KEY, value: this.keys.serialize() }]);
     } finally {
       this.closed = true;
       await this.engine.close();

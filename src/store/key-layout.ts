@@ -2,7 +2,6 @@
  * How the Bigtable model maps onto the engine's flat ordered key space (docs/format.md).
  *
  *   0x00 "catalog"                               → JSON catalog (tables, families, locality groups, tablets)
- *   0x00 "keyfilter"                             → the key filter a clean close saved (key-filter.ts), until the next open
  *   0x01 tableId:u32be lgId:u16be rowKey          → one row's cells of one locality group (row-codec.ts)
  *
  * Invariants: table ids are never reused (a deleted table's keys can be cleared lazily without a
@@ -12,8 +11,6 @@
  */
 
 export const CATALOG_KEY = Uint8Array.from([0x00, ...Buffer.from('catalog')]);
-/** The key filter saved by a clean close (key-filter.ts), deleted when the store next opens. */
-export const KEY_FILTER_KEY = Uint8Array.from([0x00, ...Buffer.from('keyfilter')]);
 const DATA_TAG = 0x01;
 export const PREFIX_BYTES = 7;
 

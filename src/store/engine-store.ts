@@ -230,11 +230,8 @@ export class EngineStore implements AtomicRowsStore {
   /** loadGroup past a miss in the decoded cache: the encoded tier or the engine, cached under `ck`. */
   private loadMiss(t: TableState, gid: number, key: Bytes, ck: string): readonly Cell[] {
     let raw = this.cache.takeEncoded(ck);
-    if (raw === ABSENT_ROW) {
-      this.cache.set(ck, EMPTY_CELLS, 0);
-      return EMPTY_CELLS;
-    }
-    if (raw === undefined && this.keys.ready && !this.keys.mayContain(ck)) {
+    // Absent as the encoded tier remembers it, or as the key filter proves it: no engine read.
+    if (raw === ABSENT_ROW || (raw === undefined && this.keys.ready && !this.keys.mayContain(ck))) {
       this.cache.set(ck, EMPTY_CELLS, 0);
       return EMPTY_CELLS;
     }

@@ -102,7 +102,7 @@ export class EngineStore implements AtomicRowsStore {
   private readonly now: () => number;
   private readonly cache: RowCache;
   /** Every engine key written or found at open (key-filter.ts): proves rows absent without a read. */
-  private readonly keys = new KeyFilter();
+  private keys = new KeyFilter();
   private keysKnown: Promise<void> = Promise.resolve();
   private readonly latches = new RowLatches();
   private readonly tables = new Map<string, TableState>();
@@ -138,8 +138,15 @@ export class EngineStore implements AtomicRowsStore {
       for (const t of catalog.tables) store.tables.set(t.name, new TableState(t));
       for (const t of store.tables.values()) if (t.purges.length > 0) await store.runPurges(t);
     }
-    store.keysKnown = store.fillKeyFilter();
-    store.track(store.keysKnown);
+    // A filter the last close sealed, if the engine proves nothing was written since (kv-engine.ts);
+    // otherwise the opening scan.
+    const sealed = engine.takeSealed?.() ?? null;
+    const loaded = sealed === null ? null : KeyFilter.deserialize(sealed);
+    if (loaded !== null) store.keys = loaded;
+    else {
+      store.keysKnown = store.fillKeyFilter();
+      store.track(store.keysKnown);
+    }
     const gcMs = options.gcIntervalMs ?? 60_000;
     if (gcMs > 0) {
       store.gcTimer = setInterval(() => store.track(store.sweepGarbage().catch(() => undefined)), gcMs);
@@ -1075,12 +1082,15 @@ export class EngineStore implements AtomicRowsStore {
     this.closed = true;
     await Promise.allSettled([...this.background]);
     await this.adminTail;
+    let seal: Uint8Array | undefined;
     try {
       this.closed = false;
       await this.saveCatalog();
+      // Every key the engine holds is in a ready filter, and nothing writes after this point.
+      if (this.keys.ready) seal = this.keys.serialize();
     } finally {
       this.closed = true;
-      await this.engine.close();
+      await this.engine.close(seal);
     }
   }
 }

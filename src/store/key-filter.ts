@@ -8,15 +8,22 @@
  * Invariants: a key is added before any write of it can become visible (at plan time, under the
  * row's latch), and a key the engine held when the store opened is added by the opening scan
  * before `ready` turns true. So once ready, `mayContain(k) === false` proves k absent. Keys are
- * never removed (a deleted row only costs a false positive). The opening scan costs ~3.5 µs of JS
- * time a key (15 s for 4 million keys); it is not saved across opens (docs/durability.md says why).
+ * never removed (a deleted row only costs a false positive).
+ *
+ * Persistence (engine-store.ts): a clean close hands the filter to the engine as a seal, and the
+ * next open uses it only if the engine proves nothing was written since (LevelDB: its sequence
+ * number, embedded/level-seal.ts). Otherwise — a crash, an older build or another tool wrote in
+ * between — the opening scan rebuilds it: ~3.5 µs of JS time a key (15 s for 4 million keys).
  *
  * Sizing: layers of 10 bits a key and 7 probes (~1 % false positives each); when the newest layer
  * is full, a new one four times larger is added, so the filter grows with the store without
  * knowing its size (a few MiB for millions of keys). Single-threaded.
  */
 
+import { crc32 } from 'node:zlib';
+
 const BITS_PER_KEY = 10;
+const FORMAT_VERSION = 1;
 const PROBES = 7;
 const FIRST_CAPACITY = 1 << 16;
 const GROWTH = 4;
@@ -36,11 +43,60 @@ function layer(capacity: number): Layer {
 }
 
 export class KeyFilter {
-  private readonly layers: Layer[] = [layer(FIRST_CAPACITY)];
+  private layers: Layer[] = [layer(FIRST_CAPACITY)];
   private h1 = 0;
   private h2 = 0;
   /** True once every key the engine held at open has been added. */
   ready = false;
+
+  /**
+   * The filter as bytes: crc32:u32be (of the rest), version:u32be, layers:u32be, then per layer
+   * capacity:u32be count:u32be words:u32be and the words (little-endian, as in memory).
+   */
+  serialize(): Buffer {
+    let size = 12;
+    for (const l of this.layers) size += 12 + l.words.byteLength;
+    const out = Buffer.alloc(size);
+    out.writeUInt32BE(FORMAT_VERSION, 4);
+    out.writeUInt32BE(this.layers.length, 8);
+    let at = 12;
+    for (const l of this.layers) {
+      out.writeUInt32BE(l.capacity, at);
+      out.writeUInt32BE(l.count, at + 4);
+      out.writeUInt32BE(l.words.length, at + 8);
+      at += 12;
+      Buffer.from(l.words.buffer, l.words.byteOffset, l.words.byteLength).copy(out, at);
+      at += l.words.byteLength;
+    }
+    out.writeUInt32BE(crc32(out.subarray(4)), 0);
+    return out;
+  }
+
+  /** A filter from `serialize`'s bytes (ready), or null if they are not a well-formed filter. */
+  static deserialize(bytes: Uint8Array): KeyFilter | null {
+    const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (b.length < 12 || b.readUInt32BE(0) !== crc32(b.subarray(4)) || b.readUInt32BE(4) !== FORMAT_VERSION) return null;
+    const layers: Layer[] = [];
+    let at = 12;
+    for (let i = b.readUInt32BE(8); i > 0; i--) {
+      if (at + 12 > b.length) return null;
+      const capacity = b.readUInt32BE(at);
+      const count = b.readUInt32BE(at + 4);
+      const n = b.readUInt32BE(at + 8);
+      at += 12;
+      const bits = n * 32;
+      if (n === 0 || (bits & (bits - 1)) !== 0 || at + n * 4 > b.length) return null;
+      const words = new Uint32Array(n);
+      Buffer.from(words.buffer).set(b.subarray(at, at + n * 4));
+      at += n * 4;
+      layers.push({ words, mask: bits - 1, capacity, count });
+    }
+    if (layers.length === 0 || at !== b.length) return null;
+    const f = new KeyFilter();
+    f.layers = layers;
+    f.ready = true;
+    return f;
+  }
 
   /** Two 32-bit hashes of a latin1 key (FNV-1a and a multiply-xorshift), for double hashing. */
   private hash(key: string): void {

@@ -54,5 +54,16 @@ export interface KvEngine {
   write(ops: readonly KvOp[], options?: KvWriteOptions): Promise<void>;
   /** Deletes every key in the range (not atomic with other writes; durable when resolved). */
   clear(range: KvRange): Promise<void>;
-  close(): Promise<void>;
+  /**
+   * Closes once every write has landed. With `seal`, a durable engine keeps those bytes beside its
+   * data for the next open, bound to the exact data it holds now (see `takeSealed`); engines that
+   * cannot bind them ignore it.
+   */
+  close(seal?: Uint8Array): Promise<void>;
+  /**
+   * The bytes the previous close sealed — only if the engine can prove that nothing has been
+   * written since that close (by any process, any build, before or after a crash); otherwise
+   * null. Answers once (later calls: null). Optional: an engine without it never seals.
+   */
+  takeSealed?(): Uint8Array | null;
 }

@@ -630,3 +630,69 @@ describe('deferred writes', () => {
     expect(Buffer.from(e.get(s('k')) as Uint8Array).toString()).toBe('durable');
   });
 });
+
+describe('seals (bytes a clean close leaves for the next open)', () => {
+  const payload = (n: number): Uint8Array => Uint8Array.from({ length: n }, (_, i) => (i * 7) & 0xff);
+  /** Opens the directory as LevelDB itself, as a build or tool that knows nothing of seals. */
+  async function raw(dir: string, body: (db: ClassicLevel<string, string>) => Promise<void>): Promise<void> {
+    const db = new ClassicLevel<string, string>(dir);
+    await db.open();
+    try {
+      await body(db);
+    } finally {
+      await db.close();
+    }
+  }
+
+  it('come back once, to the next open only, even after writes that moved LevelDB to new logs and tables', async () => {
+    const dir = tempDir();
+    const e = await open(dir, { writeBufferSize: 64 * 1024 });
+    for (let i = 0; i < 40; i++) await e.write(Array.from({ length: 50 }, (_, j) => put(s(`k${i}-${j}`), randomBytes(200))));
+    await e.write([put(s('last'), s('deferred'))], { deferred: true }); // still in flight when close starts
+    await e.close(payload(5000));
+    expect(files(dir, /^\d+\.ldb$/).length).toBeGreaterThan(0); // the flushes happened
+    const again = await open(dir);
+    expect(hex(again.takeSealed() ?? b())).toBe(hex(payload(5000)));
+    expect(again.takeSealed()).toBeNull();
+    expect(Buffer.from(again.get(s('last')) as Uint8Array).toString()).toBe('deferred');
+    await again.close(); // no seal given: none left
+    const third = await open(dir);
+    expect(third.takeSealed()).toBeNull();
+  });
+
+  it('are refused once anything wrote after them, and kept when something only opened the database', async () => {
+    const dir = tempDir();
+    const e = await open(dir);
+    await e.write([put(s('a'), s('1'))]);
+    await e.close(payload(10));
+    const sealed = readFileSync(join(dir, 'PERCOLATOR-SEAL'));
+
+    await raw(dir, async () => undefined); // opened and closed, nothing written
+    const kept = await open(dir);
+    expect(hex(kept.takeSealed() ?? b())).toBe(hex(payload(10)));
+    await kept.close(payload(11));
+
+    await raw(dir, (db) => db.put('b', '2')); // one write by a build that knows no seals
+    const refused = await open(dir);
+    expect(refused.takeSealed()).toBeNull();
+    await refused.close();
+
+    // A seal file left behind by a crash (the engine closed without sealing) is refused too.
+    const crashed = await open(dir);
+    await crashed.write([put(s('c'), s('3'))]);
+    await crashed.close();
+    writeFileSync(join(dir, 'PERCOLATOR-SEAL'), sealed);
+    const afterCrash = await open(dir);
+    expect(afterCrash.takeSealed()).toBeNull();
+    await afterCrash.close(payload(12));
+
+    // A damaged seal file is refused, never misread.
+    const good = readFileSync(join(dir, 'PERCOLATOR-SEAL'));
+    const bad = Buffer.from(good);
+    bad[bad.length - 1] = (bad[bad.length - 1] as number) ^ 1;
+    writeFileSync(join(dir, 'PERCOLATOR-SEAL'), bad);
+    const damaged = await open(dir);
+    expect(damaged.takeSealed()).toBeNull();
+    expect(Buffer.from(damaged.get(s('c')) as Uint8Array).toString()).toBe('3');
+  });
+});

@@ -61,6 +61,7 @@ import { ClassicLevel, type Iterator as LevelIterator } from 'classic-level';
 import { bytesKey } from '../bytes.js';
 import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
+import { takeSeal, writeSeal } from './level-seal.js';
 
 // ---------------------------------------------------------------------------------------------
 // Public API
@@ -194,7 +195,12 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
     });
   }
 
-  return new LevelEngineImpl(db, dir, options);
+  // A seal is trusted only if nothing was written after it (level-seal.ts); reading the sequence
+  // now, with the directory locked and LevelDB's open recorded in the MANIFEST, closes the gap
+  // between our check and our open.
+  const sequence = await lastSequence(dir);
+  const sealed = sequence === null ? null : await takeSeal(dir, sequence);
+  return new LevelEngineImpl(db, dir, options, sealed);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -252,6 +258,7 @@ class LevelEngineImpl implements LevelEngine {
     private readonly db: ClassicLevel<Uint8Array, Uint8Array>,
     readonly dir: string,
     options: LevelEngineOptions,
+    private sealed: Uint8Array | null,
   ) {
     this.maxGroupOps = options.maxGroupOps ?? 100_000;
     this.maxGroupBytes = options.maxGroupBytes ?? 32 * MiB;
@@ -482,14 +489,26 @@ class LevelEngineImpl implements LevelEngine {
     await this.write([{ type: 'del', key: first }]);
   }
 
-  close(): Promise<void> {
-    if (this.closePromise === null) this.closePromise = this.doClose();
+  takeSealed(): Uint8Array | null {
+    const s = this.sealed;
+    this.sealed = null;
+    return s;
+  }
+
+  close(seal?: Uint8Array): Promise<void> {
+    if (this.closePromise === null) this.closePromise = this.doClose(seal);
     return this.closePromise;
   }
 
-  private async doClose(): Promise<void> {
+  private async doClose(seal: Uint8Array | undefined): Promise<void> {
     this.state = 'closing';
     await this.drained();
+    // Sealed while we still hold the directory and nothing is in flight, so the sequence read is
+    // that of our last write. A seal is a shortcut: failing to write one is not an error.
+    if (seal !== undefined && this.failed === null) {
+      const sequence = await lastSequence(this.dir);
+      if (sequence !== null) await writeSeal(this.dir, sequence, seal).catch(() => undefined);
+    }
     try {
       await this.db.close();
     } catch (e) {
@@ -637,24 +656,15 @@ export async function verifyLevelDir(dir: string, opts: { tables: 'blocks' | 'si
   }
 
   // Replay the MANIFEST's version edits.
-  const live = new Map<number, number>(); // file number → size
-  let logNumber = 0;
-  let prevLogNumber = 0;
+  const m = newManifestState();
+  const { live } = m;
   const records = readLogRecords(manifestBuf, manifestName, problems);
   for (const rec of records) {
-    const err = applyVersionEdit(
-      rec,
-      live,
-      (n) => {
-        logNumber = n;
-      },
-      (n) => {
-        prevLogNumber = n;
-      },
-    );
+    const err = applyVersionEdit(rec, m);
     if (err !== null) problems.push(`${manifestName}: bad version edit: ${err}`);
   }
   if (records.length === 0 && problems.length === 0) problems.push(`${manifestName} holds no version edit`);
+  const { logNumber, prevLogNumber } = m;
 
   let tableBytes = 0;
   for (const [num, size] of live) {
@@ -892,12 +902,19 @@ class Cursor {
   }
 }
 
-function applyVersionEdit(
-  rec: Uint8Array,
-  live: Map<number, number>,
-  setLog: (n: number) => void,
-  setPrevLog: (n: number) => void,
-): string | null {
+interface ManifestState {
+  /** Live table files: number → size. */
+  readonly live: Map<number, number>;
+  logNumber: number;
+  prevLogNumber: number;
+  lastSequence: number;
+}
+
+function newManifestState(): ManifestState {
+  return { live: new Map(), logNumber: 0, prevLogNumber: 0, lastSequence: 0 };
+}
+
+function applyVersionEdit(rec: Uint8Array, m: ManifestState): string | null {
   const c = new Cursor(rec);
   try {
     while (!c.done) {
@@ -907,11 +924,13 @@ function applyVersionEdit(
           c.bytes();
           break;
         case 2: // log number
-          setLog(c.varint());
+          m.logNumber = c.varint();
           break;
         case 3: // next file number
-        case 4: // last sequence
           c.varint();
+          break;
+        case 4: // last sequence
+          m.lastSequence = c.varint();
           break;
         case 5: // compact pointer: level, internal key
           c.varint();
@@ -919,7 +938,7 @@ function applyVersionEdit(
           break;
         case 6: // deleted file: level, number
           c.varint();
-          live.delete(c.varint());
+          m.live.delete(c.varint());
           break;
         case 7: {
           // new file: level, number, size, smallest, largest
@@ -928,11 +947,11 @@ function applyVersionEdit(
           const size = c.varint();
           c.bytes();
           c.bytes();
-          live.set(num, size);
+          m.live.set(num, size);
           break;
         }
         case 9: // prev log number
-          setPrevLog(c.varint());
+          m.prevLogNumber = c.varint();
           break;
         default:
           return `unknown tag ${tag}`;
@@ -942,6 +961,42 @@ function applyVersionEdit(
     return (e as Error).message;
   }
   return null;
+}
+
+/**
+ * The newest sequence number the directory's files record: the MANIFEST's `last_sequence` and,
+ * in every log, each write batch's first sequence plus its count minus one (a batch header is
+ * sequence:u64le count:u32le). Read while LevelDB holds the directory with nothing in flight, it
+ * is the sequence of the last write; read after an open, the MANIFEST alone has it (the open
+ * records it). Never too high: a file moved or cut mid-read makes it lower, or null (unreadable).
+ * Sequences stay below 2^53 for any database a process can write (one per op).
+ */
+export async function lastSequence(dir: string): Promise<number | null> {
+  const problems: string[] = [];
+  let names: string[];
+  let current: string;
+  try {
+    names = await readdir(dir);
+    current = (await readFile(join(dir, 'CURRENT'))).toString('latin1');
+  } catch {
+    return null;
+  }
+  let newest = 0;
+  for (const name of names) {
+    if (!/^\d+\.log$/.test(name)) continue;
+    const buf = await readFile(join(dir, name)).catch(() => null);
+    if (buf === null) continue; // deleted by a flush meanwhile: the MANIFEST has its sequence
+    for (const rec of readLogRecords(buf, name, problems)) {
+      if (rec.length < 12) continue;
+      const last = Number(rec.readBigUInt64LE(0)) + rec.readUInt32LE(8) - 1;
+      if (last > newest) newest = last;
+    }
+  }
+  const manifest = await readFile(join(dir, current.trim())).catch(() => null);
+  if (manifest === null) return null;
+  const m = newManifestState();
+  for (const rec of readLogRecords(manifest, current.trim(), problems)) if (applyVersionEdit(rec, m) !== null) return null;
+  return problems.length > 0 ? null : Math.max(newest, m.lastSequence);
 }
 
 // --- Table files ------------------------------------------------------------------------------

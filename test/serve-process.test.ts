@@ -336,6 +336,8 @@ describe('percolator serve as a process', () => {
     });
     expect(late?.code).toBe(grpc.status.UNAVAILABLE);
     client.close();
+    // A clean close sealed the store's key filter for the next open (src/store/embedded/level-seal.ts).
+    expect(existsSync(join(data, 'PERCOLATOR-SEAL'))).toBe(true);
 
     // the store was closed (LevelDB lock released): a restart opens it, data and oracle mark intact
     const again = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', '0']);
@@ -344,6 +346,7 @@ describe('percolator serve as a process', () => {
       'grpc.max_receive_message_length': -1,
     });
     expect((await readAll(c2, 'g')).rows.size).toBe(ROWS);
+    expect(existsSync(join(data, 'PERCOLATOR-SEAL'))).toBe(false); // taken by the open
     c2.close();
     const oracle2 = new OracleClient({ host: '127.0.0.1', port: again.listening.oracle as number });
     expect(await oracle2.getTimestamp()).toBeGreaterThan(ts);

@@ -108,6 +108,7 @@ export interface LevelEngine extends KvEngine {
   readonly dir: string;
   /** Counters since open. */
   stats(): LevelEngineStats;
+  takeSealed(): Uint8Array | null;
 }
 
 /** Name of the marker file left when corruption was detected after LevelDB had already opened. */

@@ -70,6 +70,8 @@ export interface WrittenCell {
   readonly table: string;
   readonly row: Uint8Array | string;
   readonly column: string;
+  /** Only weakly notified (`tx.notify`), not written. */
+  readonly weak?: boolean;
 }
 
 /**
@@ -87,7 +89,7 @@ function trackWrites(tx: Transaction, wrote: WrittenCell[]): void {
     del.call(this, table, row, column);
   };
   tx.notify = function (table, row, column) {
-    wrote.push({ table, row, column });
+    wrote.push({ table, row, column, weak: true });
     notify.call(this, table, row, column);
   };
 }

@@ -18,6 +18,8 @@ export interface NotifiedCell {
   readonly maxTs: number;
   /** A weak notification is among them. */
   readonly weak: boolean;
+  /** A strong notification (a committed write of the column) is among them. */
+  readonly strong: boolean;
 }
 
 export interface Job {
@@ -108,14 +110,17 @@ export function notificationsOf(cells: readonly { qualifier: Uint8Array; timesta
     const q = (cells[i] as { qualifier: Uint8Array }).qualifier;
     let maxTs = 0;
     let weak = false;
+    let strong = false;
     let j = i;
     while (j < cells.length && Buffer.compare((cells[j] as { qualifier: Uint8Array }).qualifier, q) === 0) {
       const c = cells[j] as { timestamp: number; value: Uint8Array };
       maxTs = Math.max(maxTs, c.timestamp);
-      if (c.value.byteLength === 1 && c.value[0] === 0x77) weak = true; // 'w'
+      if (c.value.byteLength === 1 && c.value[0] === 0x77)
+        weak = true; // 'w'
+      else strong = true;
       j++;
     }
-    out.push({ column: decodeColumn(q), maxTs, weak });
+    out.push({ column: decodeColumn(q), maxTs, weak, strong });
     i = j;
   }
   return out;

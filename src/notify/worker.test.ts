@@ -305,6 +305,77 @@ describe('observers', () => {
     await worker.stop();
   });
 
+  describe('rows with weak notifications only', () => {
+    /** A chain of strong work: step i writes step i+1 (handed to the runner locally) and weakly notifies hubs. */
+    function chain(worker: ReturnType<typeof db.worker>, order: string[], next: (i: number, tx: Transaction) => boolean) {
+      worker.observe('doc:step', 'step', async (tx, row) => {
+        const i = Number(Buffer.from(row).toString().slice(1));
+        order.push(`s${i}`);
+        if (next(i, tx)) tx.set('docs', `s${i + 1}`, 'doc:step', 'go');
+      });
+      worker.observe('doc:ping', 'ping', async (tx, row) => {
+        order.push(`ping ${Buffer.from(row).toString()}`);
+        tx.set('docs', row, 'doc:pong', String(order.length));
+      });
+    }
+
+    it('wait while other rows are queued, and then run once for all their notifications', async () => {
+      const order: string[] = [];
+      const worker = db.worker({ threads: 1 });
+      chain(worker, order, (i, tx) => {
+        tx.notify('docs', 'hub', 'doc:ping');
+        return i < 9;
+      });
+      await worker.start();
+      await db.transaction(async (tx) => tx.set('docs', 's0', 'doc:step', 'go'));
+      worker.hint('docs', 's0');
+      await db.waitForQuiescence({ timeoutMs: 10_000 });
+      // Before this worker told weak from strong, the hub ran between the steps, several times.
+      expect(order).toEqual([...Array.from({ length: 10 }, (_, i) => `s${i}`), 'ping hub']);
+      expect(await db.pendingNotifications()).toBe(0);
+      await worker.stop();
+    });
+
+    it('are moved ahead by a strong notification', async () => {
+      const order: string[] = [];
+      const worker = db.worker({ threads: 1 });
+      chain(worker, order, (i, tx) => {
+        if (i === 0) for (const h of ['h1', 'h2']) tx.notify('docs', h, 'doc:ping');
+        if (i === 2) tx.set('docs', 'h2', 'doc:ping', 'a write'); // a strong notification for h2
+        return i < 6;
+      });
+      await worker.start();
+      await db.transaction(async (tx) => tx.set('docs', 's0', 'doc:step', 'go'));
+      worker.hint('docs', 's0');
+      await db.waitForQuiescence({ timeoutMs: 10_000 });
+      expect(order.filter((x) => x.startsWith('ping'))).toEqual(['ping h2', 'ping h1']);
+      expect(order.indexOf('ping h2')).toBeLessThan(order.indexOf('s5')); // ran amid the steps
+      expect(order.at(-1)).toBe('ping h1'); // after every step
+      await worker.stop();
+    });
+
+    it('never wait longer than weakMaxWaitMs, however much other work keeps coming', async () => {
+      const order: string[] = [];
+      const worker = db.worker({ threads: 1, weakMaxWaitMs: 50 });
+      let hubRan = false;
+      chain(worker, order, (i, tx) => {
+        if (i === 0) tx.notify('docs', 'hub', 'doc:ping');
+        return !hubRan; // the strong work ends only once the hub has run
+      });
+      worker.observe('doc:pong', 'pong', async () => {
+        hubRan = true;
+      });
+      await worker.start();
+      await db.transaction(async (tx) => tx.set('docs', 's0', 'doc:step', 'go'));
+      worker.hint('docs', 's0');
+      await db.waitForQuiescence({ timeoutMs: 10_000 });
+      expect(order.filter((x) => x === 'ping hub')).toHaveLength(1);
+      expect(order.indexOf('ping hub')).toBeGreaterThan(1); // it did wait behind steps…
+      expect(order.at(-1)).not.toBe('ping hub'); // …and ran while steps were still coming
+      await worker.stop();
+    });
+  });
+
   it('parks a poison row after maxFailures and keeps processing the others', async () => {
     const logged: string[] = [];
     const worker = db.worker({ maxFailures: 3, log: (m) => logged.push(m) });

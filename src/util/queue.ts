@@ -19,6 +19,11 @@ export class Queue<T> {
     this.items.push(item);
   }
 
+  /** The oldest element, left in place; undefined when empty. */
+  peek(): T | undefined {
+    return this.head < this.items.length ? this.items[this.head] : undefined;
+  }
+
   /** The oldest element, removed; undefined when empty. */
   shift(): T | undefined {
     if (this.head >= this.items.length) return undefined;

@@ -284,7 +284,10 @@ export class Worker {
     return false;
   }
 
-  /** The next job: the older of the two queues' heads (hints and scanned rows share the runners). */
+  /**
+   * The next job: a weak row that has waited its limit, else hints and scanned rows in turn (they
+   * share the runners), else a weak row.
+   */
   private nextJob(): Job | undefined {
     if (this.weakHinted.size > 0) {
       const due = this.nextWeak(Date.now() - this.weakMaxWaitMs);
@@ -374,6 +377,7 @@ export class Worker {
         // A row with weak notifications only waits as a weakly hinted one does.
         const held = this.held.get(this.lockKey(job.table, job.row));
         if (
+          this.isRunning &&
           held !== undefined &&
           job.cells !== undefined &&
           job.cells.every((c) => !c.strong) &&

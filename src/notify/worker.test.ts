@@ -354,9 +354,39 @@ describe('observers', () => {
       await worker.stop();
     });
 
-    it('never wait longer than weakMaxWaitMs, however much other work keeps coming', async () => {
+    it('after weakDelayMs, still do not jump ahead of hints older than them', async () => {
       const order: string[] = [];
-      const worker = db.worker({ threads: 1, weakMaxWaitMs: 50 });
+      const worker = db.worker({ threads: 1, weakDelayMs: 0 });
+      worker.observe('doc:fan', 'fan', async (tx) => {
+        order.push('fan');
+        for (let i = 0; i < 20; i++) tx.set('docs', `r${i}`, 'doc:work', 'w');
+      });
+      worker.observe('doc:work', 'work', async (tx, row) => {
+        const r = Buffer.from(row).toString();
+        order.push(r);
+        if (r === 'r0') {
+          // The twenty rows were hinted before this run began: notify the hub strictly later.
+          const began = Date.now();
+          while (Date.now() <= began) await new Promise((resolve) => setImmediate(resolve));
+          tx.notify('docs', 'hub', 'doc:ping');
+        }
+      });
+      worker.observe('doc:ping', 'ping', async (_tx, row) => {
+        order.push(`ping ${Buffer.from(row).toString()}`);
+      });
+      await worker.start();
+      await db.transaction(async (tx) => tx.set('docs', 'f', 'doc:fan', 'go'));
+      worker.hint('docs', 'f');
+      await db.waitForQuiescence({ timeoutMs: 10_000 });
+      expect(order[0]).toBe('fan');
+      expect(order.at(-1)).toBe('ping hub');
+      expect(order).toHaveLength(22);
+      await worker.stop();
+    });
+
+    it('take their turn after weakDelayMs, however much other work keeps coming', async () => {
+      const order: string[] = [];
+      const worker = db.worker({ threads: 1, weakDelayMs: 50 });
       let hubRan = false;
       chain(worker, order, (i, tx) => {
         if (i === 0) tx.notify('docs', 'hub', 'doc:ping');

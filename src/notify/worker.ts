@@ -20,9 +20,10 @@
  * while its row runs is picked up at once too.
  *
  * Weak rows wait: a row whose notifications are all weak (hinted by a weak notification, or
- * scanned with no strong one among its cells) runs only when nothing else is queued, or once it has
- * waited weakMaxWaitMs; what arrives meanwhile collapses into its one run. A strong hint moves it
- * to the ordinary queue (docs/observers.md › Weak notifications).
+ * scanned with no strong one among its cells) runs at once only when nothing else is queued;
+ * otherwise it waits weakDelayMs, then takes its turn after the hints older than it. What arrives
+ * for it meanwhile collapses into its one run; a strong hint moves it to the ordinary queue
+ * (docs/observers.md › Weak notifications).
  *
  * stop() is graceful: scanners stop, queued jobs are dropped (their notifications stay), running
  * observer transactions finish (commit or abort) before it resolves.
@@ -48,10 +49,11 @@ export interface WorkerOptions {
   /** Advisory row lock TTL. Default 30 s. */
   readonly rowLockTtlMs?: number;
   /**
-   * How long a row with weak notifications only may wait while other rows are queued (its later
-   * notifications collapse into the same run). Default 10 s; at most a third of rowLockTtlMs.
+   * How long a row with weak notifications only waits at least while other rows are queued; then
+   * it takes its turn after the hints older than it. What arrives for it meanwhile collapses into
+   * its one run. Default 10 s; at most a third of rowLockTtlMs.
    */
-  readonly weakMaxWaitMs?: number;
+  readonly weakDelayMs?: number;
   /** Called for parked cells and observer errors (default: console.error). */
   readonly log?: (message: string, error?: unknown) => void;
 }
@@ -89,20 +91,20 @@ let workerSeq = 0;
 const MAX_HINTED = 100_000;
 
 /**
- * How long a row with weak notifications only may wait while other work is queued (a third of
- * the advisory lock's TTL at most, so the lock it holds meanwhile never lapses). Measured on the
- * web index at 8 000 documents: 3 s gave nothing, 10 s and 30 s +13 % (fewer rank recounts).
+ * How long a row with weak notifications only waits at least while other work is queued (at most
+ * a third of the advisory lock's TTL, so that the wait itself never lets the lock lapse). See
+ * docs/observers.md for what it bought on the web index.
  */
-const WEAK_MAX_WAIT_MS = 10_000;
+const WEAK_DELAY_MS = 10_000;
 
 /** A row this worker holds the advisory lock of (queued or running); see `Worker.held`. */
 interface Held {
   started: boolean;
-  /** Hinted again while running: re-hint on release (weakly if every such hint was weak). */
+  /** Hinted again while running: re-hint on release ('weak': every such hint could wait). */
   again: 'no' | 'weak' | 'strong';
-  /** Hinted by weak notifications only (so far): waits in `weakHinted`. */
-  weak: boolean;
-  /** The queued job, once the lock is taken (for a weak row a strong hint promotes). */
+  /** Notified only weakly (so far): queued in `waiting`. */
+  mayWait: boolean;
+  /** The queued job, once the lock is taken (so that another hint can move a waiting row ahead). */
   job: Job | null;
 }
 
@@ -121,22 +123,23 @@ export class Worker {
   private readonly queueSize: number;
   private readonly maxFailures: number;
   private readonly rowLockTtlMs: number;
-  private readonly weakMaxWaitMs: number;
+  private readonly weakDelayMs: number;
   private readonly log: (message: string, error?: unknown) => void;
   private readonly queue: Job[] = [];
   /** Rows handed over by local commits (unbounded up to MAX_HINTED: a runner must never wait on it). */
-  private readonly hinted = new Queue<Job>();
+  private readonly hinted = new Queue<{ readonly job: Job; readonly at: number }>();
   /**
-   * Rows hinted by weak notifications only. They run when nothing else is queued, or once they
-   * have waited WEAK_MAX_WAIT_MS: a weak notification says "recompute when convenient", and every
-   * notification of the row that arrives while it waits is covered by the same run (Percolator's
-   * message collapsing). Entries whose row was promoted by a strong hint are skipped.
+   * Rows notified only weakly. They run when nothing else is queued, or once they have waited
+   * weakDelayMs and no hint is older: a weak notification says "recompute when convenient", and
+   * every notification of the row that arrives while it waits is covered by the same run
+   * (Percolator's message collapsing). Entries whose row a strong hint moved ahead are skipped.
    */
-  private readonly weakHinted = new Queue<{ readonly held: Held; readonly at: number }>();
+  private readonly waiting = new Queue<{ readonly held: Held; readonly at: number }>();
   /**
    * Rows this worker holds the advisory lock of (queued or running). A hint for a queued row is
-   * absorbed (its runner reads the notify cells when it starts; a strong hint moves a weak row to
-   * `hinted`); one for a running row sets `again`, and the row is handed over again when released.
+   * absorbed (its runner reads the notify cells when it starts; a hint that may not wait moves a
+   * waiting row to `hinted`); one for a running row sets `again`, and the row is handed over again
+   * when released.
    */
   private readonly held = new Map<string, Held>();
   private readonly hintOwner: string;
@@ -171,7 +174,7 @@ export class Worker {
     this.queueSize = Math.max(1, options.queueSize ?? this.threads * 4);
     this.maxFailures = Math.max(1, options.maxFailures ?? 5);
     this.rowLockTtlMs = options.rowLockTtlMs ?? 30_000;
-    this.weakMaxWaitMs = Math.min(options.weakMaxWaitMs ?? WEAK_MAX_WAIT_MS, this.rowLockTtlMs / 3);
+    this.weakDelayMs = Math.min(options.weakDelayMs ?? WEAK_DELAY_MS, this.rowLockTtlMs / 3);
     this.log = options.log ?? ((m, e) => console.error(`percolator worker: ${m}`, e ?? ''));
     this.hintOwner = `${host.owner}/${workerSeq++}/hint`;
   }
@@ -207,9 +210,9 @@ export class Worker {
     for (const w of this.spaceWaiters.splice(0)) w();
     for (const w of this.idleWaiters) w();
     for (const w of this.sleepers) w();
-    const weak: Job[] = [];
-    for (const w of this.weakHinted.drain()) if (w.held.weak && w.held.job !== null) weak.push(w.held.job);
-    const dropped = [...this.queue.splice(0), ...this.hinted.drain(), ...weak];
+    const waited: Job[] = [];
+    for (const w of this.waiting.drain()) if (w.held.mayWait && w.held.job !== null) waited.push(w.held.job);
+    const dropped = [...this.queue.splice(0), ...this.hinted.drain().map((h) => h.job), ...waited];
     for (const job of dropped) await this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner);
     this.held.clear();
     await Promise.all(this.tasks);
@@ -225,34 +228,35 @@ export class Worker {
    * A commit notified `row` of `table` (or may have): hands the row to a runner at once if this
    * worker observes something in `table`, instead of waiting for a scanner to find it. Safe to
    * call for any row at any time — a hint is a proposal, the runner checks the notify cells.
+   * With `mayWait`, the row waits as rows with weak notifications only do (see the header).
    */
-  hint(table: string, row: Uint8Array | string, weak = false): void {
+  hint(table: string, row: Uint8Array | string, mayWait = false): void {
     if (!this.isRunning || !this.observers.some((o) => o.table === ALL_TABLES || o.table === table)) return;
     const key = typeof row === 'string' ? Buffer.from(row, 'utf8') : row;
     const lockKey = this.lockKey(table, key);
     const held = this.held.get(lockKey);
     if (held !== undefined) {
       if (held.started) {
-        if (!weak) held.again = 'strong';
+        if (!mayWait) held.again = 'strong';
         else if (held.again === 'no') held.again = 'weak';
-      } else if (!weak && held.weak) {
-        held.weak = false;
+      } else if (!mayWait && held.mayWait) {
+        held.mayWait = false;
         if (held.job !== null) this.queueHint(held.job);
       }
       return;
     }
-    if (this.hinted.size + this.weakHinted.size >= MAX_HINTED || this.skipRow(table, key, Date.now())) return;
+    if (this.hinted.size + this.waiting.size >= MAX_HINTED || this.skipRow(table, key, Date.now())) return;
     const job: Job = { table, row: key, lockOwner: this.hintOwner };
     // Held before the lock is even asked for: a second hint meanwhile only marks it again.
-    const mine: Held = { started: false, again: 'no', weak, job: null };
+    const mine: Held = { started: false, again: 'no', mayWait, job: null };
     this.held.set(lockKey, mine);
     void this.host.lockService.tryLock(lockKey, this.hintOwner, this.rowLockTtlMs).then(
       (ok) => {
         if (ok && this.isRunning) {
           this.metrics.hinted++;
           mine.job = job;
-          if (mine.weak) {
-            this.weakHinted.push({ held: mine, at: Date.now() });
+          if (mine.mayWait) {
+            this.waiting.push({ held: mine, at: Date.now() });
             this.jobWaiters.shift()?.();
           } else this.queueHint(job);
           return;
@@ -269,7 +273,7 @@ export class Worker {
   }
 
   private queueHint(job: Job): void {
-    this.hinted.push(job);
+    this.hinted.push({ job, at: Date.now() });
     this.jobWaiters.shift()?.();
   }
 
@@ -285,31 +289,32 @@ export class Worker {
   }
 
   /**
-   * The next job: a weak row that has waited its limit, else hints and scanned rows in turn (they
-   * share the runners), else a weak row.
+   * The next job: a waiting row that has waited weakDelayMs and is older than every hint, else
+   * hints and scanned rows in turn (they share the runners), else a waiting row.
    */
   private nextJob(): Job | undefined {
-    if (this.weakHinted.size > 0) {
-      const due = this.nextWeak(Date.now() - this.weakMaxWaitMs);
+    if (this.waiting.size > 0) {
+      const oldestHint = this.hinted.peek()?.at ?? Infinity;
+      const due = this.nextWaiting(Math.min(Date.now() - this.weakDelayMs, oldestHint));
       if (due !== undefined) return due;
     }
     if (this.hinted.size > 0 && (this.queue.length === 0 || this.preferHint)) {
       this.preferHint = false;
-      return this.hinted.shift();
+      return this.hinted.shift()?.job;
     }
     this.preferHint = true;
     const job = this.queue.shift();
     if (job !== undefined) this.spaceWaiters.shift()?.();
-    return job ?? this.nextWeak(Infinity);
+    return job ?? this.nextWaiting(Infinity);
   }
 
-  /** The oldest weakly hinted row queued at or before `before` (ms) and not promoted since. */
-  private nextWeak(before: number): Job | undefined {
+  /** The oldest waiting row queued at or before `before` (ms) and not moved ahead since. */
+  private nextWaiting(before: number): Job | undefined {
     for (;;) {
-      const head = this.weakHinted.peek();
+      const head = this.waiting.peek();
       if (head === undefined || head.at > before) return undefined;
-      this.weakHinted.shift();
-      if (head.held.weak && head.held.job !== null) return head.held.job;
+      this.waiting.shift();
+      if (head.held.mayWait && head.held.job !== null) return head.held.job;
     }
   }
 
@@ -369,23 +374,23 @@ export class Worker {
       tryLockRow: async (table, row, lockOwner) => {
         const key = this.lockKey(table, row);
         const ok = await this.host.lockService.tryLock(key, lockOwner, this.rowLockTtlMs);
-        if (ok) this.held.set(key, { started: false, again: 'no', weak: false, job: null });
+        if (ok) this.held.set(key, { started: false, again: 'no', mayWait: false, job: null });
         return ok;
       },
       skip: (table, row, now) => this.skipRow(table, row, now),
       enqueue: async (job) => {
-        // A row with weak notifications only waits as a weakly hinted one does.
+        // A row notified only weakly waits, as a weakly hinted one does.
         const held = this.held.get(this.lockKey(job.table, job.row));
         if (
           this.isRunning &&
           held !== undefined &&
           job.cells !== undefined &&
           job.cells.every((c) => !c.strong) &&
-          this.hinted.size + this.weakHinted.size < MAX_HINTED
+          this.hinted.size + this.waiting.size < MAX_HINTED
         ) {
-          held.weak = true;
+          held.mayWait = true;
           held.job = job;
-          this.weakHinted.push({ held, at: Date.now() });
+          this.waiting.push({ held, at: Date.now() });
           this.jobWaiters.shift()?.();
           return;
         }

@@ -51,6 +51,10 @@
  * leaves a `PERCOLATOR-CORRUPTION` marker so the finding survives the log's deletion. Values also
  * carry the store layer's CRC, so bit rot after open is caught when read.
  *
+ * Seals (level-seal.ts): `close(seal)` leaves bytes beside the files with the newest sequence
+ * number they record (`lastSequence`), and the next open hands them out (`takeSealed`) only if
+ * the newest sequence after LevelDB opened is still that one — no write by anyone in between.
+ *
  * Errors are StoreErrors: STORE_LOCKED (another process or engine holds the directory),
  * DATA_CORRUPTED (with the dir and the engine's or verifier's message), STORE_CLOSED, IO_ERROR.
  * Nothing is swallowed.

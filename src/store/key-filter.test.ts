@@ -43,100 +43,76 @@ describe('KeyFilter', () => {
   });
 });
 
+const key = (i: number) => Buffer.from(`row${String(i).padStart(4, '0')}`);
+const set = (i: number) => [
+  { setCell: { familyName: 'f', columnQualifier: Buffer.from('c'), timestampMicros: 1, value: Buffer.from(`v${i}`) } },
+];
+interface Opened {
+  readonly store: EngineStore;
+  readonly level: LevelEngine;
+  readonly counts: { scans: number; gets: number };
+}
+/** The store over a counting engine; `oldBuild` neither takes nor leaves a seal, as builds before seals. */
+async function open(dir: string, oldBuild = false): Promise<Opened> {
+  const level = await openLevelEngine(dir);
+  const counts = { scans: 0, gets: 0 };
+  const engine: KvEngine = {
+    get: (k) => {
+      counts.gets++;
+      return level.get(k);
+    },
+    iterate: (r) => {
+      if (r.keysOnly === true) counts.scans++;
+      return level.iterate(r);
+    },
+    write: (ops, o) => level.write(ops, o),
+    clear: (r) => level.clear(r),
+    close: (seal) => level.close(oldBuild ? undefined : seal),
+  };
+  if (!oldBuild) engine.takeSealed = () => level.takeSealed();
+  const store = await EngineStore.open(engine, `file:${dir}`, { gcIntervalMs: 0, cacheBytes: 0 });
+  await store.whenKeysKnown();
+  return { store, level, counts };
+}
+const value = async (s: EngineStore, i: number) => {
+  const row = await s.readRow('t', key(i));
+  return row === null ? null : Buffer.from(row.cells[0]?.value ?? []).toString();
+};
+async function withDir(body: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'percolator-keys-'));
+  try {
+    await body(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 describe("the store's key filter", () => {
-  const key = (i: number) => Buffer.from(`row${String(i).padStart(4, '0')}`);
-  const set = (i: number) => [
-    { setCell: { familyName: 'f', columnQualifier: Buffer.from('c'), timestampMicros: 1, value: Buffer.from(`v${i}`) } },
-  ];
+  it('answers reads of rows never written without the engine, and finds every row written before or after it opened', () =>
+    withDir(async (dir) => {
+      const first = await open(dir);
+      await first.store.createTable('t', { families: { f: {} } });
+      for (let i = 0; i < 200; i += 2) await first.store.mutateRow('t', key(i), set(i));
+      await first.store.close();
 
-  it('answers reads of rows never written without the engine, and finds every row written before or after it opened', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'percolator-keys-'));
-    try {
-      const first = await EngineStore.open(await openLevelEngine(dir), `file:${dir}`, { gcIntervalMs: 0 });
-      await first.createTable('t', { families: { f: {} } });
-      for (let i = 0; i < 200; i += 2) await first.mutateRow('t', key(i), set(i));
-      await first.close();
-
-      // Reopened with a row cache that keeps nothing: every read is a filter check or an engine read.
-      const level = await openLevelEngine(dir);
-      let gets = 0;
-      const engine: KvEngine = {
-        get: (k) => {
-          gets++;
-          return level.get(k);
-        },
-        iterate: (r) => level.iterate(r),
-        write: (ops, o) => level.write(ops, o),
-        clear: (r) => level.clear(r),
-        close: () => level.close(),
-      };
-      const store = await EngineStore.open(engine, `file:${dir}`, { gcIntervalMs: 0, cacheBytes: 0 });
+      // Reopened without its seal (so the opening scan fills the filter), with a row cache that
+      // keeps nothing: every read is a filter check or an engine read.
+      const { store, counts } = await open(dir, true);
       try {
-        await store.whenKeysKnown();
         for (let i = 1; i < 200; i += 2) await store.mutateRow('t', key(i), set(i)); // written after it opened
-        gets = 0;
-        for (let i = 0; i < 200; i++) {
-          const row = await store.readRow('t', key(i));
-          expect(row === null ? null : Buffer.from(row.cells[0]?.value ?? []).toString()).toBe(`v${i}`);
-        }
-        expect(gets).toBe(200);
-        gets = 0;
-        for (let i = 200; i < 400; i++) expect(await store.readRow('t', key(i))).toBeNull();
-        expect(gets).toBeLessThan(20); // false positives only
+        counts.gets = 0;
+        for (let i = 0; i < 200; i++) expect(await value(store, i)).toBe(`v${i}`);
+        expect(counts.gets).toBe(200);
+        counts.gets = 0;
+        for (let i = 200; i < 400; i++) expect(await value(store, i)).toBeNull();
+        expect(counts.gets).toBeLessThan(20); // false positives only
       } finally {
         await store.close();
       }
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 });
 
 describe("a sealed key filter (a clean close's, kept for the next open)", () => {
-  const key = (i: number) => Buffer.from(`row${String(i).padStart(4, '0')}`);
-  const set = (i: number) => [
-    { setCell: { familyName: 'f', columnQualifier: Buffer.from('c'), timestampMicros: 1, value: Buffer.from(`v${i}`) } },
-  ];
-  interface Opened {
-    readonly store: EngineStore;
-    readonly level: LevelEngine;
-    readonly counts: { scans: number; gets: number };
-  }
-  /** The store over a counting engine; `oldBuild` neither takes nor leaves a seal, as builds before seals. */
-  async function open(dir: string, oldBuild = false): Promise<Opened> {
-    const level = await openLevelEngine(dir);
-    const counts = { scans: 0, gets: 0 };
-    const engine: KvEngine = {
-      get: (k) => {
-        counts.gets++;
-        return level.get(k);
-      },
-      iterate: (r) => {
-        if (r.keysOnly === true) counts.scans++;
-        return level.iterate(r);
-      },
-      write: (ops, o) => level.write(ops, o),
-      clear: (r) => level.clear(r),
-      close: (seal) => level.close(oldBuild ? undefined : seal),
-    };
-    if (!oldBuild) engine.takeSealed = () => level.takeSealed();
-    const store = await EngineStore.open(engine, `file:${dir}`, { gcIntervalMs: 0, cacheBytes: 0 });
-    await store.whenKeysKnown();
-    return { store, level, counts };
-  }
-  const value = async (s: EngineStore, i: number) => {
-    const row = await s.readRow('t', key(i));
-    return row === null ? null : Buffer.from(row.cells[0]?.value ?? []).toString();
-  };
-  async function withDir(body: (dir: string) => Promise<void>): Promise<void> {
-    const dir = await mkdtemp(join(tmpdir(), 'percolator-seal-'));
-    try {
-      await body(dir);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  }
-
   it('spares a cleanly closed store the opening scan and answers as the scan would', () =>
     withDir(async (dir) => {
       const first = await open(dir);

@@ -245,6 +245,31 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
     snap.release();
   });
 
+  it('scans at the snapshot: commits and locks above its timestamp are invisible', async () => {
+    await db.transaction(async (tx) => {
+      for (const k of ['a1', 'a2']) tx.set('t', k, 'c:v', `${k}-old`);
+    });
+    const snap = await db.snapshot();
+    await db.transaction(async (tx) => {
+      tx.set('t', 'a1', 'c:v', 'a1-new');
+      tx.set('t', 'a3', 'c:v', 'a3-new');
+      tx.delete('t', 'a2', 'c:v');
+    });
+    const { other, reached } = await freezingAt('after-primary-prewrite'); // a lock above the snapshot
+    void other.transaction(async (tx) => tx.set('t', 'a2', 'c:v', 'locked'));
+    await reached;
+    const seen = async (columns?: string[]) => {
+      const out: string[] = [];
+      for await (const r of snap.scan('t', { prefix: 'a' }, columns === undefined ? {} : { columns })) {
+        out.push(`${Buffer.from(r.row).toString()}=${Buffer.from(r.columns.get('c:v') ?? []).toString()}`);
+      }
+      return out;
+    };
+    for (const columns of [undefined, ['c:v'], ['c:'], ['c:v']]) expect(await seen(columns)).toEqual(['a1=a1-old', 'a2=a2-old']);
+    snap.release();
+    await other.close();
+  });
+
   /** Opens a second instance whose commit freezes forever at `point` (a process that stopped). */
   async function freezingAt(point: ProtocolPoint): Promise<{ other: Percolator; reached: Promise<void> }> {
     const { writer, reached } = await frozenWriter({ store: db.store, oracle: db.oracle, point });

@@ -25,8 +25,8 @@ import {
   decodeLock,
   decodeWrite,
   exactColumn,
-  readAllFilter,
   readFilter,
+  scanFilter,
   type WriteRecord,
 } from './layout.js';
 
@@ -502,7 +502,7 @@ export async function* scanAt(
   // Every one-phase commit that may land below ts ends before the scan's snapshot is taken; any
   // that starts later commits above ts (mem-locks.ts).
   for (let w = ctx.memLocks?.blockingTable(table, ts) ?? null; w !== null; w = ctx.memLocks?.blockingTable(table, ts) ?? null) await w;
-  for await (const r of store.readRows(table, { rows: { rowRanges: [range] }, filter: readAllFilter(ts, columnFilter) })) {
+  for await (const r of store.readRows(table, { rows: { rowRanges: [range] }, filter: scanFilter(columnFilter) })) {
     const { writes, locks } = interpret(table, r.key, r.cells, ts);
     const columns = new Map<string, Uint8Array>();
     if (locks.length > 0) {

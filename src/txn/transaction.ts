@@ -104,9 +104,23 @@ export function toRowRange(r: ScanRange): RowRange {
   };
 }
 
+/** One filter object per column selection (layout.ts scanFilter), bounded like layout's read filters. */
+const columnFilters = new Map<string, RowFilter>();
+
 /** Restricts a scan to some columns: whole families (`family:`) or exact columns. */
 function columnsFilter(columns: readonly string[] | undefined): RowFilter | undefined {
   if (columns === undefined || columns.length === 0) return undefined;
+  const key = JSON.stringify(columns);
+  let f = columnFilters.get(key);
+  if (f === undefined) {
+    f = buildColumnsFilter(columns);
+    if (columnFilters.size >= 10_000) columnFilters.clear();
+    columnFilters.set(key, f);
+  }
+  return f;
+}
+
+function buildColumnsFilter(columns: readonly string[]): RowFilter {
   const branches: RowFilter[] = columns.map((c) => {
     if (c.endsWith(':')) {
       const family = c.slice(0, -1);
@@ -122,7 +136,7 @@ function columnsFilter(columns: readonly string[] | undefined): RowFilter | unde
       ],
     };
   });
-  return branches.length === 1 ? branches[0] : { interleave: branches };
+  return branches.length === 1 ? (branches[0] as RowFilter) : { interleave: branches };
 }
 
 export class Snapshot {

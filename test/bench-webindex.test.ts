@@ -1,10 +1,12 @@
-/** `bench webindex` end to end on a small corpus: both phases, and the saturation phase's ratios. */
+/** `bench webindex` end to end on a small corpus: every phase, the saturation phase's ratios, the load curve and its plot. */
 import { availableParallelism } from 'node:os';
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { checkSvg } from '../src/bench/svg-plot.js';
 import { runWebIndexBench } from '../src/bench/webindex-bench.js';
+import { parseLoadRates, webIndexSvg } from '../src/cli/commands/bench-webindex.js';
 
-it('indexes every document of both phases, without anomalies, and says how busy the JS thread was', async () => {
-  const r = await runWebIndexBench({ docs: 300, store: 'memory:', lightDocs: 20, lightRate: 100 });
+it('indexes every document of every phase, without anomalies, says how busy the JS thread was, and draws the load curve', async () => {
+  const r = await runWebIndexBench({ docs: 300, store: 'memory:', lightDocs: 20, lightRate: 100, loadRates: [40, 400], loadSeconds: 1 });
   expect(r.documents).toBe(300);
   expect(r.anomalies).toEqual([]);
   expect(r.documentsPerSecond).toBeGreaterThan(0);
@@ -15,4 +17,28 @@ it('indexes every document of both phases, without anomalies, and says how busy 
   expect(r.saturation.eventLoopUtilization).toBeLessThanOrEqual(1);
   expect(r.saturation.cpuCores).toBeGreaterThan(0.3);
   expect(r.saturation.cpuCores).toBeLessThanOrEqual(availableParallelism() + 0.5);
+
+  // One step per offered load, in order, each with its own documents (at least 50).
+  expect(r.loadCurve.map((s) => [s.offeredPerSecond, s.documents])).toEqual([
+    [40, 50],
+    [400, 400],
+  ]);
+  for (const s of r.loadCurve) {
+    // Arrivals follow the schedule: n documents take at least (n − 1) / rate seconds to arrive.
+    expect(s.achievedPerSecond).toBeGreaterThan(0);
+    expect(s.achievedPerSecond).toBeLessThanOrEqual(Math.ceil((s.offeredPerSecond * s.documents) / (s.documents - 1)));
+    expect(s.p99LatencyMs).toBeGreaterThanOrEqual(s.medianLatencyMs);
+  }
+
+  const svg = webIndexSvg(r);
+  expect(checkSvg(svg)).toEqual([]);
+  for (const label of ['median', 'p99', `saturation ${r.saturation.documentsPerSecond} docs/s`]) expect(svg).toContain(label);
 }, 120_000);
+
+describe('--load-rates', () => {
+  it('takes positive numbers, comma-separated, or none', () => {
+    expect(parseLoadRates('20, 50,100')).toEqual([20, 50, 100]);
+    expect(parseLoadRates('none')).toEqual([]);
+    for (const bad of ['', '0', '20,x', '-5', '10,,20']) expect(() => parseLoadRates(bad)).toThrow(/--load-rates/);
+  });
+});

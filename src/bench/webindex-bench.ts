@@ -9,6 +9,8 @@
  * - **light load**: a fresh store, `lightDocs` documents arriving on a fixed schedule of
  *   `lightRate` per second; `medianLatencyMs` / `p99LatencyMs` are the crawl-to-index latency
  *   there (loader commit → the export that made the fetch searchable).
+ * - **load curve** (optional): the same at each of `loadRates`, from light load to past
+ *   saturation — achieved throughput and latency at increasing offered load (`loadCurve`).
  *
  * Peak RSS of the process is sampled throughout (`peakRssMiB`, with `process.resourceUsage()`'s
  * maxRSS as a floor). Where the saturation phase's time went is in two ratios: how busy the JS
@@ -40,6 +42,14 @@ export interface WebIndexBenchOptions {
   /** Light-load phase: documents (default 200; 0 skips the phase) and arrival rate per second (default 20). */
   readonly lightDocs?: number;
   readonly lightRate?: number;
+  /**
+   * Load curve: offered arrival rates (documents per second), each a fresh store loaded on that
+   * schedule for `loadSeconds` (at least 50 documents), with the saturation window as the backlog
+   * bound. Default none.
+   */
+  readonly loadRates?: readonly number[];
+  /** Seconds of arrivals per load-curve step (default 8). */
+  readonly loadSeconds?: number;
   /** Background GC: targeted passes every this many ms (default: Percolator's; 0 = off). */
   readonly gcIntervalMs?: number;
   /** Background full GC passes at most this often (default 0 = off). */
@@ -75,6 +85,8 @@ export interface WebIndexBenchResult {
     readonly p99LatencyMs: number;
     readonly elapsedMs: number;
   } | null;
+  /** One step per `loadRates` entry, in that order: what the pipeline did at that offered load. */
+  readonly loadCurve: readonly LoadStep[];
   readonly peakRssMiB: number;
   /** Peak anonymous RSS (Linux), i.e. without the file-backed pages of mapped LevelDB tables. */
   readonly peakAnonRssMiB: number | null;
@@ -91,6 +103,17 @@ export interface WebIndexBenchResult {
   readonly gc: { readonly intervalMs: number; readonly fullIntervalMs: number; readonly last: RunSummary['lastGc'] };
   /** Broken protocol invariants met in the saturation phase (expected: none). */
   readonly anomalies: readonly string[];
+}
+
+export interface LoadStep {
+  /** Documents offered per second (the arrival schedule). */
+  readonly offeredPerSecond: number;
+  readonly documents: number;
+  /** Documents ÷ time from the first arrival to quiescence: below the offered rate once saturated. */
+  readonly achievedPerSecond: number;
+  /** Crawl-to-index latency at this load. */
+  readonly medianLatencyMs: number;
+  readonly p99LatencyMs: number;
 }
 
 /** Anonymous resident memory (Linux: RssAnon of /proc/self/status), bytes; null elsewhere. */
@@ -184,6 +207,19 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
       elapsedMs: l.loadAndProcessMs,
     };
   }
+  const loadCurve: LoadStep[] = [];
+  for (const rate of options.loadRates ?? []) {
+    const docs = Math.max(50, Math.round(rate * (options.loadSeconds ?? 8)));
+    options.log?.(`load curve: ${docs} documents at ${rate}/s`);
+    const l = await phase(options, docs, { rate, window });
+    loadCurve.push({
+      offeredPerSecond: rate,
+      documents: l.documents,
+      achievedPerSecond: l.documentsPerSecond,
+      medianLatencyMs: l.medianLatencyMs,
+      p99LatencyMs: l.p99LatencyMs,
+    });
+  }
   const peak = rss.stop();
   return {
     documents: s.documents,
@@ -202,6 +238,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
       cpuCores: Math.round(((cpu.user + cpu.system) / 1000 / Math.max(1, wallMs)) * 100) / 100,
     },
     lightLoad: light,
+    loadCurve,
     peakRssMiB: Math.round(peak.rss / 1024 / 1024),
     peakAnonRssMiB: peak.anon === null ? null : Math.round(peak.anon / 1024 / 1024),
     clusters: s.clusters,

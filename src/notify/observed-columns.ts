@@ -17,14 +17,17 @@ const FAMILY = 'o';
 export const ALL_TABLES = '*';
 
 export class ObservedColumns {
-  private readonly keys = new Set<string>();
+  /** Table (or ALL_TABLES) → its observed columns: two lookups of strings whose hashes V8 keeps, instead of a key built per write. */
+  private readonly columns = new Map<string, Set<string>>();
   private timer: NodeJS.Timeout | null = null;
   private refreshing: Promise<void> | null = null;
 
   constructor(private readonly store: Store) {}
 
-  private static key(table: string, column: string): string {
-    return `${table}\u0000${column}`;
+  private add(table: string, column: string): void {
+    let set = this.columns.get(table);
+    if (set === undefined) this.columns.set(table, (set = new Set()));
+    set.add(column);
   }
 
   async open(refreshMs: number): Promise<void> {
@@ -51,19 +54,19 @@ export class ObservedColumns {
       const column = Buffer.from(row.key).toString('utf8');
       for (const c of row.cells) {
         const table = Buffer.from(c.qualifier).toString('utf8').split('\u0000')[0] ?? ALL_TABLES;
-        this.keys.add(ObservedColumns.key(table, column));
+        this.add(table, column);
       }
     }
   }
 
   has(table: string, column: string): boolean {
-    if (this.keys.size === 0) return false;
-    return this.keys.has(ObservedColumns.key(table, column)) || this.keys.has(ObservedColumns.key(ALL_TABLES, column));
+    if (this.columns.size === 0) return false;
+    return this.columns.get(table)?.has(column) === true || this.columns.get(ALL_TABLES)?.has(column) === true;
   }
 
   /** Records that `observer` watches `column` of `table` (or of every table with ALL_TABLES). */
   async register(table: string, column: string, observer: string): Promise<void> {
-    this.keys.add(ObservedColumns.key(table, column));
+    this.add(table, column);
     await this.store.mutateRow(OBSERVERS_TABLE, Buffer.from(column, 'utf8'), [
       {
         setCell: {

@@ -1,10 +1,59 @@
 /**
  * `percolator bench webindex [--docs N] [--json] [--store file:|memory:] [--threads N] [--seed S]
- * [--window N] [--light-docs N] [--light-rate R] [--gc-interval-ms MS] [--full-gc-interval-ms MS]`
+ * [--window N] [--light-docs N] [--light-rate R] [--load-rates LIST|none] [--load-seconds S]
+ * [--svg FILE] [--gc-interval-ms MS] [--full-gc-interval-ms MS]`
  */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Command } from 'commander';
-import { DEFAULT_SATURATION_WINDOW, runWebIndexBench } from '../../bench/webindex-bench.js';
+import { checkSvg, renderLineChart } from '../../bench/svg-plot.js';
+import { DEFAULT_SATURATION_WINDOW, type WebIndexBenchResult, runWebIndexBench } from '../../bench/webindex-bench.js';
 import { commandGroup, parseNonNegativeInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+
+/** Offered loads of the default load curve, documents per second: light load to past saturation. */
+export const DEFAULT_LOAD_RATES: readonly number[] = [20, 50, 100, 150, 200, 300];
+
+/** `--load-rates`: comma-separated positive numbers, or `none` (no load curve). */
+export function parseLoadRates(raw: string): number[] {
+  if (raw.trim() === 'none') return [];
+  const rates = raw.split(',').map((x) => Number(x.trim()));
+  if (rates.length === 0 || rates.some((r) => !Number.isFinite(r) || r <= 0)) {
+    throw Object.assign(new Error(`--load-rates must be positive numbers, comma-separated, or none; got ${raw}`), {
+      code: 'INVALID_ARGUMENT',
+    });
+  }
+  return rates;
+}
+
+/**
+ * Latency against throughput, one point per offered load (load curve) and the saturation run:
+ * the median and p99 crawl-to-index latency (log scale) at the documents per second achieved.
+ */
+export function webIndexSvg(r: WebIndexBenchResult): string {
+  const steps = [...r.loadCurve].sort((a, b) => a.achievedPerSecond - b.achievedPerSecond);
+  const sat = r.saturation;
+  const svg = renderLineChart({
+    title: `Web index (${r.store}): crawl-to-index latency vs throughput; saturation ${sat.documentsPerSecond} docs/s at ${r.documents} documents`,
+    xLabel: 'documents indexed per second (achieved)',
+    yLabel: 'crawl-to-index latency (ms)',
+    logY: true,
+    series: [
+      { name: 'median', points: steps.map((p) => [p.achievedPerSecond, Math.max(1, p.medianLatencyMs)]) },
+      { name: 'p99', points: steps.map((p) => [p.achievedPerSecond, Math.max(1, p.p99LatencyMs)]) },
+      {
+        name: `saturation (window ${sat.window}): median, p99`,
+        points: [
+          [sat.documentsPerSecond, Math.max(1, sat.medianLatencyMs)],
+          [sat.documentsPerSecond, Math.max(1, sat.p99LatencyMs)],
+        ],
+      },
+    ],
+    markers: [{ x: sat.documentsPerSecond, label: `saturation ${sat.documentsPerSecond} docs/s` }],
+  });
+  const problems = checkSvg(svg);
+  if (problems.length > 0) throw new Error(`malformed SVG: ${problems.join('; ')}`);
+  return svg;
+}
 
 export function register(program: Command): void {
   commandGroup(program, 'bench')
@@ -24,6 +73,13 @@ export function register(program: Command): void {
     )
     .option('--light-docs <n>', 'light-load phase: documents (0 skips it)', Number, 200)
     .option('--light-rate <n>', 'light-load phase: documents arriving per second', parsePositiveNumber('light-rate'), 20)
+    .option(
+      '--load-rates <list>',
+      'load curve: offered documents per second, comma-separated, each on a fresh store (none: skip)',
+      DEFAULT_LOAD_RATES.join(','),
+    )
+    .option('--load-seconds <s>', 'load curve: seconds of arrivals per offered load', parsePositiveNumber('load-seconds'), 8)
+    .option('--svg <file>', 'write the latency-vs-throughput plot (load curve and saturation) to this file')
     .option(
       '--gc-interval-ms <ms>',
       "targeted background GC passes every this many ms (0: all GC off; default: Percolator's)",
@@ -45,6 +101,9 @@ export function register(program: Command): void {
         window: number;
         lightDocs: number;
         lightRate: number;
+        loadRates: string;
+        loadSeconds: number;
+        svg?: string;
         gcIntervalMs?: number;
         fullGcIntervalMs: number;
         json?: boolean;
@@ -60,10 +119,16 @@ export function register(program: Command): void {
           window: opts.window,
           lightDocs: opts.lightDocs,
           lightRate: opts.lightRate,
+          loadRates: parseLoadRates(opts.loadRates),
+          loadSeconds: opts.loadSeconds,
           gcIntervalMs: opts.gcIntervalMs,
           fullGcIntervalMs: opts.fullGcIntervalMs,
           log: opts.json === true ? undefined : (line) => process.stderr.write(`bench webindex: ${line}\n`),
         });
+        if (opts.svg !== undefined) {
+          await mkdir(dirname(opts.svg), { recursive: true });
+          await writeFile(opts.svg, webIndexSvg(result));
+        }
         printResult(result, opts.json === true);
       },
     );

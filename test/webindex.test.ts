@@ -16,8 +16,11 @@ import { clusterObserver } from '../src/apps/webindex/cluster-observer.js';
 import { linkNotifyObserver } from '../src/apps/webindex/link-notify-observer.js';
 import { linkObserver } from '../src/apps/webindex/link-observer.js';
 import {
+  CLUSTERS,
   CLUSTER_ID,
+  CLUSTER_STATE,
   DOCS,
+  EXPORT_DOC,
   LINKS_APPLIED_LEGACY,
   LINKS_INVERTED,
   OBSERVERS,
@@ -160,6 +163,42 @@ describe('link relay', () => {
       await ix.db.transaction((tx) => linkObserver()(tx, source));
       await ix.worker.start();
       await ix.db.waitForQuiescence({ timeoutMs: 60_000 });
+      await expectMatchesBatch(ix, 'content');
+    },
+    SLOW,
+  );
+});
+
+describe('export', () => {
+  it(
+    'a cluster state rewritten as it was runs the export, which writes nothing; a changed one rewrites the document',
+    async () => {
+      const a = { url: 'https://a.example/x', content: '# Alpha\n\nsome text', type: 'md' as const };
+      const ix = (index = await openTestIndex('content'));
+      await ix.crawl([a]);
+      const exportRuns = () => ix.worker.metrics.observerMs[OBSERVERS.export] ?? { runs: 0, commits: 0 };
+      const read = async () => {
+        const snap = await ix.db.snapshot();
+        try {
+          const id = (await snap.getString(DOCS, a.url, CLUSTER_ID)) as string;
+          return { id, state: await snap.getString(CLUSTERS, id, CLUSTER_STATE), doc: await snap.getString(CLUSTERS, id, EXPORT_DOC) };
+        } finally {
+          snap.release();
+        }
+      };
+      const before = await read();
+      expect(before.doc).not.toBeNull();
+      const { runs, commits } = exportRuns();
+      await ix.db.transaction(async (tx) => tx.set(CLUSTERS, before.id, CLUSTER_STATE, before.state as string));
+      await ix.db.waitForQuiescence({ timeoutMs: 60_000 });
+      expect(exportRuns().runs).toBe(runs + 1);
+      expect(exportRuns().commits).toBe(commits);
+      expect((await read()).doc).toBe(before.doc);
+
+      await ix.crawl([{ ...a, content: '# Alpha, revised\n\nsome text' }]);
+      const after = await read();
+      expect(JSON.parse(after.doc as string).title).toBe('Alpha, revised');
+      expect(JSON.parse(after.doc as string).indexedAt).toBeGreaterThanOrEqual(JSON.parse(before.doc as string).indexedAt);
       await expectMatchesBatch(ix, 'content');
     },
     SLOW,

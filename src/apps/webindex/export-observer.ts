@@ -118,6 +118,10 @@ export function exportObserver(options: ExportOptions = {}) {
       latencyMs: canonicalLatency,
       indexedAt: now,
     };
-    tx.set(CLUSTERS, row, EXPORT_DOC, JSON.stringify(doc));
+    // A cluster rewritten as it was (cluster-observer.ts writes every state it read) exports the
+    // same document: written again only for a new indexedAt, such a run would commit for nothing.
+    const old = utf8(docValue);
+    const oldAt = old === null ? null : parseJson<ServingDoc>(docValue, doc).indexedAt;
+    if (oldAt === null || JSON.stringify({ ...doc, indexedAt: oldAt }) !== old) tx.set(CLUSTERS, row, EXPORT_DOC, JSON.stringify(doc));
   };
 }

@@ -139,7 +139,10 @@ export interface ServingDoc {
   readonly inlinks: number;
   /** Crawl-to-index latency of the canonical's current version (null if it predates this export). */
   readonly latencyMs: number | null;
-  /** Wall-clock ms of the export transaction. */
+  /**
+   * Wall-clock ms of the export transaction that made this document what it is: an export that
+   * would change nothing else keeps it (and writes nothing), so it dates the last change.
+   */
   readonly indexedAt: number;
 }
 

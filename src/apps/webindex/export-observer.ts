@@ -58,10 +58,9 @@ export function exportObserver(options: ExportOptions = {}) {
       CLUSTERS,
       [CLUSTER_STATE, EXPORT_TERMS, EXPORT_DOC].map((column) => ({ row, column })),
     );
-    const oldTerms = new Map(parseJson<[string, number][]>(termsValue, []));
     const state = parseJson<ClusterState | null>(stateValue, null);
     if (state === null) {
-      for (const t of oldTerms.keys()) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
+      for (const [t] of parseJson<[string, number][]>(termsValue, [])) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
       if (termsValue !== null) tx.delete(CLUSTERS, row, EXPORT_TERMS);
       if (docValue !== null) tx.delete(CLUSTERS, row, EXPORT_DOC);
       return;
@@ -83,11 +82,16 @@ export function exportObserver(options: ExportOptions = {}) {
     const anchorTerms = members.flatMap((_, i) => anchorTermsFromJson(utf8(memberValues[i * perMember.length + 5])));
 
     const terms = termsOf(title, text, anchorTerms).map(([t, score]): [string, number] => [t, postingScore(score)]);
-    const newTerms = new Map(terms);
-    for (const [t, score] of terms) if (oldTerms.get(t) !== score) tx.set(INDEX, postingRow(t, id), POSTING_SCORE, String(score));
-    for (const t of oldTerms.keys()) if (!newTerms.has(t)) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
     const termsJson = JSON.stringify(terms);
-    if (termsJson !== utf8(termsValue)) tx.set(CLUSTERS, row, EXPORT_TERMS, termsJson);
+    // The postings are exactly export:terms (this observer writes both together): the same terms
+    // need no diff, and most exports (an in-link count changed) keep every term's score bucket.
+    if (termsJson !== utf8(termsValue)) {
+      const oldTerms = new Map(parseJson<[string, number][]>(termsValue, []));
+      const newTerms = new Map(terms);
+      for (const [t, score] of terms) if (oldTerms.get(t) !== score) tx.set(INDEX, postingRow(t, id), POSTING_SCORE, String(score));
+      for (const t of oldTerms.keys()) if (!newTerms.has(t)) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
+      tx.set(CLUSTERS, row, EXPORT_TERMS, termsJson);
+    }
 
     const now = nowMs();
     let canonicalLatency: number | null = null;

@@ -205,6 +205,56 @@ describe('export', () => {
   );
 });
 
+describe('relay skips counted targets', () => {
+  it(
+    'notifies a target whose count predates the relayed link, not one whose count already saw it',
+    async () => {
+      const t = { url: 'https://t.example/a', content: '# Target\n\ntext', type: 'md' as const };
+      const u = { url: 'https://u.example/b', content: `# Earlier\n\n[to t](https://t.example/a)`, type: 'md' as const };
+      const s = { url: 'https://s.example/c', content: '# Source\n\nno links yet', type: 'md' as const };
+      const ix = (index = await openTestIndex('content'));
+      await ix.crawl([t, u, s]); // t counted once (u's link): it has a rank:countedAt
+      await ix.worker.stop();
+      const source = Buffer.from(s.url);
+      await ix.db.transaction(async (tx) => tx.set(DOCS, s.url, PARSED_LINKS, JSON.stringify([[t.url, 'to t']])));
+      await ix.db.transaction((tx) => linkObserver()(tx, source));
+      const relayNotifies = async (commit: boolean): Promise<string[]> => {
+        const notified: string[] = [];
+        const tx = await ix.db.begin();
+        try {
+          const notify = tx.notify;
+          tx.notify = function (table, row, column) {
+            notified.push(`${table}/${Buffer.from(row).toString()}/${column}`);
+            notify.call(this, table, row, column);
+          };
+          await linkNotifyObserver()(tx, source);
+          if (commit) await tx.commit();
+          else tx.abort();
+        } finally {
+          tx.release();
+        }
+        return notified;
+      };
+      // t's count is older than s's link: the relay must tell t.
+      expect(await relayNotifies(false)).toEqual([`${DOCS}/${t.url}/${RANK_DIRTY}`]);
+      // t recounted after the link committed (as its join or another link's recount would): nothing left to tell.
+      await ix.db.transaction((tx) => clusterObserver()(tx, Buffer.from(t.url), RANK_DIRTY));
+      const snap = await ix.db.snapshot();
+      expect(await snap.getString(DOCS, t.url, RANK_INLINKS)).toBe('2');
+      snap.release();
+      expect(await relayNotifies(true)).toEqual([]);
+      // The link goes again (s's content never had it): a change after t's count, so relayed.
+      await ix.db.transaction(async (tx) => tx.delete(DOCS, s.url, PARSED_LINKS));
+      await ix.db.transaction((tx) => linkObserver()(tx, source));
+      expect(await relayNotifies(false)).toEqual([`${DOCS}/${t.url}/${RANK_DIRTY}`]);
+      await ix.worker.start();
+      await ix.db.waitForQuiescence({ timeoutMs: 60_000 });
+      await expectMatchesBatch(ix, 'content');
+    },
+    SLOW,
+  );
+});
+
 describe('who relays link changes', () => {
   const relayRuns = (ix: TestIndex) => ix.worker.metrics.observerMs[OBSERVERS.linksRelay]?.runs ?? 0;
 

@@ -8,6 +8,7 @@ import type { Oracle } from '../oracle/oracle.js';
 import { frozenWriter } from './frozen-writer.fixture.js';
 import { remoteLike } from './remote-like.fixture.js';
 import { Percolator } from './percolator.js';
+import type { Transaction } from './transaction.js';
 import type { ProtocolPoint } from './transaction.js';
 
 let db: Percolator;
@@ -243,6 +244,44 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
     for await (const r of snap.scan('t', {}, { columns: ['c:'] })) onlyC.push(Buffer.from(r.row).toString());
     expect(onlyC).toEqual(['a1', 'a3', 'b1']);
     snap.release();
+  });
+
+  it('getVersion gives the commit timestamp of the write a value comes from', async () => {
+    const commit = async (fn: (tx: Transaction) => void): Promise<number> => {
+      const tx = await db.begin();
+      try {
+        fn(tx);
+        await tx.commit();
+        return tx.commitTs as number;
+      } finally {
+        tx.release();
+      }
+    };
+    const first = await commit((tx) => tx.set('t', 'v', 'c:a', 'one'));
+    const second = await commit((tx) => {
+      tx.set('t', 'v', 'c:b', 'x'.repeat(1000)); // a long value, kept in data
+      tx.delete('t', 'v', 'c:a');
+    });
+    const between = await db.snapshot(); // above `second`
+    const third = await commit((tx) => tx.set('t', 'v', 'c:a', 'three'));
+    const tx = await db.begin();
+    try {
+      const version = async (column: string) => {
+        const v = await tx.getVersion('t', 'v', column);
+        return [v.value === null ? null : Buffer.from(v.value).toString().slice(0, 5), v.commitTs];
+      };
+      expect(await version('c:a')).toEqual(['three', third]);
+      expect(await version('c:b')).toEqual(['xxxxx', second]);
+      expect(await version('c:never')).toEqual([null, 0]);
+      tx.set('t', 'v', 'c:b', 'mine');
+      expect(await version('c:b')).toEqual(['mine', null]);
+      const old = await between.getVersion('t', 'v', 'c:a');
+      expect([old.value, old.commitTs]).toEqual([null, second]); // deleted by `second`
+      expect(first).toBeLessThan(second);
+    } finally {
+      tx.release();
+      between.release();
+    }
   });
 
   it('scans at the snapshot: commits and locks above its timestamp are invisible', async () => {

@@ -184,6 +184,28 @@ export class Snapshot {
     return readVersionNow(table, toBytes(row), this.columnRef(column), this.startTs, this.env.read)?.value;
   }
 
+  /**
+   * The value of a cell at the snapshot and the commit timestamp of the write that made it
+   * (`commitTs`: 0 if the column was never written; null for a value this transaction wrote
+   * itself). Everything committed at or below `commitTs` is in this snapshot, so an application
+   * can tell whether another transaction's snapshot (its start timestamp) already saw this write.
+   */
+  async getVersion(
+    table: string,
+    row: RowKey,
+    column: string,
+  ): Promise<{ readonly value: Uint8Array | null; readonly commitTs: number | null }> {
+    this.checkActive();
+    const own = this.buffered(table, row, column);
+    if (own !== undefined) return { value: own, commitTs: null };
+    const key = toBytes(row);
+    const ref = this.columnRef(column);
+    const v =
+      readVersionNow(table, key, ref, this.startTs, this.env.read) ??
+      (await readVersionsAt(this.env.store, table, key, [ref], this.startTs, this.env.read))[0];
+    return { value: v?.value ?? null, commitTs: v?.commitTs ?? 0 };
+  }
+
   async getString(table: string, row: RowKey, column: string): Promise<string | null> {
     const v = await this.get(table, row, column);
     return v === null ? null : Buffer.from(v).toString('utf8');

@@ -58,6 +58,7 @@ import {
   LINKS_CHANGED,
   PARSED_KEYS,
   RANK_ANCHORS,
+  RANK_COUNTED_AT,
   RANK_INLINKS,
   anchorPrefix,
 } from './schema.js';
@@ -117,19 +118,22 @@ export function clusterObserver() {
   const gate = new KeyGate();
   return async (tx: Transaction, row: Uint8Array, column: string): Promise<void> => {
     const self = utf8(row) as string;
-    const [keysValue, appliedValue, idValue, rankValue, anchorsValue, linksChanged] = await tx.getMany(
+    const [keysValue, appliedValue, idValue, rankValue, anchorsValue, linksChanged, countedAtValue] = await tx.getMany(
       DOCS,
-      [PARSED_KEYS, CLUSTER_KEYS, CLUSTER_ID, RANK_INLINKS, RANK_ANCHORS, LINKS_CHANGED].map((c) => ({ row, column: c })),
+      [PARSED_KEYS, CLUSTER_KEYS, CLUSTER_ID, RANK_INLINKS, RANK_ANCHORS, LINKS_CHANGED, RANK_COUNTED_AT].map((c) => ({ row, column: c })),
     );
+    // Recorded with every count this run commits (RANK_COUNTED_AT: the relay skips what it saw).
+    const countedNow = () => tx.set(DOCS, row, RANK_COUNTED_AT, String(tx.startTs));
     const newKeys = parseJson<string[]>(keysValue, []);
     const oldKeys = parseJson<string[]>(appliedValue, []);
     const oldId = utf8(idValue);
     const cachedRank = toInt(rankValue);
     if (newKeys.length === 0 && oldKeys.length === 0 && oldId === null) {
       // The link relay's work, when the processor left some (see link-notify-observer.ts).
-      if (linksChanged !== null) await relayLinks(tx, row, linksChanged);
+      if (linksChanged !== null) await relayLinks(tx, row);
       if (rankValue !== null) tx.delete(DOCS, row, RANK_INLINKS);
       if (anchorsValue !== null) tx.delete(DOCS, row, RANK_ANCHORS);
+      if (countedAtValue !== null) tx.delete(DOCS, row, RANK_COUNTED_AT);
       return;
     }
     const sameKeys = newKeys.length === oldKeys.length && newKeys.every((k, i) => k === oldKeys[i]);
@@ -139,7 +143,7 @@ export function clusterObserver() {
     // The link relay's work, when the processor left some (see link-notify-observer.ts). After
     // the gate: a run told to retry (43 % of cluster runs at 4 000 documents) would otherwise
     // read every relayed target's row again.
-    if (linksChanged !== null) await relayLinks(tx, row, linksChanged);
+    if (linksChanged !== null) await relayLinks(tx, row);
     // Count only when the in-links may have changed: a link change was relayed, or joining.
     const counted = newKeys.length > 0 && (column !== PARSED_KEYS || oldId === null) ? await countAnchors(tx, self) : null;
     const rank = counted?.count ?? (newKeys.length > 0 ? cachedRank : 0);
@@ -150,6 +154,7 @@ export function clusterObserver() {
       // re-clustering, as a full run would). A relayed change that changed nothing is done.
       if (!anchorsChanged) return;
       tx.set(DOCS, row, RANK_ANCHORS, counted?.anchorTerms as string);
+      countedNow();
       const state = await tx.get(CLUSTERS, oldId, CLUSTER_STATE);
       if (state !== null) tx.set(CLUSTERS, oldId, CLUSTER_STATE, state);
       return;
@@ -170,6 +175,7 @@ export function clusterObserver() {
         if (rank > 0) tx.set(DOCS, self, RANK_INLINKS, String(rank));
         else tx.delete(DOCS, self, RANK_INLINKS);
         if (counted !== null && anchorsChanged) tx.set(DOCS, self, RANK_ANCHORS, counted.anchorTerms);
+        if (counted !== null) countedNow();
         return;
       }
     }
@@ -278,6 +284,8 @@ export function clusterObserver() {
     }
     if (counted !== null && anchorsChanged) tx.set(DOCS, self, RANK_ANCHORS, counted.anchorTerms);
     if (newKeys.length === 0 && anchorsValue !== null) tx.delete(DOCS, self, RANK_ANCHORS);
+    if (counted !== null && (rank !== cachedRank || anchorsChanged)) countedNow();
+    else if (newKeys.length === 0 && countedAtValue !== null) tx.delete(DOCS, self, RANK_COUNTED_AT);
     const liveIds = new Set<string>();
     const states: [string, string][] = [];
     for (const members of components.values()) {

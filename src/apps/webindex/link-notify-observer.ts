@@ -24,8 +24,8 @@
  *   snapshot, whose join read the anchors before the link committed.
  */
 import type { Transaction } from '../../txn/transaction.js';
-import { DOCS, LINKS_CHANGED, PARSED_KEYS, RANK_DIRTY } from './schema.js';
-import { parseJson } from './util.js';
+import { DOCS, LINKS_CHANGED, PARSED_KEYS, RANK_COUNTED_AT, RANK_DIRTY } from './schema.js';
+import { parseJson, toInt } from './util.js';
 
 /**
  * The relay's work on `row` given its `links:changed` value at the transaction's snapshot. Any
@@ -33,21 +33,27 @@ import { parseJson } from './util.js';
  * cluster run of the same document (cluster-observer.ts), which starts after the processor's
  * commit that inverted the links and so saves the relay its own commit.
  */
-export async function relayLinks(tx: Transaction, row: Uint8Array, pending: Uint8Array | null): Promise<void> {
+export async function relayLinks(tx: Transaction, row: Uint8Array): Promise<void> {
+  const { value: pending, commitTs } = await tx.getVersion(DOCS, row, LINKS_CHANGED);
   const targets = parseJson<string[]>(pending, []);
   if (targets.length === 0) return;
-  const keys = await tx.getMany(
+  // Every change listed was committed at or below the list's own commit ts.
+  const changedAt = commitTs ?? Infinity;
+  const values = await tx.getMany(
     DOCS,
-    targets.map((t) => ({ row: t, column: PARSED_KEYS })),
+    targets.flatMap((t) => [PARSED_KEYS, RANK_COUNTED_AT].map((column) => ({ row: t, column }))),
   );
   targets.forEach((t, i) => {
-    if (keys[i] !== null) tx.notify(DOCS, t, RANK_DIRTY);
+    if (values[2 * i] === null) return; // not a crawled document
+    // A count from a snapshot above changedAt saw these changes: recounting would find them counted.
+    if (toInt(values[2 * i + 1]) > changedAt) return;
+    tx.notify(DOCS, t, RANK_DIRTY);
   });
   tx.delete(DOCS, row, LINKS_CHANGED);
 }
 
 export function linkNotifyObserver() {
   return async (tx: Transaction, row: Uint8Array): Promise<void> => {
-    await relayLinks(tx, row, await tx.get(DOCS, row, LINKS_CHANGED));
+    await relayLinks(tx, row);
   };
 }

@@ -76,6 +76,12 @@ export const RANK_INLINKS = 'rank:inlinks';
  * array of strings); readers accept both.
  */
 export const RANK_ANCHORS = 'rank:anchors';
+/**
+ * The start timestamp (decimal) of the snapshot whose anchor count last changed `rank:inlinks` or
+ * `rank:anchors`: every link change committed below it is counted. The link relay skips a target
+ * whose count already saw the changes it relays (link-notify-observer.ts).
+ */
+export const RANK_COUNTED_AT = 'rank:countedAt';
 /** JSON clustering keys the `cluster` observer has registered in `ckeys` for this document. */
 export const CLUSTER_KEYS = 'cluster:keys';
 /** The id of the cluster this document belongs to. */

@@ -1,6 +1,7 @@
 /**
  * `bench webindex`: the web indexer on the synthetic corpus shaped like the paper's benchmark,
- * end to end (concurrent loaders, every observer, quiescence) on fresh stores, in two phases and an optional load curve:
+ * end to end (concurrent loaders, every observer, quiescence) on fresh stores, in two phases and
+ * an optional load curve:
  *
  * - **saturation**: `docs` documents loaded as fast as the pipeline takes them (loaders paced
  *   only by a large window of documents loaded but not yet searchable); `documentsPerSecond` is

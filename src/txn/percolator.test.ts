@@ -278,6 +278,17 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
       const old = await between.getVersion('t', 'v', 'c:a');
       expect([old.value, old.commitTs]).toEqual([null, second]); // deleted by `second`
       expect(first).toBeLessThan(second);
+      // The same through a store without synchronous reads (the full read path).
+      const rdb = await Percolator.open({ store: remoteLike(db.store).store, oracle: db.oracle, lockWaitMs: 200, leaseMs: 500 });
+      try {
+        const remote = await rdb.snapshot(tx.startTs);
+        const v = await remote.getVersion('t', 'v', 'c:a');
+        expect([Buffer.from(v.value ?? []).toString(), v.commitTs]).toEqual(['three', third]);
+        expect((await remote.getVersion('t', 'v', 'c:b')).commitTs).toBe(second);
+        remote.release();
+      } finally {
+        await rdb.close();
+      }
     } finally {
       tx.release();
       between.release();

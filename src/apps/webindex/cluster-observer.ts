@@ -170,7 +170,7 @@ export function clusterObserver() {
           CLUSTERS,
           oldId,
           CLUSTER_STATE,
-          JSON.stringify({ canonical: canonicalOf(members), size: state.size, members } satisfies ClusterState),
+          clusterStateJson(canonicalOf(members), state.size, Object.keys(members), (m) => members[m] as number),
         );
         if (rank > 0) tx.set(DOCS, self, RANK_INLINKS, String(rank));
         else tx.delete(DOCS, self, RANK_INLINKS);

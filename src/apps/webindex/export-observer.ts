@@ -125,7 +125,7 @@ export function exportObserver(options: ExportOptions = {}) {
     // A cluster rewritten as it was (cluster-observer.ts writes every state it read) exports the
     // same document: written again only for a new indexedAt, such a run would commit for nothing.
     const old = utf8(docValue);
-    const oldAt = old === null ? null : parseJson<ServingDoc>(docValue, doc).indexedAt;
+    const oldAt = old === null ? null : (JSON.parse(old) as ServingDoc).indexedAt;
     if (oldAt === null || JSON.stringify({ ...doc, indexedAt: oldAt }) !== old) tx.set(CLUSTERS, row, EXPORT_DOC, JSON.stringify(doc));
   };
 }

@@ -21,15 +21,20 @@ import {
   CLUSTER_STATE,
   DOCS,
   EXPORT_DOC,
+  EXPORT_TERMS,
+  EXPORTS,
+  INDEX,
   LINKS_APPLIED_LEGACY,
   LINKS_INVERTED,
   OBSERVERS,
   PAGES,
   PARSED_KEYS,
   PARSED_LINKS,
+  POSTING_SCORE,
   RANK_DIRTY,
   RANK_INLINKS,
   RAW_CONTENT,
+  postingRow,
 } from '../src/apps/webindex/schema.js';
 import { search } from '../src/apps/webindex/search.js';
 import { readStats } from '../src/apps/webindex/stats.js';
@@ -181,7 +186,7 @@ describe('export', () => {
         const snap = await ix.db.snapshot();
         try {
           const id = (await snap.getString(DOCS, a.url, CLUSTER_ID)) as string;
-          return { id, state: await snap.getString(CLUSTERS, id, CLUSTER_STATE), doc: await snap.getString(CLUSTERS, id, EXPORT_DOC) };
+          return { id, state: await snap.getString(CLUSTERS, id, CLUSTER_STATE), doc: await snap.getString(EXPORTS, id, EXPORT_DOC) };
         } finally {
           snap.release();
         }
@@ -199,6 +204,65 @@ describe('export', () => {
       const after = await read();
       expect(JSON.parse(after.doc as string).title).toBe('Alpha, revised');
       expect(JSON.parse(after.doc as string).indexedAt).toBeGreaterThanOrEqual(JSON.parse(before.doc as string).indexedAt);
+      await expectMatchesBatch(ix, 'content');
+    },
+    SLOW,
+  );
+});
+
+describe('export results of an earlier build', () => {
+  it(
+    'are found by search where that build left them (clusters), and moved to exports by the next export, stale postings removed',
+    async () => {
+      const a = { url: 'https://a.example/x', content: '# Alpha\n\nsome zebra text', type: 'md' as const };
+      const ix = (index = await openTestIndex('content'));
+      await ix.crawl([a]);
+      const id = await (async () => {
+        const snap = await ix.db.snapshot();
+        try {
+          return (await snap.getString(DOCS, a.url, CLUSTER_ID)) as string;
+        } finally {
+          snap.release();
+        }
+      })();
+      // What a build before `exports` left: the result and terms in the cluster's row, and a
+      // posting its terms list that the current content no longer has.
+      await ix.db.transaction(async (tx) => {
+        const terms = JSON.parse((await tx.getString(EXPORTS, id, EXPORT_TERMS)) as string) as [string, number][];
+        const doc = (await tx.getString(EXPORTS, id, EXPORT_DOC)) as string;
+        tx.delete(EXPORTS, id, EXPORT_TERMS);
+        tx.delete(EXPORTS, id, EXPORT_DOC);
+        tx.set(CLUSTERS, id, EXPORT_TERMS, JSON.stringify([...terms, ['zzstale', 1]]));
+        tx.set(CLUSTERS, id, EXPORT_DOC, doc);
+        tx.set(INDEX, postingRow('zzstale', id), POSTING_SCORE, '1');
+      });
+      const found = async (q: string) => {
+        const snap = await ix.db.snapshot();
+        try {
+          return (await search(snap, q)).hits.map((h) => h.url);
+        } finally {
+          snap.release();
+        }
+      };
+      expect(await found('zebra')).toEqual([a.url]);
+      expect(await found('zzstale')).toEqual([a.url]);
+
+      await ix.db.transaction(async (tx) =>
+        tx.set(CLUSTERS, id, CLUSTER_STATE, (await tx.getString(CLUSTERS, id, CLUSTER_STATE)) as string),
+      );
+      await ix.db.waitForQuiescence({ timeoutMs: 60_000 });
+      const snap = await ix.db.snapshot();
+      try {
+        expect(await snap.getString(CLUSTERS, id, EXPORT_TERMS)).toBeNull();
+        expect(await snap.getString(CLUSTERS, id, EXPORT_DOC)).toBeNull();
+        expect(await snap.getString(EXPORTS, id, EXPORT_TERMS)).not.toContain('zzstale');
+        expect(JSON.parse((await snap.getString(EXPORTS, id, EXPORT_DOC)) as string).url).toBe(a.url);
+        expect(await snap.getString(INDEX, postingRow('zzstale', id), POSTING_SCORE)).toBeNull();
+      } finally {
+        snap.release();
+      }
+      expect(await found('zebra')).toEqual([a.url]);
+      expect(await found('zzstale')).toEqual([]);
       await expectMatchesBatch(ix, 'content');
     },
     SLOW,

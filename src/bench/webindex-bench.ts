@@ -97,6 +97,9 @@ export interface WebIndexBenchResult {
   readonly conflicts: number;
   readonly commitsPerDocument: number;
   readonly cpuMsPerDocument: number;
+  /** What the saturation phase wrote to the storage engine, per document (`file:` only; else null). */
+  readonly engineOpsPerDocument: number | null;
+  readonly engineKiBPerDocument: number | null;
   readonly elapsedMs: number;
   readonly store: string;
   readonly threads: number;
@@ -248,6 +251,8 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     conflicts: s.conflicts,
     commitsPerDocument: Math.round((s.observerCommits / Math.max(1, s.loaded)) * 100) / 100,
     cpuMsPerDocument: Math.round(((cpu.user + cpu.system) / 1000 / Math.max(1, s.loaded)) * 100) / 100,
+    engineOpsPerDocument: s.engineWrites === null ? null : Math.round((s.engineWrites.ops / Math.max(1, s.loaded)) * 10) / 10,
+    engineKiBPerDocument: s.engineWrites === null ? null : Math.round((s.engineWrites.bytes / 1024 / Math.max(1, s.loaded)) * 10) / 10,
     elapsedMs: s.loadAndProcessMs,
     store: options.store ?? 'file:',
     threads,

@@ -18,6 +18,7 @@ import {
   type ClusterState,
   DOCS,
   EXPORT_DOC,
+  EXPORTS,
   INDEX,
   PARSED_KEYS,
   POSTING_SCORE,
@@ -153,6 +154,8 @@ export async function readIndexState(snap: Snapshot): Promise<IndexState> {
   }
   const clusters: [string, IndexState['clusters'][string]][] = [];
   const results: [string, IndexState['results'][string]][] = [];
+  // Results of a store from before `exports` (schema.ts) may still sit in `clusters`.
+  const legacyDocs = new Map<string, Uint8Array>();
   for await (const r of snap.scan(CLUSTERS, {}, { columns: [CLUSTER_STATE, EXPORT_DOC] })) {
     const id = text(r.row);
     const state = r.columns.get(CLUSTER_STATE);
@@ -161,11 +164,19 @@ export async function readIndexState(snap: Snapshot): Promise<IndexState> {
       clusters.push([id, { canonical: s.canonical, size: s.size, members: sortObject(Object.entries(s.members)) }]);
     }
     const doc = r.columns.get(EXPORT_DOC);
-    if (doc !== undefined) {
-      const { latencyMs: _l, indexedAt: _i, ...rest } = JSON.parse(text(doc)) as ServingDoc;
-      results.push([id, rest]);
-    }
+    if (doc !== undefined) legacyDocs.set(id, doc);
   }
+  const addResult = (id: string, doc: Uint8Array) => {
+    const { latencyMs: _l, indexedAt: _i, ...rest } = JSON.parse(text(doc)) as ServingDoc;
+    results.push([id, rest]);
+  };
+  for await (const r of snap.scan(EXPORTS, {}, { columns: [EXPORT_DOC] })) {
+    const id = text(r.row);
+    legacyDocs.delete(id);
+    const doc = r.columns.get(EXPORT_DOC);
+    if (doc !== undefined) addResult(id, doc);
+  }
+  for (const [id, doc] of legacyDocs) addResult(id, doc);
   const postings: [string, number][] = [];
   for await (const r of snap.scan(INDEX, {}, { columns: [POSTING_SCORE] })) {
     const v = r.columns.get(POSTING_SCORE);

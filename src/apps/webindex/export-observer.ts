@@ -1,7 +1,7 @@
 /**
  * Export (observes `clusters c:state`): makes a changed cluster searchable. The serving index is
  * in the store: one posting row per (term, cluster) in `index`, and the result shown for the
- * cluster in `clusters[id] export:doc`.
+ * cluster in `exports[id] export:doc`.
  *
  * What a cluster exports is computed from scratch on every run — the canonical member's title
  * and text plus the anchor text of every link to any member (its tokens, counted per member in
@@ -14,6 +14,9 @@
  *   `rank:dirty` (which re-runs the member's clustering), and the
  *   canonical's content through its re-clustering (a content change always changes its keys).
  * - A vanished cluster (`c:state` deleted) removes all its postings and its result.
+ * - `export:terms` and `export:doc` of a store written before they moved to `exports` (still in
+ *   `clusters[id]`) are read when `exports[id]` has none, and moved by the cluster's next export:
+ *   the postings they describe are diffed as if they were in `exports`.
  * - Crawl-to-index latency is recorded for a member only once the cluster reflects that member's
  *   current parse (`parsed:keys` = `cluster:keys`), and only once per fetch (`export:fetchedAt`).
  *   It is measured to this transaction's start of commit work, not its commit timestamp.
@@ -30,6 +33,7 @@ import {
   EXPORT_FETCHED_AT,
   EXPORT_LATENCY_MS,
   EXPORT_TERMS,
+  EXPORTS,
   INDEX,
   PAGES,
   PARSED_FETCHED_AT,
@@ -54,15 +58,26 @@ export function exportObserver(options: ExportOptions = {}) {
   const nowMs = options.nowMs ?? Date.now;
   return async (tx: Transaction, row: Uint8Array): Promise<void> => {
     const id = utf8(row) as string;
-    const [stateValue, termsValue, docValue] = await tx.getMany(
-      CLUSTERS,
-      [CLUSTER_STATE, EXPORT_TERMS, EXPORT_DOC].map((column) => ({ row, column })),
-    );
+    const [[stateValue, legacyTerms, legacyDoc], [exportedTerms, exportedDoc]] = await Promise.all([
+      tx.getMany(
+        CLUSTERS,
+        [CLUSTER_STATE, EXPORT_TERMS, EXPORT_DOC].map((column) => ({ row, column })),
+      ),
+      tx.getMany(
+        EXPORTS,
+        [EXPORT_TERMS, EXPORT_DOC].map((column) => ({ row, column })),
+      ),
+    ]);
+    // Where an earlier build kept them (see schema.ts): moved by this run.
+    if (legacyTerms !== null) tx.delete(CLUSTERS, row, EXPORT_TERMS);
+    if (legacyDoc !== null) tx.delete(CLUSTERS, row, EXPORT_DOC);
+    const termsValue = exportedTerms ?? legacyTerms;
+    const docValue = exportedDoc ?? legacyDoc;
     const state = parseJson<ClusterState | null>(stateValue, null);
     if (state === null) {
       for (const [t] of parseJson<[string, number][]>(termsValue, [])) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
-      if (termsValue !== null) tx.delete(CLUSTERS, row, EXPORT_TERMS);
-      if (docValue !== null) tx.delete(CLUSTERS, row, EXPORT_DOC);
+      if (exportedTerms !== null) tx.delete(EXPORTS, row, EXPORT_TERMS);
+      if (exportedDoc !== null) tx.delete(EXPORTS, row, EXPORT_DOC);
       return;
     }
     const members = Object.keys(state.members);
@@ -90,7 +105,9 @@ export function exportObserver(options: ExportOptions = {}) {
       const newTerms = new Map(terms);
       for (const [t, score] of terms) if (oldTerms.get(t) !== score) tx.set(INDEX, postingRow(t, id), POSTING_SCORE, String(score));
       for (const t of oldTerms.keys()) if (!newTerms.has(t)) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
-      tx.set(CLUSTERS, row, EXPORT_TERMS, termsJson);
+      tx.set(EXPORTS, row, EXPORT_TERMS, termsJson);
+    } else if (exportedTerms === null) {
+      tx.set(EXPORTS, row, EXPORT_TERMS, termsJson);
     }
 
     const now = nowMs();
@@ -126,6 +143,7 @@ export function exportObserver(options: ExportOptions = {}) {
     // same document: written again only for a new indexedAt, such a run would commit for nothing.
     const old = utf8(docValue);
     const oldAt = old === null ? null : (JSON.parse(old) as ServingDoc).indexedAt;
-    if (oldAt === null || JSON.stringify({ ...doc, indexedAt: oldAt }) !== old) tx.set(CLUSTERS, row, EXPORT_DOC, JSON.stringify(doc));
+    if (oldAt === null || JSON.stringify({ ...doc, indexedAt: oldAt }) !== old) tx.set(EXPORTS, row, EXPORT_DOC, JSON.stringify(doc));
+    else if (exportedDoc === null) tx.set(EXPORTS, row, EXPORT_DOC, old);
   };
 }

@@ -77,6 +77,8 @@ export interface RunSummary extends IndexStats {
   /** Background GC in effect (ms; 0 = off): targeted passes, full passes. */
   readonly gcIntervalMs: number;
   readonly fullGcIntervalMs: number;
+  /** Ops and key+value bytes the run wrote to the storage engine (`file:` only; else null). */
+  readonly engineWrites: { readonly ops: number; readonly bytes: number } | null;
   /** The last background GC pass (null: GC off or no pass yet). */
   readonly lastGc: {
     readonly kind: 'full' | 'recent';
@@ -95,6 +97,16 @@ export interface RunHandle {
 }
 
 export const DEFAULT_SYNTHETIC_DOCS = 2_000;
+
+/**
+ * The write counters of a `file:` store's engine (LevelEngine.stats()). The Store interface does
+ * not expose its engine, so this looks for it and answers null where there is none.
+ */
+function engineWriteCounters(store: Store): { ops: number; bytes: number } | null {
+  const engine = (store as unknown as { engine?: { stats?: () => { ops?: unknown; bytes?: unknown } } }).engine;
+  const st = typeof engine?.stats === 'function' ? engine.stats() : null;
+  return st !== null && typeof st.ops === 'number' && typeof st.bytes === 'number' ? { ops: st.ops, bytes: st.bytes } : null;
+}
 
 /**
  * Row-cache budget of the store this module opens. Small on purpose: the store's row cache keeps
@@ -165,6 +177,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     await worker.start();
     await options.onStarted?.({ db, worker, metrics });
 
+    const engineBefore = engineWriteCounters(store);
     const t0 = performance.now();
     let pending = 0;
     let stopProgress = false;
@@ -219,6 +232,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     });
     await db.waitForQuiescence({ timeoutMs: 600_000 });
     const elapsedMs = performance.now() - t0;
+    const engineAfter = engineWriteCounters(store);
     stopProgress = true;
     await progressLoop;
     options.onProgress?.({
@@ -261,6 +275,10 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
       anomalies: db.anomalies.map((e) => e.message),
       gcIntervalMs: db.gcIntervalMs,
       fullGcIntervalMs: db.fullGcIntervalMs,
+      engineWrites:
+        engineBefore === null || engineAfter === null
+          ? null
+          : { ops: engineAfter.ops - engineBefore.ops, bytes: engineAfter.bytes - engineBefore.bytes },
       lastGc:
         db.lastGc === null
           ? null

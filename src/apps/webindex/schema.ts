@@ -25,7 +25,8 @@ export const CLUSTERS = 'clusters';
 export const CKEYS = 'ckeys';
 export const INDEX = 'index';
 export const ANCHORS = 'anchors';
-export const TABLES = [PAGES, DOCS, ANCHORS, CLUSTERS, CKEYS, INDEX] as const;
+export const EXPORTS = 'exports';
+export const TABLES = [PAGES, DOCS, ANCHORS, CLUSTERS, CKEYS, INDEX, EXPORTS] as const;
 
 // pages[url] — the bulky values, written once per fetch: the store rewrites a row's cells on
 // every mutation of the row, so they are kept apart from the busy `docs` rows.
@@ -102,6 +103,12 @@ export const KEY_MEMBERS = 'k:members';
 // clusters[id]
 /** JSON ClusterState, rewritten by every transaction that changes the cluster (observed by `export`). */
 export const CLUSTER_STATE = 'c:state';
+
+// exports[clusterId] — what the export made of the cluster. Kept out of `clusters` rows for the
+// reason `pages` is kept out of `docs`: the store rewrites a row's cells on every mutation of the
+// row, and `c:state` is rewritten by ~3 cluster runs a document, the export ~1 (builds before
+// 2026-11-27 kept these columns in `clusters[id]`: the export reads them there when `exports[id]`
+// has none, moves them, and search falls back to them).
 /** JSON `[[term, score], …]` the export last posted. */
 export const EXPORT_TERMS = 'export:terms';
 /** JSON ServingDoc: what search shows for this cluster. */

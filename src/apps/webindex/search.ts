@@ -4,7 +4,7 @@
  * half of an export.
  */
 import type { Snapshot } from '../../txn/transaction.js';
-import { CLUSTERS, EXPORT_DOC, INDEX, POSTING_SCORE, type ServingDoc } from './schema.js';
+import { CLUSTERS, EXPORTS, EXPORT_DOC, INDEX, POSTING_SCORE, type ServingDoc } from './schema.js';
 import { tokenize } from './terms.js';
 import { compareStrings, utf8 } from './util.js';
 
@@ -57,12 +57,22 @@ export async function search(snap: Snapshot, query: string, limit = 10): Promise
   // Fetch a few more than asked so the in-link tie-break can reorder equal scores.
   const top = matches.slice(0, limit * 2);
   const docs = await snap.getMany(
-    CLUSTERS,
+    EXPORTS,
     top.map((m) => ({ row: m.id, column: EXPORT_DOC })),
   );
+  // A store written before the results moved to `exports` keeps some in `clusters` (schema.ts).
+  const unmoved = top.filter((_, i) => docs[i] === null);
+  const legacy =
+    unmoved.length === 0
+      ? []
+      : await snap.getMany(
+          CLUSTERS,
+          unmoved.map((m) => ({ row: m.id, column: EXPORT_DOC })),
+        );
+  let nextLegacy = 0;
   const hits: SearchHit[] = [];
   top.forEach((m, i) => {
-    const v = utf8(docs[i]);
+    const v = utf8(docs[i] !== null ? docs[i] : legacy[nextLegacy++]);
     if (v !== null) hits.push({ ...(JSON.parse(v) as ServingDoc), clusterId: m.id, score: m.score });
   });
   hits.sort((a, b) => b.score - a.score || b.inlinks - a.inlinks || compareStrings(a.url, b.url));

@@ -325,6 +325,10 @@ describe('LevelEngine: group commit', () => {
     const st = e.stats();
     expect(st.writes).toBe(n);
     expect(st.ops).toBe(n);
+    // Keys are 6 bytes ("w" + 5 digits), values the decimal i.
+    let valueBytes = 0;
+    for (let i = 0; i < n; i++) valueBytes += String(i).length;
+    expect(st.bytes).toBe(6 * n + valueBytes);
     expect(st.batches).toBeLessThan(n / 10);
     expect(st.batches).toBeGreaterThan(0);
   });

@@ -106,6 +106,8 @@ export interface LevelEngineStats {
   readonly ops: number;
   /** Native batches written (= fsyncs). `writes / batches` is the group-commit factor. */
   readonly batches: number;
+  /** Key and value bytes of those ops (what LevelDB logs, then compacts). */
+  readonly bytes: number;
 }
 
 export interface LevelEngine extends KvEngine {
@@ -248,6 +250,7 @@ class LevelEngineImpl implements LevelEngine {
   private drainWaiters: (() => void)[] = [];
   private nWrites = 0;
   private nOps = 0;
+  private nBytes = 0;
   private nBatches = 0;
   private readonly maxGroupOps: number;
   private readonly maxGroupBytes: number;
@@ -270,7 +273,7 @@ class LevelEngineImpl implements LevelEngine {
   }
 
   stats(): LevelEngineStats {
-    return { writes: this.nWrites, ops: this.nOps, batches: this.nBatches };
+    return { writes: this.nWrites, ops: this.nOps, batches: this.nBatches, bytes: this.nBytes };
   }
 
   private closedError(): StoreError {
@@ -384,6 +387,7 @@ class LevelEngineImpl implements LevelEngine {
     g.bytes += bytes;
     this.nWrites++;
     this.nOps += n;
+    this.nBytes += bytes;
     if (!this.flushScheduled && this.inFlight === null) {
       this.flushScheduled = true;
       setImmediate(this.flushNow);

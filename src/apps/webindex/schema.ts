@@ -107,7 +107,7 @@ export const CLUSTER_STATE = 'c:state';
 // exports[clusterId] — what the export made of the cluster. Kept out of `clusters` rows for the
 // reason `pages` is kept out of `docs`: the store rewrites a row's cells on every mutation of the
 // row, and `c:state` is rewritten by ~3 cluster runs a document, the export ~1 (builds before
-// 2026-11-27 kept these columns in `clusters[id]`: the export reads them there when `exports[id]`
+// e9f979b kept these columns in `clusters[id]`: the export reads them there when `exports[id]`
 // has none, moves them, and search falls back to them).
 /** JSON `[[term, score], …]` the export last posted. */
 export const EXPORT_TERMS = 'export:terms';

@@ -211,39 +211,48 @@ describe('export', () => {
 });
 
 describe('export results of an earlier build', () => {
+  const a = { url: 'https://a.example/x', content: '# Alpha\n\nsome zebra text', type: 'md' as const };
+  /**
+   * An index of one document as a build before `exports` left it: the result and terms in the
+   * cluster's row, and a posting its terms list that the current content no longer has.
+   */
+  async function legacyIndex() {
+    const ix = (index = await openTestIndex('content'));
+    await ix.crawl([a]);
+    const id = await ix.db.transaction(async (tx) => {
+      const cluster = (await tx.getString(DOCS, a.url, CLUSTER_ID)) as string;
+      const terms = JSON.parse((await tx.getString(EXPORTS, cluster, EXPORT_TERMS)) as string) as [string, number][];
+      const doc = (await tx.getString(EXPORTS, cluster, EXPORT_DOC)) as string;
+      tx.delete(EXPORTS, cluster, EXPORT_TERMS);
+      tx.delete(EXPORTS, cluster, EXPORT_DOC);
+      tx.set(CLUSTERS, cluster, EXPORT_TERMS, JSON.stringify([...terms, ['zzstale', 1]]));
+      tx.set(CLUSTERS, cluster, EXPORT_DOC, doc);
+      tx.set(INDEX, postingRow('zzstale', cluster), POSTING_SCORE, '1');
+      return cluster;
+    });
+    const found = async (q: string) => {
+      const snap = await ix.db.snapshot();
+      try {
+        return (await search(snap, q)).hits.map((h) => h.url);
+      } finally {
+        snap.release();
+      }
+    };
+    const read = async (table: string, column: string, row = id) => {
+      const snap = await ix.db.snapshot();
+      try {
+        return await snap.getString(table, row, column);
+      } finally {
+        snap.release();
+      }
+    };
+    return { ix, id, found, read };
+  }
+
   it(
     'are found by search where that build left them (clusters), and moved to exports by the next export, stale postings removed',
     async () => {
-      const a = { url: 'https://a.example/x', content: '# Alpha\n\nsome zebra text', type: 'md' as const };
-      const ix = (index = await openTestIndex('content'));
-      await ix.crawl([a]);
-      const id = await (async () => {
-        const snap = await ix.db.snapshot();
-        try {
-          return (await snap.getString(DOCS, a.url, CLUSTER_ID)) as string;
-        } finally {
-          snap.release();
-        }
-      })();
-      // What a build before `exports` left: the result and terms in the cluster's row, and a
-      // posting its terms list that the current content no longer has.
-      await ix.db.transaction(async (tx) => {
-        const terms = JSON.parse((await tx.getString(EXPORTS, id, EXPORT_TERMS)) as string) as [string, number][];
-        const doc = (await tx.getString(EXPORTS, id, EXPORT_DOC)) as string;
-        tx.delete(EXPORTS, id, EXPORT_TERMS);
-        tx.delete(EXPORTS, id, EXPORT_DOC);
-        tx.set(CLUSTERS, id, EXPORT_TERMS, JSON.stringify([...terms, ['zzstale', 1]]));
-        tx.set(CLUSTERS, id, EXPORT_DOC, doc);
-        tx.set(INDEX, postingRow('zzstale', id), POSTING_SCORE, '1');
-      });
-      const found = async (q: string) => {
-        const snap = await ix.db.snapshot();
-        try {
-          return (await search(snap, q)).hits.map((h) => h.url);
-        } finally {
-          snap.release();
-        }
-      };
+      const { ix, id, found, read } = await legacyIndex();
       expect(await found('zebra')).toEqual([a.url]);
       expect(await found('zzstale')).toEqual([a.url]);
 
@@ -251,18 +260,28 @@ describe('export results of an earlier build', () => {
         tx.set(CLUSTERS, id, CLUSTER_STATE, (await tx.getString(CLUSTERS, id, CLUSTER_STATE)) as string),
       );
       await ix.db.waitForQuiescence({ timeoutMs: 60_000 });
-      const snap = await ix.db.snapshot();
-      try {
-        expect(await snap.getString(CLUSTERS, id, EXPORT_TERMS)).toBeNull();
-        expect(await snap.getString(CLUSTERS, id, EXPORT_DOC)).toBeNull();
-        expect(await snap.getString(EXPORTS, id, EXPORT_TERMS)).not.toContain('zzstale');
-        expect(JSON.parse((await snap.getString(EXPORTS, id, EXPORT_DOC)) as string).url).toBe(a.url);
-        expect(await snap.getString(INDEX, postingRow('zzstale', id), POSTING_SCORE)).toBeNull();
-      } finally {
-        snap.release();
-      }
+      expect(await read(CLUSTERS, EXPORT_TERMS)).toBeNull();
+      expect(await read(CLUSTERS, EXPORT_DOC)).toBeNull();
+      expect(await read(EXPORTS, EXPORT_TERMS)).not.toContain('zzstale');
+      expect(JSON.parse((await read(EXPORTS, EXPORT_DOC)) as string).url).toBe(a.url);
+      expect(await read(INDEX, POSTING_SCORE, postingRow('zzstale', id))).toBeNull();
       expect(await found('zebra')).toEqual([a.url]);
       expect(await found('zzstale')).toEqual([]);
+      await expectMatchesBatch(ix, 'content');
+    },
+    SLOW,
+  );
+
+  it(
+    'of a cluster that then vanishes are removed, with every posting they list',
+    async () => {
+      const { ix, found, read } = await legacyIndex();
+      await ix.crawl([{ url: a.url, content: null }]);
+      expect(await read(CLUSTERS, EXPORT_TERMS)).toBeNull();
+      expect(await read(CLUSTERS, EXPORT_DOC)).toBeNull();
+      expect(await found('zebra')).toEqual([]);
+      expect(await found('zzstale')).toEqual([]);
+      // The batch recomputation of an empty corpus has no postings at all.
       await expectMatchesBatch(ix, 'content');
     },
     SLOW,

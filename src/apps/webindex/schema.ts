@@ -10,7 +10,7 @@
  * - Clusters are the connected components of live documents joined by shared clustering keys;
  *   a cluster's id is the smallest key among its members; its canonical member has the most
  *   in-links (ties: the smallest URL); `docs[m] rank:inlinks` is member m's in-link count.
- * - The serving index (`index`, `clusters[id] export:*`) holds, per cluster, the canonical's title
+ * - The serving index (`index`, `exports[id] export:*`) holds, per cluster, the canonical's title
  *   and text plus the anchor text of every link to any member: links to duplicates count for the
  *   canonical.
  *

@@ -238,14 +238,7 @@ describe('export results of an earlier build', () => {
         snap.release();
       }
     };
-    const read = async (table: string, column: string, row = id) => {
-      const snap = await ix.db.snapshot();
-      try {
-        return await snap.getString(table, row, column);
-      } finally {
-        snap.release();
-      }
-    };
+    const read = (table: string, column: string, row = id) => ix.db.getString(table, row, column);
     return { ix, id, found, read };
   }
 

@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { checkSvg } from '../src/bench/svg-plot.js';
 import { runWebIndexBench } from '../src/bench/webindex-bench.js';
-import { parseLoadRates, webIndexSvg } from '../src/cli/commands/bench-webindex.js';
+import { parseLoadRates, webIndexSizeSvg, webIndexSvg } from '../src/cli/commands/bench-webindex.js';
 
 it('indexes every document of every phase, without anomalies, says how busy the JS thread was, and draws the load curve', async () => {
   const r = await runWebIndexBench({ docs: 300, store: 'memory:', lightDocs: 20, lightRate: 100, loadRates: [40, 400], loadSeconds: 1 });
@@ -33,6 +33,26 @@ it('indexes every document of every phase, without anomalies, says how busy the 
   const svg = webIndexSvg(r);
   expect(checkSvg(svg)).toEqual([]);
   for (const label of ['median', 'p99', `saturation ${r.saturation.documentsPerSecond} docs/s`]) expect(svg).toContain(label);
+
+  // The size curve: tenths of the saturation phase, end to end, up to every document searchable.
+  const parts = r.saturation.bySize;
+  expect(parts).toHaveLength(10);
+  expect(parts[0]?.indexedFrom).toBe(0);
+  expect(parts[9]?.indexedTo).toBe(300);
+  for (let i = 0; i < parts.length; i++) {
+    const p = parts[i];
+    expect(p?.indexedTo).toBe(30 * (i + 1));
+    if (i > 0) expect(p?.indexedFrom).toBe(parts[i - 1]?.indexedTo);
+    expect(p?.documentsPerSecond).toBeGreaterThan(0);
+    expect(p?.cpuMsPerDocument).toBeGreaterThan(0);
+    // memory: has no engine to count reads of.
+    expect(p?.engineReadsPerDocument).toBeNull();
+  }
+  expect(r.engineReadsPerDocument).toBeNull();
+  const sizeSvg = webIndexSizeSvg(r);
+  expect(checkSvg(sizeSvg)).toEqual([]);
+  for (const label of ['documents/s', 'CPU ms per document', 'documents searchable']) expect(sizeSvg).toContain(label);
+  expect(sizeSvg).not.toContain('engine reads');
 }, 120_000);
 
 describe('--load-rates', () => {

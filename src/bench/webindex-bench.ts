@@ -24,7 +24,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { type RunSummary, runWebIndex } from '../apps/webindex/run.js';
+import { type RunSummary, engineCounters, runWebIndex } from '../apps/webindex/run.js';
+import { type SizeSample, type SizeStep, sizeCurve } from './size-curve.js';
 
 export interface WebIndexBenchOptions {
   readonly docs: number;
@@ -78,6 +79,12 @@ export interface WebIndexBenchResult {
     readonly eventLoopUtilization: number;
     /** The process's CPU time (every thread) over the phase's wall time: cores' worth used. */
     readonly cpuCores: number;
+    /**
+     * The phase cut into tenths by documents searchable (size-curve.ts): documents/s, CPU and
+     * engine reads per document as the repository grew. Each tenth ends when its last document
+     * became searchable; the final drain is only in the phase's overall rate.
+     */
+    readonly bySize: readonly SizeStep[];
   };
   readonly lightLoad: {
     readonly documents: number;
@@ -100,6 +107,8 @@ export interface WebIndexBenchResult {
   /** What the saturation phase wrote to the storage engine, per document (`file:` only; else null). */
   readonly engineOpsPerDocument: number | null;
   readonly engineKiBPerDocument: number | null;
+  /** Point reads the storage engine answered in the saturation phase, per document (the row caches' misses; `file:` only). */
+  readonly engineReadsPerDocument: number | null;
   readonly elapsedMs: number;
   readonly store: string;
   readonly threads: number;
@@ -157,8 +166,21 @@ function rssSampler(intervalMs = 200): { stop(): { rss: number; anon: number | n
 /** The saturation phase's default window (see WebIndexBenchOptions.window). */
 export const DEFAULT_SATURATION_WINDOW = 4096;
 
-async function phase(options: WebIndexBenchOptions, docs: number, extra: { window?: number; rate?: number }): Promise<RunSummary> {
+/** Parts of the saturation phase's size curve. */
+const SIZE_PARTS = 10;
+
+/** How often the saturation phase samples its progress for the size curve (a part's end is dated at most this late). */
+const SIZE_SAMPLE_MS = 100;
+
+async function phase(
+  options: WebIndexBenchOptions,
+  docs: number,
+  extra: { window?: number; rate?: number },
+  samples?: SizeSample[],
+): Promise<RunSummary> {
   const dir = options.store === 'memory:' ? null : await mkdtemp(join(tmpdir(), 'percolator-bench-webindex-'));
+  let sampler: NodeJS.Timeout | undefined;
+  let sample: ((force: boolean) => void) | undefined;
   try {
     const handle = await runWebIndex({
       corpus: 'synthetic',
@@ -176,11 +198,38 @@ async function phase(options: WebIndexBenchOptions, docs: number, extra: { windo
         options.log === undefined
           ? undefined
           : (p) => options.log?.(`${p.indexed}/${p.total} indexed, ${p.loaded} loaded, ${Math.round(p.elapsedMs / 1000)} s`),
+      onStarted:
+        samples === undefined
+          ? undefined
+          : ({ db, metrics }) => {
+              const t0 = performance.now();
+              const cpu0 = process.cpuUsage();
+              const reads0 = engineCounters(db.store)?.reads ?? null;
+              sample = (force) => {
+                // Only where the repository grew (and the start): the drain's plateau is not a part.
+                if (!force && metrics.indexed === samples[samples.length - 1]?.indexed) return;
+                const cpu = process.cpuUsage(cpu0);
+                const reads = engineCounters(db.store)?.reads ?? null;
+                samples.push({
+                  indexed: metrics.indexed,
+                  ms: performance.now() - t0,
+                  cpuMs: (cpu.user + cpu.system) / 1000,
+                  engineReads: reads === null || reads0 === null ? null : reads - reads0,
+                });
+              };
+              sample(true);
+              // A sampling period for a measurement, not a wait for a condition.
+              sampler = setInterval(() => sample?.(false), SIZE_SAMPLE_MS);
+            },
     });
+    clearInterval(sampler);
+    // Documents that became searchable after the last tick: dated now, at most one period late.
+    sample?.(false);
     const s = handle.summary;
     await handle.close();
     return s;
   } finally {
+    clearInterval(sampler);
     if (dir !== null) await rm(dir, { recursive: true, force: true });
   }
 }
@@ -193,7 +242,8 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
   const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
   options.log?.(`saturation: ${options.docs} documents, window ${window}`);
-  const s = await phase(options, options.docs, { window });
+  const samples: SizeSample[] = [];
+  const s = await phase(options, options.docs, { window }, samples);
   const cpu = process.cpuUsage(cpu0);
   const elu = performance.eventLoopUtilization(elu0);
   const wallMs = performance.now() - t0;
@@ -240,6 +290,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
       window,
       eventLoopUtilization: Math.round(elu.utilization * 1000) / 1000,
       cpuCores: Math.round(((cpu.user + cpu.system) / 1000 / Math.max(1, wallMs)) * 100) / 100,
+      bySize: sizeCurve(samples, SIZE_PARTS),
     },
     lightLoad: light,
     loadCurve,
@@ -253,6 +304,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     cpuMsPerDocument: Math.round(((cpu.user + cpu.system) / 1000 / Math.max(1, s.loaded)) * 100) / 100,
     engineOpsPerDocument: s.engineWrites === null ? null : Math.round((s.engineWrites.ops / Math.max(1, s.loaded)) * 10) / 10,
     engineKiBPerDocument: s.engineWrites === null ? null : Math.round((s.engineWrites.bytes / 1024 / Math.max(1, s.loaded)) * 10) / 10,
+    engineReadsPerDocument: s.engineReads === null ? null : Math.round((s.engineReads / Math.max(1, s.loaded)) * 10) / 10,
     elapsedMs: s.loadAndProcessMs,
     store: options.store ?? 'file:',
     threads,

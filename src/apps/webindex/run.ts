@@ -79,6 +79,8 @@ export interface RunSummary extends IndexStats {
   readonly fullGcIntervalMs: number;
   /** Ops and key+value bytes the run wrote to the storage engine (`file:` only; else null). */
   readonly engineWrites: { readonly ops: number; readonly bytes: number } | null;
+  /** Point reads the storage engine answered during the run (`file:` only; else null): the row caches' misses. */
+  readonly engineReads: number | null;
   /** The last background GC pass (null: GC off or no pass yet). */
   readonly lastGc: {
     readonly kind: 'full' | 'recent';
@@ -98,14 +100,23 @@ export interface RunHandle {
 
 export const DEFAULT_SYNTHETIC_DOCS = 2_000;
 
+/** What a store's engine has written (ops, key and value bytes) and read (point reads), since it opened. */
+export interface EngineCounters {
+  readonly ops: number;
+  readonly bytes: number;
+  readonly reads: number;
+}
+
 /**
- * The write counters of a `file:` store's engine (LevelEngine.stats()). The Store interface does
- * not expose its engine, so this looks for it and answers null where there is none.
+ * The counters of a `file:` store's engine (LevelEngine.stats()). The Store interface does not
+ * expose its engine, so this looks for it and answers null where there is none.
  */
-function engineWriteCounters(store: Store): { ops: number; bytes: number } | null {
-  const engine = (store as unknown as { engine?: { stats?: () => { ops?: unknown; bytes?: unknown } } }).engine;
+export function engineCounters(store: Store): EngineCounters | null {
+  const engine = (store as unknown as { engine?: { stats?: () => { ops?: unknown; bytes?: unknown; reads?: unknown } } }).engine;
   const st = typeof engine?.stats === 'function' ? engine.stats() : null;
-  return st !== null && typeof st.ops === 'number' && typeof st.bytes === 'number' ? { ops: st.ops, bytes: st.bytes } : null;
+  return st !== null && typeof st.ops === 'number' && typeof st.bytes === 'number' && typeof st.reads === 'number'
+    ? { ops: st.ops, bytes: st.bytes, reads: st.reads }
+    : null;
 }
 
 /**
@@ -177,7 +188,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     await worker.start();
     await options.onStarted?.({ db, worker, metrics });
 
-    const engineBefore = engineWriteCounters(store);
+    const engineBefore = engineCounters(store);
     const t0 = performance.now();
     let pending = 0;
     let stopProgress = false;
@@ -232,7 +243,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     });
     await db.waitForQuiescence({ timeoutMs: 600_000 });
     const elapsedMs = performance.now() - t0;
-    const engineAfter = engineWriteCounters(store);
+    const engineAfter = engineCounters(store);
     stopProgress = true;
     await progressLoop;
     options.onProgress?.({
@@ -279,6 +290,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
         engineBefore === null || engineAfter === null
           ? null
           : { ops: engineAfter.ops - engineBefore.ops, bytes: engineAfter.bytes - engineBefore.bytes },
+      engineReads: engineBefore === null || engineAfter === null ? null : engineAfter.reads - engineBefore.reads,
       lastGc:
         db.lastGc === null
           ? null

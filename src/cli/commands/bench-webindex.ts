@@ -1,7 +1,7 @@
 /**
  * `percolator bench webindex [--docs N] [--json] [--store file:|memory:] [--threads N] [--seed S]
  * [--window N] [--light-docs N] [--light-rate R] [--load-rates LIST|none] [--load-seconds S]
- * [--svg FILE] [--gc-interval-ms MS] [--full-gc-interval-ms MS]`
+ * [--svg FILE] [--size-svg FILE] [--gc-interval-ms MS] [--full-gc-interval-ms MS]`
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -55,6 +55,36 @@ export function webIndexSvg(r: WebIndexBenchResult): string {
   return svg;
 }
 
+/**
+ * Throughput against repository size in the saturation phase (`saturation.bySize`): each tenth's
+ * documents/s at the documents searchable when it ended, with CPU ms per document and engine reads
+ * per document (the row caches' misses) on the same axis, as they explain the fall.
+ */
+export function webIndexSizeSvg(r: WebIndexBenchResult): string {
+  const steps = r.saturation.bySize;
+  const reads = steps.filter((p) => p.engineReadsPerDocument !== null);
+  const svg = renderLineChart({
+    title: `Web index (${r.store}): throughput as one repository grows to ${r.documents} documents (saturation, window ${r.saturation.window})`,
+    xLabel: 'documents searchable',
+    yLabel: 'per second / per document',
+    series: [
+      { name: 'documents/s', points: steps.map((p) => [p.indexedTo, p.documentsPerSecond]) },
+      { name: 'CPU ms per document', points: steps.map((p) => [p.indexedTo, p.cpuMsPerDocument]) },
+      ...(reads.length === 0
+        ? []
+        : [
+            {
+              name: 'engine reads per document',
+              points: reads.map((p): [number, number] => [p.indexedTo, p.engineReadsPerDocument as number]),
+            },
+          ]),
+    ],
+  });
+  const problems = checkSvg(svg);
+  if (problems.length > 0) throw new Error(`malformed SVG: ${problems.join('; ')}`);
+  return svg;
+}
+
 export function register(program: Command): void {
   commandGroup(program, 'bench')
     .command('webindex')
@@ -80,6 +110,7 @@ export function register(program: Command): void {
     )
     .option('--load-seconds <s>', 'load curve: seconds of arrivals per offered load', parsePositiveNumber('load-seconds'), 8)
     .option('--svg <file>', 'write the latency-vs-throughput plot (load curve and saturation) to this file')
+    .option('--size-svg <file>', 'write the throughput-vs-repository-size plot (saturation, by tenths) to this file')
     .option(
       '--gc-interval-ms <ms>',
       "targeted background GC passes every this many ms (0: all GC off; default: Percolator's)",
@@ -104,6 +135,7 @@ export function register(program: Command): void {
         loadRates: string;
         loadSeconds: number;
         svg?: string;
+        sizeSvg?: string;
         gcIntervalMs?: number;
         fullGcIntervalMs: number;
         json?: boolean;
@@ -128,6 +160,10 @@ export function register(program: Command): void {
         if (opts.svg !== undefined) {
           await mkdir(dirname(opts.svg), { recursive: true });
           await writeFile(opts.svg, webIndexSvg(result));
+        }
+        if (opts.sizeSvg !== undefined) {
+          await mkdir(dirname(opts.sizeSvg), { recursive: true });
+          await writeFile(opts.sizeSvg, webIndexSizeSvg(result));
         }
         printResult(result, opts.json === true);
       },

@@ -331,6 +331,8 @@ describe('LevelEngine: group commit', () => {
     expect(st.bytes).toBe(6 * n + valueBytes);
     expect(st.batches).toBeLessThan(n / 10);
     expect(st.batches).toBeGreaterThan(0);
+    // Each check read its key once from LevelDB.
+    expect(st.reads).toBe(n);
   });
 
   it('keeps writers that loop on their own acknowledgements grouped (closed-loop clients)', async () => {
@@ -597,11 +599,15 @@ describe('deferred writes', () => {
     await e.write([put(s('a'), s('old')), put(s('gone'), s('x'))]);
     const before = e.stats().batches;
     await e.write([put(s('a'), s('new')), put(s('b'), s('1')), del(s('gone'))], { deferred: true });
-    // Nothing was written to LevelDB yet: these answers come from the overlay.
+    // Nothing was written to LevelDB yet: these answers come from the overlay, not LevelDB reads.
     expect(e.stats().batches).toBe(before);
+    const reads = e.stats().reads;
     expect(hex(e.get(s('a')) as Uint8Array)).toBe(hex(s('new')));
     expect(hex(e.get(s('b')) as Uint8Array)).toBe(hex(s('1')));
     expect(e.get(s('gone'))).toBeUndefined();
+    expect(e.stats().reads).toBe(reads);
+    expect(e.get(s('never'))).toBeUndefined();
+    expect(e.stats().reads).toBe(reads + 1);
     const scanned = await all(e.iterate({}));
     expect(scanned.map((x) => Buffer.from(x.key).toString())).toEqual(['a', 'b']);
     expect(scanned.map((x) => Buffer.from(x.value).toString())).toEqual(['new', '1']);

@@ -108,6 +108,8 @@ export interface LevelEngineStats {
   readonly batches: number;
   /** Key and value bytes of those ops (what LevelDB logs, then compacts). */
   readonly bytes: number;
+  /** `get` calls that LevelDB answered (those the deferred overlay answered are not counted). */
+  readonly reads: number;
 }
 
 export interface LevelEngine extends KvEngine {
@@ -251,6 +253,7 @@ class LevelEngineImpl implements LevelEngine {
   private nWrites = 0;
   private nOps = 0;
   private nBytes = 0;
+  private nReads = 0;
   private nBatches = 0;
   private readonly maxGroupOps: number;
   private readonly maxGroupBytes: number;
@@ -273,7 +276,7 @@ class LevelEngineImpl implements LevelEngine {
   }
 
   stats(): LevelEngineStats {
-    return { writes: this.nWrites, ops: this.nOps, batches: this.nBatches, bytes: this.nBytes };
+    return { writes: this.nWrites, ops: this.nOps, batches: this.nBatches, bytes: this.nBytes, reads: this.nReads };
   }
 
   private closedError(): StoreError {
@@ -287,6 +290,7 @@ class LevelEngineImpl implements LevelEngine {
       const e = this.overlay.get(bytesKey(key));
       if (e !== undefined) return e.value;
     }
+    this.nReads++;
     try {
       return this.db.getSync(key);
     } catch (e) {

@@ -1,0 +1,78 @@
+/**
+ * Throughput against repository size, from one saturation run: the run is sampled (documents
+ * searchable so far, wall time, CPU time, engine reads) and cut into equal parts by documents
+ * searchable; each part's rates come from the samples interpolated linearly at its boundaries.
+ * One growing repository, so each part is measured at the size it ran at — unlike separate runs
+ * of increasing size, whose rates average over every size below theirs.
+ *
+ * The last part ends when the last document became searchable: the drain after it (rank and
+ * export runs still queued) is in the run's overall documents/s, not here.
+ */
+
+export interface SizeSample {
+  /** Documents searchable so far. Non-decreasing from sample to sample. */
+  readonly indexed: number;
+  /** Wall time since the run started, ms. */
+  readonly ms: number;
+  /** Process CPU time (all threads) since the run started, ms. */
+  readonly cpuMs: number;
+  /** Engine point reads since the run started (null: the store has no engine counters). */
+  readonly engineReads: number | null;
+}
+
+export interface SizeStep {
+  /** The part: documents searchable at its start and at its end. */
+  readonly indexedFrom: number;
+  readonly indexedTo: number;
+  readonly documentsPerSecond: number;
+  readonly cpuMsPerDocument: number;
+  readonly engineReadsPerDocument: number | null;
+}
+
+/**
+ * `parts` equal parts of the documents between the first sample (take it at 0) and the last
+ * (fewer parts when there are fewer documents). Empty when no document became searchable.
+ */
+export function sizeCurve(samples: readonly SizeSample[], parts: number): SizeStep[] {
+  const first = samples[0];
+  const last = samples[samples.length - 1];
+  if (first === undefined || last === undefined || last.indexed <= first.indexed) return [];
+  const span = last.indexed - first.indexed;
+  const n = Math.max(1, Math.min(Math.floor(parts), span));
+  const steps: SizeStep[] = [];
+  let from = first;
+  for (let k = 1; k <= n; k++) {
+    const to = interpolate(samples, first.indexed + Math.round((k * span) / n));
+    const docs = to.indexed - from.indexed;
+    steps.push({
+      indexedFrom: from.indexed,
+      indexedTo: to.indexed,
+      documentsPerSecond: Math.round(docs / (Math.max(1e-3, to.ms - from.ms) / 1000)),
+      cpuMsPerDocument: round2((to.cpuMs - from.cpuMs) / docs),
+      engineReadsPerDocument:
+        to.engineReads === null || from.engineReads === null ? null : round2((to.engineReads - from.engineReads) / docs),
+    });
+    from = to;
+  }
+  return steps;
+}
+
+/** The sample at exactly `target` documents: between the first sample reaching it and the one before. */
+function interpolate(samples: readonly SizeSample[], target: number): SizeSample {
+  const i = samples.findIndex((s) => s.indexed >= target);
+  const hi = samples[i] as SizeSample;
+  const lo = samples[i - 1];
+  if (lo === undefined || hi.indexed === target) return hi;
+  const f = (target - lo.indexed) / (hi.indexed - lo.indexed);
+  const mix = (a: number, b: number) => a + (b - a) * f;
+  return {
+    indexed: target,
+    ms: mix(lo.ms, hi.ms),
+    cpuMs: mix(lo.cpuMs, hi.cpuMs),
+    engineReads: lo.engineReads === null || hi.engineReads === null ? null : mix(lo.engineReads, hi.engineReads),
+  };
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}

@@ -39,6 +39,17 @@ describe('sizeCurve', () => {
     ]);
   });
 
+  it('dates a boundary inside a stall by the sample just before the documents resumed', () => {
+    // 10 documents by 100 ms, none until 500 ms, 10 more by 600 ms: 15 were searchable at 550 ms.
+    const samples = [sample(0, 0, 0), sample(10, 100, 0), sample(10, 300, 0), sample(10, 500, 0), sample(20, 600, 0)];
+    expect(sizeCurve(samples, 4).map((s) => [s.indexedTo, s.documentsPerSecond])).toEqual([
+      [5, 100],
+      [10, 100],
+      [15, 11],
+      [20, 100],
+    ]);
+  });
+
   it('has no more parts than documents, and none without documents or samples', () => {
     expect(sizeCurve([sample(0, 0, 0), sample(3, 30, 3)], 10).map((s) => s.indexedTo)).toEqual([1, 2, 3]);
     expect(sizeCurve([sample(0, 0, 0), sample(0, 100, 5)], 10)).toEqual([]);

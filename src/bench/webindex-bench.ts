@@ -82,7 +82,9 @@ export interface WebIndexBenchResult {
     /**
      * The phase cut into tenths by documents searchable (size-curve.ts): documents/s, CPU and
      * engine reads per document as the repository grew. Each tenth ends when its last document
-     * became searchable; the final drain is only in the phase's overall rate.
+     * became searchable (what runs after that is only in the phase's overall rate); the last
+     * `window` documents finish with no new arrivals, so the last tenths of a small run show
+     * that drain.
      */
     readonly bySize: readonly SizeStep[];
   };
@@ -180,7 +182,7 @@ async function phase(
 ): Promise<RunSummary> {
   const dir = options.store === 'memory:' ? null : await mkdtemp(join(tmpdir(), 'percolator-bench-webindex-'));
   let sampler: NodeJS.Timeout | undefined;
-  let sample: ((force: boolean) => void) | undefined;
+  let sample: (() => void) | undefined;
   try {
     const handle = await runWebIndex({
       corpus: 'synthetic',
@@ -205,9 +207,7 @@ async function phase(
               const t0 = performance.now();
               const cpu0 = process.cpuUsage();
               const reads0 = engineCounters(db.store)?.reads ?? null;
-              sample = (force) => {
-                // Only where the repository grew (and the start): the drain's plateau is not a part.
-                if (!force && metrics.indexed === samples[samples.length - 1]?.indexed) return;
+              sample = () => {
                 const cpu = process.cpuUsage(cpu0);
                 const reads = engineCounters(db.store)?.reads ?? null;
                 samples.push({
@@ -217,14 +217,14 @@ async function phase(
                   engineReads: reads === null || reads0 === null ? null : reads - reads0,
                 });
               };
-              sample(true);
+              sample();
               // A sampling period for a measurement, not a wait for a condition.
-              sampler = setInterval(() => sample?.(false), SIZE_SAMPLE_MS);
+              sampler = setInterval(() => sample?.(), SIZE_SAMPLE_MS);
             },
     });
     clearInterval(sampler);
     // Documents that became searchable after the last tick: dated now, at most one period late.
-    sample?.(false);
+    sample?.();
     const s = handle.summary;
     await handle.close();
     return s;

@@ -64,7 +64,7 @@ export function webIndexSizeSvg(r: WebIndexBenchResult): string {
   const steps = r.saturation.bySize;
   const reads = steps.filter((p) => p.engineReadsPerDocument !== null);
   const svg = renderLineChart({
-    title: `Web index (${r.store}): throughput as one repository grows to ${r.documents} documents (saturation, window ${r.saturation.window})`,
+    title: `Web index (${r.store}): one repository growing to ${r.documents} documents, saturated`,
     xLabel: 'documents searchable',
     yLabel: 'per second / per document',
     series: [

@@ -270,3 +270,10 @@ export function checkSvg(svg: string): string[] {
   if (roots !== 1) problems.push(`${roots} root elements`);
   return problems;
 }
+
+/** `svg` itself, once `checkSvg` finds nothing wrong with it; otherwise throws with the problems. */
+export function checkedSvg(svg: string): string {
+  const problems = checkSvg(svg);
+  if (problems.length > 0) throw new Error(`malformed SVG: ${problems.join('; ')}`);
+  return svg;
+}

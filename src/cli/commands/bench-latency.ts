@@ -8,7 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULT_RATES, type LatencyBenchResult, runLatencyBench } from '../../bench/latency-bench.js';
-import { checkSvg, renderLineChart } from '../../bench/svg-plot.js';
+import { checkedSvg, renderLineChart } from '../../bench/svg-plot.js';
 import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
 
 /** The Figure-7-style plot: median latency vs crawl rate, both pipelines, log-log. */
@@ -33,9 +33,7 @@ export function latencySvg(r: LatencyBenchResult): string {
           ]
         : [],
   });
-  const problems = checkSvg(svg);
-  if (problems.length > 0) throw new Error(`malformed SVG: ${problems.join('; ')}`);
-  return svg;
+  return checkedSvg(svg);
 }
 
 function printTable(r: LatencyBenchResult): void {

@@ -6,7 +6,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
-import { checkSvg, renderLineChart } from '../../bench/svg-plot.js';
+import { checkedSvg, renderLineChart } from '../../bench/svg-plot.js';
 import { DEFAULT_SATURATION_WINDOW, type WebIndexBenchResult, runWebIndexBench } from '../../bench/webindex-bench.js';
 import { commandGroup, parseNonNegativeInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
@@ -50,9 +50,7 @@ export function webIndexSvg(r: WebIndexBenchResult): string {
     ],
     markers: [{ x: sat.documentsPerSecond, label: `saturation ${sat.documentsPerSecond} docs/s` }],
   });
-  const problems = checkSvg(svg);
-  if (problems.length > 0) throw new Error(`malformed SVG: ${problems.join('; ')}`);
-  return svg;
+  return checkedSvg(svg);
 }
 
 /**
@@ -80,9 +78,7 @@ export function webIndexSizeSvg(r: WebIndexBenchResult): string {
           ]),
     ],
   });
-  const problems = checkSvg(svg);
-  if (problems.length > 0) throw new Error(`malformed SVG: ${problems.join('; ')}`);
-  return svg;
+  return checkedSvg(svg);
 }
 
 export function register(program: Command): void {

@@ -384,6 +384,47 @@ describe('who relays link changes', () => {
   );
 });
 
+describe('cluster states and link sets an earlier build wrote as objects keyed by URL', () => {
+  it(
+    'are read by every run that meets them, and rewritten as pairs',
+    async () => {
+      const t = { url: 'https://t.example/a', content: '# Target\n\nsame text', type: 'md' as const };
+      const d = { url: 'https://d.example/a', content: '# Target\n\nsame text', type: 'md' as const };
+      const s = { url: 'https://s.example/b', content: `# Source\n\n[to t](${t.url}) [to d](${d.url})`, type: 'md' as const };
+      const ix = (index = await openTestIndex('content'));
+      await ix.crawl([t, d, s]);
+      // What a build before 2026-11-27 left: both values as objects keyed by URL.
+      const id = await ix.db.transaction(async (tx) => {
+        const cid = (await tx.getString(DOCS, t.url, CLUSTER_ID)) as string;
+        const state = JSON.parse((await tx.getString(CLUSTERS, cid, CLUSTER_STATE)) as string) as { members: [string, number][] };
+        expect(state.members).toEqual([
+          [d.url, 1],
+          [t.url, 1],
+        ]);
+        tx.set(CLUSTERS, cid, CLUSTER_STATE, JSON.stringify({ ...state, members: Object.fromEntries(state.members) }));
+        const links = JSON.parse((await tx.getString(DOCS, s.url, LINKS_INVERTED)) as string) as [string, string][];
+        expect(links).toHaveLength(2);
+        tx.set(DOCS, s.url, LINKS_INVERTED, JSON.stringify(Object.fromEntries(links)));
+        return cid;
+      });
+      await ix.db.waitForQuiescence({ timeoutMs: 60_000 }); // the export ran on the object form
+      await expectMatchesBatch(ix, 'content');
+      // The source drops its link to d: its processor diffs against the object form; the counts
+      // change, so d's cluster run rewrites the state it reads in the object form.
+      await ix.crawl([{ ...s, content: `# Source\n\n[to t](${t.url})` }]);
+      await expectMatchesBatch(ix, 'content');
+      const snap = await ix.db.snapshot();
+      expect(JSON.parse((await snap.getString(CLUSTERS, id, CLUSTER_STATE)) as string).members).toEqual([
+        [d.url, 0],
+        [t.url, 1],
+      ]);
+      expect(JSON.parse((await snap.getString(DOCS, s.url, LINKS_INVERTED)) as string)).toEqual([[t.url, 'to t']]);
+      snap.release();
+    },
+    SLOW,
+  );
+});
+
 describe('link relay and joins', () => {
   it(
     'counts a link inverted while its target was joining (the join read before the link committed)',

@@ -24,6 +24,7 @@ import {
   POSTING_SCORE,
   RANK_INLINKS,
   type ServingDoc,
+  parseClusterState,
 } from './schema.js';
 import { anchorTermCounts, postingScore, snippetOf, termsOf } from './terms.js';
 import { compareStrings } from './util.js';
@@ -160,8 +161,8 @@ export async function readIndexState(snap: Snapshot): Promise<IndexState> {
     const id = text(r.row);
     const state = r.columns.get(CLUSTER_STATE);
     if (state !== undefined) {
-      const s = JSON.parse(text(state)) as ClusterState;
-      clusters.push([id, { canonical: s.canonical, size: s.size, members: sortObject(Object.entries(s.members)) }]);
+      const s = parseClusterState(text(state)) as ClusterState;
+      clusters.push([id, { canonical: s.canonical, size: s.size, members: sortObject(s.members.map(([m, n]) => [m, n])) }]);
     }
     const doc = r.columns.get(EXPORT_DOC);
     if (doc !== undefined) legacyDocs.set(id, doc);

@@ -53,6 +53,7 @@ import {
   CLUSTER_STATE,
   type ClusterState,
   clusterStateJson,
+  parseClusterState,
   DOCS,
   KEY_MEMBERS,
   LINKS_CHANGED,
@@ -87,11 +88,14 @@ async function countAnchors(tx: Transaction, target: string): Promise<{ count: n
 }
 
 /** The canonical of a cluster: most in-links, ties broken by the smallest URL. */
-function canonicalOf(members: Readonly<Record<string, number>>): string {
+function canonicalOf(members: ClusterState['members']): string {
   let canonical: string | null = null;
-  for (const [m, rank] of Object.entries(members)) {
-    const best = canonical === null ? -1 : (members[canonical] as number);
-    if (canonical === null || rank > best || (rank === best && compareStrings(m, canonical) < 0)) canonical = m;
+  let best = -1;
+  for (const [m, rank] of members) {
+    if (canonical === null || rank > best || (rank === best && compareStrings(m, canonical) < 0)) {
+      canonical = m;
+      best = rank;
+    }
   }
   return canonical as string;
 }
@@ -162,15 +166,15 @@ export function clusterObserver() {
     if (column !== PARSED_KEYS && oldId !== null && sameKeys && newKeys.length > 0) {
       // Only the count changed: no component can change. Rewrite the member's count (and the
       // canonical) in its cluster's state, when the state lists it (else: the full path).
-      const state = parseJson<ClusterState | null>(await tx.get(CLUSTERS, oldId, CLUSTER_STATE), null);
-      if (state !== null && Object.hasOwn(state.members, self)) {
-        const members = state.members as Record<string, number>; // parsed here: ours to change
-        members[self] = rank;
+      const state = parseClusterState(utf8(await tx.get(CLUSTERS, oldId, CLUSTER_STATE)));
+      if (state !== null && state.members.some(([m]) => m === self)) {
+        const members = state.members.map(([m, r]): [string, number] => [m, m === self ? rank : r]);
+        const counts = new Map(members);
         tx.set(
           CLUSTERS,
           oldId,
           CLUSTER_STATE,
-          clusterStateJson(canonicalOf(members), state.size, Object.keys(members), (m) => members[m] as number),
+          clusterStateJson(canonicalOf(members), state.size, [...counts.keys()], (m) => counts.get(m) as number),
         );
         if (rank > 0) tx.set(DOCS, self, RANK_INLINKS, String(rank));
         else tx.delete(DOCS, self, RANK_INLINKS);
@@ -211,9 +215,12 @@ export function clusterObserver() {
         ids.map((id) => ({ row: id, column: CLUSTER_STATE })),
       );
       ids.forEach((id, i) => {
-        const state = parseJson<ClusterState>(values[i], { canonical: '', size: 0, members: {} });
+        const state = parseClusterState(utf8(values[i])) ?? { canonical: '', size: 0, members: [] };
         clusterStates.set(id, state);
-        visit(Object.keys(state.members), next);
+        visit(
+          state.members.map(([m]) => m),
+          next,
+        );
       });
     };
     let frontier: string[] = [];

@@ -27,7 +27,6 @@ import {
   CLUSTERS,
   CLUSTER_KEYS,
   CLUSTER_STATE,
-  type ClusterState,
   DOCS,
   EXPORT_DOC,
   EXPORT_FETCHED_AT,
@@ -43,6 +42,7 @@ import {
   POSTING_SCORE,
   RANK_ANCHORS,
   type ServingDoc,
+  parseClusterState,
   postingRow,
 } from './schema.js';
 import { anchorTermsFromJson, postingScore, snippetOf, termsOf } from './terms.js';
@@ -73,14 +73,14 @@ export function exportObserver(options: ExportOptions = {}) {
     if (legacyDoc !== null) tx.delete(CLUSTERS, row, EXPORT_DOC);
     const termsValue = exportedTerms ?? legacyTerms;
     const docValue = exportedDoc ?? legacyDoc;
-    const state = parseJson<ClusterState | null>(stateValue, null);
+    const state = parseClusterState(utf8(stateValue));
     if (state === null) {
       for (const [t] of parseJson<[string, number][]>(termsValue, [])) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
       if (exportedTerms !== null) tx.delete(EXPORTS, row, EXPORT_TERMS);
       if (exportedDoc !== null) tx.delete(EXPORTS, row, EXPORT_DOC);
       return;
     }
-    const members = Object.keys(state.members);
+    const members = state.members.map(([m]) => m);
     const perMember = [PARSED_KEYS, CLUSTER_KEYS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS, RANK_ANCHORS];
     const [[titleValue, textValue], memberValues] = await Promise.all([
       tx.getMany(
@@ -135,7 +135,7 @@ export function exportObserver(options: ExportOptions = {}) {
       snippet: snippetOf(text),
       size: state.size,
       duplicates: members.filter((m) => m !== state.canonical).slice(0, 5),
-      inlinks: state.members[state.canonical] ?? 0,
+      inlinks: state.members.find(([m]) => m === state.canonical)?.[1] ?? 0,
       latencyMs: canonicalLatency,
       indexedAt: now,
     };

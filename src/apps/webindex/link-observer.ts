@@ -58,6 +58,17 @@ export function storedLinks(values: readonly (Uint8Array | null)[]): StoredLinks
 }
 
 /**
+ * A stored `links:inverted` (or its legacy column) as target → anchor text. Written as `[[target,
+ * anchor], …]`; stores written before 2026-11-27 hold an object keyed by target URL, which V8 parses
+ * (and `Object.fromEntries` built) into a hidden class per distinct key set (schema.ts,
+ * clusterStateJson, says why that costs).
+ */
+function invertedLinks(v: Uint8Array | null): Map<string, string> {
+  const parsed = parseJson<[string, string][] | Record<string, string>>(v, []);
+  return new Map(Array.isArray(parsed) ? parsed : Object.entries(parsed));
+}
+
+/**
  * Applies the difference between `links` (the document's links now) and the links inverted so
  * far (`stored`). `clusterRunFollows`: this transaction writes the document's `parsed:keys`, so its
  * cluster run relays the change list; otherwise the relay is notified. Returns how many anchor
@@ -72,15 +83,15 @@ export function invertLinks(
   clusterRunFollows: boolean,
 ): number {
   const now = new Map(links);
-  const before = parseJson<Record<string, string>>(stored.inverted ?? stored.legacy, {});
+  const before = invertedLinks(stored.inverted ?? stored.legacy);
   let changed: Set<string> | null = null;
   const touch = (target: string) => (changed ??= new Set(parseJson<string[]>(stored.pending, []))).add(target);
   for (const [target, anchor] of now) {
-    if (Object.hasOwn(before, target) && before[target] === anchor) continue;
+    if (before.get(target) === anchor) continue;
     tx.set(ANCHORS, anchorRow(target, source), ANCHOR_TEXT, anchor);
     touch(target);
   }
-  for (const target of Object.keys(before)) {
+  for (const target of before.keys()) {
     if (now.has(target)) continue;
     tx.delete(ANCHORS, anchorRow(target, source), ANCHOR_TEXT);
     touch(target);
@@ -90,7 +101,7 @@ export function invertLinks(
   if (now.size === 0) {
     if (stored.inverted !== null) tx.delete(DOCS, row, LINKS_INVERTED);
   } else {
-    tx.set(DOCS, row, LINKS_INVERTED, JSON.stringify(Object.fromEntries(now)));
+    tx.set(DOCS, row, LINKS_INVERTED, JSON.stringify([...now]));
   }
   if (stored.legacy !== null) tx.delete(DOCS, row, LINKS_APPLIED_LEGACY);
   tx.set(DOCS, row, LINKS_CHANGED, JSON.stringify([...set].sort()));

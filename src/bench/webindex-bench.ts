@@ -111,6 +111,11 @@ export interface WebIndexBenchResult {
   readonly engineKiBPerDocument: number | null;
   /** Point reads the storage engine answered in the saturation phase, per document (the row caches' misses; `file:` only). */
   readonly engineReadsPerDocument: number | null;
+  /**
+   * Those reads by `table/locality group`, per document: found, and absent (rows the key filter
+   * could not rule out, e.g. groups deleted since they were written). Busiest first; `file:` only.
+   */
+  readonly engineReadsByGroupPerDocument: Record<string, { readonly found: number; readonly absent: number }> | null;
   readonly elapsedMs: number;
   readonly store: string;
   readonly threads: number;
@@ -129,6 +134,16 @@ export interface LoadStep {
   /** Crawl-to-index latency at this load. */
   readonly medianLatencyMs: number;
   readonly p99LatencyMs: number;
+}
+
+/** Reads by group ÷ documents (two decimals), busiest group first. */
+function perDocument(
+  byGroup: NonNullable<RunSummary['engineReadsByGroup']>,
+  docs: number,
+): NonNullable<WebIndexBenchResult['engineReadsByGroupPerDocument']> {
+  const per = (n: number) => Math.round((n / Math.max(1, docs)) * 100) / 100;
+  const sorted = Object.entries(byGroup).sort(([, a], [, b]) => b.found + b.absent - (a.found + a.absent));
+  return Object.fromEntries(sorted.map(([g, n]) => [g, { found: per(n.found), absent: per(n.absent) }]));
 }
 
 /** Anonymous resident memory (Linux: RssAnon of /proc/self/status), bytes; null elsewhere. */
@@ -305,6 +320,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     engineOpsPerDocument: s.engineWrites === null ? null : Math.round((s.engineWrites.ops / Math.max(1, s.loaded)) * 10) / 10,
     engineKiBPerDocument: s.engineWrites === null ? null : Math.round((s.engineWrites.bytes / 1024 / Math.max(1, s.loaded)) * 10) / 10,
     engineReadsPerDocument: s.engineReads === null ? null : Math.round((s.engineReads / Math.max(1, s.loaded)) * 10) / 10,
+    engineReadsByGroupPerDocument: s.engineReadsByGroup === null ? null : perDocument(s.engineReadsByGroup, s.loaded),
     elapsedMs: s.loadAndProcessMs,
     store: options.store ?? 'file:',
     threads,

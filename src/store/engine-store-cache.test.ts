@@ -90,3 +90,35 @@ describe("the row cache's second tier", () => {
     }
   });
 });
+
+describe('engine reads by group', () => {
+  it('counts the reads the engine answers, by table and locality group, found or absent', async () => {
+    const engine = new CountingEngine();
+    // No row cache: every read the key filter cannot answer goes to the engine.
+    const store = await EngineStore.open(engine, 'memory:', { cacheBytes: 0, encodedCacheBytes: 0, gcIntervalMs: 0 });
+    try {
+      await store.createTable('t', { families: { f: {}, g: { localityGroup: 'side' } } });
+      const set = (familyName: string, i: number) => ({
+        setCell: { familyName, columnQualifier: Buffer.from('c'), timestampMicros: 1, value: value(i, 0) },
+      });
+      for (let i = 0; i < 10; i++) await store.mutateRow('t', key(i), i < 4 ? [set('f', i), set('g', i)] : [set('f', i)]);
+      // Deleted rows stay in the key filter (it cannot forget): reading them asks the engine.
+      for (const i of [8, 9]) await store.mutateRow('t', key(i), [{ deleteFromRow: {} }]);
+      const before = store.engineReadsByGroup();
+      const gets = engine.gets;
+      // Rows 10 and 11 were never written: the key filter answers, the engine is not asked.
+      for (let i = 0; i < 12; i++) await store.readRow('t', key(i));
+      const after = store.engineReadsByGroup();
+      const delta = (g: string) => ({
+        found: (after[g]?.found ?? 0) - (before[g]?.found ?? 0),
+        absent: (after[g]?.absent ?? 0) - (before[g]?.absent ?? 0),
+      });
+      expect(delta('t/default')).toEqual({ found: 8, absent: 2 });
+      expect(delta('t/side')).toEqual({ found: 4, absent: 0 });
+      expect(engine.gets - gets).toBe(14);
+      expect(Object.keys(after).sort()).toEqual(['t/default', 't/side']);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -242,7 +242,12 @@ export class EngineStore implements AtomicRowsStore {
       this.cache.set(ck, EMPTY_CELLS, 0);
       return EMPTY_CELLS;
     }
-    raw ??= this.engine.get(rowKeyOf(t.prefix(gid), key));
+    if (raw === undefined) {
+      raw = this.engine.get(rowKeyOf(t.prefix(gid), key));
+      let n = t.engineReads.get(gid);
+      if (n === undefined) t.engineReads.set(gid, (n = [0, 0]));
+      n[raw === undefined ? 1 : 0]++;
+    }
     const cells = raw === undefined ? EMPTY_CELLS : this.decode(t, raw, key);
     this.cache.set(ck, cells, raw?.byteLength ?? 0, raw);
     return cells;
@@ -669,6 +674,22 @@ export class EngineStore implements AtomicRowsStore {
     const cells = this.collect(t, this.loadRow(t, key, groups));
     const out = f === null ? cells : f.apply(key, cells);
     return out.length === 0 ? null : { key, cells: out };
+  }
+
+  /**
+   * Point reads asked of the engine since the store opened — the row caches' misses that the key
+   * filter could not answer — per `table/locality group`, found or absent. Tables deleted since
+   * are not listed. For diagnostics (`bench webindex`): which rows a workload reads cold.
+   */
+  engineReadsByGroup(): Record<string, { found: number; absent: number }> {
+    const out: Record<string, { found: number; absent: number }> = {};
+    for (const t of this.tables.values()) {
+      for (const [group, gid] of Object.entries(t.groups)) {
+        const n = t.engineReads.get(gid);
+        if (n !== undefined) out[`${t.name}/${group}`] = { found: n[0], absent: n[1] };
+      }
+    }
+    return out;
   }
 
   readCellsSync(table: string, key: Bytes, families: readonly string[]): readonly Cell[] {

@@ -46,6 +46,8 @@ export class TableState {
   /** Families whose rule depends on time (maxAge): even a lone version may expire. */
   readonly timeRules = new Set<string>();
   readonly groupIds: number[];
+  /** Point reads asked of the engine for this table (its rows' cache misses), by group id: [found, absent]. */
+  readonly engineReads = new Map<number, [number, number]>();
   /** Writes in flight (admin operations wait for zero). */
   inflight = 0;
   barrier: Promise<void> | null = null;

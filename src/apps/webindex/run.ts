@@ -81,6 +81,8 @@ export interface RunSummary extends IndexStats {
   readonly engineWrites: { readonly ops: number; readonly bytes: number } | null;
   /** Point reads the storage engine answered during the run (`file:` only; else null): the row caches' misses. */
   readonly engineReads: number | null;
+  /** Those reads by `table/locality group`, found or absent (`file:` only; else null). */
+  readonly engineReadsByGroup: EngineReadsByGroup | null;
   /** The last background GC pass (null: GC off or no pass yet). */
   readonly lastGc: {
     readonly kind: 'full' | 'recent';
@@ -100,11 +102,15 @@ export interface RunHandle {
 
 export const DEFAULT_SYNTHETIC_DOCS = 2_000;
 
+export type EngineReadsByGroup = Record<string, { readonly found: number; readonly absent: number }>;
+
 /** What a store's engine has written (ops, key and value bytes) and read (point reads), since it opened. */
 export interface EngineCounters {
   readonly ops: number;
   readonly bytes: number;
   readonly reads: number;
+  /** The reads by table and locality group (EngineStore.engineReadsByGroup). */
+  readonly readsByGroup: EngineReadsByGroup;
 }
 
 /**
@@ -114,9 +120,20 @@ export interface EngineCounters {
 export function engineCounters(store: Store): EngineCounters | null {
   const engine = (store as unknown as { engine?: { stats?: () => { ops?: unknown; bytes?: unknown; reads?: unknown } } }).engine;
   const st = typeof engine?.stats === 'function' ? engine.stats() : null;
+  const byGroup = (store as unknown as { engineReadsByGroup?: () => EngineReadsByGroup }).engineReadsByGroup;
   return st !== null && typeof st.ops === 'number' && typeof st.bytes === 'number' && typeof st.reads === 'number'
-    ? { ops: st.ops, bytes: st.bytes, reads: st.reads }
+    ? { ops: st.ops, bytes: st.bytes, reads: st.reads, readsByGroup: typeof byGroup === 'function' ? byGroup.call(store) : {} }
     : null;
+}
+
+/** `after − before`, per group (groups first read in between count from zero). */
+function readsBetween(before: EngineReadsByGroup, after: EngineReadsByGroup): EngineReadsByGroup {
+  const out: Record<string, { found: number; absent: number }> = {};
+  for (const [g, a] of Object.entries(after)) {
+    const b = before[g];
+    out[g] = { found: a.found - (b?.found ?? 0), absent: a.absent - (b?.absent ?? 0) };
+  }
+  return out;
 }
 
 /**
@@ -291,6 +308,8 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
           ? null
           : { ops: engineAfter.ops - engineBefore.ops, bytes: engineAfter.bytes - engineBefore.bytes },
       engineReads: engineBefore === null || engineAfter === null ? null : engineAfter.reads - engineBefore.reads,
+      engineReadsByGroup:
+        engineBefore === null || engineAfter === null ? null : readsBetween(engineBefore.readsByGroup, engineAfter.readsByGroup),
       lastGc:
         db.lastGc === null
           ? null

@@ -25,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type RunSummary, engineCounters, runWebIndex } from '../apps/webindex/run.js';
+import type { EngineReadsByGroup } from '../store/engine-store.js';
 import { type SizeSample, type SizeStep, sizeCurve } from './size-curve.js';
 
 export interface WebIndexBenchOptions {
@@ -115,7 +116,7 @@ export interface WebIndexBenchResult {
    * Those reads by `table/locality group`, per document: found, and absent (rows the key filter
    * could not rule out, e.g. groups deleted since they were written). Busiest first; `file:` only.
    */
-  readonly engineReadsByGroupPerDocument: Record<string, { readonly found: number; readonly absent: number }> | null;
+  readonly engineReadsByGroupPerDocument: EngineReadsByGroup | null;
   readonly elapsedMs: number;
   readonly store: string;
   readonly threads: number;
@@ -137,10 +138,7 @@ export interface LoadStep {
 }
 
 /** Reads by group ÷ documents (two decimals), busiest group first. */
-function perDocument(
-  byGroup: NonNullable<RunSummary['engineReadsByGroup']>,
-  docs: number,
-): NonNullable<WebIndexBenchResult['engineReadsByGroupPerDocument']> {
+function perDocument(byGroup: EngineReadsByGroup, docs: number): EngineReadsByGroup {
   const per = (n: number) => Math.round((n / Math.max(1, docs)) * 100) / 100;
   const sorted = Object.entries(byGroup).sort(([, a], [, b]) => b.found + b.absent - (a.found + a.absent));
   return Object.fromEntries(sorted.map(([g, n]) => [g, { found: per(n.found), absent: per(n.absent) }]));

@@ -94,6 +94,9 @@ export interface EngineStoreOptions extends StoreOptions {
   readonly encodedCacheBytes?: number;
 }
 
+/** Engine point reads per `table/locality group`: rows found, rows absent (EngineStore.engineReadsByGroup). */
+export type EngineReadsByGroup = Record<string, { readonly found: number; readonly absent: number }>;
+
 export class EngineStore implements AtomicRowsStore {
   readonly url: string;
   private readonly engine: KvEngine;
@@ -681,8 +684,8 @@ export class EngineStore implements AtomicRowsStore {
    * filter could not answer — per `table/locality group`, found or absent. Tables deleted since
    * are not listed. For diagnostics (`bench webindex`): which rows a workload reads cold.
    */
-  engineReadsByGroup(): Record<string, { found: number; absent: number }> {
-    const out: Record<string, { found: number; absent: number }> = {};
+  engineReadsByGroup(): EngineReadsByGroup {
+    const out: EngineReadsByGroup = {};
     for (const t of this.tables.values()) {
       for (const [group, gid] of Object.entries(t.groups)) {
         const n = t.engineReads.get(gid);

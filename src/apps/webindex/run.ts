@@ -11,6 +11,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Worker } from '../../notify/worker.js';
+import type { EngineReadsByGroup } from '../../store/engine-store.js';
 import { openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
 import { Percolator } from '../../txn/percolator.js';
@@ -102,8 +103,6 @@ export interface RunHandle {
 
 export const DEFAULT_SYNTHETIC_DOCS = 2_000;
 
-export type EngineReadsByGroup = Record<string, { readonly found: number; readonly absent: number }>;
-
 /** What a store's engine has written (ops, key and value bytes) and read (point reads), since it opened. */
 export interface EngineCounters {
   readonly ops: number;
@@ -128,7 +127,7 @@ export function engineCounters(store: Store): EngineCounters | null {
 
 /** `after − before`, per group (groups first read in between count from zero). */
 function readsBetween(before: EngineReadsByGroup, after: EngineReadsByGroup): EngineReadsByGroup {
-  const out: Record<string, { found: number; absent: number }> = {};
+  const out: EngineReadsByGroup = {};
   for (const [g, a] of Object.entries(after)) {
     const b = before[g];
     out[g] = { found: a.found - (b?.found ?? 0), absent: a.absent - (b?.absent ?? 0) };

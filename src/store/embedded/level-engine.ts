@@ -66,6 +66,7 @@ import { bytesKey } from '../bytes.js';
 import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
 import { takeSeal, writeSeal } from './level-seal.js';
+import { LEVELDB_MMAP_LIMIT, holdMmapSlots } from './mmap-ballast.js';
 
 // ---------------------------------------------------------------------------------------------
 // Public API
@@ -76,11 +77,18 @@ export interface LevelEngineOptions {
   /** LRU cache of uncompressed blocks. Default 64 MiB. */
   readonly cacheSize?: number;
   /**
-   * Table files kept open. Default 100. LevelDB memory-maps every open table file (up to 1000 of
-   * them on 64-bit), and pages of mapped files it reads count in the process's RSS: this bounds
-   * that part to about maxOpenFiles × maxFileSize.
+   * Table files kept open. Default 1 000 when the mmap ballast holds LevelDB's mapping slots (then
+   * tables are read with `pread` into the block cache and cost only their index and filter blocks
+   * while open), else 100: LevelDB memory-maps open tables (up to 1 000 per process), pages of
+   * mapped files it reads count in the process's RSS, and this bounds that part to about
+   * maxOpenFiles × maxFileSize.
    */
   readonly maxOpenFiles?: number;
+  /**
+   * Build the process's mmap ballast (mmap-ballast.ts) before opening, so this and every later
+   * store of the process reads its tables with `pread`. Default true; ~0.5 s once per process.
+   */
+  readonly mmapBallast?: boolean;
   /** Target table file size. Default 4 MiB (LevelDB's 2 MiB makes many small files). */
   readonly maxFileSize?: number;
   /** Uncompressed block size. Default 4 KiB (LevelDB's default; good for point reads). */
@@ -147,6 +155,9 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
     );
   }
 
+  // Started before the verification so the two overlap; awaited before LevelDB opens any table.
+  const ballast = options.mmapBallast === false ? Promise.resolve(null) : holdMmapSlots();
+
   const verify = options.verify ?? 'full';
   if (verify !== 'none') {
     const report = await verifyLevelDir(dir, { tables: verify === 'full' ? 'blocks' : 'sizes' });
@@ -164,6 +175,7 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
     }
   }
 
+  const slotsHeld = (await ballast) !== null;
   const db = new ClassicLevel<Uint8Array, Uint8Array>(dir, {
     keyEncoding: 'view',
     valueEncoding: 'view',
@@ -171,10 +183,11 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
     errorIfExists: false,
     compression: options.compression ?? true,
     // Memory budgets (docs/durability.md): ~64 MiB of block cache, up to 2 × 32 MiB of memtables,
-    // and at most ~100 × 4 MiB of mapped table files, whatever the size of the database.
+    // and no mapped table files (the ballast holds the slots) — or, without it, at most ~100 × 4 MiB
+    // of them, whatever the size of the database.
     cacheSize: options.cacheSize ?? 64 * MiB,
     writeBufferSize: options.writeBufferSize ?? 32 * MiB,
-    maxOpenFiles: options.maxOpenFiles ?? 100,
+    maxOpenFiles: options.maxOpenFiles ?? (slotsHeld ? LEVELDB_MMAP_LIMIT : 100),
     maxFileSize: options.maxFileSize ?? 4 * MiB,
     blockSize: options.blockSize ?? 4096,
   });

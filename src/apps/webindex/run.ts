@@ -142,13 +142,15 @@ function readsBetween(before: EngineReadsByGroup, after: EngineReadsByGroup): En
  */
 export const ROW_CACHE_BYTES = 8 * 1024 * 1024;
 /**
- * Budget of the row cache's second tier (encoded rows, store/encoded-row-cache.ts): a 32 MiB ring
+ * Budget of the row cache's second tier (encoded rows, store/encoded-row-cache.ts): a 96 MiB ring
  * and its map, holding the rows of the ~4 000 documents in flight that the small decoded tier
  * evicts between one observer and the next, at a fraction of the decoded tier's heap per row.
- * At 100 000 documents it and the store's key filter took the rate from 69 to 81 documents/s
- * (BENCHMARKS.md, 2026-11-26 fifth session); at 8 000 they changed nothing measurable.
+ * At 100 000 documents a 64 MiB tier and the store's key filter took the rate from 69 to 81
+ * documents/s (BENCHMARKS.md, 2026-11-26 fifth session). 192 MiB since the mmap ballast
+ * (store/embedded/mmap-ballast.ts) took LevelDB's mapped tables out of the RSS: engine reads 48 → 39
+ * a document and 101 → 111 documents/s at 100 000, peak RSS 681 → 814 MiB (2026-11-27).
  */
-export const ENCODED_ROW_CACHE_BYTES = 64 * 1024 * 1024;
+export const ENCODED_ROW_CACHE_BYTES = 192 * 1024 * 1024;
 
 /**
  * LevelDB budgets of the `file:` store this module opens. The engine's defaults (256 MiB block

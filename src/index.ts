@@ -16,7 +16,8 @@ export { InProcessLockService, type LockService } from './notify/lock-service.js
 export type { QuiescenceOptions } from './txn/percolator.js';
 
 // The Bigtable-model store
-export { openStore, DEFAULT_STORE_URL } from './store/open-store.js';
+export { openStore, DEFAULT_STORE_URL, type OpenStoreOptions } from './store/open-store.js';
+export type { LevelEngineOptions } from './store/embedded/level-engine.js';
 export { type Store, type StoreOptions, type StoreLimits, DEFAULT_LIMITS, collectRows } from './store/store.js';
 export { StoreError, isStoreError, type StoreErrorCode } from './store/errors.js';
 export type * from './store/types.js';

@@ -13,6 +13,12 @@ import type { Store } from './store.js';
 
 export const DEFAULT_STORE_URL = 'file:./percolator-data';
 
+/**
+ * For a process that opens a store to do one short thing (the CLI's get, scan, search, wait): no
+ * mmap ballast, which costs ~0.5 s and only pays off over many table reads.
+ */
+export const ONE_SHOT_STORE: OpenStoreOptions = { level: { mmapBallast: false } };
+
 export interface OpenStoreOptions extends EngineStoreOptions {
   /** LevelDB tuning for `file:` stores (memory budgets, file sizes); ignored by other backends. */
   readonly level?: LevelEngineOptions;

@@ -694,3 +694,25 @@ describe('one-phase commits (an unshared embedded store)', () => {
     await other.close();
   });
 });
+
+describe('Percolator.open', () => {
+  it('opens a store URL with the given storeOptions', async () => {
+    const long = 'r'.repeat(200);
+    const limited = await Percolator.open({ store: 'memory:', storeOptions: { limits: { maxRowKeyBytes: 128 } } });
+    try {
+      await limited.createTable('t');
+      const err = await limited.transaction(async (tx) => tx.set('t', long, 'c:x', '1')).catch((e: unknown) => e);
+      expect(isStoreError(err) && err.code).toBe('ROW_KEY_TOO_LARGE');
+    } finally {
+      await limited.close();
+    }
+    const plain = await Percolator.open({ store: 'memory:' });
+    try {
+      await plain.createTable('t');
+      await plain.transaction(async (tx) => tx.set('t', long, 'c:x', '1'));
+      expect(await plain.get('t', long, 'c:x')).not.toBeNull();
+    } finally {
+      await plain.close();
+    }
+  });
+});

@@ -9,7 +9,7 @@
  * therefore be safe to run more than once (it should only compute and buffer).
  */
 import { isStoreError } from '../store/errors.js';
-import { openStore } from '../store/open-store.js';
+import { type OpenStoreOptions, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
 import { Oracle } from '../oracle/oracle.js';
@@ -34,6 +34,8 @@ import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnviron
 export interface PercolatorOptions {
   /** A store URL (`memory:`, `file:DIR`, `bigtable://…`) or an open Store. Default `file:./percolator-data`. */
   readonly store?: string | Store;
+  /** How to open `store` when it is a URL (caches, LevelDB budgets; see `openStore`). */
+  readonly storeOptions?: OpenStoreOptions;
   /** A timestamp source (e.g. an OracleClient); default: an in-process oracle whose mark lives in the store. */
   readonly oracle?: TimestampSource;
   /** Lock time-to-live (ms): a lock older than this may be rolled back even if its owner looks alive. Default 30 000. */
@@ -134,7 +136,8 @@ export class Percolator {
 
   static async open(options: PercolatorOptions = {}): Promise<Percolator> {
     const ownsStore = typeof options.store !== 'object';
-    const store = typeof options.store === 'object' ? options.store : await openStore(options.store ?? 'file:./percolator-data');
+    const store =
+      typeof options.store === 'object' ? options.store : await openStore(options.store ?? 'file:./percolator-data', options.storeOptions);
     try {
       // One oracle per deployment: over a shared server (`bigtable://HOST:PORT`, i.e. `percolator
       // serve`) use the oracle and lock service it hosts — an in-process oracle per client process

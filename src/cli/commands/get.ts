@@ -5,7 +5,7 @@
  * absent (nothing on stdout without --json).
  */
 import type { Command } from 'commander';
-import { DEFAULT_STORE_URL } from '../../store/open-store.js';
+import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
 import { Percolator } from '../../txn/percolator.js';
 import { printable } from '../printable.js';
 
@@ -19,7 +19,7 @@ export function register(program: Command): void {
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
     .option('--json', 'print {"table","row","column","value"} (value null when absent)')
     .action(async (table: string, row: string, column: string, opts: { store: string; json?: boolean }) => {
-      const db = await Percolator.open({ store: opts.store });
+      const db = await Percolator.open({ store: opts.store, storeOptions: ONE_SHOT_STORE });
       try {
         const v = await db.get(table, row, column);
         if (opts.json) process.stdout.write(`${JSON.stringify({ table, row, column, value: v === null ? null : printable(v) })}\n`);

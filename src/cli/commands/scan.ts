@@ -1,7 +1,7 @@
 /** `percolator scan TABLE [--prefix P] [--limit N] [--store URL] [--json]`: prints rows of a table. */
 import type { Command } from 'commander';
 import { prefixEnd } from '../../store/key-layout.js';
-import { DEFAULT_STORE_URL, openStore } from '../../store/open-store.js';
+import { DEFAULT_STORE_URL, ONE_SHOT_STORE, openStore } from '../../store/open-store.js';
 import type { RowSet } from '../../store/types.js';
 import { parsePositiveNumber } from '../parent-command.js';
 import { printable } from '../printable.js';
@@ -17,7 +17,7 @@ export function register(program: Command): void {
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
     .option('--json', 'one JSON object per row')
     .action(async (table: string, opts: { prefix?: string; limit?: number; store: string; json?: boolean }) => {
-      const store = await openStore(opts.store, { gcIntervalMs: 0 });
+      const store = await openStore(opts.store, { ...ONE_SHOT_STORE, gcIntervalMs: 0 });
       try {
         let rows: RowSet | undefined;
         if (opts.prefix) {

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { search } from '../../apps/webindex/search.js';
 import { INDEX } from '../../apps/webindex/schema.js';
-import { DEFAULT_STORE_URL } from '../../store/open-store.js';
+import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
 import { Percolator } from '../../txn/percolator.js';
 import { parsePositiveNumber, printResult } from '../parent-command.js';
 
@@ -25,7 +25,7 @@ export function register(program: Command): void {
       if (!existsSync(opts.data)) {
         throw Object.assign(new Error(`no index at ${opts.data}: run \`percolator demo --data ${opts.data}\` first`), { code: 'NO_INDEX' });
       }
-      const db = await Percolator.open({ store: `file:${opts.data}` });
+      const db = await Percolator.open({ store: `file:${opts.data}`, storeOptions: ONE_SHOT_STORE });
       try {
         if (!(await db.store.listTables()).includes(INDEX)) {
           throw Object.assign(new Error(`${opts.data} holds no web index: run \`percolator demo --data ${opts.data}\` first`), {

@@ -73,9 +73,7 @@ export function holdMmapSlots(): Promise<MmapBallast | null> {
 async function build(): Promise<MmapBallast | null> {
   if (process.platform !== 'linux') return null; // the limit is POSIX Env's; other builds differ
   const t0 = performance.now();
-  const parent = (await isDirectory('/dev/shm')) ? '/dev/shm' : tmpdir();
-  await sweepAbandoned(parent);
-  const dir = await mkdtemp(join(parent, `${PREFIX}${process.pid}-`));
+  const dir = await makeDir();
   try {
     const value = Buffer.alloc(WRITE_BUFFER);
     const shards = await Promise.all(
@@ -109,6 +107,16 @@ async function build(): Promise<MmapBallast | null> {
     // The databases stay open for the life of the process; their files are no longer needed.
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** A fresh directory in shared memory (no disk writes, no fsync cost) or else the temporary one. */
+async function makeDir(): Promise<string> {
+  for (const parent of (await isDirectory('/dev/shm')) ? ['/dev/shm', tmpdir()] : [tmpdir()]) {
+    await sweepAbandoned(parent);
+    const dir = await mkdtemp(join(parent, `${PREFIX}${process.pid}-`)).catch(() => null);
+    if (dir !== null) return dir;
+  }
+  throw new Error('no writable directory for the mmap ballast');
 }
 
 /** Waits (polling, bounded) until every shard's last flush has landed; the number of tables then. */

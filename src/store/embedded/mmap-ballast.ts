@@ -7,10 +7,11 @@
  * 1 000 are mapped — a limit compiled into its POSIX Env and shared by every database of the
  * process — and with `pread` after that. No option turns mapping off. Pages of a mapped table that
  * were read (and their neighbours, by the kernel's fault-around) count in the RSS for as long as the
- * table stays open. So the engine had to choose: keep few tables open (`maxOpenFiles` 100), and
- * once the database outgrows ~90 table files nearly every point read reopens one (110–128 µs a read
- * instead of 5–10, BENCHMARKS.md), or keep them all open and let mapped pages fill the RSS (the web
- * index at 100 000 documents: 1 115 MiB, 459 of them mapped tables).
+ * table stays open. So the engine had to choose: keep few tables open (`maxOpenFiles` 100: 90
+ * slots, which LevelDB splits into 16 LRU shards of 6, so tables are evicted long before the
+ * database has 90) and let point reads reopen tables (110–128 µs a read instead of 5–10,
+ * BENCHMARKS.md), or keep them all open and let mapped pages fill the RSS (the web index at
+ * 100 000 documents: 1 115 MiB, 459 of them mapped tables).
  *
  * How: before the first store opens, the process opens throwaway databases holding 1 000 tiny
  * tables (~4 KiB each: 64 KiB of zeros compressed), which LevelDB maps as it writes them and keeps
@@ -29,9 +30,10 @@
  *   falls back to its bounded table cache.
  * - Tables a store opened before the ballast existed stay mapped until LevelDB closes them; the
  *   engine therefore builds it before opening any database.
- * Built in ~0.5 s, mostly LevelDB's memtable flushes (ten databases of 100 tables: one directory
- * of 1 000 entries, which LevelDB lists after every flush, took ~1.4× as long). Costs ~4 MiB of
- * shared memory (`/dev/shm`) or temporary disk, freed when the process exits.
+ * Built in ~0.5 s, mostly LevelDB's memtable flushes (ten databases of 101 tables rather than one
+ * of 1 010: LevelDB lists its directory after every flush, and one directory of 1 000 tables took
+ * ~1.5× as long). Costs ~4 MiB of shared memory (`/dev/shm`) or temporary disk, freed when the
+ * process exits.
  */
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -22,6 +22,7 @@ import { crc32 } from 'node:zlib';
 import { isStoreError } from '../store/errors.js';
 import type { Store } from '../store/store.js';
 import { OracleError } from './errors.js';
+import { pidAlive } from '../util/pid-alive.js';
 
 export interface MarkStore {
   /** The last durable mark, 0 if none was ever saved. Rejects ORACLE_MARK_CORRUPTED / _IO / _LOCKED. */
@@ -232,16 +233,6 @@ export class FileMarkStore implements MarkStore {
       },
       { cause: e },
     );
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

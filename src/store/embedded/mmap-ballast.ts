@@ -40,6 +40,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ClassicLevel } from 'classic-level';
+import { pidAlive } from '../../util/pid-alive.js';
 
 /** LevelDB 1.20's compiled-in limit of mapped read-only files per process (env_posix.cc). */
 export const LEVELDB_MMAP_LIMIT = 1000;
@@ -149,17 +150,8 @@ async function sweepAbandoned(parent: string): Promise<void> {
   const names = await readdir(parent).catch(() => [] as string[]);
   for (const name of names) {
     const pid = Number(/^percolator-mmap-ballast-(\d+)-/.exec(name)?.[1] ?? NaN);
-    if (!Number.isInteger(pid) || pid === process.pid || alive(pid)) continue;
+    if (!Number.isInteger(pid) || pidAlive(pid)) continue;
     await rm(join(parent, name), { recursive: true, force: true }).catch(() => undefined);
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -56,6 +56,22 @@ describe('sizeCurve', () => {
     expect(sizeCurve([], 10)).toEqual([]);
   });
 
+  it('gives observer runs and commits a document per part when the samples carry them', () => {
+    const at = (indexed: number, ms: number, rank: number, exp: number, commits: number): SizeSample => ({
+      ...sample(indexed, ms, 0),
+      observers: { runs: exp === 0 ? { rank } : { rank, export: exp }, commits },
+    });
+    // rank: 1 run a document for the first 10, 3 for the next 10; export first seen between samples.
+    const steps = sizeCurve([at(0, 0, 0, 0, 0), at(10, 100, 10, 0, 5), at(20, 200, 40, 20, 45)], 2);
+    expect(steps.map((s) => [s.runsPerDocument, s.commitsPerDocument])).toEqual([
+      [{ rank: 1 }, 0.5],
+      [{ rank: 3, export: 2 }, 4],
+    ]);
+    // A boundary between samples interpolates the counts: at 5 documents, 10 rank runs and 5 exports.
+    expect(sizeCurve([at(0, 0, 0, 0, 0), at(20, 200, 40, 20, 40)], 4)[0]?.runsPerDocument).toEqual({ rank: 2, export: 1 });
+    expect(sizeCurve([sample(0, 0, 0), sample(10, 100, 1)], 1)[0]?.runsPerDocument).toBeUndefined();
+  });
+
   it('starts at the first sample when it was taken after documents were searchable', () => {
     const steps = sizeCurve([sample(20, 200, 0), sample(40, 400, 20)], 2);
     expect(steps.map((s) => [s.indexedFrom, s.indexedTo, s.documentsPerSecond, s.cpuMsPerDocument])).toEqual([

@@ -18,6 +18,8 @@ export interface SizeSample {
   readonly cpuMs: number;
   /** Engine point reads since the run started (null: the store has no engine counters). */
   readonly engineReads: number | null;
+  /** Observer runs since the run started, by observer name, and their commits (absent: not sampled). */
+  readonly observers?: { readonly runs: Readonly<Record<string, number>>; readonly commits: number };
 }
 
 export interface SizeStep {
@@ -27,6 +29,13 @@ export interface SizeStep {
   readonly documentsPerSecond: number;
   readonly cpuMsPerDocument: number;
   readonly engineReadsPerDocument: number | null;
+  /**
+   * Observer runs a document in this part, by observer, and commits a document (when sampled): what
+   * separates work that grows with the documents' position in the corpus (more of their link targets
+   * are already crawled, so more rank and export runs) from each run costing more.
+   */
+  readonly runsPerDocument?: Readonly<Record<string, number>>;
+  readonly commitsPerDocument?: number;
 }
 
 /**
@@ -51,6 +60,7 @@ export function sizeCurve(samples: readonly SizeSample[], parts: number): SizeSt
       cpuMsPerDocument: round2((to.cpuMs - from.cpuMs) / docs),
       engineReadsPerDocument:
         to.engineReads === null || from.engineReads === null ? null : round2((to.engineReads - from.engineReads) / docs),
+      ...observersBetween(from, to, docs),
     });
     from = to;
   }
@@ -65,12 +75,31 @@ function interpolate(samples: readonly SizeSample[], target: number): SizeSample
   if (lo === undefined || hi.indexed === target) return hi;
   const f = (target - lo.indexed) / (hi.indexed - lo.indexed);
   const mix = (a: number, b: number) => a + (b - a) * f;
+  const lo0 = lo.observers;
+  const hi0 = hi.observers;
   return {
     indexed: target,
     ms: mix(lo.ms, hi.ms),
     cpuMs: mix(lo.cpuMs, hi.cpuMs),
     engineReads: lo.engineReads === null || hi.engineReads === null ? null : mix(lo.engineReads, hi.engineReads),
+    ...(lo0 === undefined || hi0 === undefined
+      ? {}
+      : {
+          observers: {
+            runs: Object.fromEntries(Object.entries(hi0.runs).map(([name, n]) => [name, mix(lo0.runs[name] ?? 0, n)])),
+            commits: mix(lo0.commits, hi0.commits),
+          },
+        }),
   };
+}
+
+function observersBetween(from: SizeSample, to: SizeSample, docs: number): Pick<SizeStep, 'runsPerDocument' | 'commitsPerDocument'> {
+  const a = from.observers;
+  const b = to.observers;
+  if (a === undefined || b === undefined) return {};
+  const runsPerDocument: Record<string, number> = {};
+  for (const [name, n] of Object.entries(b.runs)) runsPerDocument[name] = round2((n - (a.runs[name] ?? 0)) / docs);
+  return { runsPerDocument, commitsPerDocument: round2((b.commits - a.commits) / docs) };
 }
 
 function round2(x: number): number {

@@ -216,18 +216,30 @@ async function phase(
       onStarted:
         samples === undefined
           ? undefined
-          : ({ db, metrics }) => {
+          : ({ db, worker, metrics }) => {
               const t0 = performance.now();
               const cpu0 = process.cpuUsage();
               const reads0 = engineCounters(db.store)?.reads ?? null;
+              const observers = () => {
+                const m = worker.metrics;
+                const runs: Record<string, number> = {};
+                for (const [name, o] of Object.entries(m.observerMs)) runs[name] = o.runs;
+                return { runs, commits: m.commits };
+              };
+              const observers0 = observers();
               sample = () => {
                 const cpu = process.cpuUsage(cpu0);
                 const reads = engineCounters(db.store)?.reads ?? null;
+                const o = observers();
                 samples.push({
                   indexed: metrics.indexed,
                   ms: performance.now() - t0,
                   cpuMs: (cpu.user + cpu.system) / 1000,
                   engineReads: reads === null || reads0 === null ? null : reads - reads0,
+                  observers: {
+                    runs: Object.fromEntries(Object.entries(o.runs).map(([name, n]) => [name, n - (observers0.runs[name] ?? 0)])),
+                    commits: o.commits - observers0.commits,
+                  },
                 });
               };
               sample();

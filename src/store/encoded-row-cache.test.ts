@@ -1,14 +1,19 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { ABSENT_ROW, ENCODED_ENTRY_OVERHEAD_BYTES, EncodedRowCache } from './encoded-row-cache.js';
+import { ABSENT_ROW, EncodedRowCache, encodedRecordBytes, encodedRingBytes } from './encoded-row-cache.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
 const row = (n: number, size = 100) => Buffer.alloc(size, n);
-/** The ring space one row is charged (its length header, bytes, key and a map slot); the ring is half the budget. */
-const entryBytes = (key: string, size = 100) => 4 + size + key.length + ENCODED_ENTRY_OVERHEAD_BYTES;
+/** A budget whose ring holds exactly `n` records of `key.length`-char keys and `size`-byte rows. */
+function budgetFor(n: number, key: string, size = 100): number {
+  const ring = n * encodedRecordBytes(key, size);
+  const budget = Math.ceil((ring * 4) / 3);
+  expect(encodedRingBytes(budget)).toBe(ring);
+  return budget;
+}
 
 function memoryBytes(): number {
   gc();
@@ -47,7 +52,7 @@ describe('EncodedRowCache', () => {
   });
 
   it('evicts the oldest rows first and stays within its budget', () => {
-    const c = new EncodedRowCache(2 * entryBytes('k00') * 10);
+    const c = new EncodedRowCache(budgetFor(10, 'k00'));
     for (let i = 0; i < 15; i++) c.put(`k${String(i).padStart(2, '0')}`, row(i));
     expect(c.size).toBe(10);
     expect(c.take('k04')).toBeUndefined();
@@ -71,7 +76,7 @@ describe('EncodedRowCache', () => {
   });
 
   it('refuses rows larger than a quarter of its budget, and everything with a budget of 0', () => {
-    const c = new EncodedRowCache(2 * entryBytes('big', 1000) * 2);
+    const c = new EncodedRowCache(budgetFor(2, 'big', 1000));
     c.put('big', row(1, 1000));
     expect(c.take('big')).toBeUndefined();
     const none = new EncodedRowCache(0);
@@ -97,6 +102,26 @@ describe('EncodedRowCache', () => {
     const out = c.take('k7') as Uint8Array;
     expect(out).toEqual(Buffer.alloc(1000, 7));
     expect(out.buffer.byteLength).toBe(1000);
+  });
+
+  it('never caches a key with a char above 0xFF (store keys are byte strings), and still forgets its old row', () => {
+    const c = new EncodedRowCache(1024 * 1024);
+    c.put('caf\u00e9', row(1));
+    expect(c.take('caf\u00e9')).toEqual(row(1));
+    c.put('\u0100wide', row(2));
+    expect(c.take('\u0100wide')).toBeUndefined();
+    expect(c.size).toBe(0);
+  });
+
+  it('gives up its oldest rows when its index is full, and keeps serving the newest (tiny rows, small budget)', () => {
+    // 64 KiB: an index of at most 1 024 slots (half of them used) for a ring that could hold ~3 000 such rows.
+    const c = new EncodedRowCache(64 * 1024);
+    const key = (i: number) => `r${i}`;
+    for (let i = 0; i < 20_000; i++) c.put(key(i), row(i & 0xff, 8));
+    expect(c.size).toBeGreaterThan(100);
+    expect(c.size).toBeLessThanOrEqual(512);
+    for (let i = 19_990; i < 20_000; i++) expect(c.take(key(i))).toEqual(row(i & 0xff, 8));
+    expect(c.take(key(0))).toBeUndefined();
   });
 
   it('never returns a stale or torn row while its ring wraps (randomized against a model)', () => {

@@ -70,12 +70,18 @@ export interface NotifyWorkerMetrics {
   readonly jumps: number;
 }
 
+/** How often a worker sends its metrics (`notify.metrics`). */
+export const METRICS_REPORT_MS = 250;
+
 /** Worker → supervisor (the IPC store's own messages travel on the same channel). */
 export type NotifyWorkerMessage =
   /** The worker started: its observer is registered and its scanners run. */
   | { readonly t: 'notify.ready' }
-  /** Cumulative metrics of this incarnation (sent periodically). */
-  | { readonly t: 'notify.metrics'; readonly metrics: NotifyWorkerMetrics }
+  /**
+   * Cumulative metrics of this incarnation (sent periodically), and the rows it had queued or
+   * running when it sent them (a run waiting to retry after a conflict counts).
+   */
+  | { readonly t: 'notify.metrics'; readonly metrics: NotifyWorkerMetrics; readonly busy: number }
   /** The worker is about to SIGKILL itself at this protocol point of an observer commit. */
   | { readonly t: 'notify.crash'; readonly point: NotifyCrashPoint }
   /** A graceful stop finished (every earlier message was sent before it). */

@@ -28,6 +28,7 @@ import { IpcStore } from './ipc-store.js';
 import {
   CRASH_POINTS,
   decodeProcessed,
+  METRICS_REPORT_MS,
   type NotifyCrashPoint,
   type NotifySupervisorMessage,
   type NotifyWorkerConfig,
@@ -134,7 +135,7 @@ async function main(): Promise<void> {
       if (!calm) armed = CRASH_POINTS[Math.floor(Math.random() * CRASH_POINTS.length)] as NotifyCrashPoint;
     }, delay).unref();
   }
-  const reporter = setInterval(() => void send({ t: 'notify.metrics', metrics: metricsOf(worker) }), 250);
+  const reporter = setInterval(() => void send({ t: 'notify.metrics', metrics: metricsOf(worker), busy: worker.busy }), METRICS_REPORT_MS);
 
   await stop;
   clearInterval(reporter);

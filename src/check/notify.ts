@@ -47,6 +47,7 @@ import { Percolator } from '../txn/percolator.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
 import {
   decodeProcessed,
+  METRICS_REPORT_MS,
   type NotifySupervisorMessage,
   type NotifyWorkerConfig,
   type NotifyWorkerMessage,
@@ -225,6 +226,24 @@ export function notifyWorkerScript(): string {
 /** Waiting is the point here (kill schedule, writer pacing, polling other processes' state). */
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Resolves once each of `workers` has sent a metrics report after this call with no row queued or
+ * running (workers that exit count as idle). Throws after `timeoutMs`.
+ */
+async function workersIdle(workers: readonly WorkerHandle[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const since = new Map(workers.map((w) => [w, w.reports]));
+  for (;;) {
+    const waiting = workers.filter(
+      (w) => (w.reports === since.get(w) || w.busy > 0) && w.proc.exitCode === null && w.proc.signalCode === null,
+    );
+    if (waiting.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`${waiting.length} worker(s) still busy ${timeoutMs} ms after quiescence`);
+    // Polling other processes' reports (sent every METRICS_REPORT_MS).
+    await sleep(METRICS_REPORT_MS / 5);
+  }
+}
+
 interface WorkerHandle {
   readonly proc: ChildProcess;
   readonly incarnation: number;
@@ -235,6 +254,9 @@ interface WorkerHandle {
   error: string | null;
   stderr: string;
   metrics: NotifyWorkerMetrics | null;
+  /** Metrics reports received, and the rows queued or running at the last one. */
+  reports: number;
+  busy: number;
 }
 
 const ZERO: NotifyWorkerMetrics = {
@@ -303,6 +325,10 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
           w.ready = true;
           break;
         case 'notify.metrics':
+          w.reports++;
+          w.busy = m.busy;
+          w.metrics = m.metrics;
+          break;
         case 'notify.stopped':
           w.metrics = m.metrics;
           break;
@@ -341,6 +367,8 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
         error: null,
         stderr: '',
         metrics: null,
+        reports: 0,
+        busy: 0,
       };
       live.add(w);
       proc.stderr?.on('data', (d: Buffer) => {
@@ -467,6 +495,12 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     }
     const quiescenceMs = Math.round(performance.now() - quiesceStarted);
     if (blind !== null) {
+      // Quiescence says every notified change was processed, not that every run has ended: a run
+      // whose commit lost to another run's on the same change waits (up to 100 ms) before its
+      // re-check, holding no notification and taking no timestamp. Started after the changes
+      // below, that re-check would find one of them unprocessed and run on it. So wait for a
+      // report from every worker, sent after quiescence, with nothing queued or running.
+      await workersIdle([...live], opts.quiescenceTimeoutMs ?? 60_000);
       const theBlind = blind;
       const victims = keys.slice(0, opts.sabotageUnnotifiedChanges);
       for (const row of victims) {

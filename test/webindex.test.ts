@@ -366,10 +366,10 @@ describe('who relays link changes', () => {
       await ix.crawl([t, s]);
       // What an earlier build left: the set under links:applied (whose write notifies its relay).
       await ix.db.transaction(async (tx) => {
-        const inverted = await tx.get(DOCS, s.url, LINKS_INVERTED);
+        const inverted = await tx.get(PAGES, s.url, LINKS_INVERTED);
         expect(inverted).not.toBeNull();
         tx.set(DOCS, s.url, LINKS_APPLIED_LEGACY, inverted as Uint8Array);
-        tx.delete(DOCS, s.url, LINKS_INVERTED);
+        tx.delete(PAGES, s.url, LINKS_INVERTED);
       });
       await ix.db.waitForQuiescence({ timeoutMs: 60_000 });
       // The link goes: its anchor row is only found through links:applied.
@@ -384,9 +384,9 @@ describe('who relays link changes', () => {
   );
 });
 
-describe('cluster states and link sets an earlier build wrote as objects keyed by URL', () => {
+describe('cluster states and link sets an earlier build wrote as objects keyed by URL (the link set in docs)', () => {
   it(
-    'are read by every run that meets them, and rewritten as pairs',
+    'are read by every run that meets them, and rewritten as pairs (the link set moved to pages)',
     async () => {
       const t = { url: 'https://t.example/a', content: '# Target\n\nsame text', type: 'md' as const };
       const d = { url: 'https://d.example/a', content: '# Target\n\nsame text', type: 'md' as const };
@@ -402,9 +402,12 @@ describe('cluster states and link sets an earlier build wrote as objects keyed b
           [t.url, 1],
         ]);
         tx.set(CLUSTERS, cid, CLUSTER_STATE, JSON.stringify({ ...state, members: Object.fromEntries(state.members) }));
-        const links = JSON.parse((await tx.getString(DOCS, s.url, LINKS_INVERTED)) as string) as [string, string][];
+        // …and the link set in docs[s], where those builds kept it.
+        const links = JSON.parse((await tx.getString(PAGES, s.url, LINKS_INVERTED)) as string) as [string, string][];
         expect(links).toHaveLength(2);
+        expect(await tx.get(DOCS, s.url, LINKS_INVERTED)).toBeNull();
         tx.set(DOCS, s.url, LINKS_INVERTED, JSON.stringify(Object.fromEntries(links)));
+        tx.delete(PAGES, s.url, LINKS_INVERTED);
         return cid;
       });
       await ix.db.waitForQuiescence({ timeoutMs: 60_000 }); // the export ran on the object form
@@ -418,7 +421,8 @@ describe('cluster states and link sets an earlier build wrote as objects keyed b
         [d.url, 0],
         [t.url, 1],
       ]);
-      expect(JSON.parse((await snap.getString(DOCS, s.url, LINKS_INVERTED)) as string)).toEqual([[t.url, 'to t']]);
+      expect(JSON.parse((await snap.getString(PAGES, s.url, LINKS_INVERTED)) as string)).toEqual([[t.url, 'to t']]);
+      expect(await snap.get(DOCS, s.url, LINKS_INVERTED)).toBeNull();
       snap.release();
     },
     SLOW,

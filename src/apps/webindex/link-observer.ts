@@ -11,10 +11,14 @@
  * interleavings by hand; not registered by the pipeline).
  *
  * Invariants:
- * - `links:inverted` is exactly the set of links whose anchor rows exist; each run applies the
- *   difference between it and the document's current links, so every link is inverted once.
- *   (Builds before 2026-11-26 kept that set in `links:applied`: it is read when `links:inverted`
- *   is absent and deleted when the set is next written.)
+ * - `pages[u] links:inverted` is exactly the set of links whose anchor rows exist; each run applies
+ *   the difference between it and the document's current links, so every link is inverted once.
+ *   It is kept in `pages`, which only the processor writes after the crawl, not in the busy `docs`
+ *   row: only the processor reads it, and in `docs` its ~500 bytes were rewritten with every one
+ *   of the row's ~5 writes a document and took a third of the row in every cache. (Builds before
+ *   2026-11-27's twelfth session kept it in `docs[u] links:inverted`, and builds before 2026-11-26
+ *   in `docs[u] links:applied`: each is read when the newer place has none, and deleted when the
+ *   set is next written.)
  * - Every target whose anchor row was written or deleted is appended to `links:changed`, the
  *   change list the link relay (link-notify-observer.ts) consumes. It is a list of changes, not a
  *   diff of states, so a link added and removed again before the relay runs is still relayed.
@@ -34,6 +38,7 @@ import {
   LINKS_CHANGED,
   LINKS_DIRTY,
   LINKS_INVERTED,
+  PAGES,
   PARSED_LINKS,
   anchorRow,
 } from './schema.js';
@@ -41,20 +46,22 @@ import { parseJson } from './util.js';
 
 /** The document's stored link state, as the caller read it at its snapshot. */
 export interface StoredLinks {
-  /** `links:inverted`. */
+  /** `pages[u] links:inverted`. */
   readonly inverted: Uint8Array | null;
-  /** `links:applied`, where earlier builds kept `links:inverted`. */
+  /** `docs[u] links:inverted`, where builds before 2026-11-27 (twelfth session) kept it. */
+  readonly inDocs: Uint8Array | null;
+  /** `docs[u] links:applied`, where builds before 2026-11-26 kept it. */
   readonly legacy: Uint8Array | null;
-  /** `links:changed`. */
+  /** `docs[u] links:changed`. */
   readonly pending: Uint8Array | null;
 }
 
-/** The columns StoredLinks is read from, in its order. */
+/** The `docs` columns StoredLinks is read from, in its order (`links:inverted` itself is read from `pages`). */
 export const STORED_LINK_COLUMNS = [LINKS_INVERTED, LINKS_APPLIED_LEGACY, LINKS_CHANGED] as const;
 
-/** StoredLinks from values read in STORED_LINK_COLUMNS' order. */
-export function storedLinks(values: readonly (Uint8Array | null)[]): StoredLinks {
-  return { inverted: values[0] ?? null, legacy: values[1] ?? null, pending: values[2] ?? null };
+/** StoredLinks from `pages[u] links:inverted` and the `docs` values read in STORED_LINK_COLUMNS' order. */
+export function storedLinks(inverted: Uint8Array | null, docsValues: readonly (Uint8Array | null)[]): StoredLinks {
+  return { inverted, inDocs: docsValues[0] ?? null, legacy: docsValues[1] ?? null, pending: docsValues[2] ?? null };
 }
 
 /**
@@ -83,7 +90,7 @@ export function invertLinks(
   clusterRunFollows: boolean,
 ): number {
   const now = new Map(links);
-  const before = invertedLinks(stored.inverted ?? stored.legacy);
+  const before = invertedLinks(stored.inverted ?? stored.inDocs ?? stored.legacy);
   let changed: Set<string> | null = null;
   const touch = (target: string) => (changed ??= new Set(parseJson<string[]>(stored.pending, []))).add(target);
   for (const [target, anchor] of now) {
@@ -99,10 +106,11 @@ export function invertLinks(
   if (changed === null) return 0;
   const set: Set<string> = changed;
   if (now.size === 0) {
-    if (stored.inverted !== null) tx.delete(DOCS, row, LINKS_INVERTED);
+    if (stored.inverted !== null) tx.delete(PAGES, row, LINKS_INVERTED);
   } else {
-    tx.set(DOCS, row, LINKS_INVERTED, JSON.stringify([...now]));
+    tx.set(PAGES, row, LINKS_INVERTED, JSON.stringify([...now]));
   }
+  if (stored.inDocs !== null) tx.delete(DOCS, row, LINKS_INVERTED);
   if (stored.legacy !== null) tx.delete(DOCS, row, LINKS_APPLIED_LEGACY);
   tx.set(DOCS, row, LINKS_CHANGED, JSON.stringify([...set].sort()));
   if (!clusterRunFollows) tx.notify(DOCS, row, LINKS_DIRTY);
@@ -112,16 +120,19 @@ export function invertLinks(
 /** The inversion as an observer body over `docs parsed:links` (see the header); the relay is notified. */
 export function linkObserver() {
   return async (tx: Transaction, row: Uint8Array): Promise<void> => {
-    const [linksValue, ...stored] = await tx.getMany(
-      DOCS,
-      [PARSED_LINKS, ...STORED_LINK_COLUMNS].map((column) => ({ row, column })),
-    );
+    const [[linksValue, ...stored], inverted] = await Promise.all([
+      tx.getMany(
+        DOCS,
+        [PARSED_LINKS, ...STORED_LINK_COLUMNS].map((column) => ({ row, column })),
+      ),
+      tx.get(PAGES, row, LINKS_INVERTED),
+    ]);
     invertLinks(
       tx,
       row,
       Buffer.from(row).toString('utf8'),
       parseJson<[string, string][]>(linksValue ?? null, []),
-      storedLinks(stored),
+      storedLinks(inverted, stored),
       false,
     );
   };

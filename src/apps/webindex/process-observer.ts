@@ -13,7 +13,7 @@
  * - A deleted `raw:content` deletes every parsed column, which removes the document's links and
  *   cluster membership downstream.
  * - Link inversion happens in this transaction (link-observer.ts `invertLinks`): the document's
- *   links are diffed against `links:inverted` and its anchor rows written, in the same commit as
+ *   links are diffed against `pages[u] links:inverted` and its anchor rows written, in the same commit as
  *   the parse. The change is relayed by the cluster run this commit starts when it writes
  *   `parsed:keys` (new or changed content, or the document's deletion), else by the relay.
  */
@@ -21,7 +21,18 @@ import type { Transaction } from '../../txn/transaction.js';
 import type { WebIndexMetrics } from './metrics.js';
 import { type DocType, type KeyMode, clusterKeys, docTypeOf, parseDocument } from './parse.js';
 import { STORED_LINK_COLUMNS, invertLinks, storedLinks } from './link-observer.js';
-import { DOCS, PAGES, PARSED_FETCHED_AT, PARSED_KEYS, PARSED_TEXT, PARSED_TITLE, RAW_CONTENT, RAW_FETCHED_AT, RAW_TYPE } from './schema.js';
+import {
+  DOCS,
+  LINKS_INVERTED,
+  PAGES,
+  PARSED_FETCHED_AT,
+  PARSED_KEYS,
+  PARSED_TEXT,
+  PARSED_TITLE,
+  RAW_CONTENT,
+  RAW_FETCHED_AT,
+  RAW_TYPE,
+} from './schema.js';
 import { utf8 } from './util.js';
 
 export interface ProcessOptions {
@@ -32,10 +43,10 @@ export interface ProcessOptions {
 export function processObserver(options: ProcessOptions) {
   return async (tx: Transaction, row: Uint8Array): Promise<void> => {
     const url = utf8(row) as string;
-    const [[content, fetchedAt, type, oldTitle], [oldKeys, ...links]] = await Promise.all([
+    const [[content, fetchedAt, type, oldTitle, inverted], [oldKeys, ...links]] = await Promise.all([
       tx.getMany(
         PAGES,
-        [RAW_CONTENT, RAW_FETCHED_AT, RAW_TYPE, PARSED_TITLE].map((column) => ({ row, column })),
+        [RAW_CONTENT, RAW_FETCHED_AT, RAW_TYPE, PARSED_TITLE, LINKS_INVERTED].map((column) => ({ row, column })),
       ),
       tx.getMany(
         DOCS,
@@ -45,7 +56,7 @@ export function processObserver(options: ProcessOptions) {
     if (content === null) {
       if (oldKeys !== null) for (const c of [PARSED_KEYS, PARSED_FETCHED_AT]) tx.delete(DOCS, row, c);
       if (oldTitle !== null) for (const c of [PARSED_TITLE, PARSED_TEXT]) tx.delete(PAGES, row, c);
-      invertLinks(tx, row, url, [], storedLinks(links), oldKeys !== null);
+      invertLinks(tx, row, url, [], storedLinks(inverted ?? null, links), oldKeys !== null);
       options.metrics?.onProcessed();
       return;
     }
@@ -58,7 +69,7 @@ export function processObserver(options: ProcessOptions) {
       tx.set(PAGES, row, PARSED_TITLE, doc.title);
       tx.set(PAGES, row, PARSED_TEXT, doc.text);
     }
-    invertLinks(tx, row, url, doc.links, storedLinks(links), !unchanged);
+    invertLinks(tx, row, url, doc.links, storedLinks(inverted ?? null, links), !unchanged);
     options.metrics?.onProcessed(url, Number(utf8(fetchedAt) ?? 0), unchanged);
   };
 }

@@ -51,7 +51,12 @@ export const PARSED_LINKS = 'parsed:links';
 export const PARSED_KEYS = 'parsed:keys';
 /** `raw:fetchedAt` of the fetch whose content `parsed:keys/title/text` reflect. */
 export const PARSED_FETCHED_AT = 'parsed:fetchedAt';
-/** JSON `[[target, anchor text], …]`: the links inverted into `anchors` (by `process`; not observed; an object keyed by target before 2026-11-27). */
+/**
+ * JSON `[[target, anchor text], …]`: the links inverted into `anchors` (by `process`; not observed;
+ * an object keyed by target before 2026-11-27). Kept in `pages[url]` (only the processor reads it);
+ * builds before 2026-11-27's twelfth session kept it in `docs[url]`, where it is still read and from
+ * where the processor moves it (link-observer.ts).
+ */
 export const LINKS_INVERTED = 'links:inverted';
 /**
  * Where builds before 2026-11-26 kept `links:inverted`, observed by the relay: every link change

@@ -90,16 +90,11 @@ export class EncodedRowCache {
       this.head += this.ringBytes - at;
       at = 0;
     }
-    const n = raw.byteLength;
-    ring[at] = n;
-    ring[at + 1] = n >>> 8;
-    ring[at + 2] = n >>> 16;
-    ring[at + 3] = n >>> 24;
-    ring[at + 4] = kl;
-    ring[at + 5] = kl >>> 8;
+    ring.writeUInt32LE(raw.byteLength, at);
+    ring.writeUInt16LE(kl, at + 4);
     const k0 = at + HEADER_BYTES;
     for (let i = 0; i < kl; i++) ring[k0 + i] = key.charCodeAt(i);
-    if (n > 0) ring.set(raw, k0 + kl);
+    if (raw.byteLength > 0) ring.set(raw, k0 + kl);
     this.insert(h, this.head);
     this.head += written;
   }
@@ -175,7 +170,7 @@ export class EncodedRowCache {
     const ring = this.ring as Buffer;
     const at = pos % this.ringBytes;
     const kl = key.length;
-    if (((ring[at + 4] as number) | ((ring[at + 5] as number) << 8)) !== kl) return false;
+    if (ring.readUInt16LE(at + 4) !== kl) return false;
     const k0 = at + HEADER_BYTES;
     for (let i = 0; i < kl; i++) if (ring[k0 + i] !== key.charCodeAt(i)) return false;
     return true;

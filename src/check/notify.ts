@@ -227,16 +227,15 @@ export function notifyWorkerScript(): string {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Resolves once each of `workers` has sent a metrics report after this call with no row queued or
- * running (workers that exit count as idle). Throws after `timeoutMs`.
+ * Resolves once every worker in `live` (the supervisor's set: a worker leaves it when its process
+ * closes) has sent a metrics report after this call with no row queued or running. Throws after
+ * `timeoutMs`.
  */
-async function workersIdle(workers: readonly WorkerHandle[], timeoutMs: number): Promise<void> {
+async function workersIdle(live: ReadonlySet<WorkerHandle>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const since = new Map(workers.map((w) => [w, w.reports]));
+  const since = new Map([...live].map((w) => [w, w.reports]));
   for (;;) {
-    const waiting = workers.filter(
-      (w) => (w.reports === since.get(w) || w.busy > 0) && w.proc.exitCode === null && w.proc.signalCode === null,
-    );
+    const waiting = [...live].filter((w) => w.reports === (since.get(w) ?? 0) || w.busy > 0);
     if (waiting.length === 0) return;
     if (Date.now() > deadline) throw new Error(`${waiting.length} worker(s) still busy ${timeoutMs} ms after quiescence`);
     // Polling other processes' reports (sent every METRICS_REPORT_MS).
@@ -500,7 +499,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
       // re-check, holding no notification and taking no timestamp. Started after the changes
       // below, that re-check would find one of them unprocessed and run on it. So wait for a
       // report from every worker, sent after quiescence, with nothing queued or running.
-      await workersIdle([...live], opts.quiescenceTimeoutMs ?? 60_000);
+      await workersIdle(live, opts.quiescenceTimeoutMs ?? 60_000);
       const theBlind = blind;
       const victims = keys.slice(0, opts.sabotageUnnotifiedChanges);
       for (const row of victims) {

@@ -9,7 +9,7 @@
  * therefore be safe to run more than once (it should only compute and buffer).
  */
 import { isStoreError } from '../store/errors.js';
-import { type OpenStoreOptions, openStore } from '../store/open-store.js';
+import { DEFAULT_STORE_URL, type OpenStoreOptions, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
 import { Oracle } from '../oracle/oracle.js';
@@ -137,7 +137,7 @@ export class Percolator {
   static async open(options: PercolatorOptions = {}): Promise<Percolator> {
     const ownsStore = typeof options.store !== 'object';
     const store =
-      typeof options.store === 'object' ? options.store : await openStore(options.store ?? 'file:./percolator-data', options.storeOptions);
+      typeof options.store === 'object' ? options.store : await openStore(options.store ?? DEFAULT_STORE_URL, options.storeOptions);
     try {
       // One oracle per deployment: over a shared server (`bigtable://HOST:PORT`, i.e. `percolator
       // serve`) use the oracle and lock service it hosts — an in-process oracle per client process

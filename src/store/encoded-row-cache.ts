@@ -1,6 +1,6 @@
 /**
- * The row cache's second tier: rows the decoded tier (row-cache.ts) evicted, kept as their encoded
- * bytes. A decoded row costs its cells' objects and views on the heap (~270 bytes a cell, ten times
+ * The row cache's second tier: rows the decoded tier (row-cache.ts) evicted, and rows the store
+ * just wrote (`RowCache.setEncoded`), kept as their encoded bytes. A decoded row costs its cells' objects and views on the heap (~270 bytes a cell, ten times
  * the encoded size of Percolator's small lock and write cells); the encoded row costs its bytes, its
  * key's bytes and a slot of an index. So a few MiB here hold as many rows as tens of MiB of decoded
  * cache, and a hit costs a copy and a decode (a few µs) instead of an engine read (7–20 µs through
@@ -73,6 +73,11 @@ export class EncodedRowCache {
     this.slots = new Float64Array(this.ringBytes > 0 ? MIN_SLOTS : 0);
     this.hashes = new Int32Array(this.slots.length);
     this.mask = this.slots.length - 1;
+  }
+
+  /** The tier has a budget (otherwise it caches nothing). */
+  get enabled(): boolean {
+    return this.ringBytes > 0;
   }
 
   /** Caches the encoded row `raw` (ABSENT_ROW: the row is absent) under `key`. */

@@ -69,8 +69,11 @@ interface RowPlan {
   readonly t: TableState;
   readonly key: Bytes;
   readonly ops: readonly KvOp[];
-  /** Cache entries: key, cells, the encoded row they are views into (none: deleted). */
-  readonly updates: readonly [string, readonly Cell[], Uint8Array | undefined][];
+  /**
+   * Cache entries: key, cells, the encoded row they are views into (none: deleted); cells null:
+   * only the encoded row (ABSENT_ROW: deleted), for the row cache's second tier (`setEncoded`).
+   */
+  readonly updates: readonly [string, readonly Cell[] | null, Uint8Array | undefined][];
   readonly delta: number;
 }
 const DEFERRED = { deferred: true } as const;
@@ -330,7 +333,9 @@ export class EngineStore implements AtomicRowsStore {
     if (mutated === null) return null;
     const next = this.collect(t, mutated, now);
     const ops: KvOp[] = [];
-    const updates: [string, readonly Cell[], Uint8Array | undefined][] = [];
+    const updates: [string, readonly Cell[] | null, Uint8Array | undefined][] = [];
+    // With a second tier, a written row is cached encoded only (row-cache.ts `setEncoded` says why).
+    const encodedOnly = this.cache.hasEncodedTier;
     let delta = 0;
     for (let i = 0; i < groups.length; i++) {
       const gid = groups[i] as number;
@@ -340,16 +345,22 @@ export class EngineStore implements AtomicRowsStore {
       const ek = rowKeyOf(t.prefix(gid), key);
       if (mine.length === 0) {
         ops.push({ type: 'del', key: ek });
-        updates.push([ek.toString('latin1'), EMPTY_CELLS, undefined]);
+        updates.push(encodedOnly ? [ek.toString('latin1'), null, ABSENT_ROW] : [ek.toString('latin1'), EMPTY_CELLS, undefined]);
       } else {
-        const { value, cells: views } = encodeRowCells(mine);
-        ops.push({ type: 'put', key: ek, value });
         const ck = ek.toString('latin1');
         // Before the write can be seen: a reader trusting the filter must find the key in it.
         if (old.length === 0) this.keys.add(ck);
-        // Cache views into the encoded row, not `mine`: the mutation's values are views into the
-        // caller's buffers (pool slabs, scratch space) that the budget cannot see.
-        updates.push([ck, views, value]);
+        if (encodedOnly) {
+          const value = encodeRow(mine);
+          ops.push({ type: 'put', key: ek, value });
+          updates.push([ck, null, value]);
+        } else {
+          // Cache views into the encoded row, not `mine`: the mutation's values are views into the
+          // caller's buffers (pool slabs, scratch space) that the budget cannot see.
+          const { value, cells: views } = encodeRowCells(mine);
+          ops.push({ type: 'put', key: ek, value });
+          updates.push([ck, views, value]);
+        }
       }
       delta += cellsBytes(mine) - cellsBytes(old);
     }
@@ -366,7 +377,10 @@ export class EngineStore implements AtomicRowsStore {
       throw e;
     }
     for (const p of plans) {
-      for (const [ck, cells, raw] of p.updates) this.cache.set(ck, cells, raw?.byteLength ?? 0, raw);
+      for (const [ck, cells, raw] of p.updates) {
+        if (cells === null) this.cache.setEncoded(ck, raw as Uint8Array);
+        else this.cache.set(ck, cells, raw?.byteLength ?? 0, raw);
+      }
       this.account(p.t, p.key, p.delta);
     }
   }

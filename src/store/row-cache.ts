@@ -16,6 +16,8 @@
  *
  * Rows this tier evicts go, as their encoded bytes, to a second tier (encoded-row-cache.ts) when
  * it has a budget: `takeEncoded` hands such a row back for the caller to decode and `set` again.
+ * With a second tier, rows the store writes go straight to it (`setEncoded`): this tier then holds
+ * rows as they were read, decoded once per read after a write instead of once per write.
  */
 import { Queue } from '../util/queue.js';
 import { ABSENT_ROW, EncodedRowCache } from './encoded-row-cache.js';
@@ -62,6 +64,11 @@ export class RowCache {
     encodedBudgetBytes = 0,
   ) {
     this.encoded = new EncodedRowCache(encodedBudgetBytes);
+  }
+
+  /** There is a second tier (`setEncoded` caches). */
+  get hasEncodedTier(): boolean {
+    return this.encoded.enabled;
   }
 
   get(key: string): readonly Cell[] | undefined {
@@ -115,6 +122,21 @@ export class RowCache {
     this.order.push(e);
     this.bytes += size;
     this.evict();
+  }
+
+  /**
+   * Caches a row just written as its encoded bytes only, in the second tier (ABSENT_ROW: the write
+   * deleted it), replacing what either tier held; returns false, caching nothing, when there is no
+   * second tier. Decoded cells made for every written row were a young-generation collection's
+   * main survivors: they outlive a scavenge or two in the cache, then die when the row is written
+   * again or evicted, and many written rows (postings, exports, anchors) are not read again before
+   * that. A written row read again is decoded then, from this copy, and enters the decoded tier.
+   */
+  setEncoded(key: string, raw: Uint8Array): boolean {
+    if (!this.hasEncodedTier) return false;
+    this.delete(key);
+    this.encoded.put(key, raw);
+    return true;
   }
 
   private evict(): void {

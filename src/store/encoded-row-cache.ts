@@ -1,8 +1,9 @@
 /**
  * The row cache's second tier: rows the decoded tier (row-cache.ts) evicted, and rows the store
- * just wrote (`RowCache.setEncoded`), kept as their encoded bytes. A decoded row costs its cells' objects and views on the heap (~270 bytes a cell, ten times
- * the encoded size of Percolator's small lock and write cells); the encoded row costs its bytes, its
- * key's bytes and a slot of an index. So a few MiB here hold as many rows as tens of MiB of decoded
+ * just wrote (`RowCache.setEncoded`), kept as their encoded bytes. A decoded row costs its cells'
+ * objects and views on the heap (~270 bytes a cell, ten times the encoded size of Percolator's
+ * small lock and write cells); the encoded row costs its bytes, its key's bytes and a slot of an
+ * index. So a few MiB here hold as many rows as tens of MiB of decoded
  * cache, and a hit costs a copy and a decode (a few µs) instead of an engine read (7–20 µs through
  * LevelDB's block cache, 40 µs and more once the database outgrows it).
  *

@@ -378,7 +378,7 @@ export class EngineStore implements AtomicRowsStore {
     }
     for (const p of plans) {
       for (const [ck, cells, raw] of p.updates) {
-        if (cells === null) this.cache.setEncoded(ck, raw as Uint8Array);
+        if (cells === null) this.cache.setEncoded(ck, raw ?? ABSENT_ROW);
         else this.cache.set(ck, cells, raw?.byteLength ?? 0, raw);
       }
       this.account(p.t, p.key, p.delta);

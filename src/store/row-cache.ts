@@ -126,17 +126,15 @@ export class RowCache {
 
   /**
    * Caches a row just written as its encoded bytes only, in the second tier (ABSENT_ROW: the write
-   * deleted it), replacing what either tier held; returns false, caching nothing, when there is no
-   * second tier. Decoded cells made for every written row were a young-generation collection's
-   * main survivors: they outlive a scavenge or two in the cache, then die when the row is written
-   * again or evicted, and many written rows (postings, exports, anchors) are not read again before
-   * that. A written row read again is decoded then, from this copy, and enters the decoded tier.
+   * deleted it), replacing what either tier held (without a second tier: forgetting it). Decoded
+   * cells made for every written row were a young-generation collection's main survivors: they
+   * outlive a scavenge or two in the cache, then die when the row is written again or evicted, and
+   * many written rows (postings, exports, anchors) are not read again before that. A written row
+   * read again is decoded then, from this copy, and enters the decoded tier.
    */
-  setEncoded(key: string, raw: Uint8Array): boolean {
-    if (!this.hasEncodedTier) return false;
+  setEncoded(key: string, raw: Uint8Array): void {
     this.delete(key);
     this.encoded.put(key, raw);
-    return true;
   }
 
   private evict(): void {

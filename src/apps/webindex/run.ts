@@ -143,8 +143,9 @@ function readsBetween(before: EngineReadsByGroup, after: EngineReadsByGroup): En
 export const ROW_CACHE_BYTES = 8 * 1024 * 1024;
 /**
  * Budget of the row cache's second tier (encoded rows, store/encoded-row-cache.ts): a 144 MiB ring
- * and its index, holding the rows of the ~4 000 documents in flight that the small decoded tier
- * evicts between one observer and the next, at a fraction of the decoded tier's heap per row.
+ * and its index, holding the rows of the ~4 000 documents in flight — every row the store writes,
+ * and those the small decoded tier evicts between one observer and the next — at a fraction of
+ * the decoded tier's heap per row.
  * At 100 000 documents a 64 MiB tier and the store's key filter took the rate from 69 to 81
  * documents/s (BENCHMARKS.md, 2026-11-26 fifth session). 192 MiB since the mmap ballast
  * (store/embedded/mmap-ballast.ts) took LevelDB's mapped tables out of the RSS: engine reads 48 → 39

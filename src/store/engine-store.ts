@@ -350,17 +350,11 @@ export class EngineStore implements AtomicRowsStore {
         const ck = ek.toString('latin1');
         // Before the write can be seen: a reader trusting the filter must find the key in it.
         if (old.length === 0) this.keys.add(ck);
-        if (encodedOnly) {
-          const value = encodeRow(mine);
-          ops.push({ type: 'put', key: ek, value });
-          updates.push([ck, null, value]);
-        } else {
-          // Cache views into the encoded row, not `mine`: the mutation's values are views into the
-          // caller's buffers (pool slabs, scratch space) that the budget cannot see.
-          const { value, cells: views } = encodeRowCells(mine);
-          ops.push({ type: 'put', key: ek, value });
-          updates.push([ck, views, value]);
-        }
+        // Without a second tier, cache views into the encoded row, not `mine`: the mutation's values
+        // are views into the caller's buffers (pool slabs, scratch space) that the budget cannot see.
+        const { value, cells: views } = encodedOnly ? { value: encodeRow(mine), cells: null } : encodeRowCells(mine);
+        ops.push({ type: 'put', key: ek, value });
+        updates.push([ck, views, value]);
       }
       delta += cellsBytes(mine) - cellsBytes(old);
     }

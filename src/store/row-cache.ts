@@ -133,8 +133,9 @@ export class RowCache {
    * read again is decoded then, from this copy, and enters the decoded tier.
    */
   setEncoded(key: string, raw: Uint8Array): void {
-    this.delete(key);
-    this.encoded.put(key, raw);
+    const e = this.map.get(key);
+    if (e !== undefined) this.drop(e);
+    this.encoded.put(key, raw); // replaces the tier's own record of the key, if any
   }
 
   private evict(): void {

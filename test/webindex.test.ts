@@ -21,6 +21,7 @@ import {
   CLUSTER_STATE,
   DOCS,
   EXPORT_DOC,
+  EXPORT_STALE,
   EXPORT_TERMS,
   EXPORTS,
   INDEX,
@@ -243,7 +244,7 @@ describe('export results of an earlier build', () => {
   }
 
   it(
-    'are found by search where that build left them (clusters), and moved to exports by the next export, stale postings removed',
+    'are found by search where that build left them (clusters), and moved to exports by the next export, stale postings kept and ignored',
     async () => {
       const { ix, id, found, read } = await legacyIndex();
       expect(await found('zebra')).toEqual([a.url]);
@@ -257,7 +258,9 @@ describe('export results of an earlier build', () => {
       expect(await read(CLUSTERS, EXPORT_DOC)).toBeNull();
       expect(await read(EXPORTS, EXPORT_TERMS)).not.toContain('zzstale');
       expect(JSON.parse((await read(EXPORTS, EXPORT_DOC)) as string).url).toBe(a.url);
-      expect(await read(INDEX, POSTING_SCORE, postingRow('zzstale', id))).toBeNull();
+      // The term left the document: its posting stays, listed as stale (repost.ts), and unsearched.
+      expect(await read(INDEX, POSTING_SCORE, postingRow('zzstale', id))).toBe('1');
+      expect(JSON.parse((await read(EXPORTS, EXPORT_STALE)) as string)).toEqual([['zzstale', 1]]);
       expect(await found('zebra')).toEqual([a.url]);
       expect(await found('zzstale')).toEqual([]);
       await expectMatchesBatch(ix, 'content');
@@ -279,6 +282,96 @@ describe('export results of an earlier build', () => {
     },
     SLOW,
   );
+});
+
+describe('stale postings', () => {
+  // Two pages joined by their title; the canonical is the one with more in-links (ties: URL).
+  const a = { url: 'https://a.example/one', content: '# Fruit\n\napple orchard notes', type: 'md' as const };
+  const b = { url: 'https://b.example/two', content: '# Fruit\n\nbanana plantation notes', type: 'md' as const };
+  const linker = { url: 'https://c.example/l', content: '# Linker\n\n[tropical](https://b.example/two)', type: 'md' as const };
+
+  it(
+    'are kept when the canonical changes, never found, reused as they are when it changes back, and removed with the cluster',
+    async () => {
+      const ix = (index = await openTestIndex('content+url+title'));
+      const found = async (q: string) => {
+        const snap = await ix.db.snapshot();
+        try {
+          return (await search(snap, q)).hits.map((h) => h.url);
+        } finally {
+          snap.release();
+        }
+      };
+      const version = (id: string, term: string) =>
+        ix.db.transaction(async (tx) => (await tx.getVersion(INDEX, postingRow(term, id), POSTING_SCORE)).commitTs);
+      const staleTerms = async (id: string) =>
+        (JSON.parse((await ix.db.getString(EXPORTS, id, EXPORT_STALE)) ?? '[]') as [string, number][]).map(([t]) => t).sort();
+
+      await ix.crawl([a, b]);
+      const id = (await ix.db.getString(DOCS, a.url, CLUSTER_ID)) as string;
+      expect(await ix.db.getString(DOCS, b.url, CLUSTER_ID)).toBe(id);
+      expect(await found('apple')).toEqual([a.url]);
+      expect(await found('banana')).toEqual([]);
+      const applePosted = await version(id, 'apple');
+      await expectMatchesBatch(ix, 'content+url+title');
+
+      await ix.crawl([linker]); // b now has an in-link: b is the canonical
+      expect(await found('banana')).toEqual([b.url]);
+      expect(await found('apple')).toEqual([]);
+      expect(await found('fruit tropical')).toEqual([b.url]);
+      expect(await staleTerms(id)).toEqual(['apple', 'orchard']);
+      expect(await version(id, 'apple')).toBe(applePosted);
+      await expectMatchesBatch(ix, 'content+url+title');
+
+      await ix.crawl([{ url: linker.url, content: null }]); // back to a
+      expect(await found('apple')).toEqual([a.url]);
+      expect(await found('banana')).toEqual([]);
+      expect(await staleTerms(id)).toEqual(['banana', 'plantation', 'tropical']);
+      expect(await version(id, 'apple')).toBe(applePosted); // live again without a write
+      await expectMatchesBatch(ix, 'content+url+title');
+
+      await ix.crawl([
+        { url: a.url, content: null },
+        { url: b.url, content: null },
+      ]);
+      expect(await ix.db.getString(EXPORTS, id, EXPORT_STALE)).toBeNull();
+      for (const t of ['apple', 'banana', 'tropical', 'fruit'])
+        expect(await ix.db.getString(INDEX, postingRow(t, id), POSTING_SCORE)).toBeNull();
+      await expectMatchesBatch(ix, 'content+url+title'); // no postings at all, stale ones included
+    },
+    SLOW,
+  );
+});
+
+describe('the index reader', () => {
+  it('reports postings neither list has, listed terms without their posting, and terms in both lists', async () => {
+    const ix = (index = await openTestIndex('content'));
+    await ix.crawl([{ url: 'https://a.example/x', content: '# Alpha\n\nsome zebra text', type: 'md' }]);
+    const id = (await ix.db.getString(DOCS, 'https://a.example/x', CLUSTER_ID)) as string;
+    const anomalies = async () => Object.keys((await ix.state()).postings).filter((k) => k.includes(' '));
+    expect(await anomalies()).toEqual([]);
+    await ix.db.transaction(async (tx) => {
+      tx.set(INDEX, postingRow('stray', id), POSTING_SCORE, '1');
+      tx.delete(INDEX, postingRow('zebra', id), POSTING_SCORE);
+      tx.set(
+        EXPORTS,
+        id,
+        EXPORT_STALE,
+        JSON.stringify([
+          ['alpha', 3],
+          ['gone', 1],
+        ]),
+      );
+    });
+    expect((await anomalies()).sort()).toEqual(
+      [
+        `live and stale alpha\u0000${id}`,
+        `live term without posting zebra\u0000${id}`,
+        `stale term without posting gone\u0000${id}`,
+        `unlisted posting stray\u0000${id}`,
+      ].sort(),
+    );
+  });
 });
 
 describe('relay skips counted targets', () => {

@@ -103,6 +103,8 @@ export interface WebIndexBenchResult {
   readonly peakAnonRssMiB: number | null;
   readonly clusters: number;
   readonly postings: number;
+  /** Postings kept for terms their cluster no longer has (repost.ts). */
+  readonly stalePostings: number;
   readonly observerCommits: number;
   readonly conflicts: number;
   readonly commitsPerDocument: number;
@@ -323,6 +325,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     peakAnonRssMiB: peak.anon === null ? null : Math.round(peak.anon / 1024 / 1024),
     clusters: s.clusters,
     postings: s.postings,
+    stalePostings: s.stalePostings,
     observerCommits: s.observerCommits,
     conflicts: s.conflicts,
     commitsPerDocument: Math.round((s.observerCommits / Math.max(1, s.loaded)) * 100) / 100,

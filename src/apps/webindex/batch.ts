@@ -18,6 +18,8 @@ import {
   type ClusterState,
   DOCS,
   EXPORT_DOC,
+  EXPORT_STALE,
+  EXPORT_TERMS,
   EXPORTS,
   INDEX,
   PARSED_KEYS,
@@ -157,7 +159,11 @@ export async function readIndexState(snap: Snapshot): Promise<IndexState> {
   const results: [string, IndexState['results'][string]][] = [];
   // Results of a store from before `exports` (schema.ts) may still sit in `clusters`.
   const legacyDocs = new Map<string, Uint8Array>();
-  for await (const r of snap.scan(CLUSTERS, {}, { columns: [CLUSTER_STATE, EXPORT_DOC] })) {
+  // What each cluster lists as posted: live terms, and stale ones search ignores (repost.ts).
+  const live = new Map<string, Map<string, number>>();
+  const stale = new Map<string, Map<string, number>>();
+  const list = (v: Uint8Array) => new Map(JSON.parse(text(v)) as [string, number][]);
+  for await (const r of snap.scan(CLUSTERS, {}, { columns: [CLUSTER_STATE, EXPORT_DOC, EXPORT_TERMS] })) {
     const id = text(r.row);
     const state = r.columns.get(CLUSTER_STATE);
     if (state !== undefined) {
@@ -166,23 +172,48 @@ export async function readIndexState(snap: Snapshot): Promise<IndexState> {
     }
     const doc = r.columns.get(EXPORT_DOC);
     if (doc !== undefined) legacyDocs.set(id, doc);
+    const terms = r.columns.get(EXPORT_TERMS);
+    if (terms !== undefined) live.set(id, list(terms));
   }
   const addResult = (id: string, doc: Uint8Array) => {
     const { latencyMs: _l, indexedAt: _i, ...rest } = JSON.parse(text(doc)) as ServingDoc;
     results.push([id, rest]);
   };
-  for await (const r of snap.scan(EXPORTS, {}, { columns: [EXPORT_DOC] })) {
+  for await (const r of snap.scan(EXPORTS, {}, { columns: [EXPORT_DOC, EXPORT_TERMS, EXPORT_STALE] })) {
     const id = text(r.row);
     legacyDocs.delete(id);
     const doc = r.columns.get(EXPORT_DOC);
     if (doc !== undefined) addResult(id, doc);
+    const terms = r.columns.get(EXPORT_TERMS);
+    if (terms !== undefined) live.set(id, list(terms));
+    const kept = r.columns.get(EXPORT_STALE);
+    if (kept !== undefined) stale.set(id, list(kept));
   }
   for (const [id, doc] of legacyDocs) addResult(id, doc);
+  // The live postings, and under marked keys whatever breaks repost.ts's invariants: a posting
+  // neither list has with its score, a listed term without its posting, a term in both lists.
   const postings: [string, number][] = [];
+  const seen = new Set<string>();
   for await (const r of snap.scan(INDEX, {}, { columns: [POSTING_SCORE] })) {
     const v = r.columns.get(POSTING_SCORE);
-    if (v !== undefined) postings.push([text(r.row), Number(text(v))]);
+    if (v === undefined) continue;
+    const key = text(r.row);
+    const cut = key.indexOf('\u0000'); // terms are words; a cluster id is a key and may hold anything
+    const [term, id, score] = [key.slice(0, cut), key.slice(cut + 1), Number(text(v))];
+    seen.add(key);
+    if (live.get(id)?.get(term) === score) postings.push([key, score]);
+    else if (stale.get(id)?.get(term) !== score) postings.push([`unlisted posting ${key}`, score]);
   }
+  for (const [kind, lists] of [
+    ['live', live],
+    ['stale', stale],
+  ] as const)
+    for (const [id, terms] of lists)
+      for (const [term, score] of terms) {
+        const key = `${term}\u0000${id}`;
+        if (!seen.has(key)) postings.push([`${kind} term without posting ${key}`, score]);
+        if (kind === 'stale' && live.get(id)?.has(term) === true) postings.push([`live and stale ${key}`, score]);
+      }
   return {
     keys: sortObject(keys),
     ranks: sortObject(ranks),

@@ -6,14 +6,16 @@
  * What a cluster exports is computed from scratch on every run — the canonical member's title
  * and text plus the anchor text of every link to any member (its tokens, counted per member in
  * `rank:anchors` by the cluster observer) — and diffed against what it posted last time
- * (`export:terms`), so only changed postings are written. Every read is a point read.
+ * (`export:terms`), so only changed postings are written. A term that leaves the document keeps
+ * its posting, listed in `export:stale` (bounded; repost.ts says why): search counts only the
+ * terms in `export:terms`. Every read is a point read.
  *
  * Invariants:
  * - Every change that affects the exported document reaches this observer through `c:state`:
  *   membership and rank changes directly, a member's anchors through the link relay's
  *   `rank:dirty` (which re-runs the member's clustering), and the
  *   canonical's content through its re-clustering (a content change always changes its keys).
- * - A vanished cluster (`c:state` deleted) removes all its postings and its result.
+ * - A vanished cluster (`c:state` deleted) removes all its postings, stale ones too, and its result.
  * - `export:terms` and `export:doc` of a store written before they moved to `exports` (still in
  *   `clusters[id]`) are read when `exports[id]` has none, and moved by the cluster's next export:
  *   the postings they describe are diffed as if they were in `exports`.
@@ -31,6 +33,7 @@ import {
   EXPORT_DOC,
   EXPORT_FETCHED_AT,
   EXPORT_LATENCY_MS,
+  EXPORT_STALE,
   EXPORT_TERMS,
   EXPORTS,
   INDEX,
@@ -45,6 +48,7 @@ import {
   parseClusterState,
   postingRow,
 } from './schema.js';
+import { type Posting, repost } from './repost.js';
 import { anchorTermsFromJson, postingScore, snippetOf, termsOf } from './terms.js';
 import { parseJson, toInt, utf8 } from './util.js';
 
@@ -58,14 +62,14 @@ export function exportObserver(options: ExportOptions = {}) {
   const nowMs = options.nowMs ?? Date.now;
   return async (tx: Transaction, row: Uint8Array): Promise<void> => {
     const id = utf8(row) as string;
-    const [[stateValue, legacyTerms, legacyDoc], [exportedTerms, exportedDoc]] = await Promise.all([
+    const [[stateValue, legacyTerms, legacyDoc], [exportedTerms, exportedDoc, staleValue]] = await Promise.all([
       tx.getMany(
         CLUSTERS,
         [CLUSTER_STATE, EXPORT_TERMS, EXPORT_DOC].map((column) => ({ row, column })),
       ),
       tx.getMany(
         EXPORTS,
-        [EXPORT_TERMS, EXPORT_DOC].map((column) => ({ row, column })),
+        [EXPORT_TERMS, EXPORT_DOC, EXPORT_STALE].map((column) => ({ row, column })),
       ),
     ]);
     // Where an earlier build kept them (see schema.ts): moved by this run.
@@ -73,11 +77,17 @@ export function exportObserver(options: ExportOptions = {}) {
     if (legacyDoc !== null) tx.delete(CLUSTERS, row, EXPORT_DOC);
     const termsValue = exportedTerms ?? legacyTerms;
     const docValue = exportedDoc ?? legacyDoc;
+    const live = parseJson<Posting[]>(termsValue, []);
+    const stale = parseJson<Posting[]>(staleValue, []);
     const state = parseClusterState(utf8(stateValue));
     if (state === null) {
-      for (const [t] of parseJson<[string, number][]>(termsValue, [])) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
-      if (exportedTerms !== null) tx.delete(EXPORTS, row, EXPORT_TERMS);
-      if (exportedDoc !== null) tx.delete(EXPORTS, row, EXPORT_DOC);
+      for (const [t] of [...live, ...stale]) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
+      for (const [column, value] of [
+        [EXPORT_TERMS, exportedTerms],
+        [EXPORT_DOC, exportedDoc],
+        [EXPORT_STALE, staleValue],
+      ] as const)
+        if (value !== null) tx.delete(EXPORTS, row, column);
       return;
     }
     const members = state.members.map(([m]) => m);
@@ -98,14 +108,19 @@ export function exportObserver(options: ExportOptions = {}) {
 
     const terms = termsOf(title, text, anchorTerms).map(([t, score]): [string, number] => [t, postingScore(score)]);
     const termsJson = JSON.stringify(terms);
-    // The postings are exactly export:terms (this observer writes both together): the same terms
-    // need no diff, and most exports (an in-link count changed) keep every term's score bucket.
+    // The live postings are exactly export:terms (this observer writes both together, and the
+    // stale list with them): the same terms need no diff, and most exports (an in-link count
+    // changed) keep every term's score bucket.
     if (termsJson !== utf8(termsValue)) {
-      const oldTerms = new Map(parseJson<[string, number][]>(termsValue, []));
-      const newTerms = new Map(terms);
-      for (const [t, score] of terms) if (oldTerms.get(t) !== score) tx.set(INDEX, postingRow(t, id), POSTING_SCORE, String(score));
-      for (const t of oldTerms.keys()) if (!newTerms.has(t)) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
+      const next = repost(live, stale, terms);
+      for (const [t, score] of next.set) tx.set(INDEX, postingRow(t, id), POSTING_SCORE, String(score));
+      for (const t of next.del) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
       tx.set(EXPORTS, row, EXPORT_TERMS, termsJson);
+      const staleJson = JSON.stringify(next.stale);
+      if (staleJson !== (utf8(staleValue) ?? '[]')) {
+        if (next.stale.length > 0) tx.set(EXPORTS, row, EXPORT_STALE, staleJson);
+        else tx.delete(EXPORTS, row, EXPORT_STALE);
+      }
     } else if (exportedTerms === null) {
       tx.set(EXPORTS, row, EXPORT_TERMS, termsJson);
     }

@@ -12,7 +12,8 @@
  *   in-links (ties: the smallest URL); `docs[m] rank:inlinks` is member m's in-link count.
  * - The serving index (`index`, `exports[id] export:*`) holds, per cluster, the canonical's title
  *   and text plus the anchor text of every link to any member: links to duplicates count for the
- *   canonical.
+ *   canonical. Its postings are those `export:terms` lists, plus stale ones `export:stale` lists
+ *   (repost.ts), which search ignores.
  *
  * Contention rule: no two documents' transactions write a common cell unless they must
  * serialize. Inverted links are one row each, postings one row per (term, cluster); the only
@@ -116,10 +117,17 @@ export const CLUSTER_STATE = 'c:state';
 // has none, moves them, and search falls back to them).
 /** JSON `[[term, score], …]` the export last posted. */
 export const EXPORT_TERMS = 'export:terms';
+/**
+ * JSON `[[term, score], …]`, oldest first: postings the export left in `index` for terms no
+ * longer in `export:terms` (repost.ts). Absent when there are none (and in builds before the
+ * fourteenth session of 2026-11-27, which deleted such postings at once).
+ */
+export const EXPORT_STALE = 'export:stale';
 /** JSON ServingDoc: what search shows for this cluster. */
 export const EXPORT_DOC = 'export:doc';
 
-// index[term \0 clusterId] — one posting per row, so no two clusters ever write the same cell.
+// index[term \0 clusterId] — one posting per row, so no two clusters ever write the same cell. A
+// posting counts only while its term is in the cluster's `export:terms` (the rest are stale).
 export const POSTING_SCORE = 'p:score';
 export const postingRow = (term: string, clusterId: string): string => `${term}\u0000${clusterId}`;
 

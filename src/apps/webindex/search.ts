@@ -1,10 +1,11 @@
 /**
  * Search over the serving index: the AND of the query's terms, ranked by the sum of their
  * per-cluster scores (ties: more in-links, then URL). Runs at one snapshot, so a query never sees
- * half of an export.
+ * half of an export. A posting counts only if its cluster's `export:terms` lists the term: the
+ * export leaves some postings of terms its cluster no longer has (repost.ts).
  */
 import type { Snapshot } from '../../txn/transaction.js';
-import { CLUSTERS, EXPORTS, EXPORT_DOC, INDEX, POSTING_SCORE, type ServingDoc } from './schema.js';
+import { CLUSTERS, EXPORTS, EXPORT_DOC, EXPORT_TERMS, INDEX, POSTING_SCORE, type ServingDoc } from './schema.js';
 import { tokenize } from './terms.js';
 import { compareStrings, utf8 } from './util.js';
 
@@ -26,55 +27,72 @@ export async function search(snap: Snapshot, query: string, limit = 10): Promise
   const t0 = performance.now();
   const terms = [...new Set(tokenize(query))];
   if (terms.length === 0) return { query, terms, total: 0, hits: [], tookMs: 0 };
+  // The clusters posted under each term; their scores are taken from the live lists below.
   const perTerm = await Promise.all(
     terms.map(async (term) => {
-      const scores = new Map<string, number>();
+      const ids = new Set<string>();
       const prefix = `${term}\u0000`;
-      for await (const r of snap.scan(INDEX, { prefix }, { columns: [POSTING_SCORE] })) {
-        const v = r.columns.get(POSTING_SCORE);
-        if (v !== undefined) scores.set((utf8(r.row) as string).slice(prefix.length), Number(utf8(v)));
-      }
-      return scores;
+      for await (const r of snap.scan(INDEX, { prefix }, { columns: [POSTING_SCORE] }))
+        if (r.columns.has(POSTING_SCORE)) ids.add((utf8(r.row) as string).slice(prefix.length));
+      return ids;
     }),
   );
   perTerm.sort((a, b) => a.size - b.size);
-  const [smallest, ...rest] = perTerm as [Map<string, number>, ...Map<string, number>[]];
-  const matches: { id: string; score: number }[] = [];
-  for (const [id, s] of smallest) {
-    let score = s;
-    let all = true;
-    for (const m of rest) {
-      const v = m.get(id);
-      if (v === undefined) {
-        all = false;
-        break;
-      }
-      score += v;
-    }
-    if (all) matches.push({ id, score });
-  }
+  const [smallest, ...rest] = perTerm as [Set<string>, ...Set<string>[]];
+  const candidates = [...smallest.keys()].filter((id) => rest.every((m) => m.has(id)));
+  const matches = await liveOnly(snap, terms, candidates);
   matches.sort((a, b) => b.score - a.score || compareStrings(a.id, b.id));
   // Fetch a few more than asked so the in-link tie-break can reorder equal scores.
   const top = matches.slice(0, limit * 2);
-  const docs = await snap.getMany(
-    EXPORTS,
-    top.map((m) => ({ row: m.id, column: EXPORT_DOC })),
+  const docs = await exportValues(
+    snap,
+    top.map((m) => m.id),
+    EXPORT_DOC,
   );
-  // A store written before the results moved to `exports` keeps some in `clusters` (schema.ts).
-  const unmoved = top.filter((_, i) => docs[i] === null);
-  const legacy =
-    unmoved.length === 0
-      ? []
-      : await snap.getMany(
-          CLUSTERS,
-          unmoved.map((m) => ({ row: m.id, column: EXPORT_DOC })),
-        );
-  let nextLegacy = 0;
   const hits: SearchHit[] = [];
   top.forEach((m, i) => {
-    const v = utf8(docs[i] !== null ? docs[i] : legacy[nextLegacy++]);
+    const v = utf8(docs[i] ?? null);
     if (v !== null) hits.push({ ...(JSON.parse(v) as ServingDoc), clusterId: m.id, score: m.score });
   });
   hits.sort((a, b) => b.score - a.score || b.inlinks - a.inlinks || compareStrings(a.url, b.url));
   return { query, terms, total: matches.length, hits: hits.slice(0, limit), tookMs: performance.now() - t0 };
+}
+
+/**
+ * The candidates whose every query term is live in their cluster (`export:terms`), scored from
+ * those lists.
+ */
+async function liveOnly(snap: Snapshot, terms: readonly string[], candidates: readonly string[]) {
+  const lists = await exportValues(snap, candidates, EXPORT_TERMS);
+  const live: { id: string; score: number }[] = [];
+  candidates.forEach((id, i) => {
+    const buckets = new Map(JSON.parse(utf8(lists[i] ?? null) ?? '[]') as [string, number][]);
+    let score = 0;
+    for (const t of terms) {
+      const b = buckets.get(t);
+      if (b === undefined) return;
+      score += b;
+    }
+    live.push({ id, score });
+  });
+  return live;
+}
+
+/**
+ * One `exports` column of each cluster — or, where a build before `exports` left it, its
+ * `clusters` column (schema.ts).
+ */
+async function exportValues(snap: Snapshot, ids: readonly string[], column: string): Promise<(Uint8Array | null)[]> {
+  const values = await snap.getMany(
+    EXPORTS,
+    ids.map((row) => ({ row, column })),
+  );
+  const unmoved = ids.filter((_, i) => values[i] === null);
+  if (unmoved.length === 0) return values;
+  const legacy = await snap.getMany(
+    CLUSTERS,
+    unmoved.map((row) => ({ row, column })),
+  );
+  let next = 0;
+  return values.map((v) => v ?? legacy[next++] ?? null);
 }

@@ -13,6 +13,8 @@ import {
   DOCS,
   EXPORT_FETCHED_AT,
   EXPORT_LATENCY_MS,
+  EXPORT_STALE,
+  EXPORTS,
   INDEX,
   PARSED_FETCHED_AT,
   PARSED_KEYS,
@@ -34,7 +36,10 @@ export interface IndexStats {
   readonly linksBetweenDocuments: number;
   /** Documents whose current version is searchable. */
   readonly indexedDocuments: number;
+  /** Postings search counts (terms in their cluster's `export:terms`). */
   readonly postings: number;
+  /** Postings kept for terms their cluster no longer has (`export:stale`, repost.ts). */
+  readonly stalePostings: number;
   readonly medianLatencyMs: number;
   readonly p99LatencyMs: number;
   readonly maxLatencyMs: number;
@@ -69,7 +74,13 @@ export async function readStats(snap: Snapshot, options: { countPostings?: boole
     if ((JSON.parse(s) as { size: number }).size > 1) duplicateClusters++;
   }
   let postings = 0;
-  if (options.countPostings !== false) for await (const _ of snap.scan(INDEX, {}, { columns: [POSTING_SCORE] })) postings++;
+  let stalePostings = 0;
+  if (options.countPostings !== false) {
+    for await (const _ of snap.scan(INDEX, {}, { columns: [POSTING_SCORE] })) postings++;
+    for await (const r of snap.scan(EXPORTS, {}, { columns: [EXPORT_STALE] }))
+      stalePostings += (JSON.parse(text(r.columns.get(EXPORT_STALE)) ?? '[]') as unknown[]).length;
+    postings -= stalePostings;
+  }
   latencies.sort((a, b) => a - b);
   return {
     documents,
@@ -80,6 +91,7 @@ export async function readStats(snap: Snapshot, options: { countPostings?: boole
     linksBetweenDocuments,
     indexedDocuments: latencies.length,
     postings,
+    stalePostings,
     medianLatencyMs: Math.round(percentile(latencies, 0.5)),
     p99LatencyMs: Math.round(percentile(latencies, 0.99)),
     maxLatencyMs: Math.round(latencies[latencies.length - 1] ?? 0),

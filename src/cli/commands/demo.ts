@@ -86,7 +86,7 @@ function printSummary(s: RunSummary, searches: SearchResult[], totalMs: number, 
   row('clusters', `${n(s.clusters)}  (${n(s.duplicateClusters)} with duplicates)`);
   row('duplicates found', n(s.duplicatesFound));
   row('links inverted', `${n(s.linksInverted)}  (${n(s.linksBetweenDocuments)} between documents of the corpus)`);
-  row('postings', n(s.postings));
+  row('postings', `${n(s.postings)}  (and ${n(s.stalePostings)} stale, kept for terms their cluster no longer has)`);
   row('documents/s', `${n(s.documentsPerSecond)}  (${n(s.loaded)} loaded and indexed in ${(s.loadAndProcessMs / 1000).toFixed(1)} s)`);
   row('crawl-to-index latency', `median ${n(s.medianLatencyMs)} ms, p99 ${n(s.p99LatencyMs)} ms`);
   row('observer transactions', `${n(s.observerCommits)} commits, ${n(s.conflicts)} conflicts retried`);

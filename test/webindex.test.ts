@@ -46,6 +46,16 @@ import { Percolator } from '../src/txn/percolator.js';
 
 const SLOW = 240_000;
 let index: TestIndex | null = null;
+
+/** The URLs search shows for `q`, at a fresh snapshot. */
+async function foundUrls(ix: TestIndex, q: string): Promise<string[]> {
+  const snap = await ix.db.snapshot();
+  try {
+    return (await search(snap, q)).hits.map((h) => h.url);
+  } finally {
+    snap.release();
+  }
+}
 afterEach(async () => {
   await index?.close();
   index = null;
@@ -231,14 +241,7 @@ describe('export results of an earlier build', () => {
       tx.set(INDEX, postingRow('zzstale', cluster), POSTING_SCORE, '1');
       return cluster;
     });
-    const found = async (q: string) => {
-      const snap = await ix.db.snapshot();
-      try {
-        return (await search(snap, q)).hits.map((h) => h.url);
-      } finally {
-        snap.release();
-      }
-    };
+    const found = (q: string) => foundUrls(ix, q);
     const read = (table: string, column: string, row = id) => ix.db.getString(table, row, column);
     return { ix, id, found, read };
   }
@@ -294,14 +297,7 @@ describe('stale postings', () => {
     'are kept when the canonical changes, never found, reused as they are when it changes back, and removed with the cluster',
     async () => {
       const ix = (index = await openTestIndex('content+url+title'));
-      const found = async (q: string) => {
-        const snap = await ix.db.snapshot();
-        try {
-          return (await search(snap, q)).hits.map((h) => h.url);
-        } finally {
-          snap.release();
-        }
-      };
+      const found = (q: string) => foundUrls(ix, q);
       const version = (id: string, term: string) =>
         ix.db.transaction(async (tx) => (await tx.getVersion(INDEX, postingRow(term, id), POSTING_SCORE)).commitTs);
       const staleTerms = async (id: string) =>

@@ -315,6 +315,12 @@ describe('stale postings', () => {
       expect(await found('banana')).toEqual([b.url]);
       expect(await found('apple')).toEqual([]);
       expect(await found('fruit tropical')).toEqual([b.url]);
+      // Scored from the live list: the sum of its buckets for the query's terms.
+      const live = new Map(JSON.parse((await ix.db.getString(EXPORTS, id, EXPORT_TERMS)) as string) as [string, number][]);
+      const snap = await ix.db.snapshot();
+      const hit = (await search(snap, 'fruit tropical')).hits[0];
+      snap.release();
+      expect(hit?.score).toBe((live.get('fruit') as number) + (live.get('tropical') as number));
       expect(await staleTerms(id)).toEqual(['apple', 'orchard']);
       expect(await version(id, 'apple')).toBe(applePosted);
       await expectMatchesBatch(ix, 'content+url+title');

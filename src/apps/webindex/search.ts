@@ -66,16 +66,28 @@ async function liveOnly(snap: Snapshot, terms: readonly string[], candidates: re
   const lists = await exportValues(snap, candidates, EXPORT_TERMS);
   const live: { id: string; score: number }[] = [];
   candidates.forEach((id, i) => {
-    const buckets = new Map(JSON.parse(utf8(lists[i] ?? null) ?? '[]') as [string, number][]);
+    const list = utf8(lists[i] ?? null) ?? '[]';
     let score = 0;
     for (const t of terms) {
-      const b = buckets.get(t);
+      const b = bucketIn(list, t);
       if (b === undefined) return;
       score += b;
     }
     live.push({ id, score });
   });
   return live;
+}
+
+/**
+ * The bucket `export:terms` (JSON `[["term",bucket],…]`) lists for `term`, found in the text: a
+ * broad query meets thousands of clusters, and parsing each list cost more than reading it.
+ * Terms are tokenize()'s words (letters and digits), which JSON writes without escapes.
+ */
+function bucketIn(list: string, term: string): number | undefined {
+  const at = list.indexOf(`["${term}",`);
+  if (at < 0) return undefined;
+  const from = at + term.length + 4;
+  return Number.parseInt(list.slice(from, list.indexOf(']', from)), 10);
 }
 
 /**

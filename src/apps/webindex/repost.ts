@@ -19,7 +19,7 @@
  */
 import { MAX_TERMS } from './terms.js';
 
-/** Stale postings a cluster keeps at most (as many as it has live ones at most). */
+/** Stale postings a cluster keeps at most: as many as it can have live ones (MAX_TERMS). */
 export const MAX_STALE_POSTINGS = MAX_TERMS;
 
 export type Posting = readonly [term: string, bucket: number];

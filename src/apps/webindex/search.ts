@@ -39,7 +39,7 @@ export async function search(snap: Snapshot, query: string, limit = 10): Promise
   );
   perTerm.sort((a, b) => a.size - b.size);
   const [smallest, ...rest] = perTerm as [Set<string>, ...Set<string>[]];
-  const candidates = [...smallest.keys()].filter((id) => rest.every((m) => m.has(id)));
+  const candidates = [...smallest].filter((id) => rest.every((m) => m.has(id)));
   const matches = await liveOnly(snap, terms, candidates);
   matches.sort((a, b) => b.score - a.score || compareStrings(a.id, b.id));
   // Fetch a few more than asked so the in-link tie-break can reorder equal scores.

@@ -3,9 +3,9 @@
  * just wrote (`RowCache.setEncoded`), kept as their encoded bytes. A decoded row costs its cells'
  * objects and views on the heap (~270 bytes a cell, ten times the encoded size of Percolator's
  * small lock and write cells); the encoded row costs its bytes, its key's bytes and a slot of an
- * index. So a few MiB here hold as many rows as tens of MiB of decoded
- * cache, and a hit costs a copy and a decode (a few µs) instead of an engine read (7–20 µs through
- * LevelDB's block cache, 40 µs and more once the database outgrows it).
+ * index. So a few MiB here hold as many rows as tens of MiB of decoded cache, and a hit costs a
+ * copy and a decode (a few µs) instead of an engine read (7–20 µs through LevelDB's block cache,
+ * 40 µs and more once the database outgrows it).
  *
  * Nothing here is a heap object per row. The rows live in one ring buffer written in order, each
  * record its row's length, its key and its bytes: rows held for seconds and then dropped are what a

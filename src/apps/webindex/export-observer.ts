@@ -77,10 +77,11 @@ export function exportObserver(options: ExportOptions = {}) {
     if (legacyDoc !== null) tx.delete(CLUSTERS, row, EXPORT_DOC);
     const termsValue = exportedTerms ?? legacyTerms;
     const docValue = exportedDoc ?? legacyDoc;
-    const live = parseJson<Posting[]>(termsValue, []);
-    const stale = parseJson<Posting[]>(staleValue, []);
+    // What is posted, parsed only by the runs that change it (most exports keep every term).
+    const posted = () => ({ live: parseJson<Posting[]>(termsValue, []), stale: parseJson<Posting[]>(staleValue, []) });
     const state = parseClusterState(utf8(stateValue));
     if (state === null) {
+      const { live, stale } = posted();
       for (const [t] of [...live, ...stale]) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
       for (const [column, value] of [
         [EXPORT_TERMS, exportedTerms],
@@ -112,6 +113,7 @@ export function exportObserver(options: ExportOptions = {}) {
     // stale list with them): the same terms need no diff, and most exports (an in-link count
     // changed) keep every term's score bucket.
     if (termsJson !== utf8(termsValue)) {
+      const { live, stale } = posted();
       const next = repost(live, stale, terms);
       for (const [t, score] of next.set) tx.set(INDEX, postingRow(t, id), POSTING_SCORE, String(score));
       for (const t of next.del) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);

@@ -560,6 +560,46 @@ describe('link relay and joins', () => {
   );
 });
 
+describe('cluster runs of one process', () => {
+  it(
+    'that reach one cluster through keys they do not share wait for each other instead of conflicting at commit',
+    async () => {
+      // c shares a's normalized URL, d its title; c and d share no key.
+      const a = { url: 'https://a.example/x', content: '# Shared title\n\nthe original body', type: 'md' as const };
+      const c = { url: 'https://www.a.example/x/', content: '# Another title\n\na mirror with other text', type: 'md' as const };
+      const d = { url: 'https://d.example/y', content: '# Shared title\n\na third text', type: 'md' as const };
+      const ix = (index = await openTestIndex('content+url+title'));
+      await ix.crawl([a]);
+      await ix.worker.stop(); // c and d are clustered by hand, concurrently
+      await loadDocuments(ix.db, [c, d]);
+      for (const doc of [c, d]) ix.live.set(doc.url, doc);
+      const { processObserver } = await import('../src/apps/webindex/process-observer.js');
+      const proc = processObserver({ keyMode: 'content+url+title' });
+      for (const doc of [c, d]) await ix.db.transaction((tx) => proc(tx, Buffer.from(doc.url)));
+      const cluster = clusterObserver(); // one process: one gate
+      const [txC, txD] = [await ix.db.begin(), await ix.db.begin()];
+      const runC = cluster(txC, Buffer.from(c.url), PARSED_KEYS).then(() => 'c' as const);
+      const runD = cluster(txD, Buffer.from(d.url), PARSED_KEYS).then(() => 'd' as const);
+      // Both would write the state of a's cluster: the second to get there waits for the first.
+      const first = await Promise.race([runC, runD]);
+      await (first === 'c' ? txC : txD).commit();
+      await expect(first === 'c' ? runD : runC).rejects.toMatchObject({ code: 'WRITE_CONFLICT', details: { retryNow: true } });
+      for (const tx of [txC, txD]) tx.release();
+      const again = first === 'c' ? d : c;
+      await ix.db.transaction((tx) => cluster(tx, Buffer.from(again.url), PARSED_KEYS));
+      await ix.worker.start();
+      await ix.db.waitForQuiescence({ timeoutMs: 60_000 });
+      const snap = await ix.db.snapshot();
+      const id = (await snap.getString(DOCS, a.url, CLUSTER_ID)) as string;
+      expect(await snap.getString(DOCS, c.url, CLUSTER_ID)).toBe(id);
+      expect(await snap.getString(DOCS, d.url, CLUSTER_ID)).toBe(id);
+      snap.release();
+      await expectMatchesBatch(ix, 'content+url+title');
+    },
+    SLOW,
+  );
+});
+
 describe('incremental equals batch (local corpus: node_modules documentation, fingerprint clustering)', () => {
   it(
     'after the first crawl, edits, deletions and re-additions',

@@ -39,8 +39,9 @@
  *   transaction (its snapshot follows the processor's commit that wrote it). A processor commit
  *   that writes `parsed:keys` relies on it: it does not notify the relay (link-observer.ts). So
  *   every run that returns has relayed first (one the gate sends back relays on its retry).
- * - Runs of one process that share a key (or the old cluster) are serialized by an in-process gate
- *   (gate.ts) instead of conflicting at commit; consecutive duplicates are the common case.
+ * - Runs of one process that share a key, the old cluster or any cluster they write are serialized
+ *   by an in-process gate (gate.ts) instead of conflicting at commit; consecutive duplicates are
+ *   the common case.
  */
 import type { Transaction } from '../../txn/transaction.js';
 import {
@@ -309,6 +310,19 @@ export function clusterObserver() {
       liveIds.add(cid);
       for (const m of members) if ((info.get(m) as DocInfo).id !== cid) tx.set(DOCS, m, CLUSTER_ID, cid);
       states.push([cid, clusterStateJson(canonical, members.length, members, (m) => (info.get(m) as DocInfo).rank)]);
+    }
+    // Every cluster written is gated like the keys: runs that reach one cluster through keys they
+    // do not share (two new members of it) would otherwise conflict on its c:state at commit.
+    const entered = gate.extend(
+      tx,
+      [...clusterStates.keys(), ...liveIds].map((id) => `id\u0000${id}`),
+    );
+    if (entered !== true) {
+      if (entered !== false) {
+        tx.abort(); // releases this run's keys before it waits: holders never wait for each other
+        await entered;
+      }
+      throw staleSnapshot(self);
     }
     for (const id of clusterStates.keys()) if (!liveIds.has(id)) tx.delete(CLUSTERS, id, CLUSTER_STATE);
     for (const [d, di] of info) if (di.keys.length === 0 && di.id !== null) tx.delete(DOCS, d, CLUSTER_ID);

@@ -7,6 +7,10 @@
  * not see this gate). A transaction that had to wait, or whose snapshot predates a commit that
  * went through the gate on one of its keys, is told to retry with a fresh snapshot (`enter`
  * returns null), since it would only conflict at commit.
+ *
+ * A transaction may learn of more keys while it runs (the clusters a component search reaches):
+ * `extend` adds them without waiting — a holder that waited for another holder could deadlock —
+ * and tells the caller to abort, wait and retry when one is busy.
  */
 import type { Transaction } from '../../txn/transaction.js';
 import { Queue } from '../../util/queue.js';
@@ -19,6 +23,8 @@ export class KeyGate {
   private readonly lastCommit = new Map<string, number>();
   /** lastCommit's entries oldest first, with stale ones (the key committed again since) left in. */
   private readonly commitOrder = new Queue<readonly [string, number]>();
+  /** What each transaction inside holds, and the promise its release resolves. */
+  private readonly held = new WeakMap<Transaction, { readonly mine: string[]; readonly done: Promise<void> }>();
 
   /**
    * Enters every key for `tx` until it commits or aborts. Returns false when the caller should
@@ -42,10 +48,12 @@ export class KeyGate {
     });
     const mine = [...new Set(keys)];
     for (const k of mine) this.busy.set(k, done);
+    this.held.set(tx, { mine, done });
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
+      this.held.delete(tx);
       const ts = tx.commitTs;
       for (const k of mine) {
         this.busy.delete(k);
@@ -67,6 +75,34 @@ export class KeyGate {
       abort.call(this);
       release();
     };
+    return true;
+  }
+
+  /**
+   * Adds `keys` to what `tx` holds (it entered with `enter`). Returns true when it holds them
+   * all; false when the caller should retry with a fresh snapshot at once (one was committed
+   * through the gate after `tx` started); else a promise the caller should wait for, *after*
+   * aborting `tx` (which releases its keys), before retrying: another transaction holds one.
+   * Adds nothing unless it returns true.
+   */
+  extend(tx: Transaction, keys: readonly string[]): boolean | Promise<void> {
+    const h = this.held.get(tx);
+    if (h === undefined) throw new Error('KeyGate.extend: the transaction is not inside the gate');
+    const waits: Promise<void>[] = [];
+    const add: string[] = [];
+    for (const k of keys) {
+      const b = this.busy.get(k);
+      if (b === h.done) continue;
+      if (b !== undefined) waits.push(b);
+      else if ((this.lastCommit.get(k) ?? 0) > tx.startTs) return false;
+      else add.push(k);
+    }
+    if (waits.length > 0) return Promise.all(waits).then(() => undefined);
+    for (const k of add) {
+      if (this.busy.has(k)) continue; // listed twice
+      this.busy.set(k, h.done);
+      h.mine.push(k);
+    }
     return true;
   }
 

@@ -42,6 +42,18 @@ export interface WebIndexOptions {
   readonly nowMs?: () => number;
 }
 
+/**
+ * Worker options the web index runs with (`runWebIndex`: the demo and the benchmarks), besides
+ * its thread count. Its weak notifications are the in-link recounts (`rank:dirty`): under a
+ * backlog they wait 60 s behind other work instead of the worker's default 10 s, so that more of
+ * the links to one page arriving meanwhile collapse into one recount (and one re-export); with
+ * nothing else queued they still run at once. The advisory lock's TTL is three times that (the
+ * worker caps the wait at a third of it, so a waiting row's lock never lapses): rows a crashed
+ * process held wait that long for other processes' scanners. docs/webindex.md › *Rank and link
+ * inversion* says what it bought and what it costs.
+ */
+export const WEB_INDEX_WORKER = { weakDelayMs: 60_000, rowLockTtlMs: 180_000 } as const;
+
 export async function createWebIndexTables(db: Percolator): Promise<void> {
   for (const t of TABLES) await db.createTable(t);
 }

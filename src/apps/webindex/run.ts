@@ -20,7 +20,7 @@ import { SyntheticCorpus } from './corpus/synthetic.js';
 import { type CrawledDoc, loadDocuments } from './loader.js';
 import { WebIndexMetrics } from './metrics.js';
 import type { KeyMode } from './parse.js';
-import { createWebIndexTables, registerWebIndex } from './pipeline.js';
+import { WEB_INDEX_WORKER, createWebIndexTables, registerWebIndex } from './pipeline.js';
 import { PAGES } from './schema.js';
 import { type IndexStats, readStats } from './stats.js';
 
@@ -203,7 +203,10 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
   let worker: Worker | null = null;
   try {
     await createWebIndexTables(db);
-    worker = registerWebIndex(db.worker({ threads: options.threads ?? 16, maxFailures: 100 }), { keyMode: corpus.keyMode, metrics });
+    worker = registerWebIndex(db.worker({ threads: options.threads ?? 16, maxFailures: 100, ...WEB_INDEX_WORKER }), {
+      keyMode: corpus.keyMode,
+      metrics,
+    });
     await worker.start();
     await options.onStarted?.({ db, worker, metrics });
 

@@ -83,7 +83,7 @@ describe('KeyGate', () => {
       await a.commit();
       expect(gate.size).toBe(0);
       await entering;
-      // b waited for a key a took by extend, and a committed it after b's snapshot: stale.
+      // b waited for a key a took by extend: a transaction that waited retries on a fresh snapshot.
       expect(entered).toBe(false);
       expect(() => gate.extend(a, ['k3'])).toThrow(/not inside the gate/);
       for (const t of [a, b]) t.release();

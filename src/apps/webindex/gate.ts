@@ -6,7 +6,7 @@
  * It is an optimization only: correctness still comes from the transactions (other processes do
  * not see this gate). A transaction that had to wait, or whose snapshot predates a commit that
  * went through the gate on one of its keys, is told to retry with a fresh snapshot (`enter`
- * returns null), since it would only conflict at commit.
+ * returns false), since it would only conflict at commit.
  *
  * A transaction may learn of more keys while it runs (the clusters a component search reaches):
  * `extend` adds them without waiting — a holder that waited for another holder could deadlock —

@@ -49,8 +49,8 @@ export interface WebIndexOptions {
  * the links to one page arriving meanwhile collapse into one recount (and one re-export); with
  * nothing else queued they still run at once. The advisory lock's TTL is three times that (the
  * worker caps the wait at a third of it, so a waiting row's lock never lapses): rows a crashed
- * process held wait that long for other processes' scanners. docs/webindex.md › *Rank and link
- * inversion* says what it bought and what it costs.
+ * process held wait that long for other processes' scanners. docs/webindex.md › *Recounts wait*
+ * says what it bought and what it costs.
  */
 export const WEB_INDEX_WORKER = { weakDelayMs: 60_000, rowLockTtlMs: 180_000 } as const;
 

@@ -52,7 +52,8 @@ export interface WebIndexOptions {
  * process held wait that long for other processes' scanners. docs/webindex.md › *Recounts wait*
  * says what it bought and what it costs.
  */
-export const WEB_INDEX_WORKER = { weakDelayMs: 60_000, rowLockTtlMs: 180_000 } as const;
+const RECOUNT_WAIT_MS = 60_000;
+export const WEB_INDEX_WORKER = { weakDelayMs: RECOUNT_WAIT_MS, rowLockTtlMs: 3 * RECOUNT_WAIT_MS } as const;
 
 export async function createWebIndexTables(db: Percolator): Promise<void> {
   for (const t of TABLES) await db.createTable(t);

@@ -41,7 +41,8 @@ export interface IndexState {
   readonly anchors: Record<string, Record<string, string>>;
   /** Live document → its cluster id. */
   readonly docClusters: Record<string, string>;
-  readonly clusters: Record<string, { canonical: string; size: number; members: Record<string, number> }>;
+  /** Cluster id → its members, sorted (which is canonical, and its in-links, are in `results`). */
+  readonly clusters: Record<string, { size: number; members: string[] }>;
   /** `term \u0000 clusterId` → score. */
   readonly postings: Record<string, number>;
   readonly results: Record<string, Omit<ServingDoc, 'latencyMs' | 'indexedAt'>>;
@@ -105,7 +106,7 @@ export function batchIndex(docs: Iterable<CorpusDoc>, keyMode: KeyMode): IndexSt
     members.sort(compareStrings);
     const id = members.flatMap((m) => keysOf.get(m) as string[]).sort(compareStrings)[0] as string;
     const canonical = [...members].sort((a, b) => rank(b) - rank(a) || compareStrings(a, b))[0] as string;
-    clusters[id] = { canonical, size: members.length, members: sortObject(members.map((m) => [m, rank(m)])) };
+    clusters[id] = { size: members.length, members };
     for (const m of members) docClusters.push([m, id]);
     const c = parsed.get(canonical) as ReturnType<typeof parseDocument>;
     const texts = members.flatMap((m) => [...(anchors.get(m)?.values() ?? [])]).filter((a) => a !== '');
@@ -168,7 +169,7 @@ export async function readIndexState(snap: Snapshot): Promise<IndexState> {
     const state = r.columns.get(CLUSTER_STATE);
     if (state !== undefined) {
       const s = parseClusterState(text(state)) as ClusterState;
-      clusters.push([id, { canonical: s.canonical, size: s.size, members: sortObject(s.members.map(([m, n]) => [m, n])) }]);
+      clusters.push([id, { size: s.size, members: [...s.members] }]);
     }
     const doc = r.columns.get(EXPORT_DOC);
     if (doc !== undefined) legacyDocs.set(id, doc);

@@ -1,8 +1,8 @@
 /**
  * Duplicate clustering (observes `docs parsed:keys` and `rank:dirty`): the paper's
  * Figure 2, generalized from one key to several. Documents sharing any clustering key form one
- * cluster (a connected component); the cluster's id is its smallest key and its canonical
- * member the one with the most in-links (ties: the smallest URL).
+ * cluster (a connected component); the cluster's id is its smallest key. (Its canonical member,
+ * the one with the most in-links, is the export's to choose: export-observer.ts.)
  *
  * One run recomputes, from the current snapshot, every component that the document's change can
  * touch: the document's old cluster (a removal may split it) and everything reachable from its
@@ -20,21 +20,21 @@
  *   `c:state`; two runs that add one key that had no members conflict on its `k:members`. Either
  *   way one retries on a fresher snapshot. (Without the second, two documents adding the same
  *   new key concurrently would each see only themselves and form two clusters: write skew.)
- * - `c:state` is rewritten by every run that may have changed what the cluster exports, even
- *   when equal: it is what notifies the export.
+ * - `c:state` (the members) is rewritten by every run of the component search, for every
+ *   component it computed, even when equal: it notifies the export and serializes the runs that
+ *   read it.
  * - A run counts its own document's in-links (anchor rows) when they may have changed (it was
  *   notified of a link change, or it is joining) and caches the count and the anchor texts'
- *   token counts in `docs[u] rank:inlinks` / `rank:anchors`; other members' counts are read from
- *   their caches. A stale cache is always followed by that member's own run (the link relay
- *   notified it), which rewrites the component, so the final state uses exact counts. Links the
- *   relay skipped because the document was not parsed yet are counted by the join
+ *   token counts in `docs[u] rank:inlinks` / `rank:anchors`, which only u's own runs write. Links
+ *   the relay skipped because the document was not parsed yet are counted by the join
  *   (link-notify-observer.ts).
  * - A relayed change that alters neither the count nor the anchor texts writes nothing.
- * - A relayed change that alters the count of a document whose keys did not change cannot change
- *   any component: it rewrites its cluster's `c:state` in place (the member's count, and the
- *   canonical), without the component search. `c:state`'s member counts always equal the members'
- *   `rank:inlinks` caches: a member's cache is only written by its own run, together with its
- *   cluster's state.
+ * - A relayed change of a document whose keys did not change cannot change any component: the run
+ *   writes the caches and weakly notifies its cluster's `c:state` (the export reads the members'
+ *   caches), without the component search, so recounts of one cluster's members collapse into one
+ *   export. It also rewrites `cluster:id` as read: a concurrent run that moves the document to
+ *   another cluster writes that cell too, so one of them retries, and the notified cluster is the
+ *   one the document is in when its count commits.
  * - A run that finds `links:changed` on its document does the link relay's work in its own
  *   transaction (its snapshot follows the processor's commit that wrote it). A processor commit
  *   that writes `parsed:keys` relies on it: it does not notify the relay (link-observer.ts). So
@@ -73,7 +73,6 @@ import { compareStrings, parseJson, toInt, utf8 } from './util.js';
 interface DocInfo {
   readonly keys: readonly string[];
   readonly id: string | null;
-  readonly rank: number;
 }
 
 /** The in-links of `target`: how many, and their anchor texts' token counts (JSON, `rank:anchors`). */
@@ -86,19 +85,6 @@ async function countAnchors(tx: Transaction, target: string): Promise<{ count: n
     if (v !== undefined && v.byteLength > 0) texts.push(utf8(v) as string);
   }
   return { count, anchorTerms: JSON.stringify(anchorTermCounts(texts)) };
-}
-
-/** The canonical of a cluster: most in-links, ties broken by the smallest URL. */
-function canonicalOf(members: ClusterState['members']): string {
-  let canonical: string | null = null;
-  let best = -1;
-  for (const [m, rank] of members) {
-    if (canonical === null || rank > best || (rank === best && compareStrings(m, canonical) < 0)) {
-      canonical = m;
-      best = rank;
-    }
-  }
-  return canonical as string;
 }
 
 /**
@@ -153,40 +139,24 @@ export function clusterObserver() {
     const counted = newKeys.length > 0 && (column !== PARSED_KEYS || oldId === null) ? await countAnchors(tx, self) : null;
     const rank = counted?.count ?? (newKeys.length > 0 ? cachedRank : 0);
     const anchorsChanged = counted !== null && counted.anchorTerms !== (utf8(anchorsValue) ?? '[]');
-    if (column !== PARSED_KEYS && oldId !== null && sameKeys && rank === cachedRank) {
-      // Fast path: no cluster changed. New anchor texts only need the cache updated and the
-      // export run again (rewriting c:state as read also conflicts with any concurrent
-      // re-clustering, as a full run would). A relayed change that changed nothing is done.
-      if (!anchorsChanged) return;
-      tx.set(DOCS, row, RANK_ANCHORS, counted?.anchorTerms as string);
-      countedNow();
-      const state = await tx.get(CLUSTERS, oldId, CLUSTER_STATE);
-      if (state !== null) tx.set(CLUSTERS, oldId, CLUSTER_STATE, state);
-      return;
-    }
     if (column !== PARSED_KEYS && oldId !== null && sameKeys && newKeys.length > 0) {
-      // Only the count changed: no component can change. Rewrite the member's count (and the
-      // canonical) in its cluster's state, when the state lists it (else: the full path).
-      const state = parseClusterState(utf8(await tx.get(CLUSTERS, oldId, CLUSTER_STATE)));
-      if (state !== null && state.members.some(([m]) => m === self)) {
-        const members = state.members.map(([m, r]): [string, number] => [m, m === self ? rank : r]);
-        const counts = new Map(members);
-        tx.set(
-          CLUSTERS,
-          oldId,
-          CLUSTER_STATE,
-          clusterStateJson(canonicalOf(members), state.size, [...counts.keys()], (m) => counts.get(m) as number),
-        );
-        if (rank > 0) tx.set(DOCS, self, RANK_INLINKS, String(rank));
-        else tx.delete(DOCS, self, RANK_INLINKS);
-        if (counted !== null && anchorsChanged) tx.set(DOCS, self, RANK_ANCHORS, counted.anchorTerms);
-        if (counted !== null) countedNow();
-        return;
+      // No component can change: the caches, and the export told to read them (weakly, so that
+      // recounts of the cluster's members collapse into one export). A change that changed
+      // nothing is done.
+      if (rank === cachedRank && !anchorsChanged) return;
+      if (rank !== cachedRank) {
+        if (rank > 0) tx.set(DOCS, row, RANK_INLINKS, String(rank));
+        else tx.delete(DOCS, row, RANK_INLINKS);
       }
+      if (anchorsChanged) tx.set(DOCS, row, RANK_ANCHORS, counted?.anchorTerms as string);
+      countedNow();
+      tx.set(DOCS, row, CLUSTER_ID, oldId); // as read: conflicts with a run that moves the document
+      tx.notify(CLUSTERS, oldId, CLUSTER_STATE);
+      return;
     }
 
     // The component search, over the snapshot plus this document's own change.
-    const info = new Map<string, DocInfo>([[self, { keys: newKeys, id: oldId, rank }]]);
+    const info = new Map<string, DocInfo>([[self, { keys: newKeys, id: oldId }]]);
     const keyMembers = new Map<string, Set<string>>();
     const clusterStates = new Map<string, ClusterState>();
     const seen = new Set<string>([self]);
@@ -216,12 +186,9 @@ export function clusterObserver() {
         ids.map((id) => ({ row: id, column: CLUSTER_STATE })),
       );
       ids.forEach((id, i) => {
-        const state = parseClusterState(utf8(values[i])) ?? { canonical: '', size: 0, members: [] };
+        const state = parseClusterState(utf8(values[i])) ?? { size: 0, members: [] };
         clusterStates.set(id, state);
-        visit(
-          state.members.map(([m]) => m),
-          next,
-        );
+        visit(state.members, next);
       });
     };
     let frontier: string[] = [];
@@ -233,11 +200,9 @@ export function clusterObserver() {
       const need = frontier.filter((d) => !info.has(d));
       const values = await tx.getMany(
         DOCS,
-        need.flatMap((d) => [CLUSTER_KEYS, CLUSTER_ID, RANK_INLINKS].map((c) => ({ row: d, column: c }))),
+        need.flatMap((d) => [CLUSTER_KEYS, CLUSTER_ID].map((c) => ({ row: d, column: c }))),
       );
-      need.forEach((d, i) =>
-        info.set(d, { keys: parseJson<string[]>(values[3 * i], []), id: utf8(values[3 * i + 1]), rank: toInt(values[3 * i + 2]) }),
-      );
+      need.forEach((d, i) => info.set(d, { keys: parseJson<string[]>(values[2 * i], []), id: utf8(values[2 * i + 1]) }));
       const next: string[] = [];
       const keys = new Set<string>();
       const ids = new Set<string>();
@@ -299,17 +264,11 @@ export function clusterObserver() {
     for (const members of components.values()) {
       members.sort(compareStrings);
       let id: string | null = null;
-      let canonical = members[0] as string;
-      for (const m of members) {
-        const di = info.get(m) as DocInfo;
-        for (const k of di.keys) if (id === null || k < id) id = k;
-        const ci = info.get(canonical) as DocInfo;
-        if (di.rank > ci.rank || (di.rank === ci.rank && compareStrings(m, canonical) < 0)) canonical = m;
-      }
+      for (const m of members) for (const k of (info.get(m) as DocInfo).keys) if (id === null || k < id) id = k;
       const cid = id as string;
       liveIds.add(cid);
       for (const m of members) if ((info.get(m) as DocInfo).id !== cid) tx.set(DOCS, m, CLUSTER_ID, cid);
-      states.push([cid, clusterStateJson(canonical, members.length, members, (m) => (info.get(m) as DocInfo).rank)]);
+      states.push([cid, clusterStateJson(members)]);
     }
     // Every cluster written is gated like the keys: runs that reach one cluster through keys they
     // do not share (two new members of it) would otherwise conflict on its c:state at commit.

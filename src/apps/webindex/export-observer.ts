@@ -3,18 +3,20 @@
  * in the store: one posting row per (term, cluster) in `index`, and the result shown for the
  * cluster in `exports[id] export:doc`.
  *
- * What a cluster exports is computed from scratch on every run — the canonical member's title
- * and text plus the anchor text of every link to any member (its tokens, counted per member in
- * `rank:anchors` by the cluster observer) — and diffed against what it posted last time
+ * What a cluster exports is computed from scratch on every run — the canonical member (the one
+ * with the most in-links, ties broken by the smallest URL, from the members' `rank:inlinks`), its
+ * title and text, plus the anchor text of every link to any member (its tokens, counted per member
+ * in `rank:anchors` by the cluster observer) — and diffed against what it posted last time
  * (`export:terms`), so only changed postings are written. A term that leaves the document keeps
  * its posting, listed in `export:stale` (bounded; repost.ts says why): search counts only the
  * terms in `export:terms`. Every read is a point read.
  *
  * Invariants:
  * - Every change that affects the exported document reaches this observer through `c:state`:
- *   membership and rank changes directly, a member's anchors through the link relay's
- *   `rank:dirty` (which re-runs the member's clustering), and the
- *   canonical's content through its re-clustering (a content change always changes its keys).
+ *   membership changes by a write of it, a member's recount (in-link count or anchor texts, after
+ *   the link relay's `rank:dirty`) by a weak notification of it, and the canonical's content
+ *   through its re-clustering (a content change always changes its keys). Each is committed
+ *   before the notification it sends, so the run it causes reads it.
  * - A vanished cluster (`c:state` deleted) removes all its postings, stale ones too, and its result.
  * - `export:terms` and `export:doc` of a store written before they moved to `exports` (still in
  *   `clusters[id]`) are read when `exports[id]` has none, and moved by the cluster's next export:
@@ -44,13 +46,14 @@ import {
   PARSED_TITLE,
   POSTING_SCORE,
   RANK_ANCHORS,
+  RANK_INLINKS,
   type ServingDoc,
   parseClusterState,
   postingRow,
 } from './schema.js';
 import { type Posting, repost } from './repost.js';
 import { anchorTermsFromJson, postingScore, snippetOf, termsOf } from './terms.js';
-import { parseJson, toInt, utf8 } from './util.js';
+import { compareStrings, parseJson, toInt, utf8 } from './util.js';
 
 export interface ExportOptions {
   readonly metrics?: WebIndexMetrics;
@@ -80,7 +83,7 @@ export function exportObserver(options: ExportOptions = {}) {
     // What is posted, parsed only by the runs that change it (most exports keep every term).
     const posted = () => ({ live: parseJson<Posting[]>(termsValue, []), stale: parseJson<Posting[]>(staleValue, []) });
     const state = parseClusterState(utf8(stateValue));
-    if (state === null) {
+    if (state === null || state.members.length === 0) {
       const { live, stale } = posted();
       for (const [t] of [...live, ...stale]) tx.delete(INDEX, postingRow(t, id), POSTING_SCORE);
       for (const [column, value] of [
@@ -91,18 +94,22 @@ export function exportObserver(options: ExportOptions = {}) {
         if (value !== null) tx.delete(EXPORTS, row, column);
       return;
     }
-    const members = state.members.map(([m]) => m);
-    const perMember = [PARSED_KEYS, CLUSTER_KEYS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS, RANK_ANCHORS];
-    const [[titleValue, textValue], memberValues] = await Promise.all([
-      tx.getMany(
-        PAGES,
-        [PARSED_TITLE, PARSED_TEXT].map((column) => ({ row: state.canonical, column })),
-      ),
-      tx.getMany(
-        DOCS,
-        members.flatMap((m) => perMember.map((column) => ({ row: m, column }))),
-      ),
-    ]);
+    const members = state.members;
+    const perMember = [PARSED_KEYS, CLUSTER_KEYS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS, RANK_ANCHORS, RANK_INLINKS];
+    const memberValues = await tx.getMany(
+      DOCS,
+      members.flatMap((m) => perMember.map((column) => ({ row: m, column }))),
+    );
+    let canonical = members[0] as string;
+    let canonicalInlinks = -1;
+    members.forEach((m, i) => {
+      const n = toInt(memberValues[i * perMember.length + 6]);
+      if (n > canonicalInlinks || (n === canonicalInlinks && compareStrings(m, canonical) < 0)) [canonical, canonicalInlinks] = [m, n];
+    });
+    const [titleValue, textValue] = await tx.getMany(
+      PAGES,
+      [PARSED_TITLE, PARSED_TEXT].map((column) => ({ row: canonical, column })),
+    );
     const title = utf8(titleValue) ?? '';
     const text = utf8(textValue) ?? '';
     const anchorTerms = members.flatMap((_, i) => anchorTermsFromJson(utf8(memberValues[i * perMember.length + 5])));
@@ -143,16 +150,16 @@ export function exportObserver(options: ExportOptions = {}) {
         tx.set(DOCS, m, EXPORT_LATENCY_MS, String(latency));
         options.metrics?.onIndexed(m, fetchedAt, latency);
       }
-      if (m === state.canonical) canonicalLatency = latency;
+      if (m === canonical) canonicalLatency = latency;
     });
 
     const doc: ServingDoc = {
-      url: state.canonical,
+      url: canonical,
       title,
       snippet: snippetOf(text),
-      size: state.size,
-      duplicates: members.filter((m) => m !== state.canonical).slice(0, 5),
-      inlinks: state.members.find(([m]) => m === state.canonical)?.[1] ?? 0,
+      size: members.length,
+      duplicates: members.filter((m) => m !== canonical).slice(0, 5),
+      inlinks: canonicalInlinks,
       latencyMs: canonicalLatency,
       indexedAt: now,
     };

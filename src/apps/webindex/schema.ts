@@ -107,7 +107,10 @@ export const anchorPrefix = (target: string): string => `${target}\u0000`;
 export const KEY_MEMBERS = 'k:members';
 
 // clusters[id]
-/** JSON ClusterState, rewritten by every transaction that changes the cluster (observed by `export`). */
+/**
+ * JSON ClusterState (the members), rewritten by every transaction that changes or re-reads the
+ * cluster's membership, and weakly notified by a member's recount (both observed by `export`).
+ */
 export const CLUSTER_STATE = 'c:state';
 
 // exports[clusterId] — what the export made of the cluster. Kept out of `clusters` rows for the
@@ -132,36 +135,32 @@ export const POSTING_SCORE = 'p:score';
 export const postingRow = (term: string, clusterId: string): string => `${term}\u0000${clusterId}`;
 
 export interface ClusterState {
-  readonly canonical: string;
   readonly size: number;
-  /** [member URL, in-link count], sorted by URL. */
-  readonly members: readonly (readonly [string, number])[];
+  /** Member URLs, sorted. */
+  readonly members: readonly string[];
 }
 
 /**
- * A `c:state` value as JSON: `{"canonical":…,"size":…,"members":[[url, in-links], …]}`, the members
- * in the order given, written directly (the text `JSON.stringify` makes of that ClusterState).
+ * A `c:state` value as JSON: `{"size":…,"members":[url, …]}`, the members in the order given.
  *
- * Members are pairs, not an object keyed by URL (as stores written before 2026-11-27 have them,
- * still read by `parseClusterState`): V8 gives an object a hidden class made of its keys, so
- * building or parsing one object per cluster keyed by its members' URLs added a class transition
- * for every new URL, into a transition array that grows with the repository — a `JSON.parse` of a
- * three-member state cost ~11 µs against ~2.4 µs for the pairs.
+ * Membership only: which member is canonical and its in-link count are the export's to decide,
+ * from the members' `rank:inlinks` (export-observer.ts). Builds before the sixteenth session of
+ * 2026-11-27 also kept every member's count and the canonical here, as `{"canonical":…,"size":…,
+ * "members":[[url, in-links], …]}` (and builds before 2026-11-27 the members as an object keyed by
+ * URL); `parseClusterState` reads all three. With the counts here, every recount rewrote the
+ * state and so ran an export at once; now a recount notifies the export weakly and several
+ * recounts of one cluster's members collapse into one export.
  */
-export function clusterStateJson(canonical: string, size: number, members: readonly string[], inlinks: (member: string) => number): string {
-  let s = `{"canonical":${JSON.stringify(canonical)},"size":${size},"members":[`;
-  for (let i = 0; i < members.length; i++) {
-    const m = members[i] as string;
-    s += `${i > 0 ? ',' : ''}[${JSON.stringify(m)},${inlinks(m)}]`;
-  }
-  return `${s}]}`;
+export function clusterStateJson(members: readonly string[]): string {
+  return `{"size":${members.length},"members":${JSON.stringify(members)}}`;
 }
 
 /** A stored `c:state` (null: none), whichever form its members were written in. */
 export function parseClusterState(text: string | null): ClusterState | null {
   if (text === null) return null;
-  const v = JSON.parse(text) as { canonical: string; size: number; members: ClusterState['members'] | Record<string, number> };
-  return Array.isArray(v.members) ? (v as ClusterState) : { canonical: v.canonical, size: v.size, members: Object.entries(v.members) };
+  const v = JSON.parse(text) as { size: number; members: readonly (string | readonly [string, number])[] | Record<string, number> };
+  if (!Array.isArray(v.members)) return { size: v.size, members: Object.keys(v.members) };
+  return { size: v.size, members: v.members.map((m) => (typeof m === 'string' ? m : m[0])) };
 }
 
 /** What the serving index shows for one cluster. */

@@ -232,7 +232,11 @@ export class Worker {
    */
   hint(table: string, row: Uint8Array | string, mayWait = false): void {
     if (!this.isRunning || !this.observers.some((o) => o.table === ALL_TABLES || o.table === table)) return;
-    const key = typeof row === 'string' ? Buffer.from(row, 'utf8') : row;
+    let key = typeof row === 'string' ? Buffer.from(row, 'utf8') : row;
+    // A row that may wait keeps its key for as long as it waits: an exact-size copy, not a view
+    // into a larger buffer (Buffer.from of a short string is a slice of a shared 8 KiB pool slab,
+    // which the view would keep alive whole).
+    if (mayWait && key.byteLength !== key.buffer.byteLength) key = new Uint8Array(key);
     const lockKey = this.lockKey(table, key);
     const held = this.held.get(lockKey);
     if (held !== undefined) {

@@ -24,7 +24,6 @@ import {
   INDEX,
   PARSED_KEYS,
   POSTING_SCORE,
-  RANK_INLINKS,
   type ServingDoc,
   parseClusterState,
 } from './schema.js';
@@ -35,8 +34,6 @@ import { compareStrings } from './util.js';
 export interface IndexState {
   /** Live documents' clustering keys. */
   readonly keys: Record<string, string[]>;
-  /** In-link counts of live documents (documents with none omitted). */
-  readonly ranks: Record<string, number>;
   /** target → source → anchor text. */
   readonly anchors: Record<string, Record<string, string>>;
   /** Live document → its cluster id. */
@@ -123,7 +120,6 @@ export function batchIndex(docs: Iterable<CorpusDoc>, keyMode: KeyMode): IndexSt
   }
   return {
     keys: sortObject(keysOf),
-    ranks: sortObject([...parsed.keys()].filter((u) => rank(u) > 0).map((u) => [u, rank(u)])),
     anchors: sortObject([...anchors].map(([t, m]) => [t, sortObject(m)])),
     docClusters: sortObject(docClusters),
     clusters: sortObject(Object.entries(clusters)),
@@ -137,13 +133,11 @@ const text = (v: Uint8Array) => Buffer.from(v).toString('utf8');
 /** Reads the web index's state from the store at a snapshot, in the shape batchIndex returns. */
 export async function readIndexState(snap: Snapshot): Promise<IndexState> {
   const keys: [string, string[]][] = [];
-  const ranks: [string, number][] = [];
   const docClusters: [string, string][] = [];
-  for await (const r of snap.scan(DOCS, {}, { columns: [PARSED_KEYS, RANK_INLINKS, CLUSTER_ID] })) {
+  for await (const r of snap.scan(DOCS, {}, { columns: [PARSED_KEYS, CLUSTER_ID] })) {
     const url = text(r.row);
     for (const [column, value] of r.columns) {
       if (column === PARSED_KEYS) keys.push([url, JSON.parse(text(value)) as string[]]);
-      else if (column === RANK_INLINKS) ranks.push([url, Number(text(value))]);
       else if (column === CLUSTER_ID) docClusters.push([url, text(value)]);
     }
   }
@@ -217,7 +211,6 @@ export async function readIndexState(snap: Snapshot): Promise<IndexState> {
       }
   return {
     keys: sortObject(keys),
-    ranks: sortObject(ranks),
     anchors: sortObject([...anchors].map(([t, list]) => [t, sortObject(list)])),
     docClusters: sortObject(docClusters),
     clusters: sortObject(clusters),

@@ -1,8 +1,8 @@
 /**
- * Duplicate clustering (observes `docs parsed:keys` and `rank:dirty`): the paper's
- * Figure 2, generalized from one key to several. Documents sharing any clustering key form one
- * cluster (a connected component); the cluster's id is its smallest key. (Its canonical member,
- * the one with the most in-links, is the export's to choose: export-observer.ts.)
+ * Duplicate clustering (observes `docs parsed:keys`): the paper's Figure 2, generalized from one
+ * key to several. Documents sharing any clustering key form one cluster (a connected component);
+ * the cluster's id is its smallest key. (Its canonical member, the one with the most in-links, is
+ * the export's to choose: export-observer.ts.)
  *
  * One run recomputes, from the current snapshot, every component that the document's change can
  * touch: the document's old cluster (a removal may split it) and everything reachable from its
@@ -23,18 +23,11 @@
  * - `c:state` (the members) is rewritten by every run of the component search, for every
  *   component it computed, even when equal: it notifies the export and serializes the runs that
  *   read it.
- * - A run counts its own document's in-links (anchor rows) when they may have changed (it was
- *   notified of a link change, or it is joining) and caches the count and the anchor texts'
- *   token counts in `docs[u] rank:inlinks` / `rank:anchors`, which only u's own runs write. Links
- *   the relay skipped because the document was not parsed yet are counted by the join
- *   (link-notify-observer.ts).
- * - A relayed change that alters neither the count nor the anchor texts writes nothing.
- * - A relayed change of a document whose keys did not change cannot change any component: the run
- *   writes the caches and weakly notifies its cluster's `c:state` (the export reads the members'
- *   caches), without the component search, so recounts of one cluster's members collapse into one
- *   export. It also rewrites `cluster:id` as read: a concurrent run that moves the document to
- *   another cluster writes that cell too, so one of them retries, and the notified cluster is the
- *   one the document is in when its count commits.
+ * - In-links are not this observer's: the export counts every member's (export-observer.ts), and
+ *   the link relay notifies the target's cluster. Builds before the seventeenth session of
+ *   2026-11-27 counted them here (`rank:inlinks`, `rank:anchors`, `rank:countedAt`, after a weak
+ *   `rank:dirty` from the relay): a run deletes those columns where it finds them, and a
+ *   `rank:dirty` such a build left only notifies the document's cluster.
  * - A run that finds `links:changed` on its document does the link relay's work in its own
  *   transaction (its snapshot follows the processor's commit that wrote it). A processor commit
  *   that writes `parsed:keys` relies on it: it does not notify the relay (link-observer.ts). So
@@ -45,8 +38,6 @@
  */
 import type { Transaction } from '../../txn/transaction.js';
 import {
-  ANCHORS,
-  ANCHOR_TEXT,
   CKEYS,
   CLUSTERS,
   CLUSTER_ID,
@@ -61,31 +52,21 @@ import {
   PARSED_KEYS,
   RANK_ANCHORS,
   RANK_COUNTED_AT,
+  RANK_DIRTY,
   RANK_INLINKS,
-  anchorPrefix,
 } from './schema.js';
 import { TxnError } from '../../txn/errors.js';
 import { KeyGate } from './gate.js';
-import { anchorTermCounts } from './terms.js';
 import { relayLinks } from './link-notify-observer.js';
-import { compareStrings, parseJson, toInt, utf8 } from './util.js';
+import { compareStrings, parseJson, utf8 } from './util.js';
 
 interface DocInfo {
   readonly keys: readonly string[];
   readonly id: string | null;
 }
 
-/** The in-links of `target`: how many, and their anchor texts' token counts (JSON, `rank:anchors`). */
-async function countAnchors(tx: Transaction, target: string): Promise<{ count: number; anchorTerms: string }> {
-  let count = 0;
-  const texts: string[] = [];
-  for await (const r of tx.scan(ANCHORS, { prefix: anchorPrefix(target) }, { columns: [ANCHOR_TEXT] })) {
-    count++;
-    const v = r.columns.get(ANCHOR_TEXT);
-    if (v !== undefined && v.byteLength > 0) texts.push(utf8(v) as string);
-  }
-  return { count, anchorTerms: JSON.stringify(anchorTermCounts(texts)) };
-}
+/** Columns builds before the seventeenth session of 2026-11-27 kept a document's in-link count in. */
+const LEGACY_RANK = [RANK_INLINKS, RANK_ANCHORS, RANK_COUNTED_AT] as const;
 
 /**
  * The gate's "retry with a fresh snapshot" (`details.retryNow`, run-observer.ts): control flow the
@@ -109,22 +90,22 @@ export function clusterObserver() {
   const gate = new KeyGate();
   return async (tx: Transaction, row: Uint8Array, column: string): Promise<void> => {
     const self = utf8(row) as string;
-    const [keysValue, appliedValue, idValue, rankValue, anchorsValue, linksChanged, countedAtValue] = await tx.getMany(
+    const [keysValue, appliedValue, idValue, linksChanged, ...legacyRank] = await tx.getMany(
       DOCS,
-      [PARSED_KEYS, CLUSTER_KEYS, CLUSTER_ID, RANK_INLINKS, RANK_ANCHORS, LINKS_CHANGED, RANK_COUNTED_AT].map((c) => ({ row, column: c })),
+      [PARSED_KEYS, CLUSTER_KEYS, CLUSTER_ID, LINKS_CHANGED, ...LEGACY_RANK].map((c) => ({ row, column: c })),
     );
-    // Recorded with every count this run commits (RANK_COUNTED_AT: the relay skips what it saw).
-    const countedNow = () => tx.set(DOCS, row, RANK_COUNTED_AT, String(tx.startTs));
+    // Where builds before the seventeenth session kept in-link counts (see the header).
+    LEGACY_RANK.forEach((c, i) => {
+      if (legacyRank[i] !== null) tx.delete(DOCS, row, c);
+    });
     const newKeys = parseJson<string[]>(keysValue, []);
     const oldKeys = parseJson<string[]>(appliedValue, []);
     const oldId = utf8(idValue);
-    const cachedRank = toInt(rankValue);
-    if (newKeys.length === 0 && oldKeys.length === 0 && oldId === null) {
-      // The link relay's work, when the processor left some (see link-notify-observer.ts).
-      if (linksChanged !== null) await relayLinks(tx, row);
-      if (rankValue !== null) tx.delete(DOCS, row, RANK_INLINKS);
-      if (anchorsValue !== null) tx.delete(DOCS, row, RANK_ANCHORS);
-      if (countedAtValue !== null) tx.delete(DOCS, row, RANK_COUNTED_AT);
+    if (column === RANK_DIRTY || (newKeys.length === 0 && oldKeys.length === 0 && oldId === null)) {
+      // The link relay's work, when the processor left some (see link-notify-observer.ts); and an
+      // earlier build's recount request, now the export's (its cluster is notified as the relay does).
+      if (linksChanged !== null) await relayLinks(tx, row, linksChanged);
+      if (column === RANK_DIRTY && oldId !== null) tx.notify(CLUSTERS, oldId, CLUSTER_STATE);
       return;
     }
     const sameKeys = newKeys.length === oldKeys.length && newKeys.every((k, i) => k === oldKeys[i]);
@@ -134,26 +115,7 @@ export function clusterObserver() {
     // The link relay's work, when the processor left some (see link-notify-observer.ts). After
     // the gate: a run told to retry (43 % of cluster runs at 4 000 documents) would otherwise
     // read every relayed target's row again.
-    if (linksChanged !== null) await relayLinks(tx, row);
-    // Count only when the in-links may have changed: a link change was relayed, or joining.
-    const counted = newKeys.length > 0 && (column !== PARSED_KEYS || oldId === null) ? await countAnchors(tx, self) : null;
-    const rank = counted?.count ?? (newKeys.length > 0 ? cachedRank : 0);
-    const anchorsChanged = counted !== null && counted.anchorTerms !== (utf8(anchorsValue) ?? '[]');
-    if (column !== PARSED_KEYS && oldId !== null && sameKeys && newKeys.length > 0) {
-      // No component can change: the caches, and the export told to read them (weakly, so that
-      // recounts of the cluster's members collapse into one export). A change that changed
-      // nothing is done.
-      if (rank === cachedRank && !anchorsChanged) return;
-      if (rank !== cachedRank) {
-        if (rank > 0) tx.set(DOCS, row, RANK_INLINKS, String(rank));
-        else tx.delete(DOCS, row, RANK_INLINKS);
-      }
-      if (anchorsChanged) tx.set(DOCS, row, RANK_ANCHORS, counted?.anchorTerms as string);
-      countedNow();
-      tx.set(DOCS, row, CLUSTER_ID, oldId); // as read: conflicts with a run that moves the document
-      tx.notify(CLUSTERS, oldId, CLUSTER_STATE);
-      return;
-    }
+    if (linksChanged !== null) await relayLinks(tx, row, linksChanged);
 
     // The component search, over the snapshot plus this document's own change.
     const info = new Map<string, DocInfo>([[self, { keys: newKeys, id: oldId }]]);
@@ -240,7 +202,7 @@ export function clusterObserver() {
       c.push(d);
     }
 
-    // What changes: this document's registration and count, every component, vanished clusters.
+    // What changes: this document's registration, every component, vanished clusters.
     for (const k of new Set([...oldKeys, ...newKeys])) {
       if (oldKeys.includes(k) && newKeys.includes(k)) continue;
       const members = [...(keyMembers.get(k) as Set<string>)].sort(compareStrings);
@@ -251,14 +213,6 @@ export function clusterObserver() {
       if (newKeys.length > 0) tx.set(DOCS, self, CLUSTER_KEYS, JSON.stringify(newKeys));
       else tx.delete(DOCS, self, CLUSTER_KEYS);
     }
-    if (rank !== cachedRank) {
-      if (rank > 0) tx.set(DOCS, self, RANK_INLINKS, String(rank));
-      else tx.delete(DOCS, self, RANK_INLINKS);
-    }
-    if (counted !== null && anchorsChanged) tx.set(DOCS, self, RANK_ANCHORS, counted.anchorTerms);
-    if (newKeys.length === 0 && anchorsValue !== null) tx.delete(DOCS, self, RANK_ANCHORS);
-    if (counted !== null && (rank !== cachedRank || anchorsChanged)) countedNow();
-    else if (newKeys.length === 0 && countedAtValue !== null) tx.delete(DOCS, self, RANK_COUNTED_AT);
     const liveIds = new Set<string>();
     const states: [string, string][] = [];
     for (const members of components.values()) {

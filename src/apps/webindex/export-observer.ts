@@ -4,19 +4,20 @@
  * cluster in `exports[id] export:doc`.
  *
  * What a cluster exports is computed from scratch on every run — the canonical member (the one
- * with the most in-links, ties broken by the smallest URL, from the members' `rank:inlinks`), its
- * title and text, plus the anchor text of every link to any member (its tokens, counted per member
- * in `rank:anchors` by the cluster observer) — and diffed against what it posted last time
+ * with the most in-links, ties broken by the smallest URL), its title and text, plus the anchor
+ * text of every link to any member — and diffed against what it posted last time
  * (`export:terms`), so only changed postings are written. A term that leaves the document keeps
  * its posting, listed in `export:stale` (bounded; repost.ts says why): search counts only the
- * terms in `export:terms`. Every read is a point read.
+ * terms in `export:terms`. The members' in-links are counted here, one `anchors` prefix scan per
+ * member (concurrent); every other read is a point read.
  *
  * Invariants:
  * - Every change that affects the exported document reaches this observer through `c:state`:
- *   membership changes by a write of it, a member's recount (in-link count or anchor texts, after
- *   the link relay's `rank:dirty`) by a weak notification of it, and the canonical's content
- *   through its re-clustering (a content change always changes its keys). Each is committed
- *   before the notification it sends, so the run it causes reads it.
+ *   membership changes by a write of it, a link to or from a member by the link relay's weak
+ *   notification of it (link-notify-observer.ts says why the relay always notifies the cluster
+ *   the target is in, or a join or move starts an export after the link), and the canonical's
+ *   content through its re-clustering (a content change always changes its keys). Each is
+ *   committed before the notification it sends, so the run it causes reads it.
  * - A vanished cluster (`c:state` deleted) removes all its postings, stale ones too, and its result.
  * - `export:terms` and `export:doc` of a store written before they moved to `exports` (still in
  *   `clusters[id]`) are read when `exports[id]` has none, and moved by the cluster's next export:
@@ -28,6 +29,8 @@
 import type { Transaction } from '../../txn/transaction.js';
 import type { WebIndexMetrics } from './metrics.js';
 import {
+  ANCHORS,
+  ANCHOR_TEXT,
   CLUSTERS,
   CLUSTER_KEYS,
   CLUSTER_STATE,
@@ -45,20 +48,30 @@ import {
   PARSED_TEXT,
   PARSED_TITLE,
   POSTING_SCORE,
-  RANK_ANCHORS,
-  RANK_INLINKS,
   type ServingDoc,
+  anchorPrefix,
   parseClusterState,
   postingRow,
 } from './schema.js';
 import { type Posting, repost } from './repost.js';
-import { anchorTermsFromJson, postingScore, snippetOf, termsOf } from './terms.js';
+import { anchorTermCounts, postingScore, snippetOf, termsOf } from './terms.js';
 import { compareStrings, parseJson, toInt, utf8 } from './util.js';
 
 export interface ExportOptions {
   readonly metrics?: WebIndexMetrics;
   /** Wall clock (ms), injectable for tests. */
   readonly nowMs?: () => number;
+}
+
+/** The in-links of `target` (anchor rows): how many, and their non-empty anchor texts appended to `texts`. */
+async function countAnchors(tx: Transaction, target: string, texts: string[]): Promise<number> {
+  let count = 0;
+  for await (const r of tx.scan(ANCHORS, { prefix: anchorPrefix(target) }, { columns: [ANCHOR_TEXT] })) {
+    count++;
+    const v = r.columns.get(ANCHOR_TEXT);
+    if (v !== undefined && v.byteLength > 0) texts.push(utf8(v) as string);
+  }
+  return count;
 }
 
 export function exportObserver(options: ExportOptions = {}) {
@@ -95,15 +108,19 @@ export function exportObserver(options: ExportOptions = {}) {
       return;
     }
     const members = state.members;
-    const perMember = [PARSED_KEYS, CLUSTER_KEYS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS, RANK_ANCHORS, RANK_INLINKS];
-    const memberValues = await tx.getMany(
-      DOCS,
-      members.flatMap((m) => perMember.map((column) => ({ row: m, column }))),
-    );
+    const perMember = [PARSED_KEYS, CLUSTER_KEYS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS];
+    const anchorTexts: string[] = [];
+    const [memberValues, inlinks] = await Promise.all([
+      tx.getMany(
+        DOCS,
+        members.flatMap((m) => perMember.map((column) => ({ row: m, column }))),
+      ),
+      Promise.all(members.map((m) => countAnchors(tx, m, anchorTexts))),
+    ]);
     let canonical = members[0] as string;
     let canonicalInlinks = -1;
     members.forEach((m, i) => {
-      const n = toInt(memberValues[i * perMember.length + 6]);
+      const n = inlinks[i] as number;
       if (n > canonicalInlinks || (n === canonicalInlinks && compareStrings(m, canonical) < 0)) [canonical, canonicalInlinks] = [m, n];
     });
     const [titleValue, textValue] = await tx.getMany(
@@ -112,9 +129,7 @@ export function exportObserver(options: ExportOptions = {}) {
     );
     const title = utf8(titleValue) ?? '';
     const text = utf8(textValue) ?? '';
-    const anchorTerms = members.flatMap((_, i) => anchorTermsFromJson(utf8(memberValues[i * perMember.length + 5])));
-
-    const terms = termsOf(title, text, anchorTerms).map(([t, score]): [string, number] => [t, postingScore(score)]);
+    const terms = termsOf(title, text, anchorTermCounts(anchorTexts)).map(([t, score]): [string, number] => [t, postingScore(score)]);
     const termsJson = JSON.stringify(terms);
     // The live postings are exactly export:terms (this observer writes both together, and the
     // stale list with them): the same terms need no diff, and most exports (an in-link count

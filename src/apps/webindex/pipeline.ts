@@ -6,11 +6,11 @@
  * before loading documents, or the loads will not notify the observers.
  *
  * The chain for one new document: loader → process (parse and link inversion) → cluster → export,
- * and that cluster run, relaying the links, ⇢ cluster (of each linked document) → export. Solid
- * arrows are strong notifications written at the writer's commit timestamp, so each run starts
- * after the data it reacts to is committed; the weak arrow (⇢) lets many links to one page
- * collapse into one recount. A link change without a change of keys (no cluster run follows)
- * ⇢ links.relay instead, which relays it.
+ * and that cluster run, relaying the links, ⇢ export (of the cluster of each linked document).
+ * Solid arrows are strong notifications written at the writer's commit timestamp, so each run
+ * starts after the data it reacts to is committed; the weak arrow (⇢) lets many links to one
+ * cluster's members collapse into one export. A link change without a change of keys (no cluster
+ * run follows) ⇢ links.relay instead, which relays it.
  */
 import type { Worker } from '../../notify/worker.js';
 import type { Percolator } from '../../txn/percolator.js';
@@ -44,16 +44,16 @@ export interface WebIndexOptions {
 
 /**
  * Worker options the web index runs with (`runWebIndex`: the demo and the benchmarks), besides
- * its thread count. Its weak notifications are the in-link recounts (`rank:dirty`): under a
- * backlog they wait 60 s behind other work instead of the worker's default 10 s, so that more of
- * the links to one page arriving meanwhile collapse into one recount (and one re-export); with
- * nothing else queued they still run at once. The advisory lock's TTL is three times that (the
- * worker caps the wait at a third of it, so a waiting row's lock never lapses): rows a crashed
- * process held wait that long for other processes' scanners. docs/webindex.md › *Recounts wait*
- * says what it bought and what it costs.
+ * its thread count. Its weak notifications are the exports a link change asks for (`c:state`,
+ * from the link relay): under a backlog they wait 60 s behind other work instead of the worker's
+ * default 10 s, so that more of the links to one cluster's members arriving meanwhile collapse
+ * into one export; with nothing else queued they still run at once. The advisory lock's TTL is
+ * three times that (the worker caps the wait at a third of it, so a waiting row's lock never
+ * lapses): rows a crashed process held wait that long for other processes' scanners.
+ * docs/webindex.md › *Link changes wait* says what it bought and what it costs.
  */
-const RECOUNT_WAIT_MS = 60_000;
-export const WEB_INDEX_WORKER = { weakDelayMs: RECOUNT_WAIT_MS, rowLockTtlMs: 3 * RECOUNT_WAIT_MS } as const;
+const LINK_WAIT_MS = 60_000;
+export const WEB_INDEX_WORKER = { weakDelayMs: LINK_WAIT_MS, rowLockTtlMs: 3 * LINK_WAIT_MS } as const;
 
 export async function createWebIndexTables(db: Percolator): Promise<void> {
   for (const t of TABLES) await db.createTable(t);
@@ -69,6 +69,7 @@ export function registerWebIndex(worker: Worker, options: WebIndexOptions = {}):
   // cluster observer first, which does the relay's work in its own transaction; the relay then
   // finds nothing left and commits nothing.
   worker.observe(PARSED_KEYS, OBSERVERS.clusterKeys, cluster, { table: DOCS });
+  // Recount requests builds before the seventeenth session of 2026-11-27 left (cluster-observer.ts).
   worker.observe(RANK_DIRTY, OBSERVERS.clusterRank, cluster, { table: DOCS });
   const relay = linkNotifyObserver();
   worker.observe(LINKS_DIRTY, OBSERVERS.linksRelay, relay, { table: DOCS });

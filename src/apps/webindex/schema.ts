@@ -9,7 +9,7 @@
  * - `anchors[t \0 s]` exists iff live document s links to t (one row per inverted link).
  * - Clusters are the connected components of live documents joined by shared clustering keys;
  *   a cluster's id is the smallest key among its members; its canonical member has the most
- *   in-links (ties: the smallest URL); `docs[m] rank:inlinks` is member m's in-link count.
+ *   in-links (ties: the smallest URL), counted by the export from `anchors`.
  * - The serving index (`index`, `exports[id] export:*`) holds, per cluster, the canonical's title
  *   and text plus the anchor text of every link to any member: links to duplicates count for the
  *   canonical. Its postings are those `export:terms` lists, plus stale ones `export:stale` lists
@@ -73,21 +73,17 @@ export const LINKS_CHANGED = 'links:changed';
  * Notified only by a link change that no cluster run of the document follows (link-observer.ts).
  */
 export const LINKS_DIRTY = 'links:dirty';
-/** Weak-notification-only column: this document's in-links changed (observed by `cluster`). */
+// In-link counts as builds before the seventeenth session of 2026-11-27 kept them (each
+// document's own, by its cluster run after a weak `rank:dirty` from the link relay). The export
+// now counts its members' in-links itself; the cluster run deletes these columns where it finds
+// them, and still observes `rank:dirty` for notifications such a build left (cluster-observer.ts).
+/** Weak-notification-only column: this document's in-links changed (earlier builds; observed by `cluster`). */
 export const RANK_DIRTY = 'rank:dirty';
-/** A cluster member's in-link count (decimal; absent = 0), as its last cluster run counted it. */
+/** A document's in-link count (decimal), as its cluster run counted it (earlier builds). */
 export const RANK_INLINKS = 'rank:inlinks';
-/**
- * JSON `[[term, count], …]` sorted by term: the tokens of those links' anchor texts, counted (what
- * the export indexes; terms.ts `anchorTermCounts`). A store from before kept the texts (a JSON
- * array of strings); readers accept both.
- */
+/** Its anchor texts' token counts, JSON `[[term, count], …]` (earlier builds). */
 export const RANK_ANCHORS = 'rank:anchors';
-/**
- * The start timestamp (decimal) of the snapshot whose anchor count last changed `rank:inlinks` or
- * `rank:anchors`: every link change committed below it is counted. The link relay skips a target
- * whose count already saw the changes it relays (link-notify-observer.ts).
- */
+/** The start timestamp of the snapshot that last counted them (earlier builds). */
 export const RANK_COUNTED_AT = 'rank:countedAt';
 /** JSON clustering keys the `cluster` observer has registered in `ckeys` for this document. */
 export const CLUSTER_KEYS = 'cluster:keys';
@@ -109,7 +105,8 @@ export const KEY_MEMBERS = 'k:members';
 // clusters[id]
 /**
  * JSON ClusterState (the members), rewritten by every transaction that changes or re-reads the
- * cluster's membership, and weakly notified by a member's recount (both observed by `export`).
+ * cluster's membership, and weakly notified by the link relay when a member's in-links change
+ * (both observed by `export`).
  */
 export const CLUSTER_STATE = 'c:state';
 
@@ -144,12 +141,12 @@ export interface ClusterState {
  * A `c:state` value as JSON: `{"size":…,"members":[url, …]}`, the members in the order given.
  *
  * Membership only: which member is canonical and its in-link count are the export's to decide,
- * from the members' `rank:inlinks` (export-observer.ts). Builds before the sixteenth session of
+ * from the members' anchors (export-observer.ts). Builds before the sixteenth session of
  * 2026-11-27 also kept every member's count and the canonical here, as `{"canonical":…,"size":…,
  * "members":[[url, in-links], …]}` (and builds before 2026-11-27 the members as an object keyed by
  * URL); `parseClusterState` reads all three. With the counts here, every recount rewrote the
- * state and so ran an export at once; now a recount notifies the export weakly and several
- * recounts of one cluster's members collapse into one export.
+ * state and so ran an export at once; now a link change notifies the export weakly and several
+ * link changes of one cluster's members collapse into one export.
  */
 export function clusterStateJson(members: readonly string[]): string {
   return `{"size":${members.length},"members":${JSON.stringify(members)}}`;
@@ -192,6 +189,7 @@ export const OBSERVERS = {
   /** The relay on `links:applied` (LINKS_APPLIED_LEGACY): notifications left by earlier builds. */
   linksNotify: 'webindex.links.notify',
   clusterKeys: 'webindex.cluster.keys',
+  /** The cluster observer on `rank:dirty` (notifications earlier builds left). */
   clusterRank: 'webindex.cluster.rank',
   export: 'webindex.export',
 } as const;

@@ -19,7 +19,6 @@ import {
   PARSED_FETCHED_AT,
   PARSED_KEYS,
   POSTING_SCORE,
-  RANK_INLINKS,
 } from './schema.js';
 
 export interface IndexStats {
@@ -32,7 +31,7 @@ export interface IndexStats {
   readonly duplicateClusters: number;
   /** Links (source, target) attached to their targets. */
   readonly linksInverted: number;
-  /** Of those, links whose target is a crawled document (sum of members' in-link counts). */
+  /** Of those, links whose target is a live document. */
   readonly linksBetweenDocuments: number;
   /** Documents whose current version is searchable. */
   readonly indexedDocuments: number;
@@ -52,19 +51,21 @@ export async function readStats(snap: Snapshot, options: { countPostings?: boole
   let linksInverted = 0;
   let linksBetweenDocuments = 0;
   const latencies: number[] = [];
-  for await (const r of snap.scan(
-    DOCS,
-    {},
-    { columns: [PARSED_KEYS, RANK_INLINKS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS] },
-  )) {
+  const live = new Set<string>();
+  for await (const r of snap.scan(DOCS, {}, { columns: [PARSED_KEYS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS] })) {
     if (!r.columns.has(PARSED_KEYS)) continue;
     documents++;
-    linksBetweenDocuments += Number(text(r.columns.get(RANK_INLINKS)) ?? 0);
+    live.add(Buffer.from(r.row).toString('latin1'));
     const exported = text(r.columns.get(EXPORT_FETCHED_AT));
     if (exported !== null && exported === text(r.columns.get(PARSED_FETCHED_AT)))
       latencies.push(Number(text(r.columns.get(EXPORT_LATENCY_MS)) ?? 0));
   }
-  for await (const _ of snap.scan(ANCHORS, {}, { columns: [ANCHOR_TEXT] })) linksInverted++;
+  for await (const r of snap.scan(ANCHORS, {}, { columns: [ANCHOR_TEXT] })) {
+    linksInverted++;
+    // The row is target \0 source (UTF-8): the target's bytes up to the first 0 byte.
+    const cut = r.row.indexOf(0);
+    if (live.has(Buffer.from(r.row.subarray(0, cut)).toString('latin1'))) linksBetweenDocuments++;
+  }
   let clusters = 0;
   let duplicateClusters = 0;
   for await (const r of snap.scan(CLUSTERS, {}, { columns: [CLUSTER_STATE] })) {

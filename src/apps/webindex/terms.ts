@@ -38,28 +38,14 @@ export function tokenize(text: string, limit = Number.POSITIVE_INFINITY): string
 const MAX_ANCHOR_TOKENS = 50;
 
 /**
- * The tokens of anchor texts, counted: `[term, count]` sorted by term. This, not the texts, is
- * what a document keeps of its in-links (`rank:anchors`): a popular page's links mostly repeat a
- * few words of its title, so the counts stay a handful of entries while the texts grow with
- * every link, and every export would parse and tokenize them all again.
+ * The tokens of anchor texts, counted: `[term, count]` sorted by term (what the export adds to a
+ * cluster's terms from the links to its members). A popular page's links mostly repeat a few
+ * words of its title, so the counts stay a handful of entries however many links there are.
  */
 export function anchorTermCounts(texts: Iterable<string>): [string, number][] {
   const counts = new Map<string, number>();
   for (const a of texts) for (const t of tokenize(a, MAX_ANCHOR_TOKENS)) counts.set(t, (counts.get(t) ?? 0) + 1);
   return [...counts.entries()].sort((a, b) => compareStrings(a[0], b[0]));
-}
-
-/**
- * A stored `rank:anchors` value (JSON) as term counts. Stores written before the counts kept the
- * texts themselves (a JSON array of strings): those are counted here, and the document's next
- * rank run rewrites the value as counts.
- */
-export function anchorTermsFromJson(json: string | null): [string, number][] {
-  if (json === null) return [];
-  const v = JSON.parse(json) as unknown;
-  if (!Array.isArray(v)) return [];
-  if (v.every((x) => typeof x === 'string')) return anchorTermCounts(v as string[]);
-  return (v as unknown[]).filter((x): x is [string, number] => Array.isArray(x) && typeof x[0] === 'string' && typeof x[1] === 'number');
 }
 
 /**

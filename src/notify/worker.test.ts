@@ -336,6 +336,43 @@ describe('observers', () => {
       await worker.stop();
     });
 
+    it('wait while another row runs, even with nothing queued, and run once the worker is idle', async () => {
+      // Under saturation the queues are empty most of the time (free runners take every hint at
+      // once): "nothing queued" alone let weak rows run as soon as they were notified.
+      const order: string[] = [];
+      const worker = db.worker({ threads: 4 }); // idle: no other row running (a quarter of 4 runners)
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      worker.observe('doc:slow', 'slow', async () => {
+        order.push('slow start');
+        await released;
+        order.push('slow end');
+      });
+      chain(worker, order, (_i, tx) => {
+        tx.notify('docs', 'hub', 'doc:ping');
+        return false;
+      });
+      const turns = async (n: number, until: () => boolean) => {
+        for (let i = 0; i < n && !until(); i++) await new Promise((resolve) => setImmediate(resolve));
+      };
+      await worker.start();
+      await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:slow', 'go'));
+      worker.hint('docs', 'a');
+      await turns(10_000, () => order.includes('slow start'));
+      await db.transaction(async (tx) => tx.set('docs', 's0', 'doc:step', 'go'));
+      worker.hint('docs', 's0');
+      await turns(10_000, () => order.includes('s0'));
+      // Three runners are free and nothing is queued; the hub still waits for the slow row (an
+      // absence, so checked over a bounded number of event-loop turns).
+      await turns(500, () => order.includes('ping hub'));
+      const whileSlow = [...order];
+      release();
+      expect(whileSlow).toEqual(['slow start', 's0']);
+      await db.waitForQuiescence({ timeoutMs: 10_000 });
+      expect(order).toEqual(['slow start', 's0', 'slow end', 'ping hub']);
+      await worker.stop();
+    });
+
     it('are moved ahead by a strong notification', async () => {
       const order: string[] = [];
       const worker = db.worker({ threads: 1 });

@@ -239,6 +239,33 @@ describe('export', () => {
   );
 });
 
+describe('export of a large cluster', () => {
+  it(
+    'counts the in-links of every member, more members than it scans at once',
+    async () => {
+      const copies = range(0, 19).map((i) => ({
+        url: `https://c${i}.example/x`,
+        content: '# Copied\n\nthe same text',
+        type: 'md' as const,
+      }));
+      // Source k links to copies 0..k: copy i has 18 − i in-links, and the canonical is copy 0.
+      const sources = range(0, 18).map((k) => ({
+        url: `https://s${k}.example/`,
+        content: `# Source ${k}\n\n${range(0, Math.min(k + 1, 19))
+          .map((i) => `[copy](${copies[i]?.url})`)
+          .join(' ')}`,
+        type: 'md' as const,
+      }));
+      const ix = (index = await openTestIndex('content'));
+      await ix.crawl([...copies, ...sources]);
+      const got = await expectMatchesBatch(ix, 'content');
+      expect(Object.values(got.clusters).some((c) => c.size === 19)).toBe(true);
+      expect(await exportedFor(ix, copies[0]?.url as string)).toMatchObject({ url: copies[0]?.url, size: 19, inlinks: 18 });
+    },
+    SLOW,
+  );
+});
+
 describe('export results of an earlier build', () => {
   const a = { url: 'https://a.example/x', content: '# Alpha\n\nsome zebra text', type: 'md' as const };
   /**

@@ -63,6 +63,9 @@ export interface ExportOptions {
   readonly nowMs?: () => number;
 }
 
+/** Members whose anchors one export scans concurrently. */
+const SCANS_AT_ONCE = 8;
+
 /** The in-links of `target` (anchor rows): how many, and their non-empty anchor texts appended to `texts`. */
 async function countAnchors(tx: Transaction, target: string, texts: string[]): Promise<number> {
   let count = 0;
@@ -110,12 +113,19 @@ export function exportObserver(options: ExportOptions = {}) {
     const members = state.members;
     const perMember = [PARSED_KEYS, CLUSTER_KEYS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS];
     const anchorTexts: string[] = [];
+    const countAll = async (): Promise<number[]> => {
+      // A few engine iterators at a time, however large the cluster.
+      const counts: number[] = [];
+      for (let i = 0; i < members.length; i += SCANS_AT_ONCE)
+        counts.push(...(await Promise.all(members.slice(i, i + SCANS_AT_ONCE).map((m) => countAnchors(tx, m, anchorTexts)))));
+      return counts;
+    };
     const [memberValues, inlinks] = await Promise.all([
       tx.getMany(
         DOCS,
         members.flatMap((m) => perMember.map((column) => ({ row: m, column }))),
       ),
-      Promise.all(members.map((m) => countAnchors(tx, m, anchorTexts))),
+      countAll(),
     ]);
     let canonical = members[0] as string;
     let canonicalInlinks = -1;

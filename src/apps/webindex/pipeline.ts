@@ -47,7 +47,7 @@ export interface WebIndexOptions {
  * its thread count. Its weak notifications are the exports a link change asks for (`c:state`,
  * from the link relay): under a backlog they wait 60 s behind other work instead of the worker's
  * default 10 s, so that more of the links to one cluster's members arriving meanwhile collapse
- * into one export; with nothing else queued they still run at once. The advisory lock's TTL is
+ * into one export; with the worker nearly idle they still run at once. The advisory lock's TTL is
  * three times that (the worker caps the wait at a third of it, so a waiting row's lock never
  * lapses): rows a crashed process held wait that long for other processes' scanners.
  * docs/webindex.md › *Link changes wait* says what it bought and what it costs.

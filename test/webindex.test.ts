@@ -48,6 +48,7 @@ import { type TestIndex, expectMatchesBatch, expectSameIndex, openTestIndex } fr
 import { InProcessLockService } from '../src/notify/lock-service.js';
 import { openStore } from '../src/store/open-store.js';
 import { Percolator } from '../src/txn/percolator.js';
+import type { Transaction } from '../src/txn/transaction.js';
 
 const SLOW = 240_000;
 let index: TestIndex | null = null;
@@ -76,6 +77,17 @@ async function exportedFor(ix: TestIndex, url: string): Promise<ServingDoc | nul
   } finally {
     snap.release();
   }
+}
+
+/** Records every weak notification `tx` makes, as `table/row/column`, and still makes it. */
+function recordNotifications(tx: Transaction): string[] {
+  const notified: string[] = [];
+  const notify = tx.notify;
+  tx.notify = function (table, row, column) {
+    notified.push(`${table}/${Buffer.from(row).toString()}/${column}`);
+    notify.call(this, table, row, column);
+  };
+  return notified;
 }
 
 function range(from: number, to: number): number[] {
@@ -438,14 +450,9 @@ describe('relay targets', () => {
       const links = [t.url, d.url, o.url, absent].map((u) => [u, 'to it']);
       await ix.db.transaction(async (tx) => tx.set(DOCS, s.url, PARSED_LINKS, JSON.stringify(links)));
       await ix.db.transaction((tx) => linkObserver()(tx, source));
-      const notified: string[] = [];
       const tx = await ix.db.begin();
+      const notified = recordNotifications(tx);
       try {
-        const notify = tx.notify;
-        tx.notify = function (table, row, column) {
-          notified.push(`${table}/${Buffer.from(row).toString()}/${column}`);
-          notify.call(this, table, row, column);
-        };
         await linkNotifyObserver()(tx, source);
         await tx.commit();
       } finally {
@@ -672,14 +679,9 @@ describe('in-link counts', () => {
       for (const doc of [s1, u]) await ix.db.transaction((tx) => proc(tx, Buffer.from(doc.url)));
       const [processA, processB] = [clusterObserver(), clusterObserver()]; // two gates
       const [relay, move] = [await ix.db.begin(), await ix.db.begin()];
-      const notified: string[] = [];
-      const notify = relay.notify;
-      relay.notify = function (table, row, column) {
-        notified.push(`${table}/${Buffer.from(row).toString()}`);
-        notify.call(this, table, row, column);
-      };
+      const notified = recordNotifications(relay);
       await processA(relay, Buffer.from(s1.url), PARSED_KEYS); // s's cluster run relays its link...
-      expect(notified).toContain(`${CLUSTERS}/${oldId}`); // ...to t's cluster at its snapshot
+      expect(notified).toContain(`${CLUSTERS}/${oldId}/${CLUSTER_STATE}`); // ...to t's cluster at its snapshot
       await processB(move, Buffer.from(u.url), PARSED_KEYS); // u joins: t moves to u's cluster
       await move.commit();
       move.release();

@@ -3,6 +3,7 @@ import { openStore } from '../store/open-store.js';
 import { Percolator } from '../txn/percolator.js';
 import { TxnError } from '../txn/errors.js';
 import type { Transaction } from '../txn/transaction.js';
+import { InProcessLockService, type LockService } from './lock-service.js';
 
 let db: Percolator;
 const others: Percolator[] = [];
@@ -418,6 +419,42 @@ describe('observers', () => {
       expect(order[0]).toBe('fan');
       expect(order.at(-1)).toBe('ping hub');
       expect(order).toHaveLength(22);
+      await worker.stop();
+    });
+
+    it('are locked for three times their wait, hinted or scanned; other rows for rowLockTtlMs', async () => {
+      // The wait may be far longer than the lock TTL: a waiting row's lock must outlast it, while a
+      // strong row's stays short (it bounds how long a crashed process keeps its rows from others).
+      const inner = new InProcessLockService();
+      const granted = new Map<string, Set<number>>(); // row → TTLs it was locked for (by the hint path or a scanner)
+      const recording: LockService = {
+        tryLock: async (key, owner, ttlMs) => {
+          const ok = await inner.tryLock(key, owner, ttlMs);
+          const row = key.slice(key.indexOf('\u0000') + 1);
+          if (ok) granted.set(row, (granted.get(row) ?? new Set()).add(ttlMs));
+          return ok;
+        },
+        unlock: (key, owner) => inner.unlock(key, owner),
+        close: () => inner.close(),
+      };
+      const p = await Percolator.open({ store: 'memory:', leaseMs: 1000, lockService: recording });
+      others.push(p);
+      await p.createTable('docs');
+      const pinged: string[] = [];
+      const worker = p.worker({ threads: 1, weakDelayMs: 60_000, rowLockTtlMs: 1_000 });
+      worker.observe('doc:step', 'step', async (tx) => tx.notify('docs', 'hub', 'doc:ping'));
+      worker.observe('doc:ping', 'ping', async (_tx, row) => {
+        pinged.push(Buffer.from(row).toString());
+      });
+      await worker.start();
+      await p.transaction(async (tx) => tx.set('docs', 's0', 'doc:step', 'go'));
+      worker.hint('docs', 's0'); // strong, handed over locally; its run hints the hub weakly
+      await p.transaction(async (tx) => tx.notify('docs', 'far', 'doc:ping')); // weak, found by a scanner
+      await p.waitForQuiescence({ timeoutMs: 10_000 });
+      expect(pinged.sort()).toEqual(['far', 'hub']); // the worker is idle: neither waited 60 s
+      expect([...(granted.get('s0') ?? [])]).toEqual([1_000]);
+      expect(granted.get('hub')?.has(180_000)).toBe(true);
+      expect(granted.get('far')?.has(180_000)).toBe(true); // scanned (for 1 s), then locked again for the wait
       await worker.stop();
     });
 

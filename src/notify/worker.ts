@@ -47,12 +47,13 @@ export interface WorkerOptions {
   readonly queueSize?: number;
   /** Consecutive failures before a cell is parked. Default 5. */
   readonly maxFailures?: number;
-  /** Advisory row lock TTL. Default 30 s. */
+  /** Advisory row lock TTL (a waiting row's: see weakDelayMs). Default 30 s. */
   readonly rowLockTtlMs?: number;
   /**
    * How long a row with weak notifications only waits at least while other rows are queued; then
    * it takes its turn after the hints older than it. What arrives for it meanwhile collapses into
-   * its one run. Default 10 s; at most a third of rowLockTtlMs.
+   * its one run. Default 10 s. A waiting row's advisory lock lasts three times this (at least
+   * rowLockTtlMs), so the wait never lets it lapse.
    */
   readonly weakDelayMs?: number;
   /** Called for parked cells and observer errors (default: console.error). */
@@ -92,8 +93,7 @@ let workerSeq = 0;
 const MAX_HINTED = 100_000;
 
 /**
- * How long a row with weak notifications only waits at least while other work is queued (at most
- * a third of the advisory lock's TTL, so that the wait itself never lets the lock lapse). See
+ * How long a row with weak notifications only waits at least while other work is queued. See
  * docs/observers.md for what it bought on the web index.
  */
 const WEAK_DELAY_MS = 10_000;
@@ -125,6 +125,12 @@ export class Worker {
   private readonly maxFailures: number;
   private readonly rowLockTtlMs: number;
   private readonly weakDelayMs: number;
+  /**
+   * The advisory lock TTL of a waiting row: three times its wait, at least rowLockTtlMs. Apart from
+   * rowLockTtlMs so that a long wait does not also keep the strong rows a crashed process held
+   * from other processes' scanners for as long.
+   */
+  private readonly waitLockTtlMs: number;
   /** Below this many rows running, a waiting row may run before its weakDelayMs (nextJob). */
   private readonly idleRunners: number;
   private readonly log: (message: string, error?: unknown) => void;
@@ -178,7 +184,8 @@ export class Worker {
     this.queueSize = Math.max(1, options.queueSize ?? this.threads * 4);
     this.maxFailures = Math.max(1, options.maxFailures ?? 5);
     this.rowLockTtlMs = options.rowLockTtlMs ?? 30_000;
-    this.weakDelayMs = Math.min(options.weakDelayMs ?? WEAK_DELAY_MS, this.rowLockTtlMs / 3);
+    this.weakDelayMs = Math.max(0, options.weakDelayMs ?? WEAK_DELAY_MS);
+    this.waitLockTtlMs = Math.max(this.rowLockTtlMs, 3 * this.weakDelayMs);
     this.log = options.log ?? ((m, e) => console.error(`percolator worker: ${m}`, e ?? ''));
     this.hintOwner = `${host.owner}/${workerSeq++}/hint`;
   }
@@ -258,7 +265,7 @@ export class Worker {
     // Held before the lock is even asked for: a second hint meanwhile only marks it again.
     const mine: Held = { started: false, again: 'no', mayWait, job: null };
     this.held.set(lockKey, mine);
-    void this.host.lockService.tryLock(lockKey, this.hintOwner, this.rowLockTtlMs).then(
+    void this.host.lockService.tryLock(lockKey, this.hintOwner, mayWait ? this.waitLockTtlMs : this.rowLockTtlMs).then(
       (ok) => {
         if (ok && this.isRunning) {
           this.metrics.hinted++;
@@ -396,7 +403,8 @@ export class Worker {
       skip: (table, row, now) => this.skipRow(table, row, now),
       enqueue: async (job) => {
         // A row notified only weakly waits, as a weakly hinted one does.
-        const held = this.held.get(this.lockKey(job.table, job.row));
+        const lockKey = this.lockKey(job.table, job.row);
+        const held = this.held.get(lockKey);
         if (
           this.isRunning &&
           held !== undefined &&
@@ -404,16 +412,29 @@ export class Worker {
           job.cells.every((c) => !c.strong) &&
           this.hinted.size + this.waiting.size < MAX_HINTED
         ) {
-          held.mayWait = true;
-          held.job = job;
-          this.waiting.push({ held, at: Date.now() });
-          this.jobWaiters.shift()?.();
-          return;
+          held.mayWait = true; // from here a strong hint (hint()) clears it
+          if (this.waitLockTtlMs > this.rowLockTtlMs) {
+            // Scanned rows were locked for rowLockTtlMs: lock this one again for its wait. Another
+            // process may take the row in between; then it is theirs to run.
+            await this.host.lockService.unlock(lockKey, job.lockOwner);
+            const ok = await this.host.lockService.tryLock(lockKey, job.lockOwner, this.waitLockTtlMs);
+            if (!ok || !this.isRunning) {
+              if (this.held.get(lockKey) === held) this.held.delete(lockKey);
+              if (ok) await this.host.lockService.unlock(lockKey, job.lockOwner);
+              return;
+            }
+          }
+          if (held.mayWait) {
+            held.job = job;
+            this.waiting.push({ held, at: Date.now() });
+            this.jobWaiters.shift()?.();
+            return;
+          }
         }
         while (this.isRunning && this.queue.length >= this.queueSize) await new Promise<void>((r) => this.spaceWaiters.push(r));
         if (!this.isRunning) {
-          this.held.delete(this.lockKey(job.table, job.row));
-          await this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner);
+          this.held.delete(lockKey);
+          await this.host.lockService.unlock(lockKey, job.lockOwner);
           return;
         }
         this.queue.push(job);

@@ -45,15 +45,15 @@ export interface WebIndexOptions {
 /**
  * Worker options the web index runs with (`runWebIndex`: the demo and the benchmarks), besides
  * its thread count. Its weak notifications are the exports a link change asks for (`c:state`,
- * from the link relay): under a backlog they wait 60 s behind other work instead of the worker's
- * default 10 s, so that more of the links to one cluster's members arriving meanwhile collapse
- * into one export; with the worker nearly idle they still run at once. The advisory lock's TTL is
- * three times that (the worker caps the wait at a third of it, so a waiting row's lock never
- * lapses): rows a crashed process held wait that long for other processes' scanners.
- * docs/webindex.md › *Link changes wait* says what it bought and what it costs.
+ * from the link relay): under a backlog they wait 5 minutes behind other work instead of the
+ * worker's default 10 s, so that the links to one cluster's members arriving meanwhile collapse
+ * into one export; with the worker nearly idle they still run at once. (The worker locks a waiting
+ * row for three times its wait: such rows a crashed process held wait that long for other
+ * processes' scanners; the strong rows only the default TTL.) docs/webindex.md › *Link changes
+ * wait* says what it bought and what it costs.
  */
-const LINK_WAIT_MS = 60_000;
-export const WEB_INDEX_WORKER = { weakDelayMs: LINK_WAIT_MS, rowLockTtlMs: 3 * LINK_WAIT_MS } as const;
+const LINK_WAIT_MS = 300_000;
+export const WEB_INDEX_WORKER = { weakDelayMs: LINK_WAIT_MS } as const;
 
 export async function createWebIndexTables(db: Percolator): Promise<void> {
   for (const t of TABLES) await db.createTable(t);

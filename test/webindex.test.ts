@@ -22,6 +22,7 @@ import {
   CLUSTER_STATE,
   DOCS,
   EXPORT_DOC,
+  EXPORT_FETCHED_AT,
   EXPORT_STALE,
   EXPORT_TERMS,
   EXPORTS,
@@ -647,6 +648,55 @@ describe('cluster runs of one process', () => {
       expect(await snap.getString(DOCS, c.url, CLUSTER_ID)).toBe(id);
       expect(await snap.getString(DOCS, d.url, CLUSTER_ID)).toBe(id);
       snap.release();
+      await expectMatchesBatch(ix, 'content+url+title');
+    },
+    SLOW,
+  );
+});
+
+describe('export runs of one process', () => {
+  it(
+    "that would both record a member's latency wait for each other instead of conflicting at commit",
+    async () => {
+      const { clusterKeys, parseDocument } = await import('../src/apps/webindex/parse.js');
+      const { processObserver } = await import('../src/apps/webindex/process-observer.js');
+      const fp = (d: { url: string; content: string }) =>
+        clusterKeys(d.url, parseDocument(d.url, 'md', d.content), 'content+url+title')[0] as string;
+      const t = { url: 'https://t.example/a', content: '# Shared title\n\nthe target', type: 'md' as const };
+      // u shares t's title and has the smaller fingerprint: their merged cluster is u's id.
+      const u = range(0, 100)
+        .map((i) => ({ url: 'https://u.example/c', content: `# Shared title\n\nvariant ${i}`, type: 'md' as const }))
+        .find((d) => fp(d) < fp(t));
+      if (u === undefined) throw new Error('no variant with a smaller fingerprint');
+      const ix = (index = await openTestIndex('content+url+title'));
+      await ix.worker.stop(); // by hand: t is clustered, then moved by u's join before any export ran
+      const proc = processObserver({ keyMode: 'content+url+title' });
+      const cluster = clusterObserver();
+      const step = async (doc: typeof t) => {
+        await loadDocuments(ix.db, [doc]);
+        ix.live.set(doc.url, doc);
+        await ix.db.transaction((tx) => proc(tx, Buffer.from(doc.url)));
+        await ix.db.transaction((tx) => cluster(tx, Buffer.from(doc.url), PARSED_KEYS));
+      };
+      await step(t);
+      const old = await ix.db.begin(); // t alone in its cluster, its latency not recorded
+      await step(u);
+      const merged = await ix.db.begin(); // t in u's cluster, its latency still not recorded
+      const exported = exportObserver(); // one process: one gate
+      await exported(old, Buffer.from(fp(t))); // records t's latency (not committed yet)
+      const second = exported(merged, Buffer.from(fp(u))); // would record it too: waits
+      await old.commit();
+      old.release();
+      // Without the gate it would have done all its work and conflicted on export:fetchedAt at commit.
+      await expect(second).rejects.toMatchObject({ code: 'WRITE_CONFLICT', details: { retryNow: true } });
+      merged.abort();
+      merged.release();
+      await ix.db.transaction((tx) => exported(tx, Buffer.from(fp(u)))); // the retry: only u's latency is left to record
+      const snap = await ix.db.snapshot();
+      for (const d of [t, u]) expect(await snap.getString(DOCS, d.url, EXPORT_FETCHED_AT)).not.toBeNull();
+      snap.release();
+      await ix.worker.start();
+      await ix.db.waitForQuiescence({ timeoutMs: 60_000 });
       await expectMatchesBatch(ix, 'content+url+title');
     },
     SLOW,

@@ -55,8 +55,7 @@ import {
   RANK_DIRTY,
   RANK_INLINKS,
 } from './schema.js';
-import { TxnError } from '../../txn/errors.js';
-import { KeyGate } from './gate.js';
+import { KeyGate, staleSnapshot } from './gate.js';
 import { relayLinks } from './link-notify-observer.js';
 import { compareStrings, parseJson, utf8 } from './util.js';
 
@@ -67,24 +66,6 @@ interface DocInfo {
 
 /** Columns builds before the seventeenth session of 2026-11-27 kept a document's in-link count in. */
 const LEGACY_RANK = [RANK_INLINKS, RANK_ANCHORS, RANK_COUNTED_AT] as const;
-
-/**
- * The gate's "retry with a fresh snapshot" (`details.retryNow`, run-observer.ts): control flow the
- * runner catches, for about a quarter of cluster runs, so made without a stack trace — capturing
- * one here cost more CPU than a conflicting prewrite's (0.7 % of the web index's JS thread).
- */
-function staleSnapshot(row: string): TxnError {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return new TxnError('WRITE_CONFLICT', 'a run of this process committed one of our keys after our snapshot: retry with a fresh one', {
-      row,
-      retryNow: true,
-    });
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
-}
 
 export function clusterObserver() {
   const gate = new KeyGate();

@@ -25,6 +25,10 @@
  * - Crawl-to-index latency is recorded for a member only once the cluster reflects that member's
  *   current parse (`parsed:keys` = `cluster:keys`), and only once per fetch (`export:fetchedAt`).
  *   It is measured to this transaction's start of commit work, not its commit timestamp.
+ * - Exports of one process that would record the same member's latency (two clusters listing a
+ *   member that just moved from one to the other, at different snapshots) go through an in-process
+ *   gate (gate.ts) before the anchor scans: the second waits for the first and retries with a
+ *   fresh snapshot, instead of doing all its work and conflicting on `export:fetchedAt` at commit.
  */
 import type { Transaction } from '../../txn/transaction.js';
 import type { WebIndexMetrics } from './metrics.js';
@@ -53,6 +57,7 @@ import {
   parseClusterState,
   postingRow,
 } from './schema.js';
+import { KeyGate, staleSnapshot } from './gate.js';
 import { type Posting, repost } from './repost.js';
 import { anchorTermCounts, postingScore, snippetOf, termsOf } from './terms.js';
 import { compareStrings, parseJson, toInt, utf8 } from './util.js';
@@ -65,6 +70,21 @@ export interface ExportOptions {
 
 /** Members whose anchors one export scans concurrently. */
 const SCANS_AT_ONCE = 8;
+
+/** What the export reads of each member, in this order (`latencyDue`, the latency record). */
+const PER_MEMBER = [PARSED_KEYS, CLUSTER_KEYS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS];
+
+/**
+ * The fetch of member `i` whose latency this export records, or null: the cluster reflects the
+ * member's current parse and that fetch's latency is not recorded yet. `values` holds PER_MEMBER
+ * for every member.
+ */
+function latencyDue(values: readonly (Uint8Array | null)[], i: number): number | null {
+  const at = i * PER_MEMBER.length;
+  const keys = utf8(values[at]);
+  const fetchedAt = toInt(values[at + 2]);
+  return keys !== null && keys === utf8(values[at + 1]) && fetchedAt > toInt(values[at + 3]) ? fetchedAt : null;
+}
 
 /** The in-links of `target` (anchor rows): how many, and their non-empty anchor texts appended to `texts`. */
 async function countAnchors(tx: Transaction, target: string, texts: string[]): Promise<number> {
@@ -79,6 +99,7 @@ async function countAnchors(tx: Transaction, target: string, texts: string[]): P
 
 export function exportObserver(options: ExportOptions = {}) {
   const nowMs = options.nowMs ?? Date.now;
+  const gate = new KeyGate();
   return async (tx: Transaction, row: Uint8Array): Promise<void> => {
     const id = utf8(row) as string;
     const [[stateValue, legacyTerms, legacyDoc], [exportedTerms, exportedDoc, staleValue]] = await Promise.all([
@@ -111,22 +132,18 @@ export function exportObserver(options: ExportOptions = {}) {
       return;
     }
     const members = state.members;
-    const perMember = [PARSED_KEYS, CLUSTER_KEYS, PARSED_FETCHED_AT, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS];
+    const memberValues = await tx.getMany(
+      DOCS,
+      members.flatMap((m) => PER_MEMBER.map((column) => ({ row: m, column }))),
+    );
+    const due = members.map((_, i) => latencyDue(memberValues, i));
+    const recording = members.filter((_, i) => due[i] !== null).map((m) => `latency\u0000${m}`);
+    if (recording.length > 0 && !(await gate.enter(tx, recording))) throw staleSnapshot(id);
+    // A few engine iterators at a time, however large the cluster.
     const anchorTexts: string[] = [];
-    const countAll = async (): Promise<number[]> => {
-      // A few engine iterators at a time, however large the cluster.
-      const counts: number[] = [];
-      for (let i = 0; i < members.length; i += SCANS_AT_ONCE)
-        counts.push(...(await Promise.all(members.slice(i, i + SCANS_AT_ONCE).map((m) => countAnchors(tx, m, anchorTexts)))));
-      return counts;
-    };
-    const [memberValues, inlinks] = await Promise.all([
-      tx.getMany(
-        DOCS,
-        members.flatMap((m) => perMember.map((column) => ({ row: m, column }))),
-      ),
-      countAll(),
-    ]);
+    const inlinks: number[] = [];
+    for (let i = 0; i < members.length; i += SCANS_AT_ONCE)
+      inlinks.push(...(await Promise.all(members.slice(i, i + SCANS_AT_ONCE).map((m) => countAnchors(tx, m, anchorTexts)))));
     let canonical = members[0] as string;
     let canonicalInlinks = -1;
     members.forEach((m, i) => {
@@ -162,14 +179,10 @@ export function exportObserver(options: ExportOptions = {}) {
     const now = nowMs();
     let canonicalLatency: number | null = null;
     members.forEach((m, i) => {
-      const [parsedKeys, clusterKeys, parsedFetchedAt, exportedFetch, exportedLatency] = memberValues.slice(
-        i * perMember.length,
-        i * perMember.length + 5,
-      );
-      const keys = utf8(parsedKeys);
-      const fetchedAt = toInt(parsedFetchedAt);
-      let latency: number | null = exportedLatency === null ? null : toInt(exportedLatency);
-      if (keys !== null && keys === utf8(clusterKeys) && fetchedAt > toInt(exportedFetch)) {
+      const exportedLatency = memberValues[i * PER_MEMBER.length + 4];
+      let latency: number | null = exportedLatency === null || exportedLatency === undefined ? null : toInt(exportedLatency);
+      const fetchedAt = due[i] ?? null;
+      if (fetchedAt !== null) {
         latency = Math.max(0, now - fetchedAt);
         tx.set(DOCS, m, EXPORT_FETCHED_AT, String(fetchedAt));
         tx.set(DOCS, m, EXPORT_LATENCY_MS, String(latency));

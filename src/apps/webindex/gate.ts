@@ -19,7 +19,7 @@ import { Queue } from '../../util/queue.js';
 /**
  * Keys whose last commit timestamp is remembered by default (beyond it the oldest are forgotten: a
  * later conflict is then caught at commit). ~280 bytes of heap a key: 50 000, the default until
- * the first session of 2026-11-28, held ~13.5 MiB per gate.
+ * the first session of 2026-11-28, held ~13.4 MiB per gate.
  */
 const REMEMBERED = 8192;
 

@@ -654,20 +654,28 @@ describe('cluster runs of one process', () => {
   );
 });
 
+/**
+ * A page t, and a page u with t's title whose fingerprint (its cluster id with content+url+title
+ * keys) is smaller: u's join moves t into u's cluster. `fp` is a page's fingerprint key.
+ */
+async function targetAndJoiner() {
+  const { clusterKeys, parseDocument } = await import('../src/apps/webindex/parse.js');
+  const fp = (d: { url: string; content: string }) =>
+    clusterKeys(d.url, parseDocument(d.url, 'md', d.content), 'content+url+title')[0] as string;
+  const t = { url: 'https://t.example/a', content: '# Shared title\n\nthe target', type: 'md' as const };
+  const u = range(0, 100)
+    .map((i) => ({ url: 'https://u.example/c', content: `# Shared title\n\nvariant ${i}`, type: 'md' as const }))
+    .find((d) => fp(d) < fp(t));
+  if (u === undefined) throw new Error('no variant with a smaller fingerprint');
+  return { fp, t, u };
+}
+
 describe('export runs of one process', () => {
   it(
     "that would both record a member's latency wait for each other instead of conflicting at commit",
     async () => {
-      const { clusterKeys, parseDocument } = await import('../src/apps/webindex/parse.js');
       const { processObserver } = await import('../src/apps/webindex/process-observer.js');
-      const fp = (d: { url: string; content: string }) =>
-        clusterKeys(d.url, parseDocument(d.url, 'md', d.content), 'content+url+title')[0] as string;
-      const t = { url: 'https://t.example/a', content: '# Shared title\n\nthe target', type: 'md' as const };
-      // u shares t's title and has the smaller fingerprint: their merged cluster is u's id.
-      const u = range(0, 100)
-        .map((i) => ({ url: 'https://u.example/c', content: `# Shared title\n\nvariant ${i}`, type: 'md' as const }))
-        .find((d) => fp(d) < fp(t));
-      if (u === undefined) throw new Error('no variant with a smaller fingerprint');
+      const { fp, t, u } = await targetAndJoiner();
       const ix = (index = await openTestIndex('content+url+title'));
       await ix.worker.stop(); // by hand: t is clustered, then moved by u's join before any export ran
       const proc = processObserver({ keyMode: 'content+url+title' });
@@ -707,17 +715,9 @@ describe('in-link counts', () => {
   it(
     'of a link relayed while another process moves its target to another cluster are the export of the cluster it joins',
     async () => {
-      const { clusterKeys, parseDocument } = await import('../src/apps/webindex/parse.js');
       const { processObserver } = await import('../src/apps/webindex/process-observer.js');
-      const fp = (d: { url: string; content: string }) =>
-        clusterKeys(d.url, parseDocument(d.url, 'md', d.content), 'content+url+title')[0] as string;
-      const t = { url: 'https://t.example/a', content: '# Shared title\n\nthe target', type: 'md' as const };
+      const { fp, t, u } = await targetAndJoiner();
       const s = { url: 'https://s.example/b', content: '# Source\n\nno links yet', type: 'md' as const };
-      // u shares t's title and has the smaller fingerprint: their merged cluster is u's id.
-      const u = range(0, 100)
-        .map((i) => ({ url: 'https://u.example/c', content: `# Shared title\n\nvariant ${i}`, type: 'md' as const }))
-        .find((d) => fp(d) < fp(t));
-      if (u === undefined) throw new Error('no variant with a smaller fingerprint');
       const ix = (index = await openTestIndex('content+url+title'));
       await ix.crawl([t, s]);
       await ix.worker.stop(); // by hand from here: s's link relayed by one process while another moves t

@@ -179,8 +179,8 @@ export function exportObserver(options: ExportOptions = {}) {
     const now = nowMs();
     let canonicalLatency: number | null = null;
     members.forEach((m, i) => {
-      const exportedLatency = memberValues[i * PER_MEMBER.length + 4];
-      let latency: number | null = exportedLatency === null || exportedLatency === undefined ? null : toInt(exportedLatency);
+      const exportedLatency = memberValues[i * PER_MEMBER.length + 4] ?? null;
+      let latency: number | null = exportedLatency === null ? null : toInt(exportedLatency);
       const fetchedAt = due[i] ?? null;
       if (fetchedAt !== null) {
         latency = Math.max(0, now - fetchedAt);

@@ -17,9 +17,10 @@ import type { Transaction } from '../../txn/transaction.js';
 import { Queue } from '../../util/queue.js';
 
 /**
- * Keys whose last commit timestamp is remembered by default (beyond it the oldest are forgotten: a
- * later conflict is then caught at commit). ~280 bytes of heap a key: 50 000, the default until
- * the first session of 2026-11-28, held ~13.4 MiB per gate.
+ * Keys whose last commit timestamp is remembered (beyond it the oldest are forgotten: a later
+ * conflict is then caught at commit). It need only cover the commits a transaction still running
+ * may have started before. ~280 bytes of heap a key: 50 000, until the first session of
+ * 2026-11-28, held ~13.4 MiB per gate.
  */
 const REMEMBERED = 8192;
 
@@ -30,12 +31,6 @@ export class KeyGate {
   private readonly commitOrder = new Queue<readonly [string, number]>();
   /** What each transaction inside holds, and the promise its release resolves. */
   private readonly held = new WeakMap<Transaction, { readonly mine: string[]; readonly done: Promise<void> }>();
-
-  /**
-   * `remembered`: keys whose last commit timestamp is kept, newest first. It need only cover the
-   * commits a transaction still running may have started before (older ones are caught at commit).
-   */
-  constructor(private readonly remembered = REMEMBERED) {}
 
   /**
    * Enters every key for `tx` until it commits or aborts. Returns false when the caller should
@@ -125,12 +120,12 @@ export class KeyGate {
   private remember(key: string, ts: number): void {
     this.lastCommit.set(key, ts);
     this.commitOrder.push([key, ts]);
-    while (this.lastCommit.size > this.remembered) {
+    while (this.lastCommit.size > REMEMBERED) {
       const oldest = this.commitOrder.shift();
       if (oldest === undefined) break;
       if (this.lastCommit.get(oldest[0]) === oldest[1]) this.lastCommit.delete(oldest[0]);
     }
-    if (this.commitOrder.size > 2 * this.remembered) this.commitOrder.retain(([k, t]) => this.lastCommit.get(k) === t);
+    if (this.commitOrder.size > 2 * REMEMBERED) this.commitOrder.retain(([k, t]) => this.lastCommit.get(k) === t);
   }
 }
 

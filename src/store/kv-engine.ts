@@ -52,6 +52,12 @@ export interface KvEngine {
   /** Yields entries of the range in order, a batch at a time (batches are never empty). */
   iterate(range: KvRange): AsyncIterable<readonly KvEntry[]>;
   write(ops: readonly KvOp[], options?: KvWriteOptions): Promise<void>;
+  /**
+   * Approximate bytes the keys in [gte, lt) occupy in the engine's files — from their indexes,
+   * without reading the data; writes not yet flushed from memory may be left out. Optional: the
+   * store splits tablets by reading their rows when the engine has no estimate.
+   */
+  approximateSize?(gte: Uint8Array, lt: Uint8Array): Promise<number>;
   /** Deletes every key in the range (not atomic with other writes; durable when resolved). */
   clear(range: KvRange): Promise<void>;
   /**

@@ -1,6 +1,8 @@
 /**
  * Where to split a tablet: the first row at which the rows before it hold at least half of the
  * tablet's bytes (a row's bytes summed over every locality group), so both halves are non-empty.
+ * Exact, and it reads the whole tablet: the store uses it only when the engine cannot estimate
+ * sizes, or its estimate misses most of the tablet (tablet-split-bisect.ts otherwise).
  *
  * Streaming, in memory independent of the tablet's size: the caller passes the tablet's total
  * (a first pass) and, per locality group, that group's rows in key order with their sizes; the

@@ -6,9 +6,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../util/seeded-random.js';
+import { EngineStore } from '../engine-store.js';
 import { openStore } from '../open-store.js';
-import type { Store, StoreOptions } from '../store.js';
+import { type Store, type StoreOptions, collectRows } from '../store.js';
 import { describeStoreConformance } from '../store-conformance.js';
 
 const dirs: string[] = [];
@@ -32,6 +34,56 @@ describeStoreConformance('file:DIR (embedded)', {
     await previous.close();
     return openIn(info.dir, info.options);
   },
+});
+
+describe('file:DIR tablet splits', () => {
+  it('place the boundary by the engine size estimates once rows are in table files, near half the real bytes', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'percolator-split-'));
+    dirs.push(dir);
+    const splitBytes = 256 * 1024;
+    // A 64 KiB memtable: most of every tablet is in table files, where the estimates see it.
+    const store = await openStore(`file:${dir}`, {
+      tabletSplitBytes: splitBytes,
+      level: { writeBufferSize: 64 * 1024, mmapBallast: false },
+    });
+    try {
+      if (!(store instanceof EngineStore)) throw new Error('file: should open an EngineStore');
+      await store.createTable('t', { families: { f: {} } });
+      const rnd = mulberry32(9);
+      const bytes = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(rnd() * 256));
+      // ~2 MiB of incompressible values under random keys sharing a long prefix.
+      for (let batch = 0; batch < 70; batch++) {
+        const entries = Array.from({ length: 100 }, () => ({
+          key: Buffer.from(`https://www.example.com/${Buffer.from(bytes(8)).toString('hex')}`),
+          mutations: [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: bytes(300) } }],
+        }));
+        expect((await store.mutateRows('t', entries)).filter((r) => r.error !== undefined)).toEqual([]);
+      }
+      // Splits run in the background: wait until no tablet is charged more than the threshold.
+      const charged = async () => {
+        const samples = await store.sampleRowKeys('t');
+        return samples.map((s, i) => s.offsetBytes - (i === 0 ? 0 : (samples[i - 1] as { offsetBytes: number }).offsetBytes));
+      };
+      for (const deadline = Date.now() + 20_000; (await charged()).some((b) => b > splitBytes) && Date.now() < deadline;) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect((await charged()).every((b) => b <= splitBytes)).toBe(true);
+      expect(store.splits.measured).toBe(0);
+      expect(store.splits.estimated).toBeGreaterThanOrEqual(4);
+      // Every tablet's real bytes: no sliver (a split far from half leaves one).
+      const samples = await store.sampleRowKeys('t');
+      let from: Uint8Array = new Uint8Array(0);
+      for (const s of samples) {
+        const range = s.key.length === 0 ? { startKeyClosed: from } : { startKeyClosed: from, endKeyOpen: s.key };
+        const rows = await collectRows(store.readRows('t', { rows: { rowRanges: [range] } }));
+        const real = rows.reduce((n, r) => n + r.key.length + r.cells.reduce((m, c) => m + c.value.length, 0), 0);
+        expect(real).toBeGreaterThan(splitBytes / 4);
+        from = s.key;
+      }
+    } finally {
+      await store.close();
+    }
+  });
 });
 
 // Runs after the suite's own afterAll, which closes every store it opened.

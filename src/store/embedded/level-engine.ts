@@ -494,6 +494,16 @@ class LevelEngineImpl implements LevelEngine {
     return new Promise((res) => this.drainWaiters.push(res));
   }
 
+  async approximateSize(gte: Uint8Array, lt: Uint8Array): Promise<number> {
+    if (this.state !== 'open') throw this.closedError();
+    if (this.failed !== null) throw this.failed;
+    try {
+      return await this.db.approximateSize(gte, lt);
+    } catch (e) {
+      throw mapError(e, this.dir, 'approximateSize', this.state !== 'open');
+    }
+  }
+
   async clear(range: KvRange): Promise<void> {
     if (this.state !== 'open') throw this.closedError();
     // Writes issued before clear() must be cleared too: let them land first.

@@ -449,16 +449,15 @@ export class EngineStore implements AtomicRowsStore {
       const prefix = t.prefix(gid);
       return { prefix, gte: rowKeyOf(prefix, start), lt: end !== undefined ? rowKeyOf(prefix, end) : prefixEnd(prefix) };
     });
-    const charged = t.tablets.bytes[i] as number;
-    const point = (await this.estimateSplit(ranges, start, charged)) ?? (await this.measureSplit(ranges));
+    const point = (await this.estimateSplit(ranges, start, t.tablets.bytes[i] as number)) ?? (await this.measureSplit(ranges));
     if (point === null) return false;
     const idx = t.tablets.starts.indexOf(start);
     if (idx < 0 || this.closed || this.tables.get(t.name) !== t) return false;
     // The halves share what the tablet was charged (and was charged since the split began): one
     // measure of a tablet's size, the cell bytes writes charge, whichever way the point was found.
-    const now = t.tablets.bytes[idx] as number;
-    const left = Math.round(now * point.leftShare);
-    if (!t.tablets.split(idx, point.key, left, now - left)) return false;
+    const charged = t.tablets.bytes[idx] as number;
+    const left = Math.round(charged * point.leftShare);
+    if (!t.tablets.split(idx, point.key, left, charged - left)) return false;
     this.splits[point.how]++;
     await this.admin(() => this.saveCatalog());
     return true;

@@ -464,9 +464,9 @@ export class EngineStore implements AtomicRowsStore {
   }
 
   /**
-   * The split point by the engine's estimates. Null when the engine has no estimates, or when its files hold less than an eighth
-   * of those bytes (most of the tablet still in the memtable: the estimate would place the split
-   * by a few of its rows).
+   * The split point by the engine's estimates. Null when the engine has no estimates, or when its
+   * files hold less than an eighth of what the tablet was charged (most of it still in the
+   * memtable: the estimate would place the split by a few of its rows).
    */
   private async estimateSplit(ranges: readonly GroupRange[], start: Uint8Array, charged: number): Promise<TabletSplit | null> {
     const engine = this.engine;

@@ -1,7 +1,8 @@
 /**
  * The embedded `file:DIR` backend against the shared Store conformance suite. Each `open` gets a
  * fresh temporary directory; `reopen` closes the store and opens the same directory again with
- * the same options, so the suite's persistence tests run.
+ * the same options, so the suite's persistence tests run. Below it, what only this backend does:
+ * tablet splits placed by LevelDB's size estimates (tablet-split-bisect.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -154,13 +154,24 @@ export const ROW_CACHE_BYTES = 8 * 1024 * 1024;
 export const ENCODED_ROW_CACHE_BYTES = 192 * 1024 * 1024;
 
 /**
- * LevelDB budgets of the `file:` store this module opens. The engine's defaults (256 MiB block
- * cache, 64 MiB memtables — two while one flushes) are native memory the process keeps for good;
- * the web index's working set is far smaller (its hot rows are in the store's row cache), and at
- * 100 000 documents these defaults alone were ~400 MiB of the RSS.
+ * LevelDB budgets of the `file:` store this module opens. The block cache is small: the web index's
+ * working set is in the store's row cache, and classic-level's 256 MiB default was native memory
+ * the process kept for good.
  */
 export const LEVEL_CACHE_BYTES = 32 * 1024 * 1024;
-export const LEVEL_WRITE_BUFFER_BYTES = 16 * 1024 * 1024;
+/**
+ * The memtable (two while one flushes) is large on purpose. The store rewrites a row's whole entry
+ * on every mutation, and a document's rows are rewritten a dozen times within seconds; LevelDB's
+ * flush keeps every version, and only a compaction drops the shadowed ones. Level 0 is compacted
+ * four memtables at a time, so the memtable's size is the window in which a row's versions collapse
+ * before they reach level 1 — each byte that passes it is rewritten ~10 times per level below (row
+ * keys are URLs: every compaction overlaps the whole next level). 100 000 documents: 16 MiB wrote
+ * 7.3 GB into level 2 and kept LevelDB's compaction thread at 0.6–0.7 of a core, taking it from the
+ * JS thread; 64 MiB wrote 2.4 GB, the thread at most 0.4 (313 → 359 documents/s, 5.37 → 4.23 ms of CPU
+ * a document; BENCHMARKS.md, 2026-11-28 third session). 128 MiB wrote 1.5 GB but was no faster
+ * (350 documents/s), for a peak RSS of 983 MiB against 911.
+ */
+export const LEVEL_WRITE_BUFFER_BYTES = 64 * 1024 * 1024;
 
 async function openWebIndexStore(url: string): Promise<Store> {
   return openStore(url, {

@@ -20,6 +20,14 @@ it('indexes every document of every phase, without anomalies, says how busy the 
   expect(r.saturation.eventLoopUtilization).toBeLessThanOrEqual(1);
   expect(r.saturation.cpuCores).toBeGreaterThan(0.3);
   expect(r.saturation.cpuCores).toBeLessThanOrEqual(availableParallelism() + 0.5);
+  // The JS thread's own share (Linux): some of a core, no more than the process's, and no more
+  // than the time its event loop was busy (its CPU time is counted in 10 ms ticks).
+  if (process.platform === 'linux') {
+    const js = r.saturation.jsThreadCores as number;
+    expect(js).toBeGreaterThan(0.1);
+    expect(js).toBeLessThanOrEqual(r.saturation.cpuCores + 0.02);
+    expect(js).toBeLessThanOrEqual(r.saturation.eventLoopUtilization + 0.1);
+  }
 
   // One step per offered load, in order, each with its own documents (at least 50).
   expect(r.loadCurve.map((s) => [s.offeredPerSecond, s.documents])).toEqual([
@@ -53,13 +61,14 @@ it('indexes every document of every phase, without anomalies, says how busy the 
   }
   expect(r.engineReadsPerDocument).toBeNull();
   expect(r.engineReadsByGroupPerDocument).toBeNull();
+  expect(r.engineCompaction).toBeNull();
   const sizeSvg = webIndexSizeSvg(r);
   expect(checkSvg(sizeSvg)).toEqual([]);
   for (const label of ['documents/s', 'CPU ms per document', 'documents searchable']) expect(sizeSvg).toContain(label);
   expect(sizeSvg).not.toContain('engine reads');
 }, 120_000);
 
-it('on file:, a run counts its engine reads by table and locality group', async () => {
+it('on file:, a run counts its engine reads by table and locality group, and reads LevelDB’s compaction counters', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'percolator-webindex-reads-'));
   try {
     const first = await runWebIndex({ corpus: 'synthetic', docs: 150, seed: 7, store: `file:${dir}` });
@@ -81,6 +90,10 @@ it('on file:, a run counts its engine reads by table and locality group', async 
     expect(s.engineReadsByGroup?.['pages/default']?.found).toBeGreaterThan(0);
     // The engine's own count leaves out what its overlay of deferred writes answered.
     expect(byGroup.reduce((a, [, n]) => a + n.found + n.absent, 0)).toBeGreaterThanOrEqual(s.engineReads as number);
+    // LevelDB's background work is read too (a run this small may not fill a memtable: zeros).
+    expect(s.engineCompaction).not.toBeNull();
+    expect(s.engineCompaction?.flushedMiB).toBeGreaterThanOrEqual(0);
+    expect(s.engineCompaction?.seconds).toBeGreaterThanOrEqual(0);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -14,10 +14,12 @@
  *   saturation — achieved throughput and latency at increasing offered load (`loadCurve`).
  *
  * Peak RSS of the process is sampled throughout (`peakRssMiB`, with `process.resourceUsage()`'s
- * maxRSS as a floor). Where the saturation phase's time went is in two ratios: how busy the JS
- * thread was (`eventLoopUtilization`) and how many cores' worth of CPU the whole process used
- * (`cpuCores`: LevelDB's compaction, V8's collector and libuv threads included). A JS thread well
- * below 1 with the process near the machine's cores means the other threads took its core.
+ * maxRSS as a floor). Where the saturation phase's time went is in three ratios: how busy the JS
+ * thread was (`eventLoopUtilization`), how much of a core it got (`jsThreadCores`, Linux) and how
+ * many cores' worth of CPU the whole process used (`cpuCores`: LevelDB's compaction, V8's
+ * collector and libuv threads included). A JS thread busy near 1 that got well below 1 of a core
+ * means the other threads took its core; `engineCompaction` says how much of that was LevelDB
+ * rewriting its levels.
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -27,6 +29,7 @@ import { performance } from 'node:perf_hooks';
 import { type RunSummary, engineCounters, runWebIndex } from '../apps/webindex/run.js';
 import type { EngineReadsByGroup } from '../store/engine-store.js';
 import { type SizeSample, type SizeStep, sizeCurve } from './size-curve.js';
+import { mainThreadCpuMs } from './thread-cpu.js';
 
 export interface WebIndexBenchOptions {
   readonly docs: number;
@@ -81,6 +84,11 @@ export interface WebIndexBenchResult {
     /** The process's CPU time (every thread) over the phase's wall time: cores' worth used. */
     readonly cpuCores: number;
     /**
+     * The JS thread's own CPU time over the phase's wall time (thread-cpu.ts; Linux, else null).
+     * Below `eventLoopUtilization`: the thread was busy but waiting for a core the other threads had.
+     */
+    readonly jsThreadCores: number | null;
+    /**
      * The phase cut into tenths by documents searchable (size-curve.ts): documents/s, CPU and
      * engine reads per document as the repository grew. Each tenth ends when its last document
      * became searchable (what runs after that is only in the phase's overall rate); the last
@@ -119,6 +127,18 @@ export interface WebIndexBenchResult {
    * could not rule out, e.g. groups deleted since they were written). Busiest first; `file:` only.
    */
   readonly engineReadsByGroupPerDocument: EngineReadsByGroup | null;
+  /**
+   * LevelDB's background work in the saturation phase (level-stats.ts; `file:` only): MiB its
+   * memtable flushes wrote, MiB its compactions read and wrote (and written into each level), and
+   * the seconds its background thread spent on both. What the memtable's size is tuned against.
+   */
+  readonly engineCompaction: {
+    readonly flushedMiB: number;
+    readonly compactionReadMiB: number;
+    readonly compactionWrittenMiB: number;
+    readonly seconds: number;
+    readonly writtenMiBByLevel: Readonly<Record<string, number>>;
+  } | null;
   readonly elapsedMs: number;
   readonly store: string;
   readonly threads: number;
@@ -266,12 +286,14 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
   const window = options.window ?? DEFAULT_SATURATION_WINDOW;
   const rss = rssSampler();
   const cpu0 = process.cpuUsage();
+  const jsCpu0 = mainThreadCpuMs();
   const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
   options.log?.(`saturation: ${options.docs} documents, window ${window}`);
   const samples: SizeSample[] = [];
   const s = await phase(options, options.docs, { window }, samples);
   const cpu = process.cpuUsage(cpu0);
+  const jsCpu1 = mainThreadCpuMs();
   const elu = performance.eventLoopUtilization(elu0);
   const wallMs = performance.now() - t0;
   const lightDocs = options.lightDocs ?? 200;
@@ -317,6 +339,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
       window,
       eventLoopUtilization: Math.round(elu.utilization * 1000) / 1000,
       cpuCores: Math.round(((cpu.user + cpu.system) / 1000 / Math.max(1, wallMs)) * 100) / 100,
+      jsThreadCores: jsCpu0 === null || jsCpu1 === null ? null : Math.round(((jsCpu1 - jsCpu0) / Math.max(1, wallMs)) * 100) / 100,
       bySize: sizeCurve(samples, SIZE_PARTS),
     },
     lightLoad: light,
@@ -334,6 +357,16 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     engineKiBPerDocument: s.engineWrites === null ? null : Math.round((s.engineWrites.bytes / 1024 / Math.max(1, s.loaded)) * 10) / 10,
     engineReadsPerDocument: s.engineReads === null ? null : Math.round((s.engineReads / Math.max(1, s.loaded)) * 10) / 10,
     engineReadsByGroupPerDocument: s.engineReadsByGroup === null ? null : perDocument(s.engineReadsByGroup, s.loaded),
+    engineCompaction:
+      s.engineCompaction === null
+        ? null
+        : {
+            flushedMiB: s.engineCompaction.flushedMiB,
+            compactionReadMiB: s.engineCompaction.compactionReadMiB,
+            compactionWrittenMiB: s.engineCompaction.compactionWrittenMiB,
+            seconds: s.engineCompaction.seconds,
+            writtenMiBByLevel: Object.fromEntries(s.engineCompaction.levels.map((l) => [String(l.level), l.writtenMiB])),
+          },
     elapsedMs: s.loadAndProcessMs,
     store: options.store ?? 'file:',
     threads,

@@ -12,6 +12,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Worker } from '../../notify/worker.js';
 import type { EngineReadsByGroup } from '../../store/engine-store.js';
+import { type LevelCompaction, levelStatsBetween } from '../../store/embedded/level-stats.js';
 import { openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
 import { Percolator } from '../../txn/percolator.js';
@@ -84,6 +85,8 @@ export interface RunSummary extends IndexStats {
   readonly engineReads: number | null;
   /** Those reads by `table/locality group`, found or absent (`file:` only; else null). */
   readonly engineReadsByGroup: EngineReadsByGroup | null;
+  /** What LevelDB's flushes and compactions wrote and took during the run (`file:` only; else null). */
+  readonly engineCompaction: LevelCompaction | null;
   /** The last background GC pass (null: GC off or no pass yet). */
   readonly lastGc: {
     readonly kind: 'full' | 'recent';
@@ -110,6 +113,8 @@ export interface EngineCounters {
   readonly reads: number;
   /** The reads by table and locality group (EngineStore.engineReadsByGroup). */
   readonly readsByGroup: EngineReadsByGroup;
+  /** LevelDB's flush and compaction counters (LevelEngine.compaction()). */
+  readonly compaction: LevelCompaction | null;
 }
 
 /**
@@ -117,11 +122,21 @@ export interface EngineCounters {
  * expose its engine, so this looks for it and answers null where there is none.
  */
 export function engineCounters(store: Store): EngineCounters | null {
-  const engine = (store as unknown as { engine?: { stats?: () => { ops?: unknown; bytes?: unknown; reads?: unknown } } }).engine;
+  const engine = (
+    store as unknown as {
+      engine?: { stats?: () => { ops?: unknown; bytes?: unknown; reads?: unknown }; compaction?: () => LevelCompaction };
+    }
+  ).engine;
   const st = typeof engine?.stats === 'function' ? engine.stats() : null;
   const byGroup = (store as unknown as { engineReadsByGroup?: () => EngineReadsByGroup }).engineReadsByGroup;
   return st !== null && typeof st.ops === 'number' && typeof st.bytes === 'number' && typeof st.reads === 'number'
-    ? { ops: st.ops, bytes: st.bytes, reads: st.reads, readsByGroup: typeof byGroup === 'function' ? byGroup.call(store) : {} }
+    ? {
+        ops: st.ops,
+        bytes: st.bytes,
+        reads: st.reads,
+        readsByGroup: typeof byGroup === 'function' ? byGroup.call(store) : {},
+        compaction: typeof engine?.compaction === 'function' ? engine.compaction() : null,
+      }
     : null;
 }
 
@@ -326,6 +341,10 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
       engineReads: engineBefore === null || engineAfter === null ? null : engineAfter.reads - engineBefore.reads,
       engineReadsByGroup:
         engineBefore === null || engineAfter === null ? null : readsBetween(engineBefore.readsByGroup, engineAfter.readsByGroup),
+      engineCompaction:
+        engineBefore?.compaction == null || engineAfter?.compaction == null
+          ? null
+          : levelStatsBetween(engineBefore.compaction, engineAfter.compaction),
       lastGc:
         db.lastGc === null
           ? null

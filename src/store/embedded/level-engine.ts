@@ -66,6 +66,7 @@ import { bytesKey } from '../bytes.js';
 import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
 import { takeSeal, writeSeal } from './level-seal.js';
+import { type LevelCompaction, parseLevelStats } from './level-stats.js';
 import { LEVELDB_MMAP_LIMIT, holdMmapSlots } from './mmap-ballast.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -124,6 +125,8 @@ export interface LevelEngine extends KvEngine {
   readonly dir: string;
   /** Counters since open. */
   stats(): LevelEngineStats;
+  /** LevelDB's own flush and compaction counters since open (`leveldb.stats`, level-stats.ts). */
+  compaction(): LevelCompaction;
   takeSealed(): Uint8Array | null;
 }
 
@@ -290,6 +293,11 @@ class LevelEngineImpl implements LevelEngine {
 
   stats(): LevelEngineStats {
     return { writes: this.nWrites, ops: this.nOps, batches: this.nBatches, bytes: this.nBytes, reads: this.nReads };
+  }
+
+  compaction(): LevelCompaction {
+    if (this.state !== 'open') throw this.closedError();
+    return parseLevelStats(this.db.getProperty('leveldb.stats'));
   }
 
   private closedError(): StoreError {

@@ -9,9 +9,9 @@
  *   Level  Files Size(MB) Time(sec) Read(MB) Write(MB)
  *     0        1        6         1        0        65
  *
- * Level 0's Write is what memtable flushes wrote (a flush overlapping nothing below is placed at
- * level 1 or 2 and counted there: with URL keys that is only the first few); a deeper level's Read
- * and Write are what the compactions into it read and wrote. Time is the wall time of that work on
+ * Level 0's Write is what memtable flushes wrote there (LevelDB places a flush's table deeper, at
+ * most at level 2, when it overlaps nothing in the levels it skips, and counts it there); a deeper
+ * level's Read and Write are what the compactions into it read and wrote. Time is the wall time of that work on
  * LevelDB's background thread; sizes are MiB (LevelDB divides by 1 048 576); both are rounded to
  * whole numbers. Counters start at zero with each open. Lines that are not a level row are
  * ignored, so a text with no level rows (a fresh database) parses to no levels.

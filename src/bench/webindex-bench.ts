@@ -85,7 +85,8 @@ export interface WebIndexBenchResult {
     readonly cpuCores: number;
     /**
      * The JS thread's own CPU time over the phase's wall time (thread-cpu.ts; Linux, else null).
-     * Below `eventLoopUtilization`: the thread was busy but waiting for a core the other threads had.
+     * Below `eventLoopUtilization`: the thread was busy but off a core — waiting for one the other
+     * threads had, or blocked in a system call.
      */
     readonly jsThreadCores: number | null;
     /**

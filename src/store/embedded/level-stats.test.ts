@@ -59,7 +59,7 @@ describe('LevelEngine.compaction', () => {
   it('counts what memtable flushes wrote once the memtable fills', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'level-stats-'));
     dirs.push(dir);
-    // A 1 MiB memtable: ~4 MiB of values force a few flushes to level 0.
+    // A 1 MiB memtable: ~4 MiB of values force a few flushes.
     const engine = await openLevelEngine(dir, { writeBufferSize: 1 << 20, verify: 'none', mmapBallast: false });
     try {
       const before = engine.compaction();

@@ -68,7 +68,10 @@ export function parseLevelStats(text: string): LevelCompaction {
   return { flushedMiB, compactionReadMiB, compactionWrittenMiB, seconds, levels };
 }
 
-/** `after − before`, level by level (levels first seen in `after` count from zero). */
+/**
+ * `after − before`, level by level (levels first seen in `after` count from zero). A level's files
+ * and size are gauges, not counters: they are `after`'s.
+ */
 export function levelStatsBetween(before: LevelCompaction, after: LevelCompaction): LevelCompaction {
   const levels = after.levels.map((a) => {
     const b = before.levels.find((x) => x.level === a.level);

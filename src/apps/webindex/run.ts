@@ -182,8 +182,8 @@ export const LEVEL_CACHE_BYTES = 32 * 1024 * 1024;
  * before they reach level 1 — each byte that passes it is rewritten ~10 times per level below (row
  * keys are URLs: every compaction overlaps the whole next level). 100 000 documents: 16 MiB wrote
  * 7.2 GiB into level 2 and kept LevelDB's compaction thread at up to 0.72–0.77 of a core, taking it
- * from the JS thread; 64 MiB wrote 2.4 GiB, the thread at most 0.4 (326 → 373 documents/s and
- * 5.16 → 4.10 ms of CPU a document, the means of four runs each, for ~40 MiB more peak RSS;
+ * from the JS thread; 64 MiB wrote 2.4 GiB, the thread at most 0.4 (327 → 365 documents/s and
+ * 5.16 → 4.17 ms of CPU a document, the means of five runs each, for ~40 MiB more peak RSS;
  * BENCHMARKS.md, 2026-11-28 third session). 128 MiB wrote 1.5 GiB but was no faster (350
  * documents/s), for a peak RSS of 983 MiB.
  */

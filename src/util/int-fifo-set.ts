@@ -7,9 +7,8 @@
  * Why: the targeted version GC remembers a hash of every cell committed (gc-recent.ts), ~100 000 of
  * them, with a delete and an add per new cell once full. In a `Set` that was 1.5 % of the web
  * index's JS thread (`--cpu-prof`, 30 000 documents; 0.4 % here, and its caller's share 2.3 → 1.9 %:
- * a small gain). A script of 3 000 000
- * has-or-add steps over 100 000 members, keys hashed as gc-recent.ts hashes them: 310–337 ms as a
- * `Set`, 152–230 ms here.
+ * a small gain). A script of 3 000 000 has-or-add steps over 100 000 members, keys hashed as
+ * gc-recent.ts hashes them: 310–337 ms as a `Set`, 152–230 ms here.
  *
  * Contract: single-threaded; members are integers in the int32 range (others throw RangeError);
  * `add` of a present member is a no-op (it keeps its age).

@@ -45,13 +45,15 @@ export class IntFifoSet {
   /** Adds `value`; returns true when an older member was forgotten to make room. */
   add(value: number): boolean {
     check(value);
-    if (this.capacity <= 0 || this.used[this.slot(value)] === 1) return false;
+    if (this.capacity <= 0) return false;
+    let s = this.slot(value);
+    if (this.used[s] === 1) return false;
     const evicted = this.count === this.capacity;
     if (evicted) {
       this.remove(this.ring[this.head] as number);
       this.count--;
+      s = this.slot(value); // the removal may have shifted value's probe run
     }
-    const s = this.slot(value);
     this.keys[s] = value;
     this.used[s] = 1;
     this.ring[this.head] = value;

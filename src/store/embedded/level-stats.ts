@@ -11,9 +11,9 @@
  *
  * Level 0's Write is what memtable flushes wrote there (LevelDB places a flush's table deeper, at
  * most at level 2, when it overlaps nothing in the levels it skips, and counts it there); a deeper
- * level's Read and Write are what the compactions into it read and wrote. Time is the wall time of that work on
- * LevelDB's background thread; sizes are MiB (LevelDB divides by 1 048 576); both are rounded to
- * whole numbers. Counters start at zero with each open. Lines that are not a level row are
+ * level's Read and Write are what the compactions into it read and wrote. Time is the wall time of
+ * that work on LevelDB's background thread; sizes are MiB (LevelDB divides by 1 048 576); both are
+ * rounded to whole numbers. Counters start at zero with each open. Lines that are not a level row are
  * ignored, so a text with no level rows (a fresh database) parses to no levels.
  */
 
@@ -39,30 +39,22 @@ const ROW = /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/;
 
 export function parseLevelStats(text: string): LevelCompaction {
   const levels: LevelRow[] = [];
-  for (const line of text.split('\n')) {
-    const m = ROW.exec(line);
-    if (m === null) continue;
-    const [level, files, sizeMiB, seconds, readMiB, writtenMiB] = m.slice(1).map(Number) as [
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
-    levels.push({ level, files, sizeMiB, seconds, readMiB, writtenMiB });
-  }
   let flushedMiB = 0;
   let compactionReadMiB = 0;
   let compactionWrittenMiB = 0;
   let seconds = 0;
-  for (const l of levels) {
-    seconds += l.seconds;
-    if (l.level === 0) {
-      flushedMiB += l.writtenMiB;
+  for (const line of text.split('\n')) {
+    const m = ROW.exec(line);
+    if (m === null) continue;
+    const n = (i: number) => Number(m[i]);
+    const row: LevelRow = { level: n(1), files: n(2), sizeMiB: n(3), seconds: n(4), readMiB: n(5), writtenMiB: n(6) };
+    levels.push(row);
+    seconds += row.seconds;
+    if (row.level === 0) {
+      flushedMiB += row.writtenMiB;
     } else {
-      compactionReadMiB += l.readMiB;
-      compactionWrittenMiB += l.writtenMiB;
+      compactionReadMiB += row.readMiB;
+      compactionWrittenMiB += row.writtenMiB;
     }
   }
   return { flushedMiB, compactionReadMiB, compactionWrittenMiB, seconds, levels };

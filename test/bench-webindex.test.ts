@@ -66,6 +66,33 @@ it('indexes every document of every phase, without anomalies, says how busy the 
   expect(checkSvg(sizeSvg)).toEqual([]);
   for (const label of ['documents/s', 'CPU ms per document', 'documents searchable']) expect(sizeSvg).toContain(label);
   expect(sizeSvg).not.toContain('engine reads');
+  expect(r.stages).toBeNull(); // not asked for
+}, 120_000);
+
+it('with stages, runs the pipeline cut after each stage on the same corpus: each adds its cost', async () => {
+  const r = await runWebIndexBench({ docs: 200, store: 'memory:', lightDocs: 0, stages: true });
+  expect(r.anomalies).toEqual([]);
+  const stages = r.stages ?? [];
+  expect(stages.map((s) => [s.until, s.documents])).toEqual([
+    ['process', 200],
+    ['cluster', 200],
+    ['export', 200],
+  ]);
+  const [processed, clustered, whole] = stages;
+  // The whole pipeline's row is the saturation phase's own.
+  expect(whole?.documentsPerSecond).toBe(r.documentsPerSecond);
+  expect(whole?.cpuMsPerDocument).toBe(r.cpuMsPerDocument);
+  expect(whole?.commitsPerDocument).toBe(r.commitsPerDocument);
+  // The processor commits once a document; each later stage adds commits of its own.
+  expect(processed?.commitsPerDocument).toBe(1);
+  expect(clustered?.commitsPerDocument).toBeGreaterThan(1);
+  expect(whole?.commitsPerDocument).toBeGreaterThan(clustered?.commitsPerDocument as number);
+  for (const s of stages) {
+    expect(s.documentsPerSecond).toBeGreaterThan(0);
+    expect(s.cpuMsPerDocument).toBeGreaterThan(0);
+    if (process.platform === 'linux') expect(s.jsMsPerDocument).toBeGreaterThan(0);
+    expect(s.engineOpsPerDocument).toBeNull(); // memory:
+  }
 }, 120_000);
 
 it('on file:, a run counts its engine reads by table and locality group, and reads LevelDB’s compaction counters', async () => {

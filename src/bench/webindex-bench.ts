@@ -20,12 +20,18 @@
  * collector and libuv threads included). A JS thread busy near 1 that got well below 1 of a core
  * means the other threads took its core; `engineCompaction` says how much of that was LevelDB
  * rewriting its levels.
+ *
+ * With `stages`, the pipeline is also run cut short on fresh stores of the same corpus — only the
+ * processor, then the processor and clustering — to say what each stage adds to a document's cost
+ * (`stages`: documents/s, CPU and the JS thread's milliseconds a document, commits and engine
+ * writes); the full pipeline's row is the saturation phase's own.
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { WEB_INDEX_STAGES, type WebIndexStage } from '../apps/webindex/pipeline.js';
 import { type RunSummary, engineCounters, runWebIndex } from '../apps/webindex/run.js';
 import type { EngineReadsByGroup } from '../store/engine-store.js';
 import { type SizeSample, type SizeStep, sizeCurve } from './size-curve.js';
@@ -60,8 +66,26 @@ export interface WebIndexBenchOptions {
   readonly gcIntervalMs?: number;
   /** Background full GC passes at most this often (default 0 = off). */
   readonly fullGcIntervalMs?: number;
+  /** Also run the pipeline cut short after each earlier stage (`stages` in the result). */
+  readonly stages?: boolean;
   /** Progress lines on stderr. */
   readonly log?: (line: string) => void;
+}
+
+/** What the pipeline cut after one stage cost (`WebIndexBenchResult.stages`). */
+export interface StageCost {
+  /** The last stage that ran (pipeline.ts WEB_INDEX_STAGES). */
+  readonly until: WebIndexStage;
+  readonly documents: number;
+  /** Documents ÷ time from the first load to quiescence. */
+  readonly documentsPerSecond: number;
+  /** The process's CPU time (every thread) a document. */
+  readonly cpuMsPerDocument: number;
+  /** The JS thread's own CPU time a document (thread-cpu.ts; Linux, else null). */
+  readonly jsMsPerDocument: number | null;
+  readonly commitsPerDocument: number;
+  /** Engine writes a document (`file:` only; else null). */
+  readonly engineOpsPerDocument: number | null;
 }
 
 export interface WebIndexBenchResult {
@@ -147,6 +171,11 @@ export interface WebIndexBenchResult {
   readonly gc: { readonly intervalMs: number; readonly fullIntervalMs: number; readonly last: RunSummary['lastGc'] };
   /** Broken protocol invariants met in the saturation phase (expected: none). */
   readonly anomalies: readonly string[];
+  /**
+   * With `stages`: the pipeline cut after the processor, after clustering, and whole (the
+   * saturation phase), in that order; each adds its stage's cost to the one before. Else null.
+   */
+  readonly stages: readonly StageCost[] | null;
 }
 
 export interface LoadStep {
@@ -213,7 +242,7 @@ const SIZE_SAMPLE_MS = 100;
 async function phase(
   options: WebIndexBenchOptions,
   docs: number,
-  extra: { window?: number; rate?: number },
+  extra: { window?: number; rate?: number; until?: WebIndexStage },
   samples?: SizeSample[],
 ): Promise<RunSummary> {
   const dir = options.store === 'memory:' ? null : await mkdtemp(join(tmpdir(), 'percolator-bench-webindex-'));
@@ -324,6 +353,22 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
       p99LatencyMs: l.p99LatencyMs,
     });
   }
+  let stages: StageCost[] | null = null;
+  if (options.stages === true) {
+    stages = [];
+    for (const until of WEB_INDEX_STAGES) {
+      if (until === 'export') {
+        stages.push(stageCost(until, s, { cpuMs: (cpu.user + cpu.system) / 1000, jsMs: js(jsCpu0, jsCpu1) }));
+        continue;
+      }
+      options.log?.(`stages: ${options.docs} documents until ${until}`);
+      const c0 = process.cpuUsage();
+      const j0 = mainThreadCpuMs();
+      const r = await phase(options, options.docs, { window, until });
+      const c = process.cpuUsage(c0);
+      stages.push(stageCost(until, r, { cpuMs: (c.user + c.system) / 1000, jsMs: js(j0, mainThreadCpuMs()) }));
+    }
+  }
   const peak = rss.stop();
   return {
     documents: s.documents,
@@ -373,5 +418,24 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     threads,
     gc: { intervalMs: s.gcIntervalMs, fullIntervalMs: s.fullGcIntervalMs, last: s.lastGc },
     anomalies: s.anomalies,
+    stages,
+  };
+}
+
+/** The JS thread's CPU ms between two readings (null off Linux). */
+function js(before: number | null, after: number | null): number | null {
+  return before === null || after === null ? null : after - before;
+}
+
+function stageCost(until: WebIndexStage, s: RunSummary, spent: { cpuMs: number; jsMs: number | null }): StageCost {
+  const per = (n: number, digits: number) => Math.round((n / Math.max(1, s.loaded)) * 10 ** digits) / 10 ** digits;
+  return {
+    until,
+    documents: s.loaded,
+    documentsPerSecond: s.documentsPerSecond,
+    cpuMsPerDocument: per(spent.cpuMs, 2),
+    jsMsPerDocument: spent.jsMs === null ? null : per(spent.jsMs, 2),
+    commitsPerDocument: per(s.observerCommits, 2),
+    engineOpsPerDocument: s.engineWrites === null ? null : per(s.engineWrites.ops, 1),
   };
 }

@@ -34,7 +34,18 @@ import {
   TABLES,
 } from './schema.js';
 
+/**
+ * Where the pipeline may stop (`WebIndexOptions.until`): after the processor (documents parsed,
+ * links inverted), after clustering (with the link relay), or nowhere (`export`, the whole
+ * pipeline). A pipeline cut short leaves its later observers' notifications unregistered, so
+ * nothing downstream runs: how `bench webindex --stages` measures what each stage costs.
+ */
+export const WEB_INDEX_STAGES = ['process', 'cluster', 'export'] as const;
+export type WebIndexStage = (typeof WEB_INDEX_STAGES)[number];
+
 export interface WebIndexOptions {
+  /** The last stage to run (WEB_INDEX_STAGES; default `export`, everything). */
+  readonly until?: WebIndexStage;
   /** Clustering keys: `content` (fingerprint only, default) or `content+url+title` (the paper's three). */
   readonly keyMode?: KeyMode;
   readonly metrics?: WebIndexMetrics;
@@ -61,10 +72,17 @@ export async function createWebIndexTables(db: Percolator): Promise<void> {
 
 /** Registers the observers of the pipeline on `worker` (call before `worker.start()`). */
 export function registerWebIndex(worker: Worker, options: WebIndexOptions = {}): Worker {
-  const cluster = clusterObserver();
+  const until = options.until ?? 'export';
+  if (!WEB_INDEX_STAGES.includes(until)) {
+    throw Object.assign(new Error(`until must be one of ${WEB_INDEX_STAGES.join(', ')}, not ${JSON.stringify(until)}`), {
+      code: 'INVALID_ARGUMENT',
+    });
+  }
   worker.observe(RAW_CONTENT, OBSERVERS.process, processObserver({ keyMode: options.keyMode ?? 'content', metrics: options.metrics }), {
     table: PAGES,
   });
+  if (until === 'process') return worker;
+  const cluster = clusterObserver();
   // Cluster before the relay: a row notified for both (two parses, one with new keys) runs the
   // cluster observer first, which does the relay's work in its own transaction; the relay then
   // finds nothing left and commits nothing.
@@ -74,6 +92,7 @@ export function registerWebIndex(worker: Worker, options: WebIndexOptions = {}):
   const relay = linkNotifyObserver();
   worker.observe(LINKS_DIRTY, OBSERVERS.linksRelay, relay, { table: DOCS });
   worker.observe(LINKS_APPLIED_LEGACY, OBSERVERS.linksNotify, relay, { table: DOCS });
+  if (until === 'cluster') return worker;
   worker.observe(CLUSTER_STATE, OBSERVERS.export, exportObserver({ metrics: options.metrics, nowMs: options.nowMs }), { table: CLUSTERS });
   return worker;
 }

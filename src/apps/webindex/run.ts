@@ -21,7 +21,7 @@ import { SyntheticCorpus } from './corpus/synthetic.js';
 import { type CrawledDoc, loadDocuments } from './loader.js';
 import { WebIndexMetrics } from './metrics.js';
 import type { KeyMode } from './parse.js';
-import { WEB_INDEX_WORKER, createWebIndexTables, registerWebIndex } from './pipeline.js';
+import { WEB_INDEX_WORKER, type WebIndexStage, createWebIndexTables, registerWebIndex } from './pipeline.js';
 import { PAGES } from './schema.js';
 import { type IndexStats, readStats } from './stats.js';
 
@@ -51,6 +51,12 @@ export interface RunOptions {
   readonly gcIntervalMs?: number;
   /** Background full GC passes at most this often (Percolator's `fullGcIntervalMs`; default 0 = off). */
   readonly fullGcIntervalMs?: number;
+  /**
+   * The last stage of the pipeline to run (pipeline.ts WEB_INDEX_STAGES; default `export`, all of
+   * it). Short of the export nothing becomes searchable: the window then counts documents loaded
+   * but not yet processed.
+   */
+  readonly until?: WebIndexStage;
   /** Called once the worker runs, before loading (e.g. to start a status page). */
   readonly onStarted?: (handle: { db: Percolator; worker: Worker; metrics: WebIndexMetrics }) => void | Promise<void>;
 }
@@ -233,6 +239,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     worker = registerWebIndex(db.worker({ threads: options.threads ?? 16, maxFailures: 100, ...WEB_INDEX_WORKER }), {
       keyMode: corpus.keyMode,
       metrics,
+      until: options.until,
     });
     await worker.start();
     await options.onStarted?.({ db, worker, metrics });
@@ -259,6 +266,8 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
       }
     })();
     const window = options.window ?? 4 * (options.threads ?? 16);
+    const whole = (options.until ?? 'export') === 'export';
+    const outstanding = () => (whole ? metrics.outstanding : metrics.loaded - metrics.processed);
     let lastSeen = '';
     let lastProgressAt = performance.now();
     // A fixed arrival schedule (`rate`): document i may enter at t0 + i / rate.
@@ -271,7 +280,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
         // An arrival schedule (the light-load benchmark), not a wait for a condition.
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       }
-      while (metrics.outstanding > window) {
+      while (outstanding() > window) {
         const seen = `${metrics.indexed}/${metrics.processed}`;
         if (seen !== lastSeen) {
           lastSeen = seen;

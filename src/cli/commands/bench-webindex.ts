@@ -1,7 +1,7 @@
 /**
  * `percolator bench webindex [--docs N] [--json] [--store file:|memory:] [--threads N] [--seed S]
  * [--window N] [--light-docs N] [--light-rate R] [--load-rates LIST|none] [--load-seconds S]
- * [--svg FILE] [--size-svg FILE] [--gc-interval-ms MS] [--full-gc-interval-ms MS]`
+ * [--svg FILE] [--size-svg FILE] [--gc-interval-ms MS] [--full-gc-interval-ms MS] [--stages]`
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -118,6 +118,7 @@ export function register(program: Command): void {
       parseNonNegativeInteger('full-gc-interval-ms'),
       0,
     )
+    .option('--stages', 'also run the pipeline cut after the processor and after clustering (fresh stores): what each stage costs')
     .option('--json', 'print one JSON object')
     .action(
       async (opts: {
@@ -134,6 +135,7 @@ export function register(program: Command): void {
         sizeSvg?: string;
         gcIntervalMs?: number;
         fullGcIntervalMs: number;
+        stages?: boolean;
         json?: boolean;
       }) => {
         if (opts.store !== 'file:' && opts.store !== 'memory:') {
@@ -151,6 +153,7 @@ export function register(program: Command): void {
           loadSeconds: opts.loadSeconds,
           gcIntervalMs: opts.gcIntervalMs,
           fullGcIntervalMs: opts.fullGcIntervalMs,
+          stages: opts.stages === true,
           log: opts.json === true ? undefined : (line) => process.stderr.write(`bench webindex: ${line}\n`),
         });
         if (opts.svg !== undefined) {

@@ -39,6 +39,26 @@ describe('RowLatches', () => {
     }
   });
 
+  it('takes all of a writer’s keys at once: a key named twice is held once, writers naming keys in opposite orders finish in the order they came', async () => {
+    const latches = new RowLatches();
+    const order: string[] = [];
+    const a = latches.runMany(['a', 'a', 'b'], async () => {
+      order.push('first in');
+      await Promise.resolve();
+      order.push('first out');
+    });
+    const b = latches.runMany(['b', 'c', 'a'], async () => {
+      order.push('second');
+    });
+    const c = latches.run('c', async () => {
+      order.push('third');
+    });
+    await Promise.all([a, b, c]);
+    // Registered in this order, each waits only for those registered before it.
+    expect(order).toEqual(['first in', 'first out', 'second', 'third']);
+    expect(latches.size).toBe(0);
+  });
+
   it('releases every key when the holder throws', async () => {
     const latches = new RowLatches();
     await expect(latches.runMany(['a', 'b'], () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');

@@ -24,13 +24,37 @@ export class RowLatches {
   }
 
   /**
-   * Holds the latches of every key at once, taken in sorted order (so two multi-row writers can
-   * never wait for each other in a cycle), while fn runs.
+   * Holds the latches of every key at once while fn runs: one promise for all of them, registered
+   * as the tail of every key in one synchronous step. So a writer only ever waits for writers that
+   * registered before it — the waits cannot form a cycle, in whatever order the keys come — and a
+   * write of many rows costs one promise and one async frame, not one nested frame per key
+   * (a posting-heavy commit names ~50 rows). Duplicate keys are held once.
    */
   runMany<T>(keys: readonly string[], fn: () => Promise<T>): Promise<T> {
-    const sorted = [...new Set(keys)].sort();
-    const take = (i: number): Promise<T> => (i === sorted.length ? fn() : this.run(sorted[i] as string, () => take(i + 1)));
-    return take(0);
+    if (keys.length === 1) return this.run(keys[0] as string, fn);
+    let release!: () => void;
+    const mine = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let waits: Promise<void>[] | null = null;
+    const held: string[] = [];
+    for (const key of keys) {
+      const prev = this.tails.get(key);
+      if (prev === mine) continue;
+      if (prev !== undefined) (waits ??= []).push(prev);
+      this.tails.set(key, mine);
+      held.push(key);
+    }
+    const hold = async (): Promise<T> => {
+      try {
+        if (waits !== null) await (waits.length === 1 ? waits[0] : Promise.all(waits));
+        return await fn();
+      } finally {
+        release();
+        for (const key of held) if (this.tails.get(key) === mine) this.tails.delete(key);
+      }
+    };
+    return hold();
   }
 
   get size(): number {

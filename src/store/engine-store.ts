@@ -65,6 +65,12 @@ function cacheKey(t: TableState, gid: number, key: Bytes): string {
   return t.prefixLatin1(gid) + bytesKey(key);
 }
 
+/** One locality group of a row as a write loaded it for its condition (planRewrite reuses it). */
+interface Loaded {
+  readonly gid: number;
+  readonly cells: readonly Cell[];
+}
+
 /** One row's planned write: engine ops, the cache entries to set after it, the size change. */
 interface RowPlan {
   readonly t: TableState;
@@ -334,16 +340,18 @@ export class EngineStore implements AtomicRowsStore {
 
   /**
    * What a row mutation writes: the changed groups' engine ops and their new cache entries. Pure
-   * with respect to the store (the caller holds the row's latch and writes the plan).
+   * with respect to the store (the caller holds the row's latch and writes the plan). `loaded`:
+   * one group's cells as the caller loaded them under the same latch, with nothing in between.
    */
   private planRewrite(
     t: TableState,
     key: Bytes,
     groups: readonly number[],
     mutate: (cells: readonly Cell[]) => readonly Cell[] | null,
+    loaded?: Loaded,
   ): RowPlan | null {
     const now = this.now();
-    const before = groups.map((g) => this.loadGroup(t, g, key));
+    const before = groups.map((g) => (loaded !== undefined && loaded.gid === g ? loaded.cells : this.loadGroup(t, g, key)));
     const current = this.collect(t, groups.length === 1 ? (before[0] as readonly Cell[]) : mergeGroups(before), now);
     const mutated = mutate(current);
     if (mutated === null) return null;
@@ -1043,24 +1051,32 @@ export class EngineStore implements AtomicRowsStore {
       });
       return await this.latches.runMany(latchKeys, async () => {
         const now = this.now();
+        // Each entry's condition group as loaded for its test: its rewrite, in the same
+        // synchronous step, starts from it instead of looking the row up again (Percolator's
+        // conditions and writes are in one group: a second cache key and lookup a row saved).
+        const loaded: (Loaded | undefined)[] = new Array(entries.length);
         for (let i = 0; i < entries.length; i++) {
           const e = entries[i] as AtomicRowEntry;
           const t = states.get(e.table) as TableState;
-          if (e.veto !== undefined) {
-            if (e.veto.test(this.collect(t, this.loadRow(t, e.key, t.groupsFor(e.veto.families)), now))) return i;
-            continue;
-          }
-          const p = predicates[i];
-          if (p === null || p === undefined) continue;
-          const cells = this.collect(t, this.loadRow(t, e.key, t.groupsFor(p.families)), now);
-          if (p.apply(e.key, cells).length > 0) return i;
+          const test = e.veto ?? predicates[i];
+          if (test === null || test === undefined) continue;
+          const groups = t.groupsFor(test.families);
+          const cells = this.loadRow(t, e.key, groups);
+          if (groups.length === 1) loaded[i] = { gid: groups[0] as number, cells };
+          const visible = this.collect(t, cells, now);
+          if (e.veto !== undefined ? e.veto.test(visible) : (test as CompiledFilter).apply(e.key, visible).length > 0) return i;
         }
         const plans: RowPlan[] = [];
-        for (const e of entries) {
+        for (let i = 0; i < entries.length; i++) {
+          const e = entries[i] as AtomicRowEntry;
           if (e.mutations.length === 0) continue;
           const t = states.get(e.table) as TableState;
-          const plan = this.planRewrite(t, e.key, this.groupsOfMutations(t, e.mutations), (c) =>
-            applyMutations(c, e.mutations, this.serverMicros),
+          const plan = this.planRewrite(
+            t,
+            e.key,
+            this.groupsOfMutations(t, e.mutations),
+            (c) => applyMutations(c, e.mutations, this.serverMicros),
+            loaded[i],
           );
           if (plan !== null) plans.push(plan);
         }

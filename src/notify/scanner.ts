@@ -10,7 +10,7 @@
  * proposed twice (two processes, an expired advisory lock) is safe: the ack protocol decides.
  */
 import type { Store } from '../store/store.js';
-import { NOTIFY, decodeColumn } from '../txn/layout.js';
+import { NOTIFY, notifiedColumn } from '../txn/layout.js';
 
 export interface NotifiedCell {
   readonly column: string;
@@ -102,28 +102,32 @@ async function randomOrigin(host: ScannerHost, table: string, start: Uint8Array,
   return randomKeyBetweenKeys(first, last);
 }
 
-/** Groups a row's notify cells (canonical order) into per-column notifications. */
+/**
+ * Groups a row's notify cells into per-column notifications: a column's strong cells (under its
+ * qualifier) and its weak ones (under its weak qualifier, layout.ts `weakNotifyQualifier`, or under
+ * its own with the value `w`, as builds before 2026-11-28's fourth session wrote them), in the
+ * order of the columns' first cells.
+ */
 export function notificationsOf(cells: readonly { qualifier: Uint8Array; timestamp: number; value: Uint8Array }[]): NotifiedCell[] {
-  const out: NotifiedCell[] = [];
-  let i = 0;
-  while (i < cells.length) {
-    const q = (cells[i] as { qualifier: Uint8Array }).qualifier;
-    let maxTs = 0;
-    let weak = false;
-    let strong = false;
-    let j = i;
-    while (j < cells.length && Buffer.compare((cells[j] as { qualifier: Uint8Array }).qualifier, q) === 0) {
-      const c = cells[j] as { timestamp: number; value: Uint8Array };
-      maxTs = Math.max(maxTs, c.timestamp);
-      if (c.value.byteLength === 1 && c.value[0] === 0x77)
-        weak = true; // 'w'
-      else strong = true;
-      j++;
+  const byColumn = new Map<string, { column: string; maxTs: number; weak: boolean; strong: boolean }>();
+  let lastQ: Uint8Array | null = null;
+  let last: { column: string; maxTs: number; weak: boolean; strong: boolean } | null = null;
+  let weakQ = false;
+  for (const c of cells) {
+    // A column's versions are adjacent: decode its qualifier once.
+    if (last === null || lastQ === null || Buffer.compare(lastQ, c.qualifier) !== 0) {
+      const n = notifiedColumn(c.qualifier);
+      weakQ = n.weakQualifier;
+      lastQ = c.qualifier;
+      last = byColumn.get(n.column) ?? null;
+      if (last === null) byColumn.set(n.column, (last = { column: n.column, maxTs: 0, weak: false, strong: false }));
     }
-    out.push({ column: decodeColumn(q), maxTs, weak, strong });
-    i = j;
+    last.maxTs = Math.max(last.maxTs, c.timestamp);
+    if (weakQ || (c.value.byteLength === 1 && c.value[0] === 0x77))
+      last.weak = true; // 'w'
+    else last.strong = true;
   }
-  return out;
+  return [...byColumn.values()];
 }
 
 /**

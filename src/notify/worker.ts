@@ -545,7 +545,7 @@ export class Worker {
     await this.host.store.mutateRow(
       job.table,
       job.row,
-      clears.map((c) => clearNotifications(c.column, c.maxTs)),
+      clears.flatMap((c) => clearNotifications(c.column, c.maxTs)),
       // Deferred: a clearing lost in a crash only costs a run that finds the change acked already.
       DEFERRED,
     );

@@ -9,8 +9,9 @@
  *   write  @commitTs  write record: start ts, kind put/delete; short values inline
  *          @startTs   rollback record (kind rollback): a late prewrite of that transaction fails
  *   data   @startTs   the value, only when too long to inline
- *   notify @commitTs  dirty hint for observers, in its own locality group (value: 's' strong
- *                     from a committed write of an observed column, 'w' weak from tx.notify)
+ *   notify @commitTs  dirty hint for observers, in its own locality group: 's' (strong) from a
+ *                     committed write of an observed column; 'w' (weak) from tx.notify, under the
+ *                     column's weak qualifier (`weakNotifyQualifier`), the newest one only
  *
  * Observer acks are ordinary transactional cells under a reserved column name
  * (`\0ack\0<observer>\0<column>`, see `ackColumn`): they must take part in write-write conflict
@@ -100,17 +101,57 @@ export function decodeColumn(qualifier: Uint8Array): string {
 }
 
 /**
- * Deletes `column`'s notify cells at or below `maxTs`: what processing a notification read at
- * `maxTs` consumes (a newer notification, written during the run, stays).
+ * Qualifier prefix of a column's weak notify cells (`notify` family): `\0w\0` then the column's
+ * qualifier. A weak notification is kept apart from the column's strong ones so that it can
+ * replace the column's older weak notifications without erasing a pending strong one: builds
+ * before 2026-11-28 (fourth session) wrote it under the column's own qualifier with the value
+ * `w`, where every one stayed until the column's observer ran — under a backlog, hundreds of
+ * versions that every rewrite of the row decoded and encoded again. Such cells are still read
+ * (by their value) and cleared. A NUL first byte: no user column's qualifier has one, and no
+ * reserved column's starts with `\0w\0`.
  */
-export function clearNotifications(column: string, maxTs: number): Mutation {
-  return {
-    deleteFromColumn: {
-      familyName: NOTIFY,
-      columnQualifier: encodeColumn(column),
-      timeRange: { startTimestampMicros: 0, endTimestampMicros: maxTs + 1 },
-    },
-  };
+const WEAK_NOTIFY_PREFIX = Uint8Array.of(0, 0x77, 0);
+
+/** The qualifier of `column`'s weak notify cells. */
+export function weakNotifyQualifier(column: string): Uint8Array {
+  const q = encodeColumn(column);
+  const out = new Uint8Array(WEAK_NOTIFY_PREFIX.length + q.length);
+  out.set(WEAK_NOTIFY_PREFIX, 0);
+  out.set(q, WEAK_NOTIFY_PREFIX.length);
+  return out;
+}
+
+/** The column a notify cell's qualifier notifies, and whether the qualifier is a weak one's. */
+export function notifiedColumn(qualifier: Uint8Array): { readonly column: string; readonly weakQualifier: boolean } {
+  const p = WEAK_NOTIFY_PREFIX;
+  if (qualifier.length > p.length && qualifier[0] === p[0] && qualifier[1] === p[1] && qualifier[2] === p[2]) {
+    return { column: decodeColumn(qualifier.subarray(p.length)), weakQualifier: true };
+  }
+  return { column: decodeColumn(qualifier), weakQualifier: false };
+}
+
+/**
+ * A weak notification of `column` at `ts`: its weak notify cell, replacing the column's older weak
+ * ones (one pending weak notification says all they said; a strong one is another cell and stays).
+ */
+export function weakNotifyMutations(column: string, ts: number, value: Uint8Array): Mutation[] {
+  const q = weakNotifyQualifier(column);
+  return [
+    { deleteFromColumn: { familyName: NOTIFY, columnQualifier: q, timeRange: { startTimestampMicros: 0, endTimestampMicros: ts } } },
+    { setCell: { familyName: NOTIFY, columnQualifier: q, timestampMicros: ts, value } },
+  ];
+}
+
+/**
+ * Deletes `column`'s notify cells at or below `maxTs`, strong and weak: what processing a
+ * notification read at `maxTs` consumes (a newer notification, written during the run, stays).
+ */
+export function clearNotifications(column: string, maxTs: number): Mutation[] {
+  const timeRange = { startTimestampMicros: 0, endTimestampMicros: maxTs + 1 };
+  return [
+    { deleteFromColumn: { familyName: NOTIFY, columnQualifier: encodeColumn(column), timeRange } },
+    { deleteFromColumn: { familyName: NOTIFY, columnQualifier: weakNotifyQualifier(column), timeRange } },
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import type { ActiveRegistration, TimestampSource } from '../oracle/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { LockedCell } from './actions/types.js';
 import { TxnError, isTxnError } from './errors.js';
-import { NOTIFY, PERCOLATOR_TABLE_SPEC, decodeColumn, encodeColumn, type LockRecord, userColumn } from './layout.js';
+import { NOTIFY, PERCOLATOR_TABLE_SPEC, encodeColumn, type LockRecord, notifiedColumn, userColumn } from './layout.js';
 import { InProcessLockService, type LockService } from '../notify/lock-service.js';
 import { ObservedColumns } from '../notify/observed-columns.js';
 import { Worker, type WorkerHost, type WorkerOptions } from '../notify/worker.js';
@@ -521,11 +521,12 @@ export class Percolator {
     let pending = 0;
     for (const table of await this.percolatorTables()) {
       for await (const r of this.store.readRows(table, { filter: { familyNameRegexFilter: NOTIFY } })) {
-        let last = '';
+        // A column's strong and weak notify cells are under two qualifiers (layout.ts): counted once.
+        const seen = new Set<string>();
         for (const c of r.cells) {
-          const column = decodeColumn(c.qualifier);
-          if (column === last) continue;
-          last = column;
+          const { column } = notifiedColumn(c.qualifier);
+          if (seen.has(column)) continue;
+          seen.add(column);
           if (!this.observed.has(table, column)) continue;
           if (parked.has(`${table}/${Buffer.from(r.key).toString('hex')}/${column}`)) continue;
           if (++pending >= atMost) return pending;

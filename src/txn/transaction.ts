@@ -24,7 +24,7 @@ import { TxnError } from './errors.js';
 import type { CommittedTxn } from './gc-recent.js';
 import { LockRefresher } from './lock-refresher.js';
 import type { MemLocks } from './mem-locks.js';
-import { LOCK, NOTIFY, clearNotifications, encodeColumn, encodeUserColumn, userColumn } from './layout.js';
+import { LOCK, clearNotifications, encodeColumn, encodeUserColumn, userColumn, weakNotifyMutations } from './layout.js';
 
 const WEAK = Buffer.from('w');
 import {
@@ -352,7 +352,7 @@ export class Transaction extends Snapshot {
   clearNotificationsOnCommit(table: string, row: Uint8Array, column: string, maxTs: number): boolean {
     this.checkActive();
     if (this.onePhase() === null) return false;
-    (this.clears ??= []).push({ table, row, mutations: [clearNotifications(column, maxTs)] });
+    (this.clears ??= []).push({ table, row, mutations: clearNotifications(column, maxTs) });
     return true;
   }
 
@@ -546,7 +546,7 @@ export class Transaction extends Snapshot {
     return this.weak.map((w) => ({
       table: w.table,
       row: w.row,
-      mutations: [{ setCell: { familyName: NOTIFY, columnQualifier: encodeColumn(w.column), timestampMicros: ts, value: WEAK } }],
+      mutations: weakNotifyMutations(w.column, ts, WEAK),
     }));
   }
 

@@ -323,7 +323,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
   const samples: SizeSample[] = [];
   const s = await phase(options, options.docs, { window }, samples);
   const cpu = process.cpuUsage(cpu0);
-  const jsCpu1 = mainThreadCpuMs();
+  const jsMs = js(jsCpu0, mainThreadCpuMs());
   const elu = performance.eventLoopUtilization(elu0);
   const wallMs = performance.now() - t0;
   const lightDocs = options.lightDocs ?? 200;
@@ -358,7 +358,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     stages = [];
     for (const until of WEB_INDEX_STAGES) {
       if (until === 'export') {
-        stages.push(stageCost(until, s, { cpuMs: (cpu.user + cpu.system) / 1000, jsMs: js(jsCpu0, jsCpu1) }));
+        stages.push(stageCost(until, s, { cpuMs: (cpu.user + cpu.system) / 1000, jsMs }));
         continue;
       }
       options.log?.(`stages: ${options.docs} documents until ${until}`);
@@ -385,7 +385,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
       window,
       eventLoopUtilization: Math.round(elu.utilization * 1000) / 1000,
       cpuCores: Math.round(((cpu.user + cpu.system) / 1000 / Math.max(1, wallMs)) * 100) / 100,
-      jsThreadCores: jsCpu0 === null || jsCpu1 === null ? null : Math.round(((jsCpu1 - jsCpu0) / Math.max(1, wallMs)) * 100) / 100,
+      jsThreadCores: jsMs === null ? null : Math.round((jsMs / Math.max(1, wallMs)) * 100) / 100,
       bySize: sizeCurve(samples, SIZE_PARTS),
     },
     lightLoad: light,

@@ -12,15 +12,24 @@ import { notificationsOf } from './scanner.js';
 const ROW = Buffer.from('r');
 const FILTER = { familyNameRegexFilter: NOTIFY } as const;
 
+/** Runs `fn` on a fresh memory store with a Percolator table `t`. */
+async function withTable(fn: (db: Percolator) => Promise<void>): Promise<void> {
+  const db = await Percolator.open({ store: 'memory:' });
+  try {
+    await db.createTable('t');
+    await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
 async function notifyCells(db: Percolator) {
   return (await db.store.readRow('t', ROW, FILTER))?.cells ?? [];
 }
 
 describe('weak notify cells', () => {
-  it('collapse into one per column, beside a pending strong one, and clear with it', async () => {
-    const db = await Percolator.open({ store: 'memory:' });
-    try {
-      await db.createTable('t');
+  it('collapse into one per column, beside a pending strong one, and clear with it', () =>
+    withTable(async (db) => {
       // A pending strong notification of c:v at 1000 (what a committed write of an observed column leaves).
       await db.store.mutateRow('t', ROW, [
         { setCell: { familyName: NOTIFY, columnQualifier: encodeColumn('c:v'), timestampMicros: 1000, value: Buffer.from('s') } },
@@ -57,15 +66,10 @@ describe('weak notify cells', () => {
       await db.store.mutateRow('t', ROW, clearNotifications('c:v', newest));
       expect(notificationsOf(await notifyCells(db)).map((n) => n.column)).toEqual(['c:other']);
       expect(await db.pendingNotifications()).toBe(0); // nothing observes these columns
-    } finally {
-      await db.close();
-    }
-  });
+    }));
 
-  it('read and clear weak cells written under the column’s own qualifier (earlier builds)', async () => {
-    const db = await Percolator.open({ store: 'memory:' });
-    try {
-      await db.createTable('t');
+  it('read and clear weak cells written under the column’s own qualifier (earlier builds)', () =>
+    withTable(async (db) => {
       await db.store.mutateRow('t', ROW, [
         { setCell: { familyName: NOTIFY, columnQualifier: encodeColumn('c:v'), timestampMicros: 500, value: Buffer.from('w') } },
         { setCell: { familyName: NOTIFY, columnQualifier: encodeColumn('c:v'), timestampMicros: 700, value: Buffer.from('w') } },
@@ -73,8 +77,5 @@ describe('weak notify cells', () => {
       expect(notificationsOf(await notifyCells(db))).toEqual([{ column: 'c:v', maxTs: 700, weak: true, strong: false }]);
       await db.store.mutateRow('t', ROW, clearNotifications('c:v', 700));
       expect(await notifyCells(db)).toEqual([]);
-    } finally {
-      await db.close();
-    }
-  });
+    }));
 });

@@ -130,7 +130,10 @@ export function batchIndex(docs: Iterable<CorpusDoc>, keyMode: KeyMode): IndexSt
 
 const text = (v: Uint8Array) => Buffer.from(v).toString('utf8');
 
-/** Reads the web index's state from the store at a snapshot, in the shape batchIndex returns. */
+/**
+ * Reads the web index's state from the store at a snapshot, in the shape batchIndex returns, with
+ * the store's cluster ids replaced by the names batchIndex gives (batchNames below).
+ */
 export async function readIndexState(snap: Snapshot): Promise<IndexState> {
   const keys: [string, string[]][] = [];
   const docClusters: [string, string][] = [];
@@ -209,12 +212,39 @@ export async function readIndexState(snap: Snapshot): Promise<IndexState> {
         if (!seen.has(key)) postings.push([`${kind} term without posting ${key}`, score]);
         if (kind === 'stale' && live.get(id)?.has(term) === true) postings.push([`live and stale ${key}`, score]);
       }
+  const name = batchNames(new Map(keys), clusters);
+  const renamed = (key: string) => {
+    const cut = key.indexOf('\u0000');
+    return `${key.slice(0, cut)}\u0000${name(key.slice(cut + 1))}`;
+  };
   return {
     keys: sortObject(keys),
     anchors: sortObject([...anchors].map(([t, list]) => [t, sortObject(list)])),
-    docClusters: sortObject(docClusters),
-    clusters: sortObject(clusters),
-    postings: sortObject(postings),
-    results: sortObject(results),
+    docClusters: sortObject(docClusters.map(([url, id]) => [url, name(id)])),
+    clusters: sortObject(clusters.map(([id, c]) => [name(id), c])),
+    postings: sortObject(postings.map(([key, score]) => [renamed(key), score])),
+    results: sortObject(results.map(([id, doc]) => [name(id), doc])),
   };
+}
+
+/**
+ * The name the batch computation gives each cluster the store holds: its members' smallest key.
+ * The observers keep a cluster's id while it changes (cluster-ids.ts), so the store's ids depend
+ * on history; compared under these names, two indexes agree iff they cluster the same documents
+ * together and index each cluster alike. A cluster whose name another already took (which right
+ * clustering never produces: components have disjoint keys) or that has no keyed member keeps a
+ * marked name, so the comparison fails; an id no live cluster has (a dangling `cluster:id`, a
+ * posting of a vanished cluster) stays as it is.
+ */
+function batchNames(keys: ReadonlyMap<string, readonly string[]>, clusters: readonly [string, { members: string[] }][]) {
+  const names = new Map<string, string>();
+  const taken = new Set<string>();
+  for (const [id, c] of clusters) {
+    let key: string | null = null;
+    for (const m of c.members) for (const k of keys.get(m) ?? []) if (key === null || compareStrings(k, key) < 0) key = k;
+    const name = key === null ? `cluster ${id} without keys` : taken.has(key) ? `cluster ${id} named ${key} again` : key;
+    taken.add(name);
+    names.set(id, name);
+  }
+  return (id: string): string => names.get(id) ?? id;
 }

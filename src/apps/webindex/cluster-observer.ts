@@ -1,7 +1,8 @@
 /**
  * Duplicate clustering (observes `docs parsed:keys`): the paper's Figure 2, generalized from one
- * key to several. Documents sharing any clustering key form one cluster (a connected component);
- * the cluster's id is its smallest key. (Its canonical member, the one with the most in-links, is
+ * key to several. Documents sharing any clustering key form one cluster (a connected component).
+ * A cluster keeps its id while it changes; a new one is named after its smallest key
+ * (cluster-ids.ts says why and how). (Its canonical member, the one with the most in-links, is
  * the export's to choose: export-observer.ts.)
  *
  * One run recomputes, from the current snapshot, every component that the document's change can
@@ -55,6 +56,7 @@ import {
   RANK_DIRTY,
   RANK_INLINKS,
 } from './schema.js';
+import { freshIdCandidate, keptClusterIds } from './cluster-ids.js';
 import { KeyGate, staleSnapshot } from './gate.js';
 import { relayLinks } from './link-notify-observer.js';
 import { compareStrings, parseJson, utf8 } from './util.js';
@@ -66,6 +68,54 @@ interface DocInfo {
 
 /** Columns builds before the seventeenth session of 2026-11-27 kept a document's in-link count in. */
 const LEGACY_RANK = [RANK_INLINKS, RANK_ANCHORS, RANK_COUNTED_AT] as const;
+
+/**
+ * Each component's id (cluster-ids.ts): the previous id it keeps, or the first fresh candidate no
+ * cluster holds. A cluster this run loaded and gives to no component is deleted by this run, so
+ * its id is free; any other candidate is looked up (a point read, and usually a key-filter miss).
+ */
+async function componentIds(
+  tx: Transaction,
+  components: readonly (readonly string[])[],
+  info: ReadonlyMap<string, DocInfo>,
+  loaded: ReadonlyMap<string, ClusterState>,
+): Promise<string[]> {
+  const ids = keptClusterIds(
+    components,
+    (m) => (info.get(m) as DocInfo).id,
+    (m) => (info.get(m) as DocInfo).keys,
+  );
+  const taken = new Set(ids.filter((id): id is string => id !== null));
+  const smallestKey = (members: readonly string[]) => {
+    let key = '';
+    for (const m of members) for (const k of (info.get(m) as DocInfo).keys) if (key === '' || k < key) key = k;
+    return key;
+  };
+  let pending = ids.flatMap((id, i) => (id === null ? [i] : []));
+  for (let attempt = 0; pending.length > 0; attempt++) {
+    const candidates = pending.map((i) => freshIdCandidate(smallestKey(components[i] as string[]), tx.startTs, attempt));
+    const unknown = candidates.filter((c) => !taken.has(c) && !loaded.has(c));
+    const values =
+      unknown.length === 0
+        ? []
+        : await tx.getMany(
+            CLUSTERS,
+            unknown.map((id) => ({ row: id, column: CLUSTER_STATE })),
+          );
+    const held = new Set(unknown.filter((_, j) => values[j] !== null));
+    const next: number[] = [];
+    pending.forEach((i, j) => {
+      const c = candidates[j] as string;
+      if (taken.has(c) || held.has(c)) next.push(i);
+      else {
+        ids[i] = c;
+        taken.add(c);
+      }
+    });
+    pending = next;
+  }
+  return ids as string[];
+}
 
 export function clusterObserver() {
   const gate = new KeyGate();
@@ -194,17 +244,15 @@ export function clusterObserver() {
       if (newKeys.length > 0) tx.set(DOCS, self, CLUSTER_KEYS, JSON.stringify(newKeys));
       else tx.delete(DOCS, self, CLUSTER_KEYS);
     }
-    const liveIds = new Set<string>();
+    const comps = [...components.values()].map((members) => members.sort(compareStrings));
+    const ids = await componentIds(tx, comps, info, clusterStates);
+    const liveIds = new Set(ids);
     const states: [string, string][] = [];
-    for (const members of components.values()) {
-      members.sort(compareStrings);
-      let id: string | null = null;
-      for (const m of members) for (const k of (info.get(m) as DocInfo).keys) if (id === null || k < id) id = k;
-      const cid = id as string;
-      liveIds.add(cid);
+    comps.forEach((members, i) => {
+      const cid = ids[i] as string;
       for (const m of members) if ((info.get(m) as DocInfo).id !== cid) tx.set(DOCS, m, CLUSTER_ID, cid);
       states.push([cid, clusterStateJson(members)]);
-    }
+    });
     // Every cluster written is gated like the keys: runs that reach one cluster through keys they
     // do not share (two new members of it) would otherwise conflict on its c:state at commit.
     const entered = gate.extend(

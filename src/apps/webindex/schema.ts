@@ -8,8 +8,9 @@
  *   when the document is gone).
  * - `anchors[t \0 s]` exists iff live document s links to t (one row per inverted link).
  * - Clusters are the connected components of live documents joined by shared clustering keys;
- *   a cluster's id is the smallest key among its members; its canonical member has the most
- *   in-links (ties: the smallest URL), counted by the export from `anchors`.
+ *   a cluster keeps its id while it lives (a new cluster is named after its smallest key, unless
+ *   a cluster holds that id: cluster-ids.ts); its canonical member has the most in-links (ties:
+ *   the smallest URL), counted by the export from `anchors`.
  * - The serving index (`index`, `exports[id] export:*`) holds, per cluster, the canonical's title
  *   and text plus the anchor text of every link to any member: links to duplicates count for the
  *   canonical. Its postings are those `export:terms` lists, plus stale ones `export:stale` lists

@@ -19,6 +19,10 @@
  *   the id of a key none of its members carries any more), then that key with `#` and the
  *   transaction's start timestamp (unique per transaction; components of one run have disjoint
  *   keys), then with a counter after that — `freshIdCandidate`.
+ *
+ * Concurrency: none here (pure). The cluster observer reads the `c:state` of every id it may keep
+ * (each is a member's cluster) and of every fresh candidate it takes, and writes each id it gives,
+ * so two runs that would give one id to two components conflict at commit.
  */
 
 /**

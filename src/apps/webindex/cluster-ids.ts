@@ -24,6 +24,7 @@
  * (each is a member's cluster) and of every fresh candidate it takes, and writes each id it gives,
  * so two runs that would give one id to two components conflict at commit.
  */
+import { compareStrings } from './util.js';
 
 /**
  * The previous id each component keeps, or null where it needs a fresh one.
@@ -47,10 +48,12 @@ export function keptClusterIds(
     for (const [id, n] of counts) claims.push({ component, id, members: n, carried: members.some((m) => keysOf(m).includes(id)) });
   });
   const first = (c: number) => components[c]?.[0] ?? '';
-  const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   claims.sort(
     (a, b) =>
-      b.members - a.members || Number(b.carried) - Number(a.carried) || order(a.id, b.id) || order(first(a.component), first(b.component)),
+      b.members - a.members ||
+      Number(b.carried) - Number(a.carried) ||
+      compareStrings(a.id, b.id) ||
+      compareStrings(first(a.component), first(b.component)),
   );
   const kept: (string | null)[] = components.map(() => null);
   const given = new Set<string>();

@@ -92,8 +92,9 @@ async function componentIds(
     return key;
   };
   let pending = ids.flatMap((id, i) => (id === null ? [i] : []));
+  const smallest = new Map(pending.map((i) => [i, smallestKey(components[i] as string[])]));
   for (let attempt = 0; pending.length > 0; attempt++) {
-    const candidates = pending.map((i) => freshIdCandidate(smallestKey(components[i] as string[]), tx.startTs, attempt));
+    const candidates = pending.map((i) => freshIdCandidate(smallest.get(i) as string, tx.startTs, attempt));
     const unknown = candidates.filter((c) => !taken.has(c) && !loaded.has(c));
     const values =
       unknown.length === 0

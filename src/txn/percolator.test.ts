@@ -456,6 +456,35 @@ describe('db.get on a store without synchronous reads (a remote store)', () => {
     }
   });
 
+
+  it('getMany tells rows given as strings from rows given as bytes, and reads its own writes', async () => {
+    // 'Ã©' as a string is UTF-8 C3 83 C2 A9; the bytes C3 A9 are 'é'. Grouping by the latin1
+    // string of the bytes would put the bytes C3 A9 with the string 'Ã©'.
+    const rows = { e: 'é', mojibake: 'Ã©', ascii: 'plain' };
+    await db.transaction(async (tx) => {
+      for (const [name, row] of Object.entries(rows)) tx.set('t', row, 'c:v', name);
+    });
+    const asBytes = (s: string) => new Uint8Array(Buffer.from(s, 'utf8'));
+    const cells = [
+      { row: rows.mojibake, column: 'c:v' },
+      { row: asBytes(rows.e), column: 'c:v' },
+      { row: rows.e, column: 'c:v' },
+      { row: asBytes(rows.mojibake), column: 'c:v' },
+      { row: Uint8Array.from([0xc3, 0xa9]), column: 'c:v' },
+      { row: rows.ascii, column: 'c:v' },
+      { row: asBytes(rows.ascii), column: 'c:v' },
+      { row: rows.ascii, column: 'c:none' },
+    ];
+    const snap = await db.snapshot();
+    expect((await snap.getMany('t', cells)).map(str)).toEqual(['mojibake', 'e', 'e', 'mojibake', 'e', 'ascii', 'ascii', null]);
+    snap.release();
+    const tx = await db.begin();
+    tx.set('t', asBytes(rows.e), 'c:v', 'mine');
+    tx.delete('t', rows.ascii, 'c:v');
+    expect((await tx.getMany('t', cells)).map(str)).toEqual(['mojibake', 'mine', 'mine', 'mojibake', 'mine', null, null, null]);
+    tx.abort();
+    tx.release();
+  });
   it('answers from one store read without a timestamp when no lock is on the cell, else at a fresh timestamp', async () => {
     const remote = remoteLike(db.store);
     expect(atomicRowsOf(remote.store)).toBeNull();

@@ -233,17 +233,23 @@ export class Snapshot {
       return [await this.get(table, c.row, c.column)];
     }
     const out: (Uint8Array | null)[] = new Array(cells.length).fill(null);
-    const byRow = new Map<string, { row: Uint8Array; refs: ColumnRef[]; slots: number[] }>();
+    // Grouped by the key as given: a string row is converted once, not once per column. (A row
+    // given both as a string and as bytes is read twice, with the same result.)
+    type Entry = { row: Uint8Array; refs: ColumnRef[]; slots: number[] };
+    const byString = new Map<string, Entry>();
+    const byBytes = new Map<string, Entry>();
+    const mayOwn = this.hasBuffered();
     cells.forEach((c, i) => {
-      const own = this.buffered(table, c.row, c.column);
+      const own = mayOwn ? this.buffered(table, c.row, c.column) : undefined;
       if (own !== undefined) {
         out[i] = own;
         return;
       }
-      const row = toBytes(c.row);
-      const k = bytesKey(row);
-      let e = byRow.get(k);
-      if (e === undefined) byRow.set(k, (e = { row, refs: [], slots: [] }));
+      const isString = typeof c.row === 'string';
+      const groups = isString ? byString : byBytes;
+      const k = isString ? (c.row as string) : bytesKey(c.row as Uint8Array);
+      let e = groups.get(k);
+      if (e === undefined) groups.set(k, (e = { row: toBytes(c.row), refs: [], slots: [] }));
       e.refs.push(this.columnRef(c.column));
       e.slots.push(i);
     });
@@ -251,7 +257,7 @@ export class Snapshot {
     // values, a remote store) go through the full read, in parallel.
     let pending: Promise<void>[] | null = null;
     try {
-      for (const e of byRow.values()) {
+      for (const e of [...byString.values(), ...byBytes.values()]) {
         const now = readVersionsNow(table, e.row, e.refs, this.startTs, this.env.read);
         if (now !== undefined) {
           e.slots.forEach((slot, j) => {
@@ -292,6 +298,11 @@ export class Snapshot {
   /** Buffered value for read-your-writes: undefined = not written by this transaction. */
   protected buffered(_table: string, _row: RowKey, _column: string): Uint8Array | null | undefined {
     return undefined;
+  }
+
+  /** Whether `buffered` can answer anything (most reads come before a transaction writes). */
+  protected hasBuffered(): boolean {
+    return false;
   }
 }
 
@@ -379,7 +390,12 @@ export class Transaction extends Snapshot {
     r.cells.set(column, { column, q, kind, value, notify: !internal && this.env.isObserved(table, column) });
   }
 
+  protected override hasBuffered(): boolean {
+    return this.rows.size > 0;
+  }
+
   protected override buffered(table: string, row: RowKey, column: string): Uint8Array | null | undefined {
+    if (this.rows.size === 0) return undefined;
     const r = this.rows.get(`${table}\u0000${bytesKey(toBytes(row))}`);
     const c = r?.cells.get(column);
     if (c === undefined) return undefined;

@@ -456,7 +456,6 @@ describe('db.get on a store without synchronous reads (a remote store)', () => {
     }
   });
 
-
   it('getMany tells rows given as strings from rows given as bytes, and reads its own writes', async () => {
     // 'Ã©' as a string is UTF-8 C3 83 C2 A9; the bytes C3 A9 are 'é'. Grouping by the latin1
     // string of the bytes would put the bytes C3 A9 with the string 'Ã©'.

@@ -484,6 +484,7 @@ describe('db.get on a store without synchronous reads (a remote store)', () => {
     tx.abort();
     tx.release();
   });
+
   it('answers from one store read without a timestamp when no lock is on the cell, else at a fresh timestamp', async () => {
     const remote = remoteLike(db.store);
     expect(atomicRowsOf(remote.store)).toBeNull();

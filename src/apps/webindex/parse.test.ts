@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SyntheticCorpus } from './corpus/synthetic.js';
-import { clusterKeys, parseDocument, resolveLink, urlKey } from './parse.js';
+import { clusterKeys, collapse, parseDocument, resolveLink, urlKey } from './parse.js';
+import { mulberry32 } from '../../util/seeded-random.js';
 import { anchorTermCounts, postingScore, termsOf, tokenize } from './terms.js';
 
 const BASE = 'file:///node_modules/pkg/README.md';
@@ -133,6 +134,19 @@ describe('links, keys and terms', () => {
     expect(termsOf('Stream', body, counts)).toHaveLength(byHand.size);
     // Two members' lists add up.
     expect(termsOf('', '', [...counts, ...anchorTermCounts(['docs'])]).find(([t]) => t === 'docs')).toEqual(['docs', 4]);
+  });
+});
+
+describe('collapse', () => {
+  it('makes every whitespace run one space and trims, as replacing each run does', () => {
+    expect(collapse('  a \t b\n\nc\u00a0d\u2003 e  ')).toBe('a b c d e');
+    const r = mulberry32(21);
+    const alphabet = 'ab  \t\n\r\f\v\u00a0\u2000\u2028\u3000\ufeffxé';
+    for (let k = 0; k < 2_000; k++) {
+      let s = '';
+      for (let i = Math.floor(r() * 60); i > 0; i--) s += alphabet[Math.floor(r() * alphabet.length)];
+      expect(collapse(s)).toBe(s.replace(/\s+/g, ' ').trim());
+    }
   });
 });
 

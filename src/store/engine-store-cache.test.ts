@@ -101,6 +101,43 @@ describe("the row cache's second tier", () => {
     }
   });
 
+  it('keeps the rows it read when new rows are written (their absence is not cached on the way)', async () => {
+    // A decoded tier that holds the rows read, and a second tier too small to hold what the
+    // decoded tier would evict: a row pushed out of the decoded tier is read from the engine again.
+    const engine = new CountingEngine();
+    const store = await EngineStore.open(engine, 'memory:', { cacheBytes: 24 * 1024, encodedCacheBytes: 2048, gcIntervalMs: 0 });
+    try {
+      await store.createTable('t', { families: { f: {} } });
+      const cell = (v: Buffer) => [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('c'), timestampMicros: 1, value: v } }];
+      const READ = 20;
+      for (let i = 0; i < READ; i++) await store.mutateRow('t', key(i), cell(value(i, 0)));
+      await store.whenKeysKnown();
+      const expected = Array.from({ length: READ }, (_, i) => value(i, 0).toString());
+      const readBack = async () => {
+        const out: string[] = [];
+        for (let i = 0; i < READ; i++) out.push(Buffer.from((await store.readRow('t', key(i)))?.cells[0]?.value ?? []).toString());
+        return out;
+      };
+      expect(await readBack()).toEqual(expected);
+      // 60 rows that did not exist, as a transaction writes postings: one write each, and in one
+      // conditional write across rows (the one-phase commit's path).
+      for (let i = 0; i < 30; i++) await store.mutateRow('t', Buffer.from(`new-a-${i}`), cell(Buffer.from('v')));
+      await store.checkAndMutateRows(
+        Array.from({ length: 30 }, (_, i) => ({
+          table: 't',
+          key: Buffer.from(`new-b-${i}`),
+          veto: { families: ['f'], test: () => false },
+          mutations: cell(Buffer.from('v')),
+        })),
+      );
+      engine.gets = 0;
+      expect(await readBack()).toEqual(expected);
+      expect(engine.gets).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('forgets the rows it holds when a row range is dropped', async () => {
     const { store } = await openWith(1024 * 1024);
     try {

@@ -256,18 +256,23 @@ export class EngineStore implements AtomicRowsStore {
 
   private serverMicros = (): number => Math.floor(this.now() / 1000) * 1000;
 
-  /** One locality group of one row, decoded, from the cache or the engine. */
-  private loadGroup(t: TableState, gid: number, key: Bytes): readonly Cell[] {
+  /**
+   * One locality group of one row, decoded, from the cache or the engine. `writing`: the caller
+   * loads it to rewrite it, and an absent row is then not cached (the write caches what it writes;
+   * most rows a transaction writes are new — postings, anchors — and caching their absence first
+   * cost a decoded-tier entry, and the eviction it caused, per row).
+   */
+  private loadGroup(t: TableState, gid: number, key: Bytes, writing = false): readonly Cell[] {
     const ck = cacheKey(t, gid, key);
-    return this.cache.get(ck) ?? this.loadMiss(t, gid, key, ck);
+    return this.cache.get(ck) ?? this.loadMiss(t, gid, key, ck, writing);
   }
 
   /** loadGroup past a miss in the decoded cache: the encoded tier or the engine, cached under `ck`. */
-  private loadMiss(t: TableState, gid: number, key: Bytes, ck: string): readonly Cell[] {
+  private loadMiss(t: TableState, gid: number, key: Bytes, ck: string, writing = false): readonly Cell[] {
     let raw = this.cache.takeEncoded(ck);
     // Absent as the encoded tier remembers it, or as the key filter proves it: no engine read.
     if (raw === ABSENT_ROW || (raw === undefined && this.keys.ready && !this.keys.mayContain(ck))) {
-      this.cache.set(ck, EMPTY_CELLS, 0);
+      if (!writing) this.cache.set(ck, EMPTY_CELLS, 0);
       return EMPTY_CELLS;
     }
     if (raw === undefined) {
@@ -277,7 +282,7 @@ export class EngineStore implements AtomicRowsStore {
       n[raw === undefined ? 1 : 0]++;
     }
     const cells = raw === undefined ? EMPTY_CELLS : this.decode(t, raw, key);
-    this.cache.set(ck, cells, raw?.byteLength ?? 0, raw);
+    if (!writing || raw !== undefined) this.cache.set(ck, cells, raw?.byteLength ?? 0, raw);
     return cells;
   }
 
@@ -288,9 +293,9 @@ export class EngineStore implements AtomicRowsStore {
     return cells.filter((c) => t.familyGroup.has(c.family));
   }
 
-  private loadRow(t: TableState, key: Bytes, groups: readonly number[]): readonly Cell[] {
-    if (groups.length === 1) return this.loadGroup(t, groups[0] as number, key);
-    return mergeGroups(groups.map((g) => this.loadGroup(t, g, key)));
+  private loadRow(t: TableState, key: Bytes, groups: readonly number[], writing = false): readonly Cell[] {
+    if (groups.length === 1) return this.loadGroup(t, groups[0] as number, key, writing);
+    return mergeGroups(groups.map((g) => this.loadGroup(t, g, key, writing)));
   }
 
   /** Applies GC rules to canonical cells (read side: collected cells are never visible). */
@@ -351,7 +356,7 @@ export class EngineStore implements AtomicRowsStore {
     loaded?: Loaded,
   ): RowPlan | null {
     const now = this.now();
-    const before = groups.map((g) => (loaded !== undefined && loaded.gid === g ? loaded.cells : this.loadGroup(t, g, key)));
+    const before = groups.map((g) => (loaded !== undefined && loaded.gid === g ? loaded.cells : this.loadGroup(t, g, key, true)));
     const current = this.collect(t, groups.length === 1 ? (before[0] as readonly Cell[]) : mergeGroups(before), now);
     const mutated = mutate(current);
     if (mutated === null) return null;
@@ -1061,7 +1066,7 @@ export class EngineStore implements AtomicRowsStore {
           const test = e.veto ?? predicates[i];
           if (test === null || test === undefined) continue;
           const groups = t.groupsFor(test.families);
-          const cells = this.loadRow(t, e.key, groups);
+          const cells = this.loadRow(t, e.key, groups, e.mutations.length > 0);
           if (groups.length === 1) loaded[i] = { gid: groups[0] as number, cells };
           const visible = this.collect(t, cells, now);
           if (e.veto !== undefined ? e.veto.test(visible) : (test as CompiledFilter).apply(e.key, visible).length > 0) return i;

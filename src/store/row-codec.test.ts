@@ -57,6 +57,10 @@ describe('row codec', () => {
       }
       const { value, cells: views } = encodeRowCells(cells);
       expect(plain(views)).toEqual(plain(cells));
+      // encodeRow's value (a slice of Node's pool, at an offset) holds the same bytes and decodes alike.
+      const pooled = encodeRow(cells);
+      expect(Buffer.from(pooled)).toEqual(Buffer.from(value));
+      expect(plain(decodeRow(pooled))).toEqual(plain(cells));
       // The stored value may come back as a view at an offset into a larger buffer.
       const padded = Buffer.concat([Buffer.alloc(3 + rand(10)), Buffer.from(value)]);
       const decoded = decodeRow(padded.subarray(padded.length - value.byteLength));

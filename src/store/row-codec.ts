@@ -37,7 +37,11 @@ function writeVarint(buf: Buffer, off: number, n: number): number {
   return off;
 }
 
-/** Encodes canonical cells (non-empty). */
+/**
+ * Encodes canonical cells (non-empty). The value may be a slice of Node's buffer pool: it is for
+ * passing on (to the engine, which copies it, or to the encoded tier's ring); whatever keeps it, or
+ * views into it, for long takes encodeRowCells' value instead, or a copy.
+ */
 export function encodeRow(cells: readonly Cell[]): Uint8Array {
   return encode(cells, null);
 }

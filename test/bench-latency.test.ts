@@ -31,6 +31,7 @@ describe('bench latency', () => {
     expect(r.repositoryDocuments).toBe(100);
     expect(r.timeCompression).toBe(7200);
     expect(r.store).toBe('file:');
+    expect(r.machine.node).toBe(process.version);
     expect(r.points.map((p) => p.crawlRatePercentPerHour)).toEqual(rates);
     // 1 %/h of 100 documents is one re-crawl per hour: five hours for five samples.
     expect(r.points.map((p) => p.crawls)).toEqual([5, 10, 100]);
@@ -52,6 +53,14 @@ describe('bench latency', () => {
     for (const t of r.batch.roundsMs) expect(t).toBeGreaterThan(0);
     expect(r.batch.roundMs).toBeGreaterThan(0);
     expect(r.incremental.capacityDocsPerSecond).toBeGreaterThan(0);
+    // The capacity is the burst's re-crawls over its time to quiescence, which comes after its
+    // last crawl was made searchable.
+    const probe = r.incremental.probe;
+    expect(probe.crawls).toBe(30);
+    expect(probe.indexedMs).toBeGreaterThan(0);
+    expect(probe.indexedMs).toBeLessThanOrEqual(probe.quiescentMs + 1);
+    expect(probe.quiescenceIdleMs).toBeGreaterThanOrEqual(0);
+    expect(r.incremental.capacityDocsPerSecond).toBeCloseTo(probe.crawls / (probe.quiescentMs / 1000), 0);
     expect(r.crossoverMethod).not.toBe('');
     if (r.crossoverPercentPerHour !== null && !r.crossoverExtrapolated) {
       expect(r.points.some((p) => p.incrementalMedianMs >= p.batchMedianMs)).toBe(true);

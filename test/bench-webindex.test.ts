@@ -67,6 +67,7 @@ it('indexes every document of every phase, without anomalies, says how busy the 
   for (const label of ['documents/s', 'CPU ms per document', 'documents searchable']) expect(sizeSvg).toContain(label);
   expect(sizeSvg).not.toContain('engine reads');
   expect(r.stages).toBeNull(); // not asked for
+  expect(r.node).toBe(process.version);
 }, 120_000);
 
 it('with stages, runs the pipeline cut after each stage on the same corpus: each adds its cost', async () => {

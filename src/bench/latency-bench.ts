@@ -119,6 +119,16 @@ export interface LatencyBenchResult {
   readonly incremental: {
     /** Re-crawls per second of a burst, until the index is quiescent (the pipeline's capacity). */
     readonly capacityDocsPerSecond: number;
+    /**
+     * The burst behind it: re-crawls, ms from its first crawl to quiescence and to the last of its
+     * crawls made searchable, and what a quiescence wait took with nothing pending just before it.
+     */
+    readonly probe: {
+      readonly crawls: number;
+      readonly quiescentMs: number;
+      readonly indexedMs: number;
+      readonly quiescenceIdleMs: number;
+    };
     /** The crawl rate (%/h, compressed) at which crawls arrive as fast as that. */
     readonly saturationPercentPerHour: number;
     readonly initialLoadDocumentsPerSecond: number;
@@ -141,7 +151,8 @@ export interface LatencyBenchResult {
   readonly store: string;
   readonly seed: number;
   readonly elapsedMs: number;
-  readonly machine: { cpus: number; load1mStart: number; load1mEnd: number };
+  /** `node`: the Node.js that ran it (`process.version`). */
+  readonly machine: { cpus: number; node: string; load1mStart: number; load1mEnd: number };
 }
 
 const round = (v: number, digits = 1) => Math.round(v * 10 ** digits) / 10 ** digits;
@@ -325,12 +336,20 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
 
       const probeCount = Math.min(n, Math.max(1, Math.floor(options.probeDocs ?? 300)));
       log(`capacity: a burst of ${probeCount} re-crawls, timed to quiescence`);
+      // What telling quiescence costs by itself (a full notification pass with nothing pending),
+      // measured on the same store just before the burst: part of every burst's time below.
+      const idleStart = performance.now();
+      await db.waitForQuiescence({ timeoutMs: 900_000 });
+      const quiescenceIdleMs = performance.now() - idleStart;
       const probe = makeCrawls(Array.from({ length: probeCount }, () => 0));
       const { startWall: probeStart } = await runCrawls(db, handle.worker, probe);
+      const probeMs = Date.now() - probeStart;
+      const probeLatencies = await readLatencies(db, probe);
+      const probeIndexedMs = Math.max(0, ...probe.map((c, i) => c.fetchedAt + (probeLatencies[i] ?? 0) - probeStart));
       // To quiescence, not to the last export of a crawled document: a re-crawl also causes
       // follow-up work (link relay, in-link recounts and re-exports of the pages it links to)
       // that competes for the same capacity when crawls keep coming.
-      const capacity = probeCount / Math.max(0.001, (Date.now() - probeStart) / 1000);
+      const capacity = probeCount / Math.max(0.001, probeMs / 1000);
       const saturationPercentPerHour = (100 * capacity * hourSeconds) / n;
 
       const points: LatencyPoint[] = raw.map((p) => {
@@ -376,6 +395,12 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
         batch,
         incremental: {
           capacityDocsPerSecond: round(capacity),
+          probe: {
+            crawls: probeCount,
+            quiescentMs: probeMs,
+            indexedMs: Math.round(probeIndexedMs),
+            quiescenceIdleMs: Math.round(quiescenceIdleMs),
+          },
           saturationPercentPerHour: round(saturationPercentPerHour),
           initialLoadDocumentsPerSecond: handle.summary.documentsPerSecond,
           initialLoadMs: handle.summary.loadAndProcessMs,
@@ -392,7 +417,12 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
         store: dir === null ? 'memory:' : 'file:',
         seed,
         elapsedMs: Math.round(performance.now() - started),
-        machine: { cpus: cpus().length, load1mStart: round(load1mStart, 2), load1mEnd: round(loadavg()[0] as number, 2) },
+        machine: {
+          cpus: cpus().length,
+          node: process.version,
+          load1mStart: round(load1mStart, 2),
+          load1mEnd: round(loadavg()[0] as number, 2),
+        },
       };
     } finally {
       await handle.close();

@@ -167,6 +167,8 @@ export interface WebIndexBenchResult {
   readonly elapsedMs: number;
   readonly store: string;
   readonly threads: number;
+  /** The Node.js that ran it (`process.version`): the same build runs at different speeds on different Node.js versions. */
+  readonly node: string;
   /** Background GC of the saturation phase: its interval (0 = off) and its last pass. */
   readonly gc: { readonly intervalMs: number; readonly fullIntervalMs: number; readonly last: RunSummary['lastGc'] };
   /** Broken protocol invariants met in the saturation phase (expected: none). */
@@ -416,6 +418,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     elapsedMs: s.loadAndProcessMs,
     store: options.store ?? 'file:',
     threads,
+    node: process.version,
     gc: { intervalMs: s.gcIntervalMs, fullIntervalMs: s.fullGcIntervalMs, last: s.lastGc },
     anomalies: s.anomalies,
     stages,

@@ -17,6 +17,8 @@
  * group commit serves both equally; every write is durable when acknowledged (file:). Reads go to
  * two tables of their own with the same rows written interleaved, each row read once on both
  * sides before the timing; both sides convert their string row key to bytes the same way (`utf8`).
+ * The two read phases alternate (measureAlternating): measured once each, raw first, the raw phase
+ * alone swung by almost 2x between runs of one build.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,7 +49,7 @@ async function measure(
   seconds: number,
   clients: number,
   op: (client: number, i: number) => Promise<void>,
-): Promise<{ perSecond: number; perClient: number[] }> {
+): Promise<{ perSecond: number; perClient: number[]; ops: number; seconds: number }> {
   const end = performance.now() + seconds * 1000;
   const start = performance.now();
   const perClient = new Array<number>(clients).fill(0);
@@ -61,7 +63,27 @@ async function measure(
     }),
   );
   const ops = perClient.reduce((a, b) => a + b, 0);
-  return { perSecond: ops / ((performance.now() - start) / 1000), perClient };
+  const elapsed = (performance.now() - start) / 1000;
+  return { perSecond: ops / elapsed, perClient, ops, seconds: elapsed };
+}
+
+/**
+ * `a` and `b` measured for `seconds` each, in halves ordered a, b, b, a: a phase that runs first
+ * or last (the engine still compacting what the writes left, a collection of the warm-up's
+ * garbage) then weighs on both sides alike. Measured once each, raw reads first, the same build
+ * gave read ratios from 0.83 to 1.52 on one machine within minutes (BENCHMARKS.md, 2026-11-29).
+ */
+async function measureAlternating(
+  seconds: number,
+  clients: number,
+  a: (client: number, i: number) => Promise<void>,
+  b: (client: number, i: number) => Promise<void>,
+): Promise<[number, number]> {
+  const a1 = await measure(seconds / 2, clients, a);
+  const b1 = await measure(seconds / 2, clients, b);
+  const b2 = await measure(seconds / 2, clients, b);
+  const a2 = await measure(seconds / 2, clients, a);
+  return [(a1.ops + a2.ops) / (a1.seconds + a2.seconds), (b1.ops + b2.ops) / (b1.seconds + b2.seconds)];
 }
 
 /** Figure 8 as a grouped bar chart: operations/s of the raw store and of Percolator. */
@@ -146,16 +168,18 @@ export async function runOverheadBench(opts: { seconds: number; clients?: number
         await db.get(T.txnReads, key(c, i), 'f:c');
       }
     });
-    const rawReads = await measure(opts.seconds, clients, async (c, i) => {
-      await store.readRow(T.rawReads, utf8(key(c, i % rows)));
-    });
-    const txnReads = await measure(opts.seconds, clients, async (c, i) => {
-      await db.get(T.txnReads, key(c, i % rows), 'f:c');
-    });
+    const [rawReadsPerSecond, txnReadsPerSecond] = await measureAlternating(
+      opts.seconds,
+      clients,
+      async (c, i) => {
+        await store.readRow(T.rawReads, utf8(key(c, i % rows)));
+      },
+      async (c, i) => {
+        await db.get(T.txnReads, key(c, i % rows), 'f:c');
+      },
+    );
     const rawWritesPerSecond = rawWrites.perSecond;
     const txnWritesPerSecond = txnWrites.perSecond;
-    const rawReadsPerSecond = rawReads.perSecond;
-    const txnReadsPerSecond = txnReads.perSecond;
     await db.close();
     return {
       store: opts.store ?? 'file:',

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { openStore } from '../src/store/open-store.js';
-import { overheadSvg, runOverheadBench } from '../src/bench/overhead-bench.js';
+import { measureAlternating, overheadSvg, runOverheadBench } from '../src/bench/overhead-bench.js';
 import { checkSvg } from '../src/bench/svg-plot.js';
 
 it('measures raw and transactional reads and writes, reports their ratios, and draws Figure 8', async () => {
@@ -41,3 +41,22 @@ it('runs again against a store it did not create, leaving no tables behind', asy
     rmSync(dir, { recursive: true, force: true });
   }
 }, 60_000);
+
+it('measures the two read phases in halves ordered a, b, b, a, each rate over both of its halves', async () => {
+  const phases: string[] = [];
+  const counts = { a: 0, b: 0 };
+  const op = (name: 'a' | 'b') => async () => {
+    if (phases[phases.length - 1] !== name) phases.push(name);
+    counts[name]++;
+    await new Promise<void>((r) => setImmediate(r));
+  };
+  const [a, b] = await measureAlternating(0.2, 2, op('a'), op('b'));
+  expect(phases).toEqual(['a', 'b', 'a']); // a | b b | a: the middle halves run back to back
+  expect(a).toBeGreaterThan(0);
+  expect(b).toBeGreaterThan(0);
+  // Each rate counts every operation of its side over about the 0.2 s its halves lasted.
+  expect(a).toBeGreaterThan(counts.a / 0.4);
+  expect(a).toBeLessThanOrEqual(counts.a / 0.19);
+  expect(b).toBeGreaterThan(counts.b / 0.4);
+  expect(b).toBeLessThanOrEqual(counts.b / 0.19);
+});

@@ -73,7 +73,7 @@ async function measure(
  * garbage) then weighs on both sides alike. Measured once each, raw reads first, the same build
  * gave read ratios from 0.83 to 1.52 on one machine within minutes (BENCHMARKS.md, 2026-11-29).
  */
-async function measureAlternating(
+export async function measureAlternating(
   seconds: number,
   clients: number,
   a: (client: number, i: number) => Promise<void>,

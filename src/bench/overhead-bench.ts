@@ -71,7 +71,7 @@ async function measure(
  * `a` and `b` measured for `seconds` each, in halves ordered a, b, b, a: a phase that runs first
  * or last (the engine still compacting what the writes left, a collection of the warm-up's
  * garbage) then weighs on both sides alike. Measured once each, raw reads first, the same build
- * gave read ratios from 0.83 to 1.52 on one machine within minutes (BENCHMARKS.md, 2026-11-29).
+ * gave read ratios from 0.81 to 1.52 on one machine within minutes (BENCHMARKS.md, 2026-11-29).
  */
 export async function measureAlternating(
   seconds: number,

@@ -68,9 +68,9 @@ async function measure(
 }
 
 /**
- * `a` and `b` measured for `seconds` each, in halves ordered a, b, b, a: a phase that runs first
- * or last (the engine still compacting what the writes left, a collection of the warm-up's
- * garbage) then weighs on both sides alike. Measured once each, raw reads first, the same build
+ * `a` and `b` measured for `seconds` each, in halves ordered a, b, b, a: whatever a phase that
+ * runs first or last meets (the engine still compacting what the writes left, a collection of
+ * the warm-up's garbage) then weighs on both sides alike. Measured once each, raw reads first, the same build
  * gave read ratios from 0.81 to 1.52 on one machine within minutes (BENCHMARKS.md, 2026-11-29).
  */
 export async function measureAlternating(

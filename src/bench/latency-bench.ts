@@ -250,6 +250,11 @@ async function runCrawls(db: Percolator, worker: Worker, crawls: Crawl[]): Promi
   return { startWall };
 }
 
+/** Wall-clock ms at which the last of `crawls` was made searchable (a fetch not indexed counts at its fetch time). */
+function lastIndexedAt(crawls: readonly Crawl[], latencies: readonly (number | null)[]): number {
+  return Math.max(...crawls.map((c, i) => c.fetchedAt + (latencies[i] ?? 0)));
+}
+
 /** The latency the export observer recorded for each crawl's fetch (null if that fetch was not indexed). */
 async function readLatencies(db: Percolator, crawls: readonly Crawl[]): Promise<(number | null)[]> {
   const snap = await db.snapshot();
@@ -330,7 +335,7 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
         log(`${rate} %/h: ${count} re-crawls over ${hours} compressed hour(s) = ${(windowMs / 1000).toFixed(1)} s`);
         const { startWall } = await runCrawls(db, handle.worker, crawls);
         const latencies = await readLatencies(db, crawls);
-        const lastIndexed = Math.max(...crawls.map((c, i) => c.fetchedAt + (latencies[i] ?? 0)));
+        const lastIndexed = lastIndexedAt(crawls, latencies);
         raw.push({ rate, hours, crawls, latencies, windowMs, drainMs: Math.max(0, lastIndexed - (startWall + windowMs)) });
       }
 
@@ -345,7 +350,7 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
       const { startWall: probeStart } = await runCrawls(db, handle.worker, probe);
       const probeMs = Date.now() - probeStart;
       const probeLatencies = await readLatencies(db, probe);
-      const probeIndexedMs = Math.max(0, ...probe.map((c, i) => c.fetchedAt + (probeLatencies[i] ?? 0) - probeStart));
+      const probeIndexedMs = Math.max(0, lastIndexedAt(probe, probeLatencies) - probeStart);
       // To quiescence, not to the last export of a crawled document: a re-crawl also causes
       // follow-up work (link relay, in-link recounts and re-exports of the pages it links to)
       // that competes for the same capacity when crawls keep coming.

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../util/seeded-random.js';
-import { bytesEqual, bytesKey, compareBytes, utf8 } from './bytes.js';
+import { asciiKey, bytesEqual, bytesKey, compareBytes, keyBytes, utf8 } from './bytes.js';
 
 const rand = mulberry32(12);
 const randomBytes = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
@@ -57,6 +57,26 @@ describe('utf8', () => {
       expect(Buffer.from(utf8(ascii)).equals(Buffer.from(ascii, 'utf8'))).toBe(true);
       const mixed = ascii.slice(0, n >> 1) + 'é→' + ascii.slice(n >> 1);
       expect(Buffer.from(utf8(mixed)).equals(Buffer.from(mixed, 'utf8'))).toBe(true);
+    }
+  });
+});
+
+describe('asciiKey and keyBytes', () => {
+  it('gives an ASCII string as its own bytesKey, and null for any other string', () => {
+    for (let n = 0; n <= 40; n++) {
+      const ascii = Array.from({ length: n }, () => String.fromCharCode(Math.floor(rand() * 128))).join('');
+      expect(asciiKey(ascii)).toBe(bytesKey(utf8(ascii)));
+      for (const odd of ['\u0080', 'é', '→', '\u{1f600}']) {
+        const at = Math.floor(rand() * (n + 1));
+        expect(asciiKey(ascii.slice(0, at) + odd + ascii.slice(at))).toBeNull();
+      }
+    }
+  });
+
+  it('turns a bytesKey back into its bytes, for every byte value', () => {
+    for (let n = 0; n <= 40; n++) {
+      const b = randomBytes(n);
+      expect(Buffer.from(keyBytes(bytesKey(b))).equals(Buffer.from(b))).toBe(true);
     }
   });
 });

@@ -16,7 +16,7 @@
  *   writes drain, do their work, and lower it; writes arriving meanwhile wait at the barrier.
  */
 import { applyMutations } from './apply-mutations.js';
-import { bytesKey, compareBytes } from './bytes.js';
+import { bytesKey, compareBytes, keyBytes } from './bytes.js';
 import { cellsBytes, makeCell, mergeGroups, upsertCell } from './cells.js';
 import { StoreError, keyHex } from './errors.js';
 import { compileFilter, type CompiledFilter } from './filter/row-filter.js';
@@ -795,21 +795,29 @@ export class EngineStore implements AtomicRowsStore {
     return groups.length === 0 ? EMPTY_CELLS : this.collect(t, this.loadRow(t, key, groups));
   }
 
-  readDerivedSync<T extends object>(table: string, key: Bytes, families: readonly string[], derive: (cells: readonly Cell[]) => T): T {
+  readDerivedSync<T extends object>(
+    table: string,
+    key: Bytes | string,
+    families: readonly string[],
+    derive: (cells: readonly Cell[]) => T,
+  ): T {
     const t = this.table(table);
-    validateRowKey(key, this.limits, table);
+    const isKey = typeof key === 'string';
+    // A key's length is its byte count: only a bad one is turned into bytes, for the error.
+    if (!isKey || key.length === 0 || key.length > this.limits.maxRowKeyBytes)
+      validateRowKey(isKey ? keyBytes(key) : key, this.limits, table);
     const groups = t.groupsForList(families);
     // Kept with the cached row when the families live in one group and no GC rule can change
     // what a read returns as time passes.
     if (groups.length === 1 && t.rules.size === 0) {
       const gid = groups[0] as number;
-      const ck = cacheKey(t, gid, key);
+      const ck = t.prefixLatin1(gid) + (isKey ? key : bytesKey(key));
       const hit = this.cache.derive(ck, derive);
       if (hit !== undefined) return hit;
-      const cells = this.loadMiss(t, gid, key, ck);
+      const cells = this.loadMiss(t, gid, isKey ? keyBytes(key) : key, ck);
       return this.cache.derive(ck, derive) ?? derive(cells);
     }
-    return derive(groups.length === 0 ? EMPTY_CELLS : this.collect(t, this.loadRow(t, key, groups)));
+    return derive(groups.length === 0 ? EMPTY_CELLS : this.collect(t, this.loadRow(t, isKey ? keyBytes(key) : key, groups)));
   }
 
   readRows(table: string, options: ReadRowsOptions = {}): AsyncIterable<Row> {

@@ -154,6 +154,31 @@ for (const kind of ['memory:', 'file:'] as const) {
         await uncached.close();
       });
 
+      it('takes the row as its bytesKey too: the same cached entry as the bytes, from the engine on a miss', async () => {
+        const store = await openPlain();
+        const d = counting();
+        const row = Uint8Array.of(0x72, 0xe9, 0x00, 0xff); // not ASCII, not UTF-8: a latin1 key still names it
+        const key = Buffer.from(row).toString('latin1');
+        await store.mutateRow('p', row, [set('x', 'q', '1', 10)]);
+        const first = store.readDerivedSync('p', key, ['x'], d);
+        expect(first).toEqual({ shape: ['x:q@10'] });
+        expect(store.readDerivedSync('p', row, ['x'], d)).toBe(first);
+        expect(d.calls).toBe(1);
+        // Several groups (no cached derived value): the key is turned into bytes for the read.
+        await store.mutateRow('p', row, [set('s', 'q', '2', 11)]);
+        expect(store.readDerivedSync('p', key, ['x', 's'], d)).toEqual({ shape: ['s:q@11', 'x:q@10'] });
+        await store.close();
+        if (kind === 'file:') {
+          // A row not in the cache is loaded from the engine by its key.
+          const url = `file:${dirs[dirs.length - 1] as string}`;
+          const reopened = atomicRowsOf(await openStore(url, { gcIntervalMs: 0 }));
+          if (reopened === null) throw new Error('embedded stores implement the atomic extension');
+          expect(reopened.readDerivedSync('p', key, ['x'], counting())).toEqual({ shape: ['x:q@10'] });
+          expect(reopened.readDerivedSync('p', 'absent', ['x'], counting())).toEqual({ shape: [] });
+          await reopened.close();
+        }
+      });
+
       it('passes on what derive throws and keeps nothing from it', async () => {
         const store = await openPlain();
         await store.mutateRow('p', b('r'), [set('x', 'q', '1', 10)]);
@@ -184,6 +209,11 @@ for (const kind of ['memory:', 'file:'] as const) {
       const d = () => ({});
       expect(codeOf(() => store.readDerivedSync('nope', b('r'), ['a'], d))).toBe('TABLE_NOT_FOUND');
       expect(codeOf(() => store.readDerivedSync('t', new Uint8Array(0), ['a'], d))).toBe('EMPTY_ROW_KEY');
+      // The same checks for a row given as its bytesKey.
+      expect(codeOf(() => store.readDerivedSync('nope', 'r', ['a'], d))).toBe('TABLE_NOT_FOUND');
+      expect(codeOf(() => store.readDerivedSync('t', '', ['a'], d))).toBe('EMPTY_ROW_KEY');
+      expect(codeOf(() => store.readDerivedSync('t', 'r'.repeat(4097), ['a'], d))).toBe('ROW_KEY_TOO_LARGE');
+      expect(codeOf(() => store.readDerivedSync('t', 'r'.repeat(4096), ['a'], d))).toBeNull();
       await store.close();
     });
   });

@@ -114,9 +114,15 @@ export interface AtomicRowsStore extends Store {
    * or leaves the cache, so a hot row is summarized once (the transaction layer keeps the newest
    * committed version of each column this way). `derive` must be a pure function of the cells and
    * the same function object on every call; the cache charges its result a fixed size. Throws what
-   * readCellsSync throws, and what `derive` throws.
+   * readCellsSync throws, and what `derive` throws. `key` may be given as its bytesKey (a latin1
+   * string, one character per byte): a cached row is then found without making bytes.
    */
-  readDerivedSync<T extends object>(table: string, key: Bytes, families: readonly string[], derive: (cells: readonly Cell[]) => T): T;
+  readDerivedSync<T extends object>(
+    table: string,
+    key: Bytes | string,
+    families: readonly string[],
+    derive: (cells: readonly Cell[]) => T,
+  ): T;
 }
 
 /** The store's atomic multi-row extension, or null for backends without one (bigtable://). */

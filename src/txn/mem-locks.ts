@@ -74,11 +74,12 @@ export class MemLocks {
 
   /**
    * A commit that may land below `ts` and holds one of `qualifiers` of the row (all columns when
-   * null): the promise of its end. Null when the reader may read the store now.
+   * null): the promise of its end. Null when the reader may read the store now. `row` as bytes or
+   * as its bytesKey.
    */
-  blocking(table: string, row: Uint8Array, qualifiers: readonly Uint8Array[] | null, ts: number): Promise<void> | null {
+  blocking(table: string, row: Uint8Array | string, qualifiers: readonly Uint8Array[] | null, ts: number): Promise<void> | null {
     if (this.count === 0) return null;
-    const list = this.tables.get(table)?.get(bytesKey(row));
+    const list = this.tables.get(table)?.get(typeof row === 'string' ? row : bytesKey(row));
     if (list === undefined) return null;
     for (const e of list) {
       if (e.startTs >= ts) continue; // commits above its start ts, invisible to this reader

@@ -29,7 +29,7 @@ import { Liveness } from './liveness.js';
 import { LocalCommits } from './local-commits.js';
 import { memLocksOf } from './mem-locks.js';
 import { type ReadContext, readVersionNow } from './snapshot-read.js';
-import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, toBytes } from './transaction.js';
+import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, rowKeyOf } from './transaction.js';
 
 export interface PercolatorOptions {
   /** A store URL (`memory:`, `file:DIR`, `bigtable://…`) or an open Store. Default `file:./percolator-data`. */
@@ -299,7 +299,7 @@ export class Percolator {
     this.checkOpen();
     const ctx = this.env.read;
     if (ctx.syncStore !== undefined) {
-      const now = readVersionNow(table, toBytes(row), userColumn(column), LATEST, ctx);
+      const now = readVersionNow(table, rowKeyOf(row), userColumn(column), LATEST, ctx);
       if (now !== undefined) return now.value;
     } else {
       const v = await new Snapshot(this.env, LATEST).tryGet(table, row, column);

@@ -5,7 +5,8 @@
  * — declining (undefined) exactly when a lock at or below the read timestamp or a value kept in
  * `data` is in the way. Histories are random: puts, long
  * puts, deletes, rollbacks, locks taken and released, unrelated data and notify cells; reads at
- * random timestamps, with and without the column's map key, through a cache that keeps every row,
+ * random timestamps, with and without the column's map key, the row as bytes or as its bytesKey,
+ * through a cache that keeps every row,
  * one that keeps almost none, and none.
  */
 import { describe, expect, it } from 'vitest';
@@ -141,7 +142,7 @@ describe('readVersionNow', () => {
           const readColumn = pick(COLUMNS);
           const at = rand() < 0.3 ? Number.MAX_SAFE_INTEGER : 990 + Math.floor(rand() * (ts - 985));
           const ref = rand() < 0.5 ? userColumn(readColumn) : { column: readColumn, q: encodeColumn(readColumn) };
-          const got = readVersionNow('t', Buffer.from(readRow), ref, at, ctx);
+          const got = readVersionNow('t', rand() < 0.5 ? Buffer.from(readRow) : readRow, ref, at, ctx); // bytes or bytesKey
           const want = expected(historyOf(readRow, readColumn), at);
           expect(shown(got), `${readRow} ${readColumn} at ${at} after step ${step}`).toEqual(want);
           if (want === undefined) declined++;
@@ -152,7 +153,7 @@ describe('readVersionNow', () => {
           const columns = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(COLUMNS));
           const at = rand() < 0.3 ? Number.MAX_SAFE_INTEGER : 990 + Math.floor(rand() * (ts - 985));
           const refs = columns.map((c) => (rand() < 0.5 ? userColumn(c) : { column: c, q: encodeColumn(c) }));
-          const got = readVersionsNow('t', Buffer.from(readRow), refs, at, ctx);
+          const got = readVersionsNow('t', rand() < 0.5 ? Buffer.from(readRow) : readRow, refs, at, ctx);
           const wants = columns.map((c) => expected(historyOf(readRow, c), at));
           const want = wants.includes(undefined) ? undefined : wants;
           expect(got?.map(shown), `${readRow} ${columns.join(',')} at ${at} after step ${step}`).toEqual(want);

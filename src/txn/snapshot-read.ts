@@ -9,7 +9,7 @@
  * retryable). Otherwise the newest non-rollback write record at or below ts decides: a put's
  * value is inline in the record (short values) or in `data` at the writer's start ts.
  */
-import { bytesEqual, bytesKey } from '../store/bytes.js';
+import { bytesEqual, bytesKey, keyBytes } from '../store/bytes.js';
 import type { AtomicRowsStore, Store } from '../store/store.js';
 import type { Cell, RowFilter, RowRange } from '../store/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
@@ -242,11 +242,12 @@ function interpretColumns(
 /**
  * readVersionsAt's synchronous fast path on a store that reads synchronously: the versions, when
  * no lock, no in-flight one-phase commit and no long value (a second read) is in the way;
- * undefined otherwise — then the caller takes readVersionsAt, which handles all of those.
+ * undefined otherwise — then the caller takes readVersionsAt, which handles all of those. `row`
+ * as bytes or as its bytesKey (rowKeyOf).
  */
 export function readVersionsNow(
   table: string,
-  row: Uint8Array,
+  row: Uint8Array | string,
   columns: readonly ColumnRef[],
   ts: number,
   ctx: ReadContext,
@@ -280,7 +281,8 @@ export function readVersionsNow(
     else out[i] = s.version;
   }
   if (!older) return out;
-  const { writes } = interpretColumns(table, row, store.readCellsSync(table, row, LOCK_AND_WRITE), ts, columns);
+  const bytes = typeof row === 'string' ? keyBytes(row) : row;
+  const { writes } = interpretColumns(table, bytes, store.readCellsSync(table, bytes, LOCK_AND_WRITE), ts, columns);
   for (let i = 0; i < columns.length; i++) {
     const w = writes[i];
     const v = w === undefined ? ABSENT : versionOf(w[0], w[1]);
@@ -294,9 +296,16 @@ export function readVersionsNow(
  * readVersionsNow for one column, the point read every `get` makes. A reader at or above the
  * column's newest commit (every fresh snapshot, and `Percolator.get`) is answered from the row's
  * summary, which the store keeps with the cached row (summarizeRow): no cell is looked at and no
- * record decoded per read — those cost more than the cached row read itself.
+ * record decoded per read — those cost more than the cached row read itself. `row` as bytes or as
+ * its bytesKey (rowKeyOf).
  */
-export function readVersionNow(table: string, row: Uint8Array, column: ColumnRef, ts: number, ctx: ReadContext): VersionAt | undefined {
+export function readVersionNow(
+  table: string,
+  row: Uint8Array | string,
+  column: ColumnRef,
+  ts: number,
+  ctx: ReadContext,
+): VersionAt | undefined {
   const store = ctx.syncStore;
   if (store === undefined) return undefined;
   const q = column.q;
@@ -306,7 +315,7 @@ export function readVersionNow(table: string, row: Uint8Array, column: ColumnRef
   if (s.commitTs <= ts) return s.version;
   // An older snapshot than the newest commit: the newest record at or below ts, from the cells.
   let found: VersionAt | undefined;
-  for (const c of store.readCellsSync(table, row, LOCK_AND_WRITE)) {
+  for (const c of store.readCellsSync(table, typeof row === 'string' ? keyBytes(row) : row, LOCK_AND_WRITE)) {
     if (c.timestamp > ts || c.family !== WRITE || !bytesEqual(q, c.qualifier)) continue;
     const w = decodeWrite(c.value);
     if (w.kind === 'rollback') continue;

@@ -12,7 +12,7 @@
  * Concurrency contract: one transaction object is used by one logical task; its reads may run
  * concurrently with each other, but not with commit.
  */
-import { bytesKey, utf8 } from '../store/bytes.js';
+import { asciiKey, bytesKey, keyBytes, utf8 } from '../store/bytes.js';
 import type { AtomicRowsStore, Store } from '../store/store.js';
 import type { Mutation, RowFilter, RowRange } from '../store/types.js';
 import { cleanup } from './actions/cleanup.js';
@@ -79,6 +79,14 @@ export interface TxnEnvironment {
 
 export function toBytes(v: Value): Uint8Array {
   return typeof v === 'string' ? utf8(v) : v;
+}
+
+/**
+ * A row as the store's synchronous point reads take it: an ASCII string as itself (it is its own
+ * bytesKey), anything else as bytes. A cache hit then makes no bytes for the row.
+ */
+export function rowKeyOf(row: RowKey): Uint8Array | string {
+  return typeof row === 'string' ? (asciiKey(row) ?? utf8(row)) : row;
 }
 
 /** Range selection for scans: a prefix, or start (inclusive) / end (exclusive) keys. */
@@ -181,7 +189,7 @@ export class Snapshot {
     this.checkActive();
     const own = this.buffered(table, row, column);
     if (own !== undefined) return own;
-    return readVersionNow(table, toBytes(row), this.columnRef(column), this.startTs, this.env.read)?.value;
+    return readVersionNow(table, rowKeyOf(row), this.columnRef(column), this.startTs, this.env.read)?.value;
   }
 
   /**
@@ -235,7 +243,7 @@ export class Snapshot {
     const out: (Uint8Array | null)[] = new Array(cells.length).fill(null);
     // Grouped by the key as given: a string row is converted once, not once per column. (A row
     // given both as a string and as bytes is read twice, with the same result.)
-    type Entry = { row: Uint8Array; refs: ColumnRef[]; slots: number[] };
+    type Entry = { row: Uint8Array | string; refs: ColumnRef[]; slots: number[] };
     const byString = new Map<string, Entry>();
     const byBytes = new Map<string, Entry>();
     const mayOwn = this.hasBuffered();
@@ -249,7 +257,7 @@ export class Snapshot {
       const groups = isString ? byString : byBytes;
       const k = isString ? (c.row as string) : bytesKey(c.row as Uint8Array);
       let e = groups.get(k);
-      if (e === undefined) groups.set(k, (e = { row: toBytes(c.row), refs: [], slots: [] }));
+      if (e === undefined) groups.set(k, (e = { row: isString ? rowKeyOf(k) : (c.row as Uint8Array), refs: [], slots: [] }));
       e.refs.push(this.columnRef(c.column));
       e.slots.push(i);
     });
@@ -266,11 +274,13 @@ export class Snapshot {
           continue;
         }
         (pending ??= []).push(
-          readRowAt(this.env.store, table, e.row, e.refs, this.startTs, this.env.read).then((values) => {
-            e.slots.forEach((slot, j) => {
-              out[slot] = values[j] ?? null;
-            });
-          }),
+          readRowAt(this.env.store, table, typeof e.row === 'string' ? keyBytes(e.row) : e.row, e.refs, this.startTs, this.env.read).then(
+            (values) => {
+              e.slots.forEach((slot, j) => {
+                out[slot] = values[j] ?? null;
+              });
+            },
+          ),
         );
       }
     } catch (e) {

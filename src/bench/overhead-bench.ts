@@ -16,9 +16,11 @@
  * Both sides run the same number of concurrent clients (`--clients`, default 32) so the store's
  * group commit serves both equally; every write is durable when acknowledged (file:). Reads go to
  * two tables of their own with the same rows written interleaved, each row read once on both
- * sides before the timing; both sides convert their string row key to bytes the same way (`utf8`).
- * The two read phases alternate (measureAlternating): measured once each, raw first, the raw phase
- * alone swung by almost 2x between runs of one build.
+ * sides before the timing. Both sides make each read's row key as a string, as an application
+ * with string row ids does, and pass it as their API takes it: the store takes bytes (`utf8`), the
+ * transaction API the string (an ASCII one finds its cached row without being encoded). The two
+ * read phases alternate in short windows (measureAlternating): measured once each, raw first, the
+ * raw phase alone swung by almost 2x between runs of one build.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -68,22 +70,30 @@ async function measure(
 }
 
 /**
- * `a` and `b` measured for `seconds` each, in halves ordered a, b, b, a: whatever a phase that
- * runs first or last meets (the engine still compacting what the writes left, a collection of
- * the warm-up's garbage) then weighs on both sides alike. Measured once each, raw reads first, the same build
- * gave read ratios from 0.81 to 1.52 on one machine within minutes (BENCHMARKS.md, 2026-11-29).
+ * `a` and `b` measured for `seconds` each, in `slices` windows a side ordered a b, b a, a b, …:
+ * whatever the machine does meanwhile (the engine compacting what the writes left, a collection
+ * of the warm-up's garbage, a slower stretch of the host) weighs on both sides alike. Measured
+ * once each, raw reads first, the same build gave read ratios from 0.81 to 1.52 on one machine
+ * within minutes; in halves (a b b a) a run's rates still drifted by up to a third from its first
+ * window to its last, and its ratio by ±0.1 (BENCHMARKS.md, 2026-11-29).
  */
 export async function measureAlternating(
   seconds: number,
   clients: number,
   a: (client: number, i: number) => Promise<void>,
   b: (client: number, i: number) => Promise<void>,
+  slices = 8,
 ): Promise<[number, number]> {
-  const a1 = await measure(seconds / 2, clients, a);
-  const b1 = await measure(seconds / 2, clients, b);
-  const b2 = await measure(seconds / 2, clients, b);
-  const a2 = await measure(seconds / 2, clients, a);
-  return [(a1.ops + a2.ops) / (a1.seconds + a2.seconds), (b1.ops + b2.ops) / (b1.seconds + b2.seconds)];
+  const sa = { op: a, ops: 0, seconds: 0 };
+  const sb = { op: b, ops: 0, seconds: 0 };
+  for (let k = 0; k < slices; k++) {
+    for (const side of k % 2 === 0 ? [sa, sb] : [sb, sa]) {
+      const m = await measure(seconds / slices, clients, side.op);
+      side.ops += m.ops;
+      side.seconds += m.seconds;
+    }
+  }
+  return [sa.ops / sa.seconds, sb.ops / sb.seconds];
 }
 
 /** Figure 8 as a grouped bar chart: operations/s of the raw store and of Percolator. */

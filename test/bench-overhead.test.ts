@@ -18,6 +18,11 @@ it('measures raw and transactional reads and writes, reports their ratios, and d
   expect(r.protocol).toBe('one-phase');
   expect(r.writeRatioTwoPhase).toBeCloseTo(r.txnWritesPerSecondTwoPhase / r.rawWritesPerSecond, 2);
   expect(r.writeRatioTwoPhase).toBeLessThan(1);
+  // The transactional reads took their keys as strings; eight windows a side were measured.
+  expect(r.txnKeys).toBe('string');
+  expect(r.readWindows.raw).toHaveLength(8);
+  expect(r.readWindows.txn).toHaveLength(8);
+  for (const w of [...r.readWindows.raw, ...r.readWindows.txn]) expect(w).toBeGreaterThan(0);
   const svg = overheadSvg(r);
   expect(checkSvg(svg)).toEqual([]);
   expect(svg).toContain('raw store');
@@ -50,8 +55,15 @@ it('measures the two read phases in windows ordered a b, b a, a b, b a, each rat
     counts[name]++;
     await new Promise<void>((r) => setImmediate(r));
   };
-  const [a, b] = await measureAlternating(0.2, 2, op('a'), op('b'), 4);
+  const { a, b, aWindows, bWindows } = await measureAlternating(0.2, 2, op('a'), op('b'), 4);
   expect(phases).toEqual(['a', 'b', 'a', 'b', 'a']); // a | b b | a a | b b | a: the windows between pairs run back to back
+  // Each window's own rate is reported; the side's rate lies within their range.
+  expect(aWindows).toHaveLength(4);
+  expect(bWindows).toHaveLength(4);
+  expect(a).toBeGreaterThanOrEqual(Math.min(...aWindows) - 1);
+  expect(a).toBeLessThanOrEqual(Math.max(...aWindows) + 1);
+  expect(b).toBeGreaterThanOrEqual(Math.min(...bWindows) - 1);
+  expect(b).toBeLessThanOrEqual(Math.max(...bWindows) + 1);
   expect(a).toBeGreaterThan(0);
   expect(b).toBeGreaterThan(0);
   // Each rate counts every operation of its side over about the 0.2 s its windows lasted.
@@ -60,3 +72,10 @@ it('measures the two read phases in windows ordered a b, b a, a b, b a, each rat
   expect(b).toBeGreaterThan(counts.b / 0.4);
   expect(b).toBeLessThanOrEqual(counts.b / 0.19);
 });
+
+it("hands the transactional reads the raw side's bytes when asked (--txn-keys bytes)", async () => {
+  const r = await runOverheadBench({ seconds: 0.2, clients: 2, store: 'memory:', txnKeys: 'bytes' });
+  expect(r.txnKeys).toBe('bytes');
+  expect(r.txnReadsPerSecond).toBeGreaterThan(0);
+  expect(r.readRatio).toBeCloseTo(r.txnReadsPerSecond / r.rawReadsPerSecond, 2);
+}, 30_000);

@@ -44,7 +44,18 @@ export interface OverheadResult {
   readonly protocol: 'one-phase' | 'two-phase';
   readonly txnWritesPerSecondTwoPhase: number;
   readonly writeRatioTwoPhase: number;
+  /** How the transactional reads were handed their row keys (`--txn-keys`). */
+  readonly txnKeys: TxnKeyForm;
+  /** Each read window's rate (ops/s), in the order run: how much the machine drifted during the run. */
+  readonly readWindows: { readonly raw: readonly number[]; readonly txn: readonly number[] };
 }
+
+/**
+ * How the transactional side passes each read's row key: `string`, as made (the transaction API
+ * takes strings; the raw side must encode it, as an application with string row ids does), or
+ * `bytes`, encoded the same way as the raw side's (the transaction layer's own cost alone).
+ */
+export type TxnKeyForm = 'string' | 'bytes';
 
 /** Runs `op` from `clients` concurrent loops for `seconds`; returns ops/s and each client's op count. */
 async function measure(
@@ -83,17 +94,18 @@ export async function measureAlternating(
   a: (client: number, i: number) => Promise<void>,
   b: (client: number, i: number) => Promise<void>,
   slices = 8,
-): Promise<[number, number]> {
-  const sa = { op: a, ops: 0, seconds: 0 };
-  const sb = { op: b, ops: 0, seconds: 0 };
+): Promise<{ a: number; b: number; aWindows: number[]; bWindows: number[] }> {
+  const sa = { op: a, ops: 0, seconds: 0, windows: [] as number[] };
+  const sb = { op: b, ops: 0, seconds: 0, windows: [] as number[] };
   for (let k = 0; k < slices; k++) {
     for (const side of k % 2 === 0 ? [sa, sb] : [sb, sa]) {
       const m = await measure(seconds / slices, clients, side.op);
       side.ops += m.ops;
       side.seconds += m.seconds;
+      side.windows.push(Math.round(m.perSecond));
     }
   }
-  return [sa.ops / sa.seconds, sb.ops / sb.seconds];
+  return { a: sa.ops / sa.seconds, b: sb.ops / sb.seconds, aWindows: sa.windows, bWindows: sb.windows };
 }
 
 /** Figure 8 as a grouped bar chart: operations/s of the raw store and of Percolator. */
@@ -117,8 +129,14 @@ const READ_ROWS_PER_CLIENT = 2000;
 const READ_BATCH = 200;
 const VALUE = Buffer.alloc(64, 0x61);
 
-export async function runOverheadBench(opts: { seconds: number; clients?: number; store?: string }): Promise<OverheadResult> {
+export async function runOverheadBench(opts: {
+  seconds: number;
+  clients?: number;
+  store?: string;
+  txnKeys?: TxnKeyForm;
+}): Promise<OverheadResult> {
   const clients = opts.clients ?? 32;
+  const txnKeys = opts.txnKeys ?? 'string';
   let dir: string | null = null;
   let url = opts.store ?? 'file:';
   if (url === 'file:') {
@@ -178,16 +196,22 @@ export async function runOverheadBench(opts: { seconds: number; clients?: number
         await db.get(T.txnReads, key(c, i), 'f:c');
       }
     });
-    const [rawReadsPerSecond, txnReadsPerSecond] = await measureAlternating(
+    const reads = await measureAlternating(
       opts.seconds,
       clients,
       async (c, i) => {
         await store.readRow(T.rawReads, utf8(key(c, i % rows)));
       },
-      async (c, i) => {
-        await db.get(T.txnReads, key(c, i % rows), 'f:c');
-      },
+      txnKeys === 'string'
+        ? async (c, i) => {
+            await db.get(T.txnReads, key(c, i % rows), 'f:c');
+          }
+        : async (c, i) => {
+            await db.get(T.txnReads, utf8(key(c, i % rows)), 'f:c');
+          },
     );
+    const rawReadsPerSecond = reads.a;
+    const txnReadsPerSecond = reads.b;
     const rawWritesPerSecond = rawWrites.perSecond;
     const txnWritesPerSecond = txnWrites.perSecond;
     await db.close();
@@ -203,6 +227,8 @@ export async function runOverheadBench(opts: { seconds: number; clients?: number
       protocol,
       txnWritesPerSecondTwoPhase: Math.round(txnWrites2.perSecond),
       writeRatioTwoPhase: Number((txnWrites2.perSecond / rawWritesPerSecond).toFixed(3)),
+      txnKeys,
+      readWindows: { raw: reads.aWindows, txn: reads.bWindows },
     };
   } finally {
     if (dir === null) for (const t of Object.values(T)) await store.deleteTable(t).catch(() => undefined);

@@ -1,7 +1,7 @@
-/** `percolator bench overhead [--seconds S] [--clients N] [--store URL] [--json] [--svg FILE]` (Figure 8). */
+/** `percolator bench overhead [--seconds S] [--clients N] [--store URL] [--txn-keys string|bytes] [--json] [--svg FILE]` (Figure 8). */
 import { writeFileSync } from 'node:fs';
-import type { Command } from 'commander';
-import { overheadSvg, runOverheadBench } from '../../bench/overhead-bench.js';
+import { type Command, Option } from 'commander';
+import { type TxnKeyForm, overheadSvg, runOverheadBench } from '../../bench/overhead-bench.js';
 import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
 
 export function register(program: Command): void {
@@ -11,10 +11,15 @@ export function register(program: Command): void {
     .option('--seconds <s>', 'seconds per phase', parsePositiveNumber('seconds'), 3)
     .option('--clients <n>', 'concurrent clients on each side', parsePositiveNumber('clients'), 32)
     .option('--store <url>', 'backend: file: (a temporary directory), memory:, or a URL', 'file:')
+    .addOption(
+      new Option('--txn-keys <form>', "the transactional reads' row keys: as strings, or as the raw side's bytes")
+        .choices(['string', 'bytes'])
+        .default('string'),
+    )
     .option('--json', 'print one JSON object')
     .option('--svg <file>', 'also write the bar chart (Figure 8) to this SVG file')
-    .action(async (opts: { seconds: number; clients: number; store: string; json?: boolean; svg?: string }) => {
-      const result = await runOverheadBench({ seconds: opts.seconds, clients: opts.clients, store: opts.store });
+    .action(async (opts: { seconds: number; clients: number; store: string; txnKeys: TxnKeyForm; json?: boolean; svg?: string }) => {
+      const result = await runOverheadBench({ seconds: opts.seconds, clients: opts.clients, store: opts.store, txnKeys: opts.txnKeys });
       if (opts.svg !== undefined) writeFileSync(opts.svg, overheadSvg(result));
       printResult(result, opts.json === true);
     });

@@ -60,9 +60,12 @@ const EMPTY_CELLS: readonly Cell[] = Object.freeze([]);
 const DATA_START = Uint8Array.of(0x01);
 const DATA_END = Uint8Array.of(0x02);
 
-/** A row group's row-cache key: its engine key as latin1 (the engine key is built only on a miss). */
-function cacheKey(t: TableState, gid: number, key: Bytes): string {
-  return t.prefixLatin1(gid) + bytesKey(key);
+/**
+ * A row group's row-cache key: its engine key as latin1 (the engine key is built only on a miss).
+ * The row as bytes or as its bytesKey.
+ */
+function cacheKey(t: TableState, gid: number, key: Bytes | string): string {
+  return t.prefixLatin1(gid) + (typeof key === 'string' ? key : bytesKey(key));
 }
 
 /** One locality group of a row as a write loaded it for its condition (planRewrite reuses it). */
@@ -811,7 +814,7 @@ export class EngineStore implements AtomicRowsStore {
     // what a read returns as time passes.
     if (groups.length === 1 && t.rules.size === 0) {
       const gid = groups[0] as number;
-      const ck = t.prefixLatin1(gid) + (isKey ? key : bytesKey(key));
+      const ck = cacheKey(t, gid, key);
       const hit = this.cache.derive(ck, derive);
       if (hit !== undefined) return hit;
       const cells = this.loadMiss(t, gid, isKey ? keyBytes(key) : key, ck);

@@ -73,10 +73,11 @@ describe('asciiKey and keyBytes', () => {
     }
   });
 
-  it('turns a bytesKey back into its bytes, for every byte value', () => {
+  it('turns a bytesKey back into its bytes, for every byte value, and leaves bytes as they are', () => {
     for (let n = 0; n <= 40; n++) {
       const b = randomBytes(n);
       expect(Buffer.from(keyBytes(bytesKey(b))).equals(Buffer.from(b))).toBe(true);
+      expect(keyBytes(b)).toBe(b); // bytes are their own
     }
   });
 });

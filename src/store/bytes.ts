@@ -68,9 +68,9 @@ export function bytesKey(b: Uint8Array): string {
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
 }
 
-/** The bytes a latin1 key (bytesKey's form: one character per byte) stands for. */
-export function keyBytes(k: string): Uint8Array {
-  return Buffer.from(k, 'latin1');
+/** The bytes a key stands for: bytes as they are, a latin1 key (bytesKey's form: one character per byte) decoded. */
+export function keyBytes(k: Uint8Array | string): Uint8Array {
+  return typeof k === 'string' ? Buffer.from(k, 'latin1') : k;
 }
 
 /**

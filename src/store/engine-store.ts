@@ -807,8 +807,7 @@ export class EngineStore implements AtomicRowsStore {
     const t = this.table(table);
     const isKey = typeof key === 'string';
     // A key's length is its byte count: only a bad one is turned into bytes, for the error.
-    if (!isKey || key.length === 0 || key.length > this.limits.maxRowKeyBytes)
-      validateRowKey(isKey ? keyBytes(key) : key, this.limits, table);
+    if (!isKey || key.length === 0 || key.length > this.limits.maxRowKeyBytes) validateRowKey(keyBytes(key), this.limits, table);
     const groups = t.groupsForList(families);
     // Kept with the cached row when the families live in one group and no GC rule can change
     // what a read returns as time passes.
@@ -817,10 +816,10 @@ export class EngineStore implements AtomicRowsStore {
       const ck = cacheKey(t, gid, key);
       const hit = this.cache.derive(ck, derive);
       if (hit !== undefined) return hit;
-      const cells = this.loadMiss(t, gid, isKey ? keyBytes(key) : key, ck);
+      const cells = this.loadMiss(t, gid, keyBytes(key), ck);
       return this.cache.derive(ck, derive) ?? derive(cells);
     }
-    return derive(groups.length === 0 ? EMPTY_CELLS : this.collect(t, this.loadRow(t, isKey ? keyBytes(key) : key, groups)));
+    return derive(groups.length === 0 ? EMPTY_CELLS : this.collect(t, this.loadRow(t, keyBytes(key), groups)));
   }
 
   readRows(table: string, options: ReadRowsOptions = {}): AsyncIterable<Row> {

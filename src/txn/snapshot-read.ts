@@ -281,7 +281,7 @@ export function readVersionsNow(
     else out[i] = s.version;
   }
   if (!older) return out;
-  const bytes = typeof row === 'string' ? keyBytes(row) : row;
+  const bytes = keyBytes(row);
   const { writes } = interpretColumns(table, bytes, store.readCellsSync(table, bytes, LOCK_AND_WRITE), ts, columns);
   for (let i = 0; i < columns.length; i++) {
     const w = writes[i];
@@ -315,7 +315,7 @@ export function readVersionNow(
   if (s.commitTs <= ts) return s.version;
   // An older snapshot than the newest commit: the newest record at or below ts, from the cells.
   let found: VersionAt | undefined;
-  for (const c of store.readCellsSync(table, typeof row === 'string' ? keyBytes(row) : row, LOCK_AND_WRITE)) {
+  for (const c of store.readCellsSync(table, keyBytes(row), LOCK_AND_WRITE)) {
     if (c.timestamp > ts || c.family !== WRITE || !bytesEqual(q, c.qualifier)) continue;
     const w = decodeWrite(c.value);
     if (w.kind === 'rollback') continue;

@@ -274,13 +274,11 @@ export class Snapshot {
           continue;
         }
         (pending ??= []).push(
-          readRowAt(this.env.store, table, typeof e.row === 'string' ? keyBytes(e.row) : e.row, e.refs, this.startTs, this.env.read).then(
-            (values) => {
-              e.slots.forEach((slot, j) => {
-                out[slot] = values[j] ?? null;
-              });
-            },
-          ),
+          readRowAt(this.env.store, table, keyBytes(e.row), e.refs, this.startTs, this.env.read).then((values) => {
+            e.slots.forEach((slot, j) => {
+              out[slot] = values[j] ?? null;
+            });
+          }),
         );
       }
     } catch (e) {

@@ -8,7 +8,6 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import * as http2 from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +15,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { OracleClient } from '../src/oracle/client.js';
 import { bigtablePackage, DATA_SERVICE, TABLE_ADMIN_SERVICE } from '../src/server/protos.js';
+import { rawServerStream } from './support/raw-grpc-stream.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const mainJs = join(root, 'dist/cli/main.js');
@@ -133,47 +133,6 @@ function readAll(
 }
 const T = (t: string) => `projects/p/instances/i/tables/${t}`;
 
-/**
- * A bare HTTP/2 gRPC call (node:http2, not grpc-js): unlike grpc-js, a paused node:http2 stream
- * stops sending WINDOW_UPDATEs, so the server really meets flow control.
- */
-function rawServerStream(
-  port: number,
-  path: string,
-  request: Buffer,
-): { pause(): void; resume(): void; done: Promise<{ status: number; messages: Buffer[] }> } {
-  const session = http2.connect(`http://127.0.0.1:${port}`);
-  session.on('error', () => undefined);
-  const frame = Buffer.alloc(5 + request.length);
-  frame.writeUInt32BE(request.length, 1);
-  request.copy(frame, 5);
-  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
-  stream.end(frame);
-  const messages: Buffer[] = [];
-  let pending = Buffer.alloc(0);
-  stream.on('data', (d: Buffer) => {
-    pending = Buffer.concat([pending, d]);
-    while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
-      const n = pending.readUInt32BE(1);
-      messages.push(pending.subarray(5, 5 + n));
-      pending = pending.subarray(5 + n);
-    }
-  });
-  const done = new Promise<{ status: number; messages: Buffer[] }>((resolve) => {
-    let status = -1;
-    stream.on('response', (headers) => {
-      if (headers['grpc-status'] !== undefined) status = Number(headers['grpc-status']);
-    });
-    stream.on('trailers', (trailers) => {
-      status = Number(trailers['grpc-status']);
-    });
-    stream.on('close', () => {
-      session.close();
-      resolve({ status, messages });
-    });
-  });
-  return { pause: () => stream.pause(), resume: () => stream.resume(), done };
-}
 const setCell = (v: string) => ({
   setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: '1000', value: Buffer.from(v) },
 });

@@ -4,7 +4,6 @@
  * network lock service, the oracle port, HTTP status/metrics and bearer-token auth.
  * (Fuzzing: serve-fuzz.test.ts; cbt: serve-cbt.test.ts; kill -9 / SIGTERM: serve-process.test.ts.)
  */
-import * as http2 from 'node:http2';
 import { createRequire } from 'node:module';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +14,7 @@ import { type PercolatorServer, startServer } from '../src/server/server.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';
 import type { ReadRowsOptions, Row } from '../src/store/types.js';
+import { rawServerStream } from './support/raw-grpc-stream.js';
 
 process.env.METADATA_SERVER_DETECTION = 'none';
 const require = createRequire(import.meta.url);
@@ -96,48 +96,6 @@ class Raw {
 }
 
 const T = (table: string) => `projects/p/instances/i/tables/${table}`;
-
-/**
- * A bare HTTP/2 gRPC call (node:http2, not grpc-js): unlike grpc-js, a paused node:http2 stream
- * stops sending WINDOW_UPDATEs, so the server really meets flow control.
- */
-function rawServerStream(
-  port: number,
-  path: string,
-  request: Buffer,
-): { pause(): void; resume(): void; done: Promise<{ status: number; messages: Buffer[] }> } {
-  const session = http2.connect(`http://127.0.0.1:${port}`);
-  session.on('error', () => undefined);
-  const frame = Buffer.alloc(5 + request.length);
-  frame.writeUInt32BE(request.length, 1);
-  request.copy(frame, 5);
-  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
-  stream.end(frame);
-  const messages: Buffer[] = [];
-  let pending = Buffer.alloc(0);
-  stream.on('data', (d: Buffer) => {
-    pending = Buffer.concat([pending, d]);
-    while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
-      const n = pending.readUInt32BE(1);
-      messages.push(pending.subarray(5, 5 + n));
-      pending = pending.subarray(5 + n);
-    }
-  });
-  const done = new Promise<{ status: number; messages: Buffer[] }>((resolve) => {
-    let status = -1;
-    stream.on('response', (headers) => {
-      if (headers['grpc-status'] !== undefined) status = Number(headers['grpc-status']);
-    });
-    stream.on('trailers', (trailers) => {
-      status = Number(trailers['grpc-status']);
-    });
-    stream.on('close', () => {
-      session.close();
-      resolve({ status, messages });
-    });
-  });
-  return { pause: () => stream.pause(), resume: () => stream.resume(), done };
-}
 
 /** Reassembles ReadRowsResponse chunks into rows, checking the CellChunk protocol strictly. */
 function assembleChunks(

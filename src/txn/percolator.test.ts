@@ -171,6 +171,33 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
     await expect(bad).rejects.toMatchObject({ code: 'INVALID_COLUMN' });
   });
 
+  it('db.get hands every reader of one committed version the same resolved promise, and a new one after each commit', async () => {
+    await db.transaction(async (tx) => tx.set('t', 'm', 'c:v', 'a'));
+    const first = db.get('t', 'm', 'c:v');
+    expect(db.get('t', Buffer.from('m'), 'c:v')).toBe(first); // the row as bytes: the same cell
+    expect(str(await first)).toBe('a');
+    await db.transaction(async (tx) => tx.set('t', 'm', 'c:v', 'b'));
+    const second = db.get('t', 'm', 'c:v');
+    expect(second).not.toBe(first);
+    expect(str(await second)).toBe('b');
+    expect(str(await first)).toBe('a'); // what a reader was handed never changes under it
+    expect(db.get('t', 'm', 'c:other')).not.toBe(second); // another column of the row
+    expect(await db.get('t', 'm', 'c:other')).toBeNull();
+    await db.transaction(async (tx) => tx.delete('t', 'm', 'c:v'));
+    expect(await db.get('t', 'm', 'c:v')).toBeNull();
+    // A value kept in `data` takes a second read, with a promise of its own each time.
+    await db.transaction(async (tx) => tx.set('t', 'long', 'c:v', 'L'.repeat(1000)));
+    const long = db.get('t', 'long', 'c:v');
+    expect(db.get('t', 'long', 'c:v')).not.toBe(long);
+    expect(str(await long)?.length).toBe(1000);
+    // A closed db and a missing table: rejected promises too.
+    const other = await Percolator.open({ store: 'memory:' });
+    await other.createTable('t');
+    await other.close();
+    await expect(other.get('t', 'm', 'c:v')).rejects.toMatchObject({ code: 'TXN_FINISHED' });
+    await expect(db.get('missing', 'm', 'c:v')).rejects.toMatchObject({ code: 'TABLE_NOT_FOUND' });
+  });
+
   it('db.get under concurrent multi-row commits: never older than an acknowledged commit, never going back', async () => {
     await checkGetNeverStale(db);
   });

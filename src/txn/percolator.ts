@@ -28,7 +28,7 @@ import { RecentCommits, collectRecent } from './gc-recent.js';
 import { Liveness } from './liveness.js';
 import { LocalCommits } from './local-commits.js';
 import { memLocksOf } from './mem-locks.js';
-import { type ReadContext, readVersionNow } from './snapshot-read.js';
+import { type ReadContext, readNewestResolved } from './snapshot-read.js';
 import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, rowKeyOf } from './transaction.js';
 
 export interface PercolatorOptions {
@@ -291,17 +291,30 @@ export class Percolator {
    * that is what a read at a fresh timestamp returns whenever no lock and no in-process commit in
    * flight is on the cell (every committed record's commit ts was handed out before a fresh
    * timestamp would be; a newest version is never collected). On an embedded store that read is
-   * synchronous; on a remote one it is one store read, like a raw one. With a lock or a commit in
-   * the way it takes the ordinary path: a fresh timestamp, waiting or resolving. (TiDB's point
-   * gets read at the maximum timestamp for the same reason.)
+   * synchronous, and every reader of one version gets the same promise, already resolved; on a
+   * remote one it is one store read, like a raw one. With a lock or a commit in the way it takes
+   * the ordinary path: a fresh timestamp, waiting or resolving. (TiDB's point gets read at the
+   * maximum timestamp for the same reason.) Never throws: errors are rejections.
    */
-  async get(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
-    this.checkOpen();
-    const ctx = this.env.read;
-    if (ctx.syncStore !== undefined) {
-      const now = readVersionNow(table, rowKeyOf(row), userColumn(column), LATEST, ctx);
-      if (now !== undefined) return now.value;
-    } else {
+  get(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
+    // Not an async function, so that the promise already resolved is what the caller gets
+    // (readNewestResolved says why it is cheaper).
+    try {
+      this.checkOpen();
+      const ctx = this.env.read;
+      if (ctx.syncStore !== undefined) {
+        const now = readNewestResolved(table, rowKeyOf(row), userColumn(column), ctx);
+        if (now !== undefined) return now;
+      }
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.getSlow(table, row, column);
+  }
+
+  /** `get` past its synchronous path: one store read on a remote store, then (or with a lock in the way) a fresh timestamp. */
+  private async getSlow(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
+    if (this.env.read.syncStore === undefined) {
       const v = await new Snapshot(this.env, LATEST).tryGet(table, row, column);
       if (v !== undefined) return v;
     }

@@ -26,7 +26,15 @@ import {
   encodeWrite,
   userColumn,
 } from './layout.js';
-import { type ReadContext, type VersionAt, readVersionNow, readVersionsAt, readVersionsNow, scanAt } from './snapshot-read.js';
+import {
+  type ReadContext,
+  type VersionAt,
+  readNewestResolved,
+  readVersionNow,
+  readVersionsAt,
+  readVersionsNow,
+  scanAt,
+} from './snapshot-read.js';
 
 interface Committed {
   readonly ts: number;
@@ -147,6 +155,16 @@ describe('readVersionNow', () => {
           expect(shown(got), `${readRow} ${readColumn} at ${at} after step ${step}`).toEqual(want);
           if (want === undefined) declined++;
           else answered++;
+          // The newest version as a promise already resolved: the same answer, the same promise
+          // again until the cell changes.
+          const newest = expected(historyOf(readRow, readColumn), Number.MAX_SAFE_INTEGER);
+          const resolved = readNewestResolved('t', rand() < 0.5 ? Buffer.from(readRow) : readRow, ref, ctx);
+          if (newest === undefined) expect(resolved).toBeUndefined();
+          else {
+            const v = await (resolved as Promise<Uint8Array | null>);
+            expect(v === null ? null : Buffer.from(v).toString(), `${readRow} ${readColumn} newest after step ${step}`).toBe(newest.value);
+            if (cacheBytes === undefined) expect(readNewestResolved('t', readRow, ref, ctx)).toBe(resolved); // the row stays cached
+          }
         }
         for (let i = 0; i < 2; i++) {
           const readRow = pick(ROWS);

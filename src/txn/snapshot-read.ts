@@ -308,15 +308,13 @@ export function readVersionNow(
 ): VersionAt | undefined {
   const store = ctx.syncStore;
   if (store === undefined) return undefined;
-  const q = column.q;
-  if (ctx.memLocks !== undefined && ctx.memLocks.size > 0 && ctx.memLocks.blocking(table, row, [q], ts) !== null) return undefined;
-  const s = store.readDerivedSync(table, row, LOCK_AND_WRITE, summarizeRow).column(column.key ?? bytesKey(q), q);
-  if (s.lockTs <= ts) return undefined; // the full read resolves it
+  const s = columnNow(store, table, row, column, ts, ctx);
+  if (s === undefined) return undefined;
   if (s.commitTs <= ts) return s.version;
   // An older snapshot than the newest commit: the newest record at or below ts, from the cells.
   let found: VersionAt | undefined;
   for (const c of store.readCellsSync(table, keyBytes(row), LOCK_AND_WRITE)) {
-    if (c.timestamp > ts || c.family !== WRITE || !bytesEqual(q, c.qualifier)) continue;
+    if (c.timestamp > ts || c.family !== WRITE || !bytesEqual(column.q, c.qualifier)) continue;
     const w = decodeWrite(c.value);
     if (w.kind === 'rollback') continue;
     found = versionOf(w, c.timestamp);
@@ -325,6 +323,45 @@ export function readVersionNow(
   }
   return found ?? ABSENT;
 }
+
+/** The column's summary, or undefined when a lock (at or below ts) or an in-process commit is in the way. */
+function columnNow(
+  store: AtomicRowsStore,
+  table: string,
+  row: Uint8Array | string,
+  column: ColumnRef,
+  ts: number,
+  ctx: ReadContext,
+): ColumnSummary | undefined {
+  const q = column.q;
+  if (ctx.memLocks !== undefined && ctx.memLocks.size > 0 && ctx.memLocks.blocking(table, row, [q], ts) !== null) return undefined;
+  const s = store.readDerivedSync(table, row, LOCK_AND_WRITE, summarizeRow).column(column.key ?? bytesKey(q), q);
+  return s.lockTs <= ts ? undefined : s; // with a lock in the way, the full read resolves it
+}
+
+/**
+ * The newest committed value of one column as a promise already resolved with it, or undefined
+ * (as readVersionNow at the newest timestamp: a lock or an in-flight commit in the way, a value
+ * kept in `data`, or no synchronous reads). The promise is made once per committed version and
+ * kept with the row's summary: resolving a promise with a typed array costs V8 a lookup of
+ * `then` along the array's prototype chain (~50 ns, a tenth of a cached point read), and a
+ * promise already resolved can be handed to every reader of that version.
+ */
+export function readNewestResolved(
+  table: string,
+  row: Uint8Array | string,
+  column: ColumnRef,
+  ctx: ReadContext,
+): Promise<Uint8Array | null> | undefined {
+  const store = ctx.syncStore;
+  if (store === undefined) return undefined;
+  const s = columnNow(store, table, row, column, Number.MAX_SAFE_INTEGER, ctx);
+  if (s === undefined) return undefined;
+  const v = s.version;
+  return v === undefined ? undefined : (s.resolved ??= v.value === null ? RESOLVED_NULL : Promise.resolve(v.value));
+}
+
+const RESOLVED_NULL: Promise<null> = Promise.resolve(null);
 
 /** What a read at or above the newest commit needs of one column's lock and write cells. */
 interface ColumnSummary {
@@ -336,6 +373,8 @@ interface ColumnSummary {
   readonly commitTs: number;
   /** That record's version (ABSENT when none); undefined for a value kept in `data`. */
   readonly version: VersionAt | undefined;
+  /** `version`'s value as a resolved promise, made by the first readNewestResolved. */
+  resolved: Promise<Uint8Array | null> | undefined;
 }
 
 /**
@@ -383,7 +422,7 @@ function summarizeColumn(cells: readonly Cell[], key: string, q: Uint8Array): Co
       version = versionOf(w, c.timestamp);
     }
   }
-  return { key, lockTs, commitTs, version };
+  return { key, lockTs, commitTs, version, resolved: undefined };
 }
 
 /**

@@ -181,6 +181,17 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
     expect(second).not.toBe(first);
     expect(str(await second)).toBe('b');
     expect(str(await first)).toBe('a'); // what a reader was handed never changes under it
+    const snap = await db.snapshot();
+    expect(snap.get('t', 'm', 'c:v')).toBe(second); // a snapshot at or above the commit: the same version
+    snap.release();
+    await db.transaction(async (tx) => {
+      expect(tx.get('t', 'm', 'c:v')).toBe(second);
+      tx.set('t', 'm', 'c:v', 'mine');
+      expect(str(await tx.get('t', 'm', 'c:v'))).toBe('mine'); // its own write first
+      tx.set('t', 'm', 'c:v', 'b'); // the same value again: a new version all the same
+    });
+    expect(db.get('t', 'm', 'c:v')).not.toBe(second);
+    expect(str(await db.get('t', 'm', 'c:v'))).toBe('b');
     expect(db.get('t', 'm', 'c:other')).not.toBe(second); // another column of the row
     expect(await db.get('t', 'm', 'c:other')).toBeNull();
     await db.transaction(async (tx) => tx.delete('t', 'm', 'c:v'));

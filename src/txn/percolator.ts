@@ -28,7 +28,7 @@ import { RecentCommits, collectRecent } from './gc-recent.js';
 import { Liveness } from './liveness.js';
 import { LocalCommits } from './local-commits.js';
 import { memLocksOf } from './mem-locks.js';
-import { type ReadContext, readNewestResolved } from './snapshot-read.js';
+import { type ReadContext, readResolvedNow } from './snapshot-read.js';
 import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, rowKeyOf } from './transaction.js';
 
 export interface PercolatorOptions {
@@ -298,12 +298,12 @@ export class Percolator {
    */
   get(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
     // Not an async function, so that the promise already resolved is what the caller gets
-    // (readNewestResolved says why it is cheaper).
+    // (readResolvedNow says why it is cheaper).
     try {
       this.checkOpen();
       const ctx = this.env.read;
       if (ctx.syncStore !== undefined) {
-        const now = readNewestResolved(table, rowKeyOf(row), userColumn(column), ctx);
+        const now = readResolvedNow(table, rowKeyOf(row), userColumn(column), LATEST, ctx);
         if (now !== undefined) return now;
       }
     } catch (e) {

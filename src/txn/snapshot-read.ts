@@ -310,19 +310,36 @@ export function readVersionNow(
   if (store === undefined) return undefined;
   const s = columnNow(store, table, row, column, ts, ctx);
   if (s === undefined) return undefined;
-  if (s.commitTs <= ts) return s.version;
-  // An older snapshot than the newest commit: the newest record at or below ts, from the cells.
-  let found: VersionAt | undefined;
-  for (const c of store.readCellsSync(table, keyBytes(row), LOCK_AND_WRITE)) {
-    if (c.timestamp > ts || c.family !== WRITE || !bytesEqual(column.q, c.qualifier)) continue;
-    const w = decodeWrite(c.value);
-    if (w.kind === 'rollback') continue;
-    found = versionOf(w, c.timestamp);
-    if (found === undefined) return undefined; // a long value: a second read
-    break;
-  }
-  return found ?? ABSENT;
+  return s.commitTs <= ts ? s.version : olderVersion(store, table, row, column.q, ts);
 }
+
+/**
+ * readVersionNow's value as a promise already resolved with it, for `get`: a reader at or above
+ * the newest commit gets the one promise made for that version and kept in the row's summary.
+ * Resolving a promise with a typed array costs V8 a lookup of `then` along the array's prototype
+ * chain (~50 ns, a tenth of a cached point read); a promise resolved before is handed to every
+ * reader of the version without it.
+ */
+export function readResolvedNow(
+  table: string,
+  row: Uint8Array | string,
+  column: ColumnRef,
+  ts: number,
+  ctx: ReadContext,
+): Promise<Uint8Array | null> | undefined {
+  const store = ctx.syncStore;
+  if (store === undefined) return undefined;
+  const s = columnNow(store, table, row, column, ts, ctx);
+  if (s === undefined) return undefined;
+  if (s.commitTs > ts) {
+    const older = olderVersion(store, table, row, column.q, ts);
+    return older === undefined ? undefined : Promise.resolve(older.value);
+  }
+  const v = s.version;
+  return v === undefined ? undefined : (s.resolved ??= v.value === null ? RESOLVED_NULL : Promise.resolve(v.value));
+}
+
+const RESOLVED_NULL: Promise<null> = Promise.resolve(null);
 
 /** The column's summary, or undefined when a lock (at or below ts) or an in-process commit is in the way. */
 function columnNow(
@@ -339,29 +356,16 @@ function columnNow(
   return s.lockTs <= ts ? undefined : s; // with a lock in the way, the full read resolves it
 }
 
-/**
- * The newest committed value of one column as a promise already resolved with it, or undefined
- * (as readVersionNow at the newest timestamp: a lock or an in-flight commit in the way, a value
- * kept in `data`, or no synchronous reads). The promise is made once per committed version and
- * kept with the row's summary: resolving a promise with a typed array costs V8 a lookup of
- * `then` along the array's prototype chain (~50 ns, a tenth of a cached point read), and a
- * promise already resolved can be handed to every reader of that version.
- */
-export function readNewestResolved(
-  table: string,
-  row: Uint8Array | string,
-  column: ColumnRef,
-  ctx: ReadContext,
-): Promise<Uint8Array | null> | undefined {
-  const store = ctx.syncStore;
-  if (store === undefined) return undefined;
-  const s = columnNow(store, table, row, column, Number.MAX_SAFE_INTEGER, ctx);
-  if (s === undefined) return undefined;
-  const v = s.version;
-  return v === undefined ? undefined : (s.resolved ??= v.value === null ? RESOLVED_NULL : Promise.resolve(v.value));
+/** For a snapshot older than the column's newest commit: the newest record at or below ts, from the cells (undefined: a long value). */
+function olderVersion(store: AtomicRowsStore, table: string, row: Uint8Array | string, q: Uint8Array, ts: number): VersionAt | undefined {
+  for (const c of store.readCellsSync(table, keyBytes(row), LOCK_AND_WRITE)) {
+    if (c.timestamp > ts || c.family !== WRITE || !bytesEqual(q, c.qualifier)) continue;
+    const w = decodeWrite(c.value);
+    if (w.kind === 'rollback') continue;
+    return versionOf(w, c.timestamp); // undefined for a long value: a second read
+  }
+  return ABSENT;
 }
-
-const RESOLVED_NULL: Promise<null> = Promise.resolve(null);
 
 /** What a read at or above the newest commit needs of one column's lock and write cells. */
 interface ColumnSummary {
@@ -373,7 +377,7 @@ interface ColumnSummary {
   readonly commitTs: number;
   /** That record's version (ABSENT when none); undefined for a value kept in `data`. */
   readonly version: VersionAt | undefined;
-  /** `version`'s value as a resolved promise, made by the first readNewestResolved. */
+  /** `version`'s value as a resolved promise, made by the first readResolvedNow. */
   resolved: Promise<Uint8Array | null> | undefined;
 }
 

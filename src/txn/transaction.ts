@@ -34,6 +34,7 @@ import {
   type VersionAt,
   readRowAt,
   readVersionsAt,
+  readResolvedNow,
   readVersionNow,
   tryReadVersion,
   readVersionsNow,
@@ -169,27 +170,20 @@ export class Snapshot {
   /** The value of a cell at the snapshot, or null. */
   get(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
     // The point read, straight to the snapshot read (no grouping), and on an embedded store
-    // answered synchronously when nothing is in the way (no async layer at all).
+    // answered synchronously when nothing is in the way (no async layer at all; at or above the
+    // newest commit with the version's promise, already resolved: readResolvedNow).
     try {
-      const now = this.getNow(table, row, column);
-      if (now !== undefined) return Promise.resolve(now);
+      this.checkActive();
+      const own = this.buffered(table, row, column);
+      if (own !== undefined) return Promise.resolve(own);
+      const now = readResolvedNow(table, rowKeyOf(row), this.columnRef(column), this.startTs, this.env.read);
+      if (now !== undefined) return now;
       const key = toBytes(row);
       const refs = [this.columnRef(column)];
       return readVersionsAt(this.env.store, table, key, refs, this.startTs, this.env.read).then((v) => v[0]?.value ?? null);
     } catch (e) {
       return Promise.reject(e);
     }
-  }
-
-  /**
-   * `get` answered synchronously, or undefined when it cannot be (a remote store, a lock or an
-   * in-flight commit in the way, a long value): then `get` takes the full read.
-   */
-  private getNow(table: string, row: RowKey, column: string): Uint8Array | null | undefined {
-    this.checkActive();
-    const own = this.buffered(table, row, column);
-    if (own !== undefined) return own;
-    return readVersionNow(table, rowKeyOf(row), this.columnRef(column), this.startTs, this.env.read)?.value;
   }
 
   /**

@@ -176,11 +176,10 @@ export class Snapshot {
       this.checkActive();
       const own = this.buffered(table, row, column);
       if (own !== undefined) return Promise.resolve(own);
-      const now = readResolvedNow(table, rowKeyOf(row), this.columnRef(column), this.startTs, this.env.read);
+      const ref = this.columnRef(column);
+      const now = readResolvedNow(table, rowKeyOf(row), ref, this.startTs, this.env.read);
       if (now !== undefined) return now;
-      const key = toBytes(row);
-      const refs = [this.columnRef(column)];
-      return readVersionsAt(this.env.store, table, key, refs, this.startTs, this.env.read).then((v) => v[0]?.value ?? null);
+      return readVersionsAt(this.env.store, table, toBytes(row), [ref], this.startTs, this.env.read).then((v) => v[0]?.value ?? null);
     } catch (e) {
       return Promise.reject(e);
     }

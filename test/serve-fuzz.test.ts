@@ -1,12 +1,13 @@
 /**
  * Fuzzing `percolator serve`: thousands of random, truncated, bit-flipped and oversized
  * protobuf messages, plus random-but-valid requests with hostile values, sent raw through a
- * grpc-js generic client with custom serializers to every implemented method. The server must
- * answer each with a proper status (never INTERNAL / UNKNOWN, nothing logged as unexpected),
- * stay up, and serve a valid request afterwards.
+ * grpc-js generic client with custom serializers to every implemented method (the Bigtable
+ * services' and the lock service's). The server must answer each with a proper status (never
+ * INTERNAL / UNKNOWN, nothing logged as unexpected), stay up, and serve a valid request afterwards.
  */
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCK_SERVICE, MAX_KEY_BYTES, MAX_OWNER_BYTES, MAX_TTL_MS, lockServiceDefinition } from '../src/server/lock-protocol.js';
 import { bigtablePackage, DATA_SERVICE, INSTANCE_ADMIN_SERVICE, TABLE_ADMIN_SERVICE } from '../src/server/protos.js';
 import { type PercolatorServer, startServer } from '../src/server/server.js';
 import { openStore } from '../src/store/open-store.js';
@@ -162,6 +163,8 @@ const families = () =>
 const instanceName = () => pick(['projects/p/instances/i', 'projects/p', '', 'projects/p/instances/i/tables/fz']);
 const adminTable = () =>
   pick(['projects/p/instances/i/tables/fza', 'projects/p/instances/i/tables/fzb', 'projects/p/instances/i/tables/missing', 'x']);
+const lockKey = () => pick(['k', 'row/1', '', '\u00e9\u{1f600}', 'x'.repeat(MAX_KEY_BYTES), 'x'.repeat(MAX_KEY_BYTES + 1), '\u0000']);
+const lockOwner = () => pick(['w1', 'w2', '', 'o'.repeat(MAX_OWNER_BYTES + 1)]);
 const view = () => pick([undefined, 'NAME_ONLY', 'SCHEMA_VIEW', 'FULL', 'REPLICATION_VIEW', 99]);
 
 /** Each method's request generator: a message object, or bytes encoded by hand. */
@@ -258,14 +261,14 @@ const generators: Record<string, [string, () => object | Buffer]> = {
   CheckConsistency: [TABLE_ADMIN_SERVICE, () => ({ name: adminTable(), consistencyToken: pick(['', 't']) })],
   GetInstance: [INSTANCE_ADMIN_SERVICE, () => ({ name: instanceName() })],
   ListClusters: [INSTANCE_ADMIN_SERVICE, () => ({ parent: instanceName() })],
+  TryLock: [LOCK_SERVICE, () => ({ key: lockKey(), owner: lockOwner(), ttlMs: pick([0, 1, 500, MAX_TTL_MS, MAX_TTL_MS + 1, 0xffffffff]) })],
+  Unlock: [LOCK_SERVICE, () => ({ key: lockKey(), owner: lockOwner() })],
 };
 
 const pkg = bigtablePackage();
 function def(service: string, method: string): grpc.MethodDefinition<unknown, unknown> {
-  return (pkg[service] as unknown as Record<string, grpc.MethodDefinition<unknown, unknown>>)[method] as grpc.MethodDefinition<
-    unknown,
-    unknown
-  >;
+  const defs = service === LOCK_SERVICE ? lockServiceDefinition() : pkg[service];
+  return (defs as unknown as Record<string, grpc.MethodDefinition<unknown, unknown>>)[method] as grpc.MethodDefinition<unknown, unknown>;
 }
 
 function send(client: grpc.Client, service: string, method: string, body: Buffer): Promise<grpc.status> {
@@ -372,6 +375,13 @@ describe('fuzzing the gRPC server', () => {
         grpc.status.INVALID_ARGUMENT,
       );
     }
+
+    // the lock service's limits, and still granting a valid lock
+    const tryLock = (m: object) => send(client, LOCK_SERVICE, 'TryLock', def(LOCK_SERVICE, 'TryLock').requestSerialize(m));
+    expect(await tryLock({ key: 'x'.repeat(MAX_KEY_BYTES + 1), owner: 'w', ttlMs: 1000 })).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(await tryLock({ key: 'after-fuzz', owner: 'w', ttlMs: 0 })).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(await tryLock({ key: 'after-fuzz', owner: '', ttlMs: 1000 })).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(await tryLock({ key: 'after-fuzz', owner: 'w', ttlMs: 1000 })).toBe(grpc.status.OK);
 
     // still serving a valid request
     const valid = def(DATA_SERVICE, 'MutateRow').requestSerialize({

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * The `percolator` command. Thin: each subcommand lives in `commands/<name>.ts`, parses its flags
- * with commander and calls into the layers. Errors with a stable `code` are printed as one line
- * (and as JSON with --json) and exit 1; anything else is a bug and prints its stack.
+ * with commander and calls into the layers. Errors with a stable `code` are printed as one line on
+ * stderr (`percolator: CODE: message`, also with --json) and exit 1; anything else is a bug and
+ * prints its stack.
  */
 import { Command } from 'commander';
 import { commands } from './commands/index.js';

@@ -3,6 +3,7 @@
  * creates it, so registration order does not matter.
  */
 import type { Command } from 'commander';
+import { UsageError } from './usage-error.js';
 
 const descriptions: Record<string, string> = {
   bench: 'benchmarks (programs, not tests): store, oracle, overhead, latency, webindex, peers',
@@ -35,7 +36,7 @@ export function printResult(result: object, json: boolean): void {
 export function parsePositiveNumber(name: string) {
   return (raw: string): number => {
     const n = Number(raw);
-    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got ${raw}`);
+    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number, got ${raw}`);
     return n;
   };
 }
@@ -43,7 +44,7 @@ export function parsePositiveNumber(name: string) {
 export function parseNonNegativeInteger(name: string) {
   return (raw: string): number => {
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer, got ${raw}`);
+    if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer, got ${raw}`);
     return n;
   };
 }

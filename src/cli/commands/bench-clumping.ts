@@ -9,6 +9,7 @@
 import type { Command } from 'commander';
 import { runClumpingBench } from '../../bench/clumping.js';
 import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+import { UsageError } from '../usage-error.js';
 
 interface Flags {
   seconds: number;
@@ -26,7 +27,7 @@ export function register(program: Command): void {
     .option('--seconds <s>', 'measured seconds of each real-worker configuration', parsePositiveNumber('seconds'), 5)
     .option('--scanners <n>', 'scanners, in the simulation and in the real run (defaults 16 and 8)', (raw) => {
       const n = parsePositiveNumber('scanners')(raw);
-      if (!Number.isInteger(n)) throw new Error(`--scanners must be a whole number, got ${raw}`);
+      if (!Number.isInteger(n)) throw new UsageError(`--scanners must be a whole number, got ${raw}`);
       return n;
     })
     .option('--no-real', 'only the (deterministic) simulation, not the real worker')

@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import { DEFAULT_RATES, type LatencyBenchResult, runLatencyBench } from '../../bench/latency-bench.js';
 import { checkedSvg, renderLineChart } from '../../bench/svg-plot.js';
 import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+import { UsageError } from '../usage-error.js';
 
 /** The Figure-7-style plot: median latency vs crawl rate, both pipelines, log-log. */
 export function latencySvg(r: LatencyBenchResult): string {
@@ -88,9 +89,9 @@ export function register(program: Command): void {
         svg?: string;
         json?: boolean;
       }) => {
-        if (opts.store !== 'file:' && opts.store !== 'memory:') throw new Error(`--store must be file: or memory:, got ${opts.store}`);
+        if (opts.store !== 'file:' && opts.store !== 'memory:') throw new UsageError(`--store must be file: or memory:, got ${opts.store}`);
         const rates = opts.rates.split(',').map((s) => Number(s.trim()));
-        if (rates.some((r) => !(r > 0 && r <= 100))) throw new Error(`--rates must be numbers in (0, 100], got ${opts.rates}`);
+        if (rates.some((r) => !(r > 0 && r <= 100))) throw new UsageError(`--rates must be numbers in (0, 100], got ${opts.rates}`);
         const result = await runLatencyBench({
           docs: opts.docs,
           seed: opts.seed,

@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { peersSvg, runPeersBench } from '../../bench/peers-bench.js';
 import { commandGroup, parseNonNegativeInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { UsageError } from '../usage-error.js';
 
 export function register(program: Command): void {
   commandGroup(program, 'bench')
@@ -17,7 +18,7 @@ export function register(program: Command): void {
     .option('--accounts <n>', 'accounts (equal initial balances)', parsePositiveNumber('accounts'), 1000)
     .option('--warmup <s>', 'unmeasured warm-up seconds per side (default: min(2, seconds/5))', (raw: string) => {
       const n = Number(raw);
-      if (!Number.isFinite(n) || n < 0) throw new Error(`--warmup must be a number >= 0, got ${raw}`);
+      if (!Number.isFinite(n) || n < 0) throw new UsageError(`--warmup must be a number >= 0, got ${raw}`);
       return n;
     })
     .option('--rounds <n>', 'rounds; each measures both sides, alternating which goes first', parsePositiveNumber('rounds'), 1)
@@ -46,10 +47,10 @@ export function register(program: Command): void {
         svg?: string;
       }) => {
         if (opts.commitProtocol !== 'auto' && opts.commitProtocol !== 'two-phase') {
-          throw new Error(`--commit-protocol must be auto or two-phase, got ${opts.commitProtocol}`);
+          throw new UsageError(`--commit-protocol must be auto or two-phase, got ${opts.commitProtocol}`);
         }
         if (opts.only !== undefined && opts.only !== 'percolator' && opts.only !== 'postgres') {
-          throw new Error(`--only must be percolator or postgres, got ${opts.only}`);
+          throw new UsageError(`--only must be percolator or postgres, got ${opts.only}`);
         }
         const result = await runPeersBench({
           seconds: opts.seconds,

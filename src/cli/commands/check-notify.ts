@@ -10,6 +10,7 @@
 import type { Command } from 'commander';
 import { runNotifyCheck } from '../../check/notify.js';
 import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+import { UsageError } from '../usage-error.js';
 
 interface Flags {
   crash?: boolean;
@@ -25,7 +26,7 @@ function positiveInteger(name: string) {
   const parse = parsePositiveNumber(name);
   return (raw: string): number => {
     const n = parse(raw);
-    if (!Number.isInteger(n)) throw new Error(`--${name} must be a whole number, got ${raw}`);
+    if (!Number.isInteger(n)) throw new UsageError(`--${name} must be a whole number, got ${raw}`);
     return n;
   };
 }

@@ -13,17 +13,18 @@ import { startOracleServer } from '../../oracle/server.js';
 import { openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
 import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+import { UsageError } from '../usage-error.js';
 
 function parsePort(raw: string): number {
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`--port must be an integer in [0, 65535], got ${raw}`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`--port must be an integer in [0, 65535], got ${raw}`);
   return n;
 }
 
 function parseCount(name: string) {
   return (raw: string): number => {
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${raw}`);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got ${raw}`);
     return n;
   };
 }

@@ -14,6 +14,7 @@
  */
 import type { Command } from 'commander';
 import { startServer } from '../../server/server.js';
+import { UsageError } from '../usage-error.js';
 
 /** Commander turns a parser's null into '', so "off" is returned as the string 'off'. */
 function parsePort(name: string, allowOff: boolean) {
@@ -21,14 +22,14 @@ function parsePort(name: string, allowOff: boolean) {
     if (allowOff && (raw === 'off' || raw === 'none')) return 'off';
     const n = Number(raw);
     if (!Number.isInteger(n) || n < 0 || n > 65535)
-      throw new Error(`--${name} must be an integer in [0, 65535]${allowOff ? ' or "off"' : ''}, got ${raw}`);
+      throw new UsageError(`--${name} must be an integer in [0, 65535]${allowOff ? ' or "off"' : ''}, got ${raw}`);
     return n;
   };
 }
 
 function parseBytes(raw: string): number {
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1024) throw new Error(`--max-message-bytes must be an integer ≥ 1024, got ${raw}`);
+  if (!Number.isInteger(n) || n < 1024) throw new UsageError(`--max-message-bytes must be an integer ≥ 1024, got ${raw}`);
   return n;
 }
 
@@ -58,7 +59,7 @@ export function register(program: Command): void {
     .option('--max-message-bytes <n>', 'largest gRPC message in either direction', parseBytes)
     .option('--shutdown-grace-ms <ms>', 'how long in-flight calls may run after SIGTERM', (raw: string) => {
       const n = Number(raw);
-      if (!Number.isInteger(n) || n < 0) throw new Error(`--shutdown-grace-ms must be an integer ≥ 0, got ${raw}`);
+      if (!Number.isInteger(n) || n < 0) throw new UsageError(`--shutdown-grace-ms must be an integer ≥ 0, got ${raw}`);
       return n;
     })
     .action(async (opts: ServeOptions) => {

@@ -17,6 +17,7 @@ function run(...args: string[]): { code: number | null; stdout: string; stderr: 
 it.each([
   [['bench', 'webindex', '--docs', '-5'], '--docs must be a positive number, got -5'],
   [['bench', 'overhead', '--seconds', 'abc'], '--seconds must be a positive number, got abc'],
+  [['bench', 'store', '--store', 'file:/somewhere'], '--store must be memory: or file:, got file:/somewhere'],
   [['serve', '--port', '99999'], '--port must be an integer in [0, 65535], got 99999'],
   [['oracle', '--port', '-1'], '--port must be an integer in [0, 65535], got -1'],
   [['check', 'bank', '--accounts', '1.5'], '--accounts must be a whole number, got 1.5'],

@@ -20,7 +20,7 @@ it.each([
   [['bench', 'store', '--store', 'file:/somewhere'], '--store must be memory: or file:, got file:/somewhere'],
   [['serve', '--port', '99999'], '--port must be an integer in [0, 65535], got 99999'],
   [['oracle', '--port', '-1'], '--port must be an integer in [0, 65535], got -1'],
-  [['check', 'bank', '--accounts', '1.5'], '--accounts must be a whole number, got 1.5'],
+  [['check', 'bank', '--accounts', '1.5'], '--accounts must be a positive integer, got 1.5'],
   [['wait', '--store', 'memory:', '--timeout', '0'], '--timeout must be a positive number, got 0'],
 ])('%j is a typed one-line error', (args, message) => {
   const r = run(...args);

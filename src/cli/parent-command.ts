@@ -41,6 +41,14 @@ export function parsePositiveNumber(name: string) {
   };
 }
 
+export function parsePositiveInteger(name: string) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got ${raw}`);
+    return n;
+  };
+}
+
 export function parseNonNegativeInteger(name: string) {
   return (raw: string): number => {
     const n = Number(raw);

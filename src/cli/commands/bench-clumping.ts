@@ -8,8 +8,7 @@
  */
 import type { Command } from 'commander';
 import { runClumpingBench } from '../../bench/clumping.js';
-import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
-import { UsageError } from '../usage-error.js';
+import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 interface Flags {
   seconds: number;
@@ -25,11 +24,7 @@ export function register(program: Command): void {
       'bus clumping (Percolator §2.4): scanners over a table with slow rows, with and without anti-clumping (prints withAntiClumping, withoutAntiClumping, ratio)',
     )
     .option('--seconds <s>', 'measured seconds of each real-worker configuration', parsePositiveNumber('seconds'), 5)
-    .option('--scanners <n>', 'scanners, in the simulation and in the real run (defaults 16 and 8)', (raw) => {
-      const n = parsePositiveNumber('scanners')(raw);
-      if (!Number.isInteger(n)) throw new UsageError(`--scanners must be a whole number, got ${raw}`);
-      return n;
-    })
+    .option('--scanners <n>', 'scanners, in the simulation and in the real run (defaults 16 and 8)', parsePositiveInteger('scanners'))
     .option('--no-real', 'only the (deterministic) simulation, not the real worker')
     .option('--json', 'print one JSON object')
     .action(async (flags: Flags) => {

@@ -8,8 +8,7 @@
  */
 import type { Command } from 'commander';
 import { runBankCheck } from '../../check/bank.js';
-import { commandGroup, parseNonNegativeInteger, parsePositiveNumber, printResult } from '../parent-command.js';
-import { UsageError } from '../usage-error.js';
+import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 interface Flags {
   crash?: boolean;
@@ -21,15 +20,6 @@ interface Flags {
   gcIntervalMs: number;
   tail: number;
   json?: boolean;
-}
-
-function positiveInteger(name: string) {
-  const parse = parsePositiveNumber(name);
-  return (raw: string): number => {
-    const n = parse(raw);
-    if (!Number.isInteger(n)) throw new UsageError(`--${name} must be a whole number, got ${raw}`);
-    return n;
-  };
 }
 
 export function register(program: Command): void {
@@ -46,9 +36,9 @@ export function register(program: Command): void {
       10,
     )
     .option('--store <url>', 'store URL (memory:, file:DIR); default: file: in a temporary directory, removed when the check passes')
-    .option('--accounts <n>', 'number of accounts (at least 2)', positiveInteger('accounts'), 10)
-    .option('--workers <n>', 'worker processes', positiveInteger('workers'), 3)
-    .option('--concurrency <n>', 'concurrent transfer loops per worker', positiveInteger('concurrency'), 2)
+    .option('--accounts <n>', 'number of accounts (at least 2)', parsePositiveInteger('accounts'), 10)
+    .option('--workers <n>', 'worker processes', parsePositiveInteger('workers'), 3)
+    .option('--concurrency <n>', 'concurrent transfer loops per worker', parsePositiveInteger('concurrency'), 2)
     .option(
       '--gc-interval-ms <ms>',
       'version GC during the run: a full pass by the supervisor and targeted passes in every worker this often (0: off)',
@@ -58,7 +48,7 @@ export function register(program: Command): void {
     .option(
       '--tail <n>',
       "transfer ids kept in each account's log (more than ~24 makes it a long value, stored in data cells)",
-      positiveInteger('tail'),
+      parsePositiveInteger('tail'),
       16,
     )
     .option('--json', 'print one JSON object')

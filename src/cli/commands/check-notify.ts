@@ -9,8 +9,7 @@
  */
 import type { Command } from 'commander';
 import { runNotifyCheck } from '../../check/notify.js';
-import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
-import { UsageError } from '../usage-error.js';
+import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 interface Flags {
   crash?: boolean;
@@ -20,15 +19,6 @@ interface Flags {
   rows: number;
   writers: number;
   json?: boolean;
-}
-
-function positiveInteger(name: string) {
-  const parse = parsePositiveNumber(name);
-  return (raw: string): number => {
-    const n = parse(raw);
-    if (!Number.isInteger(n)) throw new UsageError(`--${name} must be a whole number, got ${raw}`);
-    return n;
-  };
 }
 
 export function register(program: Command): void {
@@ -43,9 +33,9 @@ export function register(program: Command): void {
       '--store <url>',
       'store URL (memory:, file:DIR, bigtable://HOST:PORT); default memory: (the supervisor holding it is never killed)',
     )
-    .option('--workers <n>', 'worker processes', positiveInteger('workers'), 3)
-    .option('--rows <n>', 'rows the writers change', positiveInteger('rows'), 50)
-    .option('--writers <n>', 'concurrent writer loops', positiveInteger('writers'), 2)
+    .option('--workers <n>', 'worker processes', parsePositiveInteger('workers'), 3)
+    .option('--rows <n>', 'rows the writers change', parsePositiveInteger('rows'), 50)
+    .option('--writers <n>', 'concurrent writer loops', parsePositiveInteger('writers'), 2)
     .option('--json', 'print one JSON object')
     .action(async (flags: Flags) => {
       const json = flags.json === true;

@@ -12,21 +12,13 @@ import { FileMarkStore, type MarkStore, StoreMarkStore } from '../../oracle/mark
 import { startOracleServer } from '../../oracle/server.js';
 import { openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
-import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
 
 function parsePort(raw: string): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`--port must be an integer in [0, 65535], got ${raw}`);
   return n;
-}
-
-function parseCount(name: string) {
-  return (raw: string): number => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got ${raw}`);
-    return n;
-  };
 }
 
 /** Finds or creates the shared `bench` command group. */
@@ -74,8 +66,8 @@ export function register(program: Command): void {
     .command('oracle')
     .description('timestamps/s from an oracle server over loopback with several client processes (and in-process)')
     .option('--seconds <s>', 'seconds of measurement', parsePositiveNumber('seconds'), 5)
-    .option('--clients <n>', 'client processes', parseCount('clients'), 2)
-    .option('--callers <n>', 'concurrent callers per client process', parseCount('callers'), 2000)
+    .option('--clients <n>', 'client processes', parsePositiveInteger('clients'), 2)
+    .option('--callers <n>', 'concurrent callers per client process', parsePositiveInteger('callers'), 2000)
     .option('--server-process', 'run the server in its own process (default: in this one)')
     .option('--json', 'print one JSON object')
     .option('--svg <file>', 'also write a bar chart to this SVG file')

@@ -20,8 +20,8 @@
  * One TS_RESPONSE serves a whole client batch: the client splits the range among its waiters.
  * A frame that cannot be parsed (bad length, unknown version or type, wrong payload size, a u64
  * above 2^53) is a protocol error: the receiver answers ERROR (requestId 0, or the frame's own
- * where its header could be read) where it can and closes that connection. A well-formed request with a bad argument gets an ERROR with its
- * requestId and the connection stays open.
+ * where its header could be read) where it can and closes that connection. A well-formed request
+ * with a bad argument gets an ERROR with its requestId and the connection stays open.
  */
 
 export const PROTOCOL_VERSION = 1;

@@ -390,6 +390,17 @@ describe('gRPC status mapping', () => {
     const code = codeFromStatusDetails([{ type_url: 'type.googleapis.com/google.rpc.ErrorInfo', value: info }]);
     expect(statusToStoreError(5, 'FAMILY_NOT_FOUND: nope', {}, code).code).toBe('FAMILY_NOT_FOUND');
   });
+
+  it("drops grpc-js's empty resolution note from the message, keeping the raw one in the context", () => {
+    const raw = 'No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:1. Resolution note: ';
+    const e = statusToStoreError(14, raw, {});
+    expect(e.code).toBe('IO_ERROR');
+    expect(e.message).toBe('No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:1.');
+    expect(e.details).toMatchObject({ grpcMessage: raw });
+    expect(statusToStoreError(14, 'Resolution note: kept when it says something', {}).message).toBe(
+      'Resolution note: kept when it says something',
+    );
+  });
 });
 
 describe('read-modify-write by compare-and-set', () => {

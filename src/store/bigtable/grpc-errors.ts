@@ -154,8 +154,10 @@ function guess(code: number, message: string): StoreErrorCode {
   }
 }
 
+/** The message without our code as its prefix, nor grpc-js's empty "Resolution note: " at its end. */
 function stripPrefix(message: string, code: StoreErrorCode): string {
-  return message.startsWith(`${code}: `) ? message.slice(code.length + 2) : message;
+  const text = message.startsWith(`${code}: `) ? message.slice(code.length + 2) : message;
+  return text.replace(/\s*Resolution note:\s*$/, '');
 }
 
 /** A status (call error or MutateRows entry) → StoreError. */

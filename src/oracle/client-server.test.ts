@@ -7,7 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { OracleClient } from './client.js';
 import { isOracleError, WireErrorCode } from './errors.js';
 import { MemoryMarkStore } from './mark-store.js';
-import { encodeTsRequest, FrameReader, MsgType, PROTOCOL_VERSION, readU64 } from './protocol.js';
+import { encodeTsRequest, MsgType, PROTOCOL_VERSION, readU64 } from './protocol.js';
+import { rawConnection, until } from './raw-connection.fixture.js';
 import { type OracleServer, startOracleServer } from './server.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -35,35 +36,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /** A raw protocol connection for sending arbitrary bytes. */
-async function raw(port: number) {
-  const socket = net.connect({ port, host: '127.0.0.1' });
-  await new Promise<void>((r) => socket.once('connect', () => r()));
-  const frames: { type: number; id: number; payload: Buffer }[] = [];
-  let closed = false;
-  const reader = new FrameReader(
-    (buf, start, end) => {
-      frames.push({ type: buf[start + 1], id: buf.readUInt32LE(start + 4), payload: Buffer.from(buf.subarray(start + 8, end)) });
-      return true;
-    },
-    () => undefined,
-  );
-  socket.on('data', (c: Buffer) => reader.push(c));
-  socket.on('error', () => undefined);
-  socket.on('close', () => {
-    closed = true;
-  });
-  cleanups.push(() => socket.destroy());
-  return { socket, frames, isClosed: () => closed };
-}
+const raw = (port: number) => rawConnection(port, cleanups);
 
 function isIncreasing(xs: readonly number[]): boolean {
   for (let i = 1; i < xs.length; i++) if (!(xs[i] > xs[i - 1])) return false;

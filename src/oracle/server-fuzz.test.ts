@@ -7,22 +7,13 @@
  * parsed gets a protocol ERROR and that connection closes — and a client beside them is served
  * throughout. Seeded (ORACLE_FUZZ_SEED, ORACLE_FUZZ_STREAMS for longer hunts).
  */
-import * as net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { mulberry32 } from '../util/seeded-random.js';
 import { OracleClient } from './client.js';
 import { WireErrorCode } from './errors.js';
 import { MemoryMarkStore } from './mark-store.js';
-import {
-  FrameReader,
-  MAX_FRAME_BODY,
-  MsgType,
-  PROTOCOL_VERSION,
-  encodeReport,
-  encodeTsRequest,
-  encodeWatermarkRequest,
-  readU64,
-} from './protocol.js';
+import { MAX_FRAME_BODY, MsgType, PROTOCOL_VERSION, encodeReport, encodeTsRequest, encodeWatermarkRequest, readU64 } from './protocol.js';
+import { rawConnection, until } from './raw-connection.fixture.js';
 import { type OracleServer, startOracleServer } from './server.js';
 
 const SEED = Number(process.env.ORACLE_FUZZ_SEED ?? 20261129);
@@ -34,48 +25,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-interface Frame {
-  readonly type: number;
-  readonly id: number;
-  readonly payload: Buffer;
-}
-
 /** What a request must be answered with. */
 type Expect =
   { readonly id: number; readonly kind: 'ts'; readonly count: number } | { readonly id: number; readonly kind: 'watermark' | 'bad' };
-
-async function connect(port: number) {
-  const socket = net.connect({ port, host: '127.0.0.1' });
-  socket.setNoDelay(true);
-  await new Promise<void>((r) => socket.once('connect', () => r()));
-  const frames: Frame[] = [];
-  let closed = false;
-  let unparsable = false;
-  const reader = new FrameReader(
-    (buf, start, end) => {
-      frames.push({ type: buf[start + 1] as number, id: buf.readUInt32LE(start + 4), payload: Buffer.from(buf.subarray(start + 8, end)) });
-      return true;
-    },
-    () => {
-      unparsable = true;
-    },
-  );
-  socket.on('data', (c: Buffer) => reader.push(c));
-  socket.on('error', () => undefined);
-  socket.on('close', () => {
-    closed = true;
-  });
-  cleanups.push(() => socket.destroy());
-  return { socket, frames, isClosed: () => closed, unparsable: () => unparsable };
-}
-
-async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
 
 describe('the oracle server under random input', () => {
   it(`answers every well-formed request once, refuses the rest, and keeps serving (seed ${SEED}, ${STREAMS} streams)`, async () => {
@@ -124,7 +76,7 @@ describe('the oracle server under random input', () => {
     let protocolErrors = 0;
     let badRequests = 0;
     for (let stream = 0; stream < STREAMS; stream++) {
-      const conn = await connect(s.port);
+      const conn = await rawConnection(s.port, cleanups);
       const expects: Expect[] = [];
       const parts: Buffer[] = [];
       const n = 1 + int(12);
@@ -166,14 +118,14 @@ describe('the oracle server under random input', () => {
         // ERROR (requestId 0, or the frame's own where its header could be read), then the server
         // closes the connection; answers to the requests before it may have gone out first (a
         // closed connection drops those still being allocated).
-        await until(() => conn.isClosed(), `${what}: closed`);
+        await until(() => conn.isClosed(), `${what}: closed`, 10_000);
         expect(conn.unparsable(), what).toBe(false);
         const last = conn.frames.at(-1);
         expect(last?.type, what).toBe(MsgType.ERROR);
         expect([0, BROKEN_ID], what).toContain(last?.id);
         expect(last?.payload.readUInt16LE(0), what).toBe(WireErrorCode.PROTOCOL);
       } else {
-        await until(() => conn.frames.length >= expects.length, `${what}: every answer`);
+        await until(() => conn.frames.length >= expects.length, `${what}: every answer`, 10_000);
         await new Promise((r) => setTimeout(r, 5)); // anything extra would arrive now
         expect(conn.isClosed(), what).toBe(false);
         expect(conn.frames.length, what).toBe(expects.length);
@@ -206,7 +158,7 @@ describe('the oracle server under random input', () => {
       expect((handedOut[i] as [number, number])[0]).toBeGreaterThanOrEqual(prevFirst + prevCount);
     }
     const servedBefore = served;
-    await until(() => served > servedBefore + 50, 'the client beside them keeps being served');
+    await until(() => served > servedBefore + 50, 'the client beside them keeps being served', 10_000);
     running = false;
     await beside;
     expect(s.stats().protocolErrors).toBe(protocolErrors);

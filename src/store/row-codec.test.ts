@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { makeCell } from './cells.js';
+import { crc32 } from 'node:zlib';
+import { CellRecord, makeCell } from './cells.js';
 import { isStoreError } from './errors.js';
 import { decodeRow, encodeRow, encodeRowCells } from './row-codec.js';
 import type { Cell } from './types.js';
@@ -82,6 +83,46 @@ describe('row codec', () => {
     }
     expect(isStoreError(err, 'DATA_CORRUPTED')).toBe(true);
     expect((err as { details: Record<string, unknown> }).details).toMatchObject({ table: 't', row: '01' });
+  });
+
+  it('returns a new array each call, which later decodes leave as it was', () => {
+    const small = encodeRow([makeCell('z', b('only'), 1, b('one'))]);
+    const first = decodeRow(encodeRow(cells));
+    const before = plain(first);
+    const second = decodeRow(small);
+    expect(plain(second)).toEqual([['z', b('only').toString('hex'), 1, b('one').toString('hex')]]);
+    expect(plain(first)).toEqual(before);
+    const again = decodeRow(encodeRow(cells));
+    expect(again).not.toBe(first);
+    expect(plain(again)).toEqual(before);
+    again.pop();
+    expect(plain(decodeRow(encodeRow(cells)))).toEqual(before);
+  });
+
+  it('decodes exactly the next row after one that failed midway or was larger than the scratch array keeps', () => {
+    // A body cut short or extended, with its CRC made right: decoding fails after some cells.
+    const withCrc = (body: Buffer) => {
+      const out = Buffer.alloc(body.length + 4);
+      body.copy(out, 4);
+      out.writeUInt32BE(crc32(body), 0);
+      return out;
+    };
+    const many = Array.from({ length: 5000 }, (_, i) => makeCell('f', b(`q${String(i).padStart(5, '0')}`), 1, b(`v${i}`)));
+    const body = Buffer.from(encodeRow(many)).subarray(4);
+    const small = [makeCell('a', b('x'), 2, b('y'))];
+    for (const bad of [withCrc(body.subarray(0, body.length - 3)), withCrc(Buffer.concat([body, Buffer.from([0])]))]) {
+      expect(() => decodeRow(bad)).toThrowError(expect.objectContaining({ code: 'DATA_CORRUPTED' }));
+      expect(plain(decodeRow(encodeRow(small)))).toEqual(plain(small));
+    }
+    expect(plain(decodeRow(encodeRow(many)))).toEqual(plain(many));
+    expect(plain(decodeRow(encodeRow(small)))).toEqual(plain(small));
+  });
+
+  it('makes every cell through CellRecord (no object literal: see CellRecord)', () => {
+    const value = encodeRow(cells);
+    for (const c of [...decodeRow(value), ...encodeRowCells(cells).cells, makeCell('a', b('q'), 1, b('v'))]) {
+      expect(c).toBeInstanceOf(CellRecord);
+    }
   });
 
   it('reports truncation at every length as DATA_CORRUPTED, never a shorter row', () => {

@@ -13,7 +13,7 @@
  */
 import { crc32 } from 'node:zlib';
 import { asBuffer, bytesEqual } from './bytes.js';
-import { NO_LABELS } from './cells.js';
+import { CellRecord } from './cells.js';
 import { StoreError } from './errors.js';
 import type { Cell } from './types.js';
 
@@ -157,13 +157,7 @@ function encode(cells: readonly Cell[], views: Cell[] | null): Uint8Array {
         off = writeVarint(buf, off, len);
         buf.set(c.value, off);
         if (views !== null && ab !== null) {
-          views.push({
-            family: fam,
-            qualifier: qView as Buffer,
-            timestamp: c.timestamp,
-            value: Buffer.from(ab, base + off, len),
-            labels: NO_LABELS,
-          });
+          views.push(new CellRecord(fam, qView as Buffer, c.timestamp, Buffer.from(ab, base + off, len)));
         }
         off += len;
       }
@@ -182,10 +176,33 @@ function corrupted(why: string, context: Context): StoreError {
 }
 
 /**
+ * Where decodeRow collects a row's cells before copying them into an array of their own: an
+ * array literal is an allocation site, pretenured after cached reads like the cells were (see
+ * CellRecord), and `slice` allocates without one. Cleared after each use so that it keeps no
+ * cell alive; decodeRow is synchronous and calls no user code, so one scratch array serves all.
+ */
+const SCRATCH: (Cell | undefined)[] = [];
+const MAX_SCRATCH_KEPT = 4096;
+
+/**
  * Decodes a row value; `context` (table, row — or a function producing them, so the hot path
- * builds nothing) goes into the error on corruption.
+ * builds nothing) goes into the error on corruption. Returns a new array each call.
  */
 export function decodeRow(value: Uint8Array, context: Context = {}): Cell[] {
+  let n = -1;
+  try {
+    n = decodeInto(SCRATCH, value, context);
+    return SCRATCH.slice(0, n) as Cell[];
+  } finally {
+    // All of it after a corrupted row (where its decoding stopped is not known here); not kept
+    // at the size of a rare huge row.
+    if (n < 0 || SCRATCH.length > MAX_SCRATCH_KEPT) SCRATCH.length = 0;
+    else SCRATCH.fill(undefined, 0, n);
+  }
+}
+
+/** Decodes a row value into `cells[0, n)`, returning n. */
+function decodeInto(cells: (Cell | undefined)[], value: Uint8Array, context: Context): number {
   const buf = asBuffer(value);
   if (buf.length < 6) throw corrupted('truncated header', context);
   if (crc32(buf.subarray(4)) !== buf.readUInt32BE(0)) throw corrupted('checksum mismatch', context);
@@ -210,7 +227,7 @@ export function decodeRow(value: Uint8Array, context: Context = {}): Cell[] {
     off += n;
     return v;
   };
-  const cells: Cell[] = [];
+  let n = 0;
   const families = readVarint();
   for (let f = 0; f < families; f++) {
     const nameLen = readVarint();
@@ -226,10 +243,10 @@ export function decodeRow(value: Uint8Array, context: Context = {}): Cell[] {
         const timestamp = buf.readDoubleBE(off);
         off += 8;
         const value = take(readVarint());
-        cells.push({ family, qualifier, timestamp, value, labels: NO_LABELS });
+        cells[n++] = new CellRecord(family, qualifier, timestamp, value);
       }
     }
   }
   if (off !== buf.length) throw corrupted('trailing bytes', context);
-  return cells;
+  return n;
 }

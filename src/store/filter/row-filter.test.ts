@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { compareCells } from '../cells.js';
+import { CellRecord, compareCells } from '../cells.js';
 import { isStoreError, type StoreErrorCode } from '../errors.js';
 import type { Cell, RowFilter } from '../types.js';
 import { compileFilter } from './row-filter.js';
@@ -281,6 +281,16 @@ describe('transformers', () => {
     expect(run({ chain: [{ familyNameRegexFilter: 'c' }, { stripValueTransformer: true }, { applyLabelTransformer: 'lbl' }] })).toEqual([
       'c:lock@100=[lbl]',
     ]);
+  });
+  it('transformers make their cells through CellRecord (see CellRecord)', () => {
+    for (const filter of [{ stripValueTransformer: true }, { applyLabelTransformer: 'x' }] as const) {
+      const out = compileFilter(filter).apply(KEY, ROW);
+      expect(out.length).toBe(ROW.length);
+      // A cell the transformer leaves as it was (an already-empty value) is the input's own.
+      const made = out.filter((c, i) => c !== ROW[i]);
+      expect(made.length).toBeGreaterThan(ROW.length / 2);
+      for (const c of made) expect(c).toBeInstanceOf(CellRecord);
+    }
   });
   it('stripValueTransformer on already-empty values does not copy', () => {
     const row = [cell('a', 'q', 1), cell('a', 'r', 1)];

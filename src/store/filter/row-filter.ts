@@ -19,6 +19,7 @@
  *   ranges) are fused into one pass: the transaction layer's hot path is exactly such chains.
  */
 import { compareBytes, EMPTY_BYTES } from '../bytes.js';
+import { CellRecord } from '../cells.js';
 import { StoreError } from '../errors.js';
 import type { Cell, ColumnRange, RowFilter, TimestampRange, ValueRange } from '../types.js';
 import { filterFamilies } from './filter-families.js';
@@ -301,9 +302,7 @@ function stripValues(cells: readonly Cell[]): readonly Cell[] {
   const out = cells.slice(0, i);
   for (; i < cells.length; i++) {
     const c = cells[i] as Cell;
-    out.push(
-      c.value.length === 0 ? c : { family: c.family, qualifier: c.qualifier, timestamp: c.timestamp, value: EMPTY_BYTES, labels: c.labels },
-    );
+    out.push(c.value.length === 0 ? c : new CellRecord(c.family, c.qualifier, c.timestamp, EMPTY_BYTES, c.labels));
   }
   return out;
 }
@@ -320,7 +319,7 @@ function applyLabel(cells: readonly Cell[], label: string, labels: readonly stri
         },
       );
     }
-    return { family: c.family, qualifier: c.qualifier, timestamp: c.timestamp, value: c.value, labels };
+    return new CellRecord(c.family, c.qualifier, c.timestamp, c.value, labels);
   });
 }
 

@@ -26,9 +26,9 @@ export function compareCells(a: Cell, b: Cell): number {
  * each literal in the source — whether its objects are "pretenured", from how many of them
  * survived recent collections. `decodeRow` serves both the row caches (cells that live) and scans
  * (cells dropped at once): after a phase of cached reads its literal was pretenured, and a scan
- * then filled the old generation with garbage — a full collection every ~300 ms, 33 % of a scan's
- * time, 340–560 000 cells/s in `bench store` against 700–960 000 with this class (2026-11-29,
- * fifth session). Objects made by `new` have no allocation site: each starts young. One class for
+ * then filled the old generation with garbage — a full collection every ~300 ms, a third of a
+ * scan's time, about half the scan rate in `bench store` (BENCHMARKS.md, 2026-11-29, fifth
+ * session). Objects made by `new` have no allocation site: each starts young. One class for
  * every store-made cell also keeps the readers' property accesses monomorphic.
  */
 export class CellRecord implements Cell {

@@ -201,7 +201,7 @@ export function decodeRow(value: Uint8Array, context: Context = {}): Cell[] {
   }
 }
 
-/** Decodes a row value into `cells[0, n)`, returning n. */
+/** Decodes a row value into `cells[0, count)`, returning the count. */
 function decodeInto(cells: (Cell | undefined)[], value: Uint8Array, context: Context): number {
   const buf = asBuffer(value);
   if (buf.length < 6) throw corrupted('truncated header', context);
@@ -227,7 +227,7 @@ function decodeInto(cells: (Cell | undefined)[], value: Uint8Array, context: Con
     off += n;
     return v;
   };
-  let n = 0;
+  let count = 0;
   const families = readVarint();
   for (let f = 0; f < families; f++) {
     const nameLen = readVarint();
@@ -243,10 +243,10 @@ function decodeInto(cells: (Cell | undefined)[], value: Uint8Array, context: Con
         const timestamp = buf.readDoubleBE(off);
         off += 8;
         const value = take(readVarint());
-        cells[n++] = new CellRecord(family, qualifier, timestamp, value);
+        cells[count++] = new CellRecord(family, qualifier, timestamp, value);
       }
     }
   }
   if (off !== buf.length) throw corrupted('trailing bytes', context);
-  return n;
+  return count;
 }

@@ -20,6 +20,7 @@
 import type { protos } from '@google-cloud/bigtable';
 import { Metadata } from '@grpc/grpc-js';
 import { asBuffer, bytesKey } from '../bytes.js';
+import { CellRecord } from '../cells.js';
 import { isStoreError, keyHex, StoreError } from '../errors.js';
 import { type CompiledFilter, compileFilter } from '../filter/row-filter.js';
 import { validateFilter } from '../filter/validate-filter.js';
@@ -795,13 +796,14 @@ export class BigtableStore implements Store {
     for (const fam of resp.row?.families ?? []) {
       for (const col of fam.columns ?? []) {
         for (const c of col.cells ?? []) {
-          cells.push({
-            family: fam.name ?? '',
-            qualifier: Buffer.from(col.qualifier ?? Buffer.alloc(0)),
-            timestamp: this.ts.fromWire(c.timestampMicros as string),
-            value: Buffer.from(c.value ?? Buffer.alloc(0)),
-            labels: [],
-          });
+          cells.push(
+            new CellRecord(
+              fam.name ?? '',
+              Buffer.from(col.qualifier ?? Buffer.alloc(0)),
+              this.ts.fromWire(c.timestampMicros as string),
+              Buffer.from(c.value ?? Buffer.alloc(0)),
+            ),
+          );
         }
       }
     }

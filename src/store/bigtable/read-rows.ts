@@ -5,7 +5,7 @@
  */
 import type { protos } from '@google-cloud/bigtable';
 import { asBuffer, compareBytes } from '../bytes.js';
-import { NO_LABELS } from '../cells.js';
+import { CellRecord, NO_LABELS } from '../cells.js';
 import { StoreError } from '../errors.js';
 import { planRowSet } from '../row-set.js';
 import type { Cell, Row, RowRange, RowSet } from '../types.js';
@@ -78,7 +78,7 @@ export class ChunkMerger {
       if (!((c.valueSize ?? 0) > 0)) {
         const p = this.partial;
         const value = p.parts.length === 1 ? (p.parts[0] as Buffer) : Buffer.concat(p.parts);
-        this.cells.push({ family: this.family as string, qualifier: this.qualifier as Buffer, timestamp: p.ts, value, labels: p.labels });
+        this.cells.push(new CellRecord(this.family as string, this.qualifier as Buffer, p.ts, value, p.labels));
         this.partial = null;
       }
       if (c.commitRow === true) {

@@ -8,7 +8,7 @@ import { OracleClient } from './client.js';
 import { isOracleError, WireErrorCode } from './errors.js';
 import { MemoryMarkStore } from './mark-store.js';
 import { encodeTsRequest, MsgType, PROTOCOL_VERSION, readU64 } from './protocol.js';
-import { rawConnection, until } from './raw-connection.fixture.js';
+import { keepServed, rawConnection, until } from './raw-connection.fixture.js';
 import { type OracleServer, startOracleServer } from './server.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -186,14 +186,7 @@ describe('bad input to the server', () => {
   it('malformed frames get an ERROR and that connection is closed; other clients keep getting timestamps', async () => {
     const s = await server();
     const good = client(s.port);
-    let running = true;
-    let served = 0;
-    const loop = (async () => {
-      while (running) {
-        await good.getTimestamp();
-        served++;
-      }
-    })();
+    const beside = keepServed(good);
 
     const cases: [string, Buffer][] = [
       ['oversized length', Buffer.from([0xff, 0xff, 0xff, 0x7f, 1, 1, 0, 0])],
@@ -218,16 +211,15 @@ describe('bad input to the server', () => {
     ];
     for (const [name, bytes] of cases) {
       const conn = await raw(s.port);
-      const servedBefore = served;
+      const servedBefore = beside.served();
       conn.socket.write(bytes);
       await until(() => conn.isClosed(), `${name}: connection closed`);
       expect(conn.frames.length, name).toBe(1);
       expect(conn.frames[0].type, name).toBe(MsgType.ERROR);
       expect(conn.frames[0].payload.readUInt16LE(0), name).toBe(WireErrorCode.PROTOCOL);
-      await until(() => served > servedBefore + 100, `${name}: the good client keeps being served`);
+      await until(() => beside.served() > servedBefore + 100, `${name}: the good client keeps being served`);
     }
-    running = false;
-    await loop;
+    await beside.stop();
     expect(s.stats().protocolErrors).toBe(cases.length);
   });
 

@@ -1,6 +1,7 @@
 /**
  * Test fixture: a raw connection to an oracle server for sending arbitrary bytes, collecting the
- * frames it answers with, and `until` to wait for a condition on them.
+ * frames it answers with, `until` to wait for a condition on them, and `keepServed` for a
+ * well-behaved client asking beside them.
  */
 import * as net from 'node:net';
 import { FrameReader } from './protocol.js';
@@ -53,4 +54,31 @@ export async function until(cond: () => boolean, what: string, ms = 5000): Promi
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 2));
   }
+}
+
+/** A client asking for timestamps one after another, beside whatever a test does to the server. */
+export interface KeptServed {
+  /** Timestamps it has got so far. */
+  served(): number;
+  /** Stops asking; rejects if one of its requests failed. */
+  stop(): Promise<void>;
+}
+
+export function keepServed(client: { getTimestamp(): Promise<unknown> }): KeptServed {
+  let running = true;
+  let served = 0;
+  const loop = (async () => {
+    while (running) {
+      await client.getTimestamp();
+      served++;
+    }
+  })();
+  loop.catch(() => undefined); // awaited by stop(); a failed check leaves it to the test's cleanup
+  return {
+    served: () => served,
+    stop: () => {
+      running = false;
+      return loop;
+    },
+  };
 }

@@ -13,7 +13,7 @@ import { OracleClient } from './client.js';
 import { WireErrorCode } from './errors.js';
 import { MemoryMarkStore } from './mark-store.js';
 import { MAX_FRAME_BODY, MsgType, PROTOCOL_VERSION, encodeReport, encodeTsRequest, encodeWatermarkRequest, readU64 } from './protocol.js';
-import { rawConnection, until } from './raw-connection.fixture.js';
+import { keepServed, rawConnection, until } from './raw-connection.fixture.js';
 import { type OracleServer, startOracleServer } from './server.js';
 
 const SEED = Number(process.env.ORACLE_FUZZ_SEED ?? 20261129);
@@ -35,15 +35,7 @@ describe('the oracle server under random input', () => {
     cleanups.push(() => s.close());
     const good = new OracleClient({ port: s.port });
     cleanups.push(() => good.close());
-    let running = true;
-    let served = 0;
-    const beside = (async () => {
-      while (running) {
-        await good.getTimestamp();
-        served++;
-      }
-    })();
-    beside.catch(() => undefined); // awaited below; a failed check leaves it to the cleanup
+    const beside = keepServed(good);
 
     const rnd = mulberry32(SEED);
     const int = (n: number) => Math.floor(rnd() * n);
@@ -157,10 +149,9 @@ describe('the oracle server under random input', () => {
       const [prevFirst, prevCount] = handedOut[i - 1] as [number, number];
       expect((handedOut[i] as [number, number])[0]).toBeGreaterThanOrEqual(prevFirst + prevCount);
     }
-    const servedBefore = served;
-    await until(() => served > servedBefore + 50, 'the client beside them keeps being served', 10_000);
-    running = false;
-    await beside;
+    const servedBefore = beside.served();
+    await until(() => beside.served() > servedBefore + 50, 'the client beside them keeps being served', 10_000);
+    await beside.stop();
     expect(s.stats().protocolErrors).toBe(protocolErrors);
     expect(s.stats().badRequests).toBe(badRequests);
     expect(protocolErrors).toBeGreaterThan(STREAMS / 10);

@@ -53,6 +53,13 @@ export function makeCell(family: string, qualifier: Uint8Array, timestamp: numbe
 
 /** Inserts or replaces `cell` in a canonical array (returns a new array; input untouched). */
 export function upsertCell(cells: readonly Cell[], cell: Cell): Cell[] {
+  const out = cells.slice();
+  upsertCellInPlace(out, cell);
+  return out;
+}
+
+/** Inserts or replaces `cell` in a canonical array the caller owns (no other allocation). */
+export function upsertCellInPlace(cells: Cell[], cell: Cell): void {
   let lo = 0;
   let hi = cells.length;
   while (lo < hi) {
@@ -61,14 +68,15 @@ export function upsertCell(cells: readonly Cell[], cell: Cell): Cell[] {
     if (c < 0) lo = mid + 1;
     else if (c > 0) hi = mid;
     else {
-      const out = cells.slice();
-      out[mid] = cell;
-      return out;
+      cells[mid] = cell;
+      return;
     }
   }
-  const out = cells.slice();
-  out.splice(lo, 0, cell);
-  return out;
+  // Shifted by hand: `splice` would allocate the (empty) array of removed elements.
+  let i = cells.length;
+  cells.push(cell);
+  for (; i > lo; i--) cells[i] = cells[i - 1] as Cell;
+  cells[lo] = cell;
 }
 
 /** Merges canonical arrays whose families are disjoint (one per locality group). */
@@ -87,6 +95,10 @@ export function mergeGroups(groups: readonly (readonly Cell[])[]): Cell[] {
 /** Approximate stored size of cells, for tablet accounting and the cache budget. */
 export function cellsBytes(cells: readonly Cell[]): number {
   let n = 0;
-  for (const c of cells) n += c.family.length + c.qualifier.byteLength + c.value.byteLength + 12;
+  // Indexed: for-of over the frozen empty row falls back to the iterator protocol (an object a step).
+  for (let i = 0; i < cells.length; i++) {
+    const c = cells[i] as Cell;
+    n += c.family.length + c.qualifier.byteLength + c.value.byteLength + 12;
+  }
   return n;
 }

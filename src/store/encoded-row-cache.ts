@@ -142,7 +142,12 @@ export class EncodedRowCache {
 
   private held(): number {
     let n = 0;
-    for (const p of this.slots) if (p > 0 && this.holds(p - 1)) n++;
+    const slots = this.slots;
+    // Indexed: for-of over a typed array here allocated an iterator result per slot.
+    for (let i = 0; i < slots.length; i++) {
+      const p = slots[i] as number;
+      if (p > 0 && this.holds(p - 1)) n++;
+    }
     return n;
   }
 

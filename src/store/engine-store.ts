@@ -72,18 +72,24 @@ function cacheKey(t: TableState, gid: number, key: Bytes | string): string {
 interface Loaded {
   readonly gid: number;
   readonly cells: readonly Cell[];
+  /** Their cache key. */
+  readonly ck: string;
 }
 
-/** One row's planned write: engine ops, the cache entries to set after it, the size change. */
-interface RowPlan {
+/**
+ * One locality group's planned write: its engine op, the cache entry to set after it, and the
+ * size change. `cells` null: only the encoded row (ABSENT_ROW: deleted) is cached, in the row
+ * cache's second tier (`setEncoded`); otherwise the cells, views into `raw` (undefined: deleted).
+ * One object per group written, nothing per row: a Percolator commit writes dozens of one-group
+ * rows, and their plans live until the group commit's fsync (past a scavenge or two).
+ */
+interface GroupWrite {
   readonly t: TableState;
   readonly key: Bytes;
-  readonly ops: readonly KvOp[];
-  /**
-   * Cache entries: key, cells, the encoded row they are views into (none: deleted); cells null:
-   * only the encoded row (ABSENT_ROW: deleted), for the row cache's second tier (`setEncoded`).
-   */
-  readonly updates: readonly [string, readonly Cell[] | null, Uint8Array | undefined][];
+  readonly op: KvOp;
+  readonly ck: string;
+  readonly cells: readonly Cell[] | null;
+  readonly raw: Uint8Array | undefined;
   readonly delta: number;
 }
 const DEFERRED = { deferred: true } as const;
@@ -266,7 +272,11 @@ export class EngineStore implements AtomicRowsStore {
    * cost a decoded-tier entry, and the eviction it caused, per row).
    */
   private loadGroup(t: TableState, gid: number, key: Bytes, writing = false): readonly Cell[] {
-    const ck = cacheKey(t, gid, key);
+    return this.loadCached(t, gid, key, cacheKey(t, gid, key), writing);
+  }
+
+  /** loadGroup with the cache key `ck` already made (cacheKey). */
+  private loadCached(t: TableState, gid: number, key: Bytes, ck: string, writing: boolean): readonly Cell[] {
     return this.cache.get(ck) ?? this.loadMiss(t, gid, key, ck, writing);
   }
 
@@ -341,73 +351,92 @@ export class EngineStore implements AtomicRowsStore {
     mutate: (cells: readonly Cell[]) => readonly Cell[] | null,
     deferred = false,
   ): Promise<void> {
-    const plan = this.planRewrite(t, key, groups, mutate);
-    if (plan === null) return;
-    await this.writePlans([plan], deferred);
+    const writes: GroupWrite[] = [];
+    this.planRewrite(t, key, groups, mutate, writes);
+    if (writes.length > 0) await this.writePlans(writes, deferred);
   }
 
   /**
-   * What a row mutation writes: the changed groups' engine ops and their new cache entries. Pure
-   * with respect to the store (the caller holds the row's latch and writes the plan). `loaded`:
-   * one group's cells as the caller loaded them under the same latch, with nothing in between.
+   * What a row mutation writes: the changed groups' engine ops and new cache entries, appended to
+   * `out` (nothing when the row does not change). Pure with respect to the store (the caller holds
+   * the row's latch and writes the plan). `loaded`: one group's cells as the caller loaded them
+   * under the same latch, with nothing in between. `rowKey`: `key`'s bytesKey, if the caller has it.
    */
   private planRewrite(
     t: TableState,
     key: Bytes,
     groups: readonly number[],
     mutate: (cells: readonly Cell[]) => readonly Cell[] | null,
+    out: GroupWrite[],
     loaded?: Loaded,
-  ): RowPlan | null {
+    rowKey?: string,
+  ): void {
     const now = this.now();
-    const before = groups.map((g) => (loaded !== undefined && loaded.gid === g ? loaded.cells : this.loadGroup(t, g, key, true)));
-    const current = this.collect(t, groups.length === 1 ? (before[0] as readonly Cell[]) : mergeGroups(before), now);
-    const mutated = mutate(current);
-    if (mutated === null) return null;
+    const bk = rowKey ?? key;
+    if (groups.length === 1) {
+      // Most rows live in one group: no per-group arrays.
+      const gid = groups[0] as number;
+      const mine = loaded !== undefined && loaded.gid === gid ? loaded : undefined;
+      const ck = mine !== undefined ? mine.ck : cacheKey(t, gid, bk);
+      const old = mine !== undefined ? mine.cells : this.loadCached(t, gid, key, ck, true);
+      const mutated = mutate(this.collect(t, old, now));
+      if (mutated === null) return;
+      const next = this.collect(t, mutated, now);
+      if (next !== old && (next.length > 0 || old.length > 0)) out.push(this.groupWrite(t, key, gid, ck, old, next));
+      return;
+    }
+    const cks = groups.map((g) => cacheKey(t, g, bk));
+    const before = groups.map((g, i) =>
+      loaded !== undefined && loaded.gid === g ? loaded.cells : this.loadCached(t, g, key, cks[i] as string, true),
+    );
+    const mutated = mutate(this.collect(t, mergeGroups(before), now));
+    if (mutated === null) return;
     const next = this.collect(t, mutated, now);
-    const ops: KvOp[] = [];
-    const updates: [string, readonly Cell[] | null, Uint8Array | undefined][] = [];
-    // With a second tier, a written row is cached encoded only (row-cache.ts `setEncoded` says why).
-    const encodedOnly = this.cache.hasEncodedTier;
-    let delta = 0;
     for (let i = 0; i < groups.length; i++) {
       const gid = groups[i] as number;
       const old = before[i] as readonly Cell[];
-      const mine = groups.length === 1 ? next : next.filter((c) => t.familyGroup.get(c.family) === gid);
-      if (mine === old || (mine.length === 0 && old.length === 0)) continue;
-      const ek = rowKeyOf(t.prefix(gid), key);
-      if (mine.length === 0) {
-        ops.push({ type: 'del', key: ek });
-        updates.push(encodedOnly ? [ek.toString('latin1'), null, ABSENT_ROW] : [ek.toString('latin1'), EMPTY_CELLS, undefined]);
-      } else {
-        const ck = ek.toString('latin1');
-        // Before the write can be seen: a reader trusting the filter must find the key in it.
-        if (old.length === 0) this.keys.add(ck);
-        // Without a second tier, cache views into the encoded row, not `mine`: the mutation's values
-        // are views into the caller's buffers (pool slabs, scratch space) that the budget cannot see.
-        const { value, cells: views } = encodedOnly ? { value: encodeRow(mine), cells: null } : encodeRowCells(mine);
-        ops.push({ type: 'put', key: ek, value });
-        updates.push([ck, views, value]);
-      }
-      delta += cellsBytes(mine) - cellsBytes(old);
+      const mine = next.filter((c) => t.familyGroup.get(c.family) === gid);
+      if (mine.length > 0 || old.length > 0) out.push(this.groupWrite(t, key, gid, cks[i] as string, old, mine));
     }
-    return ops.length === 0 ? null : { t, key, ops, updates, delta };
   }
 
-  /** Writes row plans in ONE engine batch (atomic across them), then updates the cache. */
-  private async writePlans(plans: readonly RowPlan[], deferred: boolean): Promise<void> {
-    const ops = plans.length === 1 ? (plans[0] as RowPlan).ops : plans.flatMap((p) => p.ops);
+  /** The write that replaces one group's cells `old` by `mine` (not both empty). */
+  private groupWrite(t: TableState, key: Bytes, gid: number, ck: string, old: readonly Cell[], mine: readonly Cell[]): GroupWrite {
+    const ek = rowKeyOf(t.prefix(gid), key);
+    const delta = cellsBytes(mine) - cellsBytes(old);
+    // With a second tier, a written row is cached encoded only (row-cache.ts `setEncoded` says why).
+    const encodedOnly = this.cache.hasEncodedTier;
+    if (mine.length === 0) {
+      const op: KvOp = { type: 'del', key: ek };
+      return encodedOnly
+        ? { t, key, op, ck, cells: null, raw: ABSENT_ROW, delta }
+        : { t, key, op, ck, cells: EMPTY_CELLS, raw: undefined, delta };
+    }
+    // Before the write can be seen: a reader trusting the filter must find the key in it.
+    if (old.length === 0) this.keys.add(ck);
+    if (encodedOnly) {
+      const value = encodeRow(mine);
+      return { t, key, op: { type: 'put', key: ek, value }, ck, cells: null, raw: value, delta };
+    }
+    // Without a second tier, cache views into the encoded row, not `mine`: the mutation's values
+    // are views into the caller's buffers (pool slabs, scratch space) that the budget cannot see.
+    const { value, cells } = encodeRowCells(mine);
+    return { t, key, op: { type: 'put', key: ek, value }, ck, cells, raw: value, delta };
+  }
+
+  /** Writes group plans in ONE engine batch (atomic across them), then updates the cache. */
+  private async writePlans(writes: readonly GroupWrite[], deferred: boolean): Promise<void> {
+    const ops = writes.length === 1 ? [(writes[0] as GroupWrite).op] : writes.map((w) => w.op);
     try {
       await this.engine.write(ops, deferred ? DEFERRED : undefined);
     } catch (e) {
-      for (const p of plans) for (const [ck] of p.updates) this.cache.delete(ck);
+      for (const w of writes) this.cache.delete(w.ck);
       throw e;
     }
-    for (const p of plans) {
-      for (const [ck, cells, raw] of p.updates) {
-        if (cells === null) this.cache.setEncoded(ck, raw ?? ABSENT_ROW);
-        else this.cache.set(ck, cells, raw?.byteLength ?? 0, raw);
-      }
-      this.account(p.t, p.key, p.delta);
+    for (const w of writes) {
+      if (w.cells === null) this.cache.setEncoded(w.ck, w.raw ?? ABSENT_ROW);
+      else this.cache.set(w.ck, w.cells, w.raw?.byteLength ?? 0, w.raw);
+      this.account(w.t, w.key, w.delta);
     }
   }
 
@@ -415,8 +444,9 @@ export class EngineStore implements AtomicRowsStore {
     return t.groupsForMutations(mutations);
   }
 
-  private latchKey(t: TableState, key: Bytes): string {
-    return `${t.id}:${bytesKey(key)}`;
+  /** The row's latch key; `key` as bytes or as its bytesKey. */
+  private latchKey(t: TableState, key: Bytes | string): string {
+    return `${t.id}:${typeof key === 'string' ? key : bytesKey(key)}`;
   }
 
   // ------------------------------------------------------------------------------------------
@@ -1056,7 +1086,9 @@ export class EngineStore implements AtomicRowsStore {
     try {
       for (const name of tableNames) entered.push(await this.enterWrite(name));
       const states = new Map(entered.map((t) => [t.name, t]));
-      const latchKeys = entries.map((e) => this.latchKey(states.get(e.table) as TableState, e.key));
+      // Each row's bytesKey once: its latch key and cache keys are made from it.
+      const rowKeys = entries.map((e) => bytesKey(e.key));
+      const latchKeys = entries.map((e, i) => this.latchKey(states.get(e.table) as TableState, rowKeys[i] as string));
       if (new Set(latchKeys).size !== latchKeys.length) {
         throw new StoreError('INVALID_ARGUMENT', 'checkAndMutateRows: two entries name the same row', {});
       }
@@ -1075,27 +1107,34 @@ export class EngineStore implements AtomicRowsStore {
           const t = states.get(e.table) as TableState;
           const test = e.veto ?? predicates[i];
           if (test === null || test === undefined) continue;
-          const groups = t.groupsFor(test.families);
-          const cells = this.loadRow(t, e.key, groups, e.mutations.length > 0);
-          if (groups.length === 1) loaded[i] = { gid: groups[0] as number, cells };
+          // A veto's families are a constant array: its groups are remembered.
+          const groups = Array.isArray(test.families) ? t.groupsForList(test.families) : t.groupsFor(test.families);
+          let cells: readonly Cell[];
+          if (groups.length === 1) {
+            const gid = groups[0] as number;
+            const ck = cacheKey(t, gid, rowKeys[i] as string);
+            cells = this.loadCached(t, gid, e.key, ck, e.mutations.length > 0);
+            loaded[i] = { gid, cells, ck };
+          } else cells = this.loadRow(t, e.key, groups, e.mutations.length > 0);
           const visible = this.collect(t, cells, now);
           if (e.veto !== undefined ? e.veto.test(visible) : (test as CompiledFilter).apply(e.key, visible).length > 0) return i;
         }
-        const plans: RowPlan[] = [];
+        const writes: GroupWrite[] = [];
         for (let i = 0; i < entries.length; i++) {
           const e = entries[i] as AtomicRowEntry;
           if (e.mutations.length === 0) continue;
           const t = states.get(e.table) as TableState;
-          const plan = this.planRewrite(
+          this.planRewrite(
             t,
             e.key,
             this.groupsOfMutations(t, e.mutations),
             (c) => applyMutations(c, e.mutations, this.serverMicros),
+            writes,
             loaded[i],
+            rowKeys[i],
           );
-          if (plan !== null) plans.push(plan);
         }
-        if (plans.length > 0) await this.writePlans(plans, isDeferred);
+        if (writes.length > 0) await this.writePlans(writes, isDeferred);
         return -1;
       });
     } finally {

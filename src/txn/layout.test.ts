@@ -42,6 +42,16 @@ describe('write records', () => {
     }
   });
 
+  it('are the bytes docs/format.md gives (stores written before keep reading)', () => {
+    const hex = (w: WriteRecord) => Buffer.from(encodeWrite(w)).toString('hex');
+    // version 1, kind, startTs as a big-endian f64, value mode (0 none, 1 inline: u32 length and bytes, 2 data)
+    expect(hex({ kind: 'put', startTs: 5, value: { mode: 'inline', value: Uint8Array.of(0x61, 0x62) } })).toBe(
+      '0100401400000000000001000000026162',
+    );
+    expect(hex({ kind: 'delete', startTs: 5, value: { mode: 'none' } })).toBe('01014014000000000000' + '00');
+    expect(hex({ kind: 'rollback', startTs: 1, value: { mode: 'data' } })).toBe('01023ff0000000000000' + '02');
+  });
+
   it('reject every truncation, a trailing byte, and an unknown version, kind or value mode with CORRUPTED_RECORD', () => {
     const r = rng(11);
     for (let i = 0; i < 200; i++) {

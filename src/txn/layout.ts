@@ -325,7 +325,19 @@ export function decodeLock(value: Uint8Array): LockRecord {
 }
 
 export function encodeWrite(w: WriteRecord): Uint8Array {
-  return new Writer().u8(VERSION).u8(KIND_CODES[w.kind]).f64(w.startTs).value(w.value).done();
+  // Written in place at its exact size: one buffer a record (every committed cell has one), no Writer.
+  const ref = w.value;
+  const inline = ref.mode === 'inline' ? ref.value : null;
+  const out = Buffer.allocUnsafe(WRITE_HEADER + (inline === null ? 0 : 4 + inline.byteLength));
+  out[0] = VERSION;
+  out[1] = KIND_CODES[w.kind];
+  out.writeDoubleBE(w.startTs, 2);
+  out[10] = MODES.indexOf(ref.mode);
+  if (inline !== null) {
+    out.writeUInt32BE(inline.byteLength, WRITE_HEADER);
+    out.set(inline, WRITE_HEADER + 4);
+  }
+  return out;
 }
 
 /** Scratch for reading big-endian doubles without a Buffer or DataView per record. */

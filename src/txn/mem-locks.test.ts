@@ -36,3 +36,43 @@ it('is found by the row as bytes or as its bytesKey, for the locked columns of r
   expect(locks.size).toBe(0);
   for (const row of rows) expect(locks.blocking('t', bytesKey(row), null, 101)).toBeNull();
 });
+
+it('holds several commits on one row, each released on its own in any order', () => {
+  const locks = new MemLocks();
+  const row = (ts: number): BufferedRow[] => [
+    {
+      table: 't',
+      row: utf8('r'),
+      rowKey: 'r',
+      cells: [{ column: 'c:a', q: q('c:a'), kind: 'put', value: utf8(String(ts)), notify: false }],
+    },
+  ];
+  const r10 = locks.acquire(10, row(10));
+  const r20 = locks.acquire(20, row(20));
+  const r30 = locks.acquire(30, row(30));
+  expect(locks.size).toBe(3);
+  const at = (ts: number) => locks.blocking('t', 'r', [q('c:a')], ts);
+  const table = (ts: number) => locks.blockingTable('t', ts);
+  // A reader sees the end of a commit below its start ts; the one it waits for is one of them.
+  expect(at(10)).toBeNull();
+  expect(at(11)).not.toBeNull();
+  expect(at(11)).toBe(table(11));
+  r10();
+  expect(at(11)).toBeNull();
+  expect(table(11)).toBeNull();
+  expect(at(21)).not.toBeNull();
+  r30();
+  expect(at(100)).toBe(at(21)); // only the commit of 20 is left
+  expect(table(100)).toBe(at(21));
+  r30(); // a second release changes nothing
+  expect(locks.size).toBe(1);
+  r20();
+  expect(locks.size).toBe(0);
+  expect(at(100)).toBeNull();
+  expect(table(100)).toBeNull();
+  // The row is locked again after all that.
+  const again = locks.acquire(40, row(40));
+  expect(at(41)).not.toBeNull();
+  again();
+  expect(at(41)).toBeNull();
+});

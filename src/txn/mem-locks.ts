@@ -22,17 +22,21 @@
  */
 import { bytesKey, compareBytes } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
-import type { BufferedRow } from './actions/types.js';
+import type { BufferedCell, BufferedRow } from './actions/types.js';
 
 interface Entry {
   readonly startTs: number;
-  readonly qualifiers: readonly Uint8Array[];
+  /** The row's cells as the commit buffered them (their `q`: the locked qualifiers). */
+  readonly cells: readonly BufferedCell[];
   readonly done: Promise<void>;
 }
 
+/** A row's locks: most rows are locked by one commit at a time, held without an array. */
+type Slot = Entry | Entry[];
+
 export class MemLocks {
   /** table → row key (latin1) → the commits holding locks there. */
-  private readonly tables = new Map<string, Map<string, Entry[]>>();
+  private readonly tables = new Map<string, Map<string, Slot>>();
   private count = 0;
 
   /** Locks every cell of `rows` for the commit of `startTs`; returns the release function. */
@@ -41,30 +45,40 @@ export class MemLocks {
     const done = new Promise<void>((resolve) => {
       end = resolve;
     });
-    const placed: [Map<string, Entry[]>, string, Entry][] = [];
+    // (row map, row key, entry) for each row, flat: one array however many rows.
+    const placed: (Map<string, Slot> | string | Entry)[] = [];
     for (const r of rows) {
       let byRow = this.tables.get(r.table);
       if (byRow === undefined) this.tables.set(r.table, (byRow = new Map()));
-      const k = bytesKey(r.row);
-      const entry: Entry = { startTs, qualifiers: r.cells.map((c) => c.q), done };
-      const list = byRow.get(k);
-      if (list === undefined) byRow.set(k, [entry]);
-      else list.push(entry);
-      placed.push([byRow, k, entry]);
+      const k = r.rowKey ?? bytesKey(r.row);
+      const entry: Entry = { startTs, cells: r.cells, done };
+      const slot = byRow.get(k);
+      if (slot === undefined) byRow.set(k, entry);
+      else if (Array.isArray(slot)) slot.push(entry);
+      else byRow.set(k, [slot, entry]);
+      placed.push(byRow, k, entry);
       this.count++;
     }
     return () => {
-      for (const [byRow, k, entry] of placed) {
-        const list = byRow.get(k);
-        if (list === undefined) continue;
-        const i = list.indexOf(entry);
-        if (i < 0) continue;
-        list.splice(i, 1);
-        this.count--;
-        if (list.length === 0) byRow.delete(k);
-      }
+      for (let i = 0; i < placed.length; i += 3)
+        this.remove(placed[i] as Map<string, Slot>, placed[i + 1] as string, placed[i + 2] as Entry);
       end();
     };
+  }
+
+  private remove(byRow: Map<string, Slot>, k: string, entry: Entry): void {
+    const slot = byRow.get(k);
+    if (slot === entry) {
+      byRow.delete(k);
+      this.count--;
+      return;
+    }
+    if (!Array.isArray(slot)) return;
+    const i = slot.indexOf(entry);
+    if (i < 0) return;
+    slot.splice(i, 1);
+    this.count--;
+    if (slot.length === 1) byRow.set(k, slot[0] as Entry);
   }
 
   /** Locked cells (for tests and status). */
@@ -79,12 +93,10 @@ export class MemLocks {
    */
   blocking(table: string, row: Uint8Array | string, qualifiers: readonly Uint8Array[] | null, ts: number): Promise<void> | null {
     if (this.count === 0) return null;
-    const list = this.tables.get(table)?.get(typeof row === 'string' ? row : bytesKey(row));
-    if (list === undefined) return null;
-    for (const e of list) {
-      if (e.startTs >= ts) continue; // commits above its start ts, invisible to this reader
-      if (qualifiers === null || overlaps(e.qualifiers, qualifiers)) return e.done;
-    }
+    const slot = this.tables.get(table)?.get(typeof row === 'string' ? row : bytesKey(row));
+    if (slot === undefined) return null;
+    if (!Array.isArray(slot)) return blocks(slot, qualifiers, ts) ? slot.done : null;
+    for (const e of slot) if (blocks(e, qualifiers, ts)) return e.done;
     return null;
   }
 
@@ -93,13 +105,24 @@ export class MemLocks {
     if (this.count === 0) return null;
     const byRow = this.tables.get(table);
     if (byRow === undefined) return null;
-    for (const list of byRow.values()) for (const e of list) if (e.startTs < ts) return e.done;
+    for (const slot of byRow.values()) {
+      if (!Array.isArray(slot)) {
+        if (slot.startTs < ts) return slot.done;
+        continue;
+      }
+      for (const e of slot) if (e.startTs < ts) return e.done;
+    }
     return null;
   }
 }
 
-function overlaps(a: readonly Uint8Array[], b: readonly Uint8Array[]): boolean {
-  for (const x of a) for (const y of b) if (compareBytes(x, y) === 0) return true;
+/** `e` may land below `ts` (commits above a reader's start ts are invisible to it) and holds one of `qualifiers` (null: any). */
+function blocks(e: Entry, qualifiers: readonly Uint8Array[] | null, ts: number): boolean {
+  return e.startTs < ts && (qualifiers === null || overlaps(e.cells, qualifiers));
+}
+
+function overlaps(a: readonly BufferedCell[], b: readonly Uint8Array[]): boolean {
+  for (const x of a) for (const y of b) if (compareBytes(x.q, y) === 0) return true;
   return false;
 }
 

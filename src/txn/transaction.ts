@@ -23,6 +23,7 @@ import type { BufferedCell, BufferedRow, SideWrite } from './actions/types.js';
 import { TxnError } from './errors.js';
 import type { CommittedTxn } from './gc-recent.js';
 import { LockRefresher } from './lock-refresher.js';
+import { RowBuffer } from './row-buffer.js';
 import type { MemLocks } from './mem-locks.js';
 import { LOCK, clearNotifications, encodeColumn, encodeUserColumn, userColumn, weakNotifyMutations } from './layout.js';
 
@@ -88,6 +89,11 @@ export function toBytes(v: Value): Uint8Array {
  */
 export function rowKeyOf(row: RowKey): Uint8Array | string {
   return typeof row === 'string' ? (asciiKey(row) ?? utf8(row)) : row;
+}
+
+/** The row's bytesKey (`bytes`: the row as bytes, if made): an ASCII string row is its own, without bytes. */
+function rowBytesKey(row: RowKey, bytes?: Uint8Array): string {
+  return (typeof row === 'string' ? asciiKey(row) : null) ?? bytesKey(bytes ?? toBytes(row));
 }
 
 /** Range selection for scans: a prefix, or start (inclusive) / end (exclusive) keys. */
@@ -308,7 +314,7 @@ export class Snapshot {
 }
 
 export class Transaction extends Snapshot {
-  private readonly rows = new Map<string, { table: string; row: Uint8Array; cells: Map<string, BufferedCell> }>();
+  private readonly rows = new Map<string, RowBuffer>();
   private readonly weak: { table: string; row: Uint8Array; column: string }[] = [];
   /** Notification clearings to write with a one-phase commit (clearNotificationsOnCommit). */
   private clears: SideWrite[] | null = null;
@@ -385,10 +391,12 @@ export class Transaction extends Snapshot {
     const q = internal ? encodeColumn(column) : encodeUserColumn(column);
     const key = toBytes(row);
     if (key.byteLength === 0) throw new TxnError('INVALID_COLUMN', 'empty row key', { table });
-    const k = `${table}\u0000${bytesKey(key)}`;
-    let r = this.rows.get(k);
-    if (r === undefined) this.rows.set(k, (r = { table, row: key, cells: new Map() }));
-    r.cells.set(column, { column, q, kind, value, notify: !internal && this.env.isObserved(table, column) });
+    const rk = rowBytesKey(row, key);
+    const k = `${table}\u0000${rk}`;
+    const r = this.rows.get(k);
+    const cell: BufferedCell = { column, q, kind, value, notify: !internal && this.env.isObserved(table, column) };
+    if (r === undefined) this.rows.set(k, new RowBuffer(table, key, rk, cell));
+    else r.set(cell);
   }
 
   protected override hasBuffered(): boolean {
@@ -397,8 +405,8 @@ export class Transaction extends Snapshot {
 
   protected override buffered(table: string, row: RowKey, column: string): Uint8Array | null | undefined {
     if (this.rows.size === 0) return undefined;
-    const r = this.rows.get(`${table}\u0000${bytesKey(toBytes(row))}`);
-    const c = r?.cells.get(column);
+    const r = this.rows.get(`${table}\u0000${rowBytesKey(row)}`);
+    const c = r?.get(column);
     if (c === undefined) return undefined;
     return c.kind === 'delete' ? null : c.value;
   }
@@ -406,7 +414,7 @@ export class Transaction extends Snapshot {
   /** Number of buffered cells. */
   get size(): number {
     let n = 0;
-    for (const r of this.rows.values()) n += r.cells.size;
+    for (const r of this.rows.values()) n += r.cells.length;
     return n;
   }
 
@@ -433,7 +441,8 @@ export class Transaction extends Snapshot {
       return null;
     }
     const env = this.env;
-    const rows: BufferedRow[] = [...this.rows.values()].map((r) => ({ table: r.table, row: r.row, cells: [...r.cells.values()] }));
+    // The buffers themselves: nothing writes to them once the transaction has finished.
+    const rows: BufferedRow[] = [...this.rows.values()];
     const primaryRow = rows[0] as BufferedRow;
     const primaryCell = primaryRow.cells[0] as BufferedCell;
     const template: LockTemplate = {

@@ -32,35 +32,48 @@ import { TxnError } from '../errors.js';
 import { DATA, LOCK, WRITE, valueRefFor } from '../layout.js';
 import { committedCellMutations } from './commit.js';
 import { conflictError } from './prewrite.js';
-import type { BufferedRow, SideWrite } from './types.js';
+import type { BufferedCell, BufferedRow, SideWrite } from './types.js';
 
 export function onePhaseMutations(row: BufferedRow, startTs: number, commitTs: number): Mutation[] {
+  const only = row.cells.length === 1 ? (row.cells[0] as BufferedCell) : null;
+  if (only !== null) {
+    const ref = valueRefFor(only.kind, only.value);
+    if (ref.mode !== 'data') return committedCellMutations(only.q, only.kind, ref, startTs, commitTs, only.notify);
+  }
   const out: Mutation[] = [];
   for (const c of row.cells) {
     const ref = valueRefFor(c.kind, c.value);
     if (ref.mode === 'data' && c.value !== null) {
       out.push({ setCell: { familyName: DATA, columnQualifier: c.q, timestampMicros: startTs, value: c.value } });
     }
-    for (const m of committedCellMutations(c.q, c.kind, ref, startTs, commitTs, c.notify)) out.push(m);
+    committedCellMutations(c.q, c.kind, ref, startTs, commitTs, c.notify, out);
   }
   return out;
 }
 
 const VETO_FAMILIES = [LOCK, WRITE];
 
-/** Prewrite's condition (prewriteConflictFilter) as an in-process test: a lock, or a write at or after S. */
-function conflictVeto(row: BufferedRow, startTs: number): RowVeto {
-  const qs = row.cells.map((c) => c.q);
-  return {
-    families: VETO_FAMILIES,
-    test(cells: readonly Cell[]): boolean {
-      for (const c of cells) {
-        if (c.family === WRITE ? c.timestamp < startTs : c.family !== LOCK) continue;
-        for (const q of qs) if (compareBytes(q, c.qualifier) === 0) return true;
-      }
-      return false;
-    },
-  };
+/**
+ * Prewrite's condition (prewriteConflictFilter) as an in-process test: a lock, or a write at or
+ * after S, on a cell the row writes. A class, not a closure: one object a row.
+ */
+class ConflictVeto implements RowVeto {
+  readonly families = VETO_FAMILIES;
+
+  constructor(
+    private readonly cells: readonly BufferedCell[],
+    private readonly startTs: number,
+  ) {}
+
+  test(cells: readonly Cell[]): boolean {
+    // Indexed: for-of over the frozen empty row falls back to the iterator protocol.
+    for (let i = 0; i < cells.length; i++) {
+      const c = cells[i] as Cell;
+      if (c.family === WRITE ? c.timestamp < this.startTs : c.family !== LOCK) continue;
+      for (const b of this.cells) if (compareBytes(b.q, c.qualifier) === 0) return true;
+    }
+    return false;
+  }
 }
 
 export async function commitOnePhase(
@@ -74,7 +87,7 @@ export async function commitOnePhase(
   const entries: { table: string; key: Uint8Array; veto?: RowVeto; mutations: Mutation[] }[] = rows.map((r) => ({
     table: r.table,
     key: r.row,
-    veto: conflictVeto(r, startTs),
+    veto: new ConflictVeto(r.cells, startTs),
     mutations: onePhaseMutations(r, startTs, commitTs),
   }));
   if (side.length > 0) {

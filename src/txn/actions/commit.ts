@@ -43,12 +43,19 @@ export function committedCellMutations(
   startTs: number,
   commitTs: number,
   notify: boolean,
+  out?: Mutation[],
 ): Mutation[] {
   // The write record carries short values itself, so readers never touch `data` for them.
-  const out: Mutation[] = [
-    { setCell: { familyName: WRITE, columnQualifier: q, timestampMicros: commitTs, value: encodeWrite({ kind, startTs, value: ref }) } },
-  ];
-  if (notify) out.push({ setCell: { familyName: NOTIFY, columnQualifier: q, timestampMicros: commitTs, value: STRONG } });
+  const w: Mutation = {
+    setCell: { familyName: WRITE, columnQualifier: q, timestampMicros: commitTs, value: encodeWrite({ kind, startTs, value: ref }) },
+  };
+  const n: Mutation | null = notify
+    ? { setCell: { familyName: NOTIFY, columnQualifier: q, timestampMicros: commitTs, value: STRONG } }
+    : null;
+  // Appended to `out`, or a new array of exactly their number (most rows a commit writes have one cell).
+  if (out === undefined) return n === null ? [w] : [w, n];
+  out.push(w);
+  if (n !== null) out.push(n);
   return out;
 }
 

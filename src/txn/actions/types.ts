@@ -22,6 +22,8 @@ export interface BufferedRow {
   readonly table: string;
   readonly row: Uint8Array;
   readonly cells: readonly BufferedCell[];
+  /** `row`'s bytesKey, when the buffer has it already. */
+  readonly rowKey?: string;
 }
 
 /**

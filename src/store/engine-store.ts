@@ -1081,7 +1081,13 @@ export class EngineStore implements AtomicRowsStore {
     const predicates = entries.map((e) =>
       e.predicateFilter === undefined || e.veto !== undefined ? null : this.compile(e.predicateFilter),
     );
-    const tableNames = [...new Set(entries.map((e) => e.table))].sort();
+    // Entered in name order (no two writers wait for each other's tables); most commits name one table.
+    const firstTable = entries[0]?.table;
+    const tableNames = entries.every((e) => e.table === firstTable)
+      ? firstTable === undefined
+        ? []
+        : [firstTable]
+      : [...new Set(entries.map((e) => e.table))].sort();
     const entered: TableState[] = [];
     try {
       for (const name of tableNames) entered.push(await this.enterWrite(name));

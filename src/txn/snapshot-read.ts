@@ -414,7 +414,9 @@ function summarizeColumn(cells: readonly Cell[], key: string, q: Uint8Array): Co
   let lockTs = Infinity;
   let commitTs = 0;
   let version: VersionAt | undefined = ABSENT;
-  for (const c of cells) {
+  // Indexed: for-of here allocated an iterator result a cell (the web index's heap profile).
+  for (let i = 0; i < cells.length; i++) {
+    const c = cells[i] as Cell;
     const isLock = c.family === LOCK;
     if ((!isLock && c.family !== WRITE) || !bytesEqual(q, c.qualifier)) continue;
     if (isLock) {

@@ -7,7 +7,8 @@
  * puts, deletes, rollbacks, locks taken and released, unrelated data and notify cells; reads at
  * random timestamps, with and without the column's map key, the row as bytes or as its bytesKey,
  * through a cache that keeps every row,
- * one that keeps almost none, and none.
+ * one that keeps almost none, and none. Scans of a row (scanAt) at timestamps where nothing is in
+ * its way must agree with the same histories.
  */
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../store/open-store.js';
@@ -95,6 +96,7 @@ describe('readVersionNow', () => {
       let ts = 1000;
       let declined = 0;
       let answered = 0;
+      let scanned = 0;
       for (let step = 0; step < 1500; step++) {
         const row = pick(ROWS);
         const column = pick(COLUMNS);
@@ -178,8 +180,26 @@ describe('readVersionNow', () => {
           const want = wants.includes(undefined) ? undefined : wants;
           expect(got?.map(shown), `${readRow} ${columns.join(',')} at ${at} after step ${step}`).toEqual(want);
         }
+        // A scan of each row at a timestamp where nothing is in its way (no lock at or below it,
+        // no long value): the row's visible columns, as the histories say.
+        if (step % 5 === 4) {
+          const at = rand() < 0.3 ? Number.MAX_SAFE_INTEGER : 990 + Math.floor(rand() * (ts - 985));
+          for (const row of ROWS) {
+            const want: Record<string, string> = {};
+            const wants = COLUMNS.map((column) => [column, expected(historyOf(row, column), at)] as const);
+            if (wants.some(([, v]) => v === undefined)) continue;
+            for (const [column, v] of wants) if (v?.value != null) want[column] = v.value;
+            const got: Record<string, string>[] = [];
+            const range = { startKeyClosed: Buffer.from(row), endKeyOpen: Buffer.from(`${row}\u0000`) };
+            for await (const r of scanAt(store, 't', range, at, ctx))
+              got.push(Object.fromEntries([...r.columns].map(([c, v]) => [c, Buffer.from(v).toString()])));
+            expect(got, `scan of ${row} at ${at} after step ${step}`).toEqual(Object.keys(want).length === 0 ? [] : [want]);
+            scanned++;
+          }
+        }
       }
-      // Both outcomes were exercised often.
+      // Both outcomes were exercised often, and scans too.
+      expect(scanned).toBeGreaterThan(10);
       expect(declined).toBeGreaterThan(200);
       expect(answered).toBeGreaterThan(2000);
       await store.close();

@@ -7,18 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { applyMutations } from './apply-mutations.js';
 import { compareCells, makeCell, upsertCell } from './cells.js';
 import type { Cell, Mutation } from './types.js';
-
-/** A small deterministic PRNG (mulberry32): failures reproduce from the seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../util/seeded-random.js';
 
 const FAMILIES = ['a', 'b', 'c'];
 const QUALIFIERS = [Uint8Array.of(), Uint8Array.of(1), Uint8Array.of(1, 0), Uint8Array.of(2)];
@@ -74,7 +63,7 @@ const key = (c: Cell) => `${c.family}/${Buffer.from(c.qualifier).toString('hex')
 
 describe('applyMutations', () => {
   it('gives the model’s cells in canonical order for 3 000 random mutation lists, input untouched', () => {
-    const r = rng(20261129);
+    const r = mulberry32(20261129);
     for (let round = 0; round < 3000; round++) {
       let row: Cell[] = [];
       const size = Math.floor(r() * 8);

@@ -95,7 +95,7 @@ export function mergeGroups(groups: readonly (readonly Cell[])[]): Cell[] {
 /** Approximate stored size of cells, for tablet accounting and the cache budget. */
 export function cellsBytes(cells: readonly Cell[]): number {
   let n = 0;
-  // Indexed: for-of over the frozen empty row falls back to the iterator protocol (an object a step).
+  // Indexed: in heap profiles this for-of allocated an iterator result a cell (its rows are arrays of several kinds).
   for (let i = 0; i < cells.length; i++) {
     const c = cells[i] as Cell;
     n += c.family.length + c.qualifier.byteLength + c.value.byteLength + 12;

@@ -66,7 +66,7 @@ class ConflictVeto implements RowVeto {
   ) {}
 
   test(cells: readonly Cell[]): boolean {
-    // Indexed: for-of over the frozen empty row falls back to the iterator protocol.
+    // Indexed: in heap profiles this for-of allocated an iterator result a cell (its rows are arrays of several kinds).
     for (let i = 0; i < cells.length; i++) {
       const c = cells[i] as Cell;
       if (c.family === WRITE ? c.timestamp < this.startTs : c.family !== LOCK) continue;

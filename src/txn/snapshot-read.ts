@@ -9,7 +9,7 @@
  * retryable). Otherwise the newest non-rollback write record at or below ts decides: a put's
  * value is inline in the record (short values) or in `data` at the writer's start ts.
  */
-import { bytesEqual, bytesKey, compareBytes, keyBytes } from '../store/bytes.js';
+import { bytesEqual, bytesKey, keyBytes } from '../store/bytes.js';
 import type { AtomicRowsStore, Store } from '../store/store.js';
 import type { Cell, RowFilter, RowRange } from '../store/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
@@ -48,59 +48,20 @@ export interface ColumnRef {
   readonly key?: string;
 }
 
-/** A column's visible write record: the record, its commit ts and the column's qualifier. */
-type VisibleWrite = [WriteRecord, number, Uint8Array];
-
 interface Interpreted {
-  /** The visible write record of each column that has one, in qualifier order. */
-  readonly writes: readonly VisibleWrite[];
-  readonly locks: readonly LockedCell[];
+  /** Per qualifier (latin1 key): the visible write record, its commit ts and the qualifier. */
+  readonly writes: Map<string, [WriteRecord, number, Uint8Array]>;
+  readonly locks: LockedCell[];
 }
-
-const NO_LOCKS: readonly LockedCell[] = Object.freeze([]);
 
 /** A lock cell of `row`, decoded. */
 export function lockedCell(table: string, row: Uint8Array, c: Cell): LockedCell {
   return { table, row, column: decodeColumn(c.qualifier), q: c.qualifier, startTs: c.timestamp, lock: decodeLock(c.value) };
 }
 
-/**
- * Interprets the lock/write cells of one row for a read at ts (newer cells are ignored). Cells
- * come in canonical order (cells.ts): a column's write records are adjacent, newest first, so its
- * first visible record that is not a rollback is the one, with no map of the columns seen (a scan
- * interprets every row it reads). Cells in any other order are interpreted by `interpretUnordered`.
- */
+/** Interprets the lock/write cells of one row for a read at ts (newer cells are ignored). */
 function interpret(table: string, row: Uint8Array, cells: readonly Cell[], ts: number): Interpreted {
-  const writes: VisibleWrite[] = [];
-  let locks: LockedCell[] | null = null;
-  let prev: Uint8Array | null = null; // the qualifier of the previous visible write record
-  let taken = false; // a record of prev's column was taken
-  for (let i = 0; i < cells.length; i++) {
-    const c = cells[i] as Cell;
-    if (c.timestamp > ts) continue;
-    if (c.family === LOCK) {
-      (locks ??= []).push(lockedCell(table, row, c));
-      continue;
-    }
-    if (c.family !== WRITE) continue;
-    if (prev !== null) {
-      const order = compareBytes(prev, c.qualifier);
-      if (order > 0) return interpretUnordered(table, row, cells, ts);
-      if (order === 0 && taken) continue;
-      if (order < 0) taken = false;
-    }
-    prev = c.qualifier;
-    const w = decodeWrite(c.value);
-    if (w.kind === 'rollback') continue;
-    writes.push([w, c.timestamp, c.qualifier]);
-    taken = true;
-  }
-  return { writes, locks: locks ?? NO_LOCKS };
-}
-
-/** interpret for cells in no particular order (the newest visible record of each column wins). */
-function interpretUnordered(table: string, row: Uint8Array, cells: readonly Cell[], ts: number): Interpreted {
-  const writes = new Map<string, VisibleWrite>();
+  const writes = new Map<string, [WriteRecord, number, Uint8Array]>();
   const locks: LockedCell[] = [];
   for (const c of cells) {
     if (c.timestamp > ts) continue;
@@ -108,13 +69,12 @@ function interpretUnordered(table: string, row: Uint8Array, cells: readonly Cell
       locks.push(lockedCell(table, row, c));
     } else if (c.family === WRITE) {
       const k = bytesKey(c.qualifier);
+      if (writes.has(k)) continue; // newest visible record already found
       const w = decodeWrite(c.value);
-      if (w.kind === 'rollback') continue;
-      const had = writes.get(k);
-      if (had === undefined || had[1] < c.timestamp) writes.set(k, [w, c.timestamp, c.qualifier]);
+      if (w.kind !== 'rollback') writes.set(k, [w, c.timestamp, c.qualifier]);
     }
   }
-  return { writes: [...writes.values()].sort((a, b) => compareBytes(a[2], b[2])), locks };
+  return { writes, locks };
 }
 
 /**
@@ -610,7 +570,7 @@ export async function* scanAt(
         if (v !== null && v !== undefined) columns.set(c.column, v);
       });
     } else {
-      for (const [w, commitTs, q] of writes) {
+      for (const [w, commitTs, q] of writes.values()) {
         const read = committedValue(store, ctx.syncStore, table, r.key, q, w, ts, commitTs);
         const v = read instanceof Promise ? await read : read;
         if (v !== null) columns.set(decodeColumn(q), v);

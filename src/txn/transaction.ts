@@ -239,16 +239,6 @@ export class Snapshot {
       const c = cells[0] as { row: RowKey; column: string };
       return [await this.get(table, c.row, c.column)];
     }
-    const first = cells[0]?.row;
-    if (first !== undefined && !this.hasBuffered() && cells.every((c) => c.row === first)) {
-      // Several columns of one row (the usual shape): no grouping, no maps.
-      const row = typeof first === 'string' ? rowKeyOf(first) : first;
-      const refs = cells.map((c) => this.columnRef(c.column));
-      const now = readVersionsNow(table, row, refs, this.startTs, this.env.read);
-      if (now !== undefined) return now.map((v) => v.value);
-      const values = await readRowAt(this.env.store, table, keyBytes(row), refs, this.startTs, this.env.read);
-      return values.map((v) => v ?? null);
-    }
     const out: (Uint8Array | null)[] = new Array(cells.length).fill(null);
     // Grouped by the key as given: a string row is converted once, not once per column. (A row
     // given both as a string and as bytes is read twice, with the same result.)

@@ -68,6 +68,17 @@ function cacheKey(t: TableState, gid: number, key: Bytes | string): string {
   return t.prefixLatin1(gid) + (typeof key === 'string' ? key : bytesKey(key));
 }
 
+/**
+ * The tables of `entries`, each once, in name order: writers enter them in that order, so no two
+ * wait for each other's tables. Most commits name one table, which needs no set or sort.
+ */
+function tablesInOrder(entries: readonly { readonly table: string }[]): string[] {
+  const first = entries[0]?.table;
+  if (first === undefined) return [];
+  if (entries.every((e) => e.table === first)) return [first];
+  return [...new Set(entries.map((e) => e.table))].sort();
+}
+
 /** One locality group of a row as a write loaded it for its condition (planRewrite reuses it). */
 interface Loaded {
   readonly gid: number;
@@ -376,9 +387,9 @@ export class EngineStore implements AtomicRowsStore {
     if (groups.length === 1) {
       // Most rows live in one group: no per-group arrays.
       const gid = groups[0] as number;
-      const mine = loaded !== undefined && loaded.gid === gid ? loaded : undefined;
-      const ck = mine !== undefined ? mine.ck : cacheKey(t, gid, bk);
-      const old = mine !== undefined ? mine.cells : this.loadCached(t, gid, key, ck, true);
+      const given = loaded !== undefined && loaded.gid === gid ? loaded : undefined;
+      const ck = given !== undefined ? given.ck : cacheKey(t, gid, bk);
+      const old = given !== undefined ? given.cells : this.loadCached(t, gid, key, ck, true);
       const mutated = mutate(this.collect(t, old, now));
       if (mutated === null) return;
       const next = this.collect(t, mutated, now);
@@ -1081,13 +1092,7 @@ export class EngineStore implements AtomicRowsStore {
     const predicates = entries.map((e) =>
       e.predicateFilter === undefined || e.veto !== undefined ? null : this.compile(e.predicateFilter),
     );
-    // Entered in name order (no two writers wait for each other's tables); most commits name one table.
-    const firstTable = entries[0]?.table;
-    const tableNames = entries.every((e) => e.table === firstTable)
-      ? firstTable === undefined
-        ? []
-        : [firstTable]
-      : [...new Set(entries.map((e) => e.table))].sort();
+    const tableNames = tablesInOrder(entries);
     const entered: TableState[] = [];
     try {
       for (const name of tableNames) entered.push(await this.enterWrite(name));

@@ -374,6 +374,36 @@ describe('observers', () => {
       await worker.stop();
     });
 
+    it('run on every runner once no other work has been taken for a while (the drain after a burst)', async () => {
+      // Eight runners, a quarter of them two. The burst's last run notifies eight rows weakly; once
+      // the worker has taken nothing else for a while they run together, though the first two
+      // never finish until all eight have started (so only a timer can have started the rest).
+      const worker = db.worker({ threads: 8 });
+      let running = 0;
+      const allRunning = signal();
+      const release = signal();
+      worker.observe('doc:fan', 'fan', async (tx) => {
+        for (let i = 0; i < 8; i++) tx.notify('docs', `h${i}`, 'doc:ping');
+      });
+      worker.observe('doc:ping', 'ping', async () => {
+        if (++running === 8) allRunning.resolve();
+        await release.promise;
+        running--;
+      });
+      await worker.start();
+      await db.transaction(async (tx) => tx.set('docs', 'f', 'doc:fan', 'go'));
+      worker.hint('docs', 'f');
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const deadline = new Promise<'deadline'>((resolve) => (timer = setTimeout(() => resolve('deadline'), 5_000)));
+      const outcome = await Promise.race([allRunning.promise.then(() => 'all running' as const), deadline]);
+      clearTimeout(timer);
+      release.resolve();
+      expect(outcome).toBe('all running');
+      await db.waitForQuiescence({ timeoutMs: 10_000 });
+      expect(await db.pendingNotifications()).toBe(0);
+      await worker.stop();
+    });
+
     it('are moved ahead by a strong notification', async () => {
       const order: string[] = [];
       const worker = db.worker({ threads: 1 });

@@ -21,7 +21,8 @@
  *
  * Weak rows wait: a row whose notifications are all weak (hinted by a weak notification, or
  * scanned with no strong one among its cells) runs before its time only when the worker is
- * nearly idle — nothing queued and fewer than a quarter of the runners (at least one) busy;
+ * nearly idle — nothing queued and fewer than a quarter of the runners (at least one) busy, or
+ * every runner once no other work has been taken for IDLE_AFTER_MS (the drain after a burst);
  * otherwise it waits weakDelayMs, then takes its turn after the hints older than it. What arrives
  * for it meanwhile collapses into its one run; a strong hint moves it to the ordinary queue
  * (docs/observers.md › Weak notifications).
@@ -98,6 +99,12 @@ const MAX_HINTED = 100_000;
  */
 const WEAK_DELAY_MS = 10_000;
 
+/**
+ * No strong work taken for this long: the worker is idle, not between two of a backlog's jobs, and
+ * waiting rows run on every runner instead of idleRunners (see nextJob).
+ */
+const IDLE_AFTER_MS = 200;
+
 /** A row this worker holds the advisory lock of (queued or running); see `Worker.held`. */
 interface Held {
   started: boolean;
@@ -160,6 +167,9 @@ export class Worker {
   private tasks: Promise<void>[] = [];
   private isRunning = false;
   private active = 0;
+  /** When a runner last took a job that was not a waiting row (Date.now()). */
+  private lastStrongAt = 0;
+  private idleTimer: ReturnType<typeof setTimeout> | null = null;
   readonly metrics: WorkerMetrics = {
     runs: 0,
     commits: 0,
@@ -217,6 +227,8 @@ export class Worker {
   async stop(): Promise<void> {
     if (!this.isRunning) return;
     this.isRunning = false;
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     for (const w of this.jobWaiters.splice(0)) w();
     for (const w of this.spaceWaiters.splice(0)) w();
     for (const w of this.idleWaiters) w();
@@ -317,18 +329,46 @@ export class Worker {
       const due = this.nextWaiting(Math.min(Date.now() - this.weakDelayMs, oldestHint));
       if (due !== undefined) return due;
     }
+    const now = Date.now();
     if (this.hinted.size > 0 && (this.queue.length === 0 || this.preferHint)) {
       this.preferHint = false;
+      this.lastStrongAt = now;
       return this.hinted.shift()?.job;
     }
     this.preferHint = true;
     const job = this.queue.shift();
-    if (job !== undefined) this.spaceWaiters.shift()?.();
-    if (job !== undefined || this.active >= this.idleRunners) return job;
+    if (job !== undefined) {
+      this.spaceWaiters.shift()?.();
+      this.lastStrongAt = now;
+      return job;
+    }
+    // Nearly idle: fewer than idleRunners rows run. Idle (nothing else taken for IDLE_AFTER_MS, e.g.
+    // the end of a burst): every runner drains. Not on the first signal alone: under saturation
+    // the queues are empty between jobs, and draining with every runner then is running weak rows
+    // at once.
+    const idle = now - this.lastStrongAt >= IDLE_AFTER_MS;
+    const limit = idle ? this.threads : this.idleRunners;
+    if (this.active >= limit) {
+      // Nothing else will call for a job when the worker becomes idle: a timer wakes a runner then.
+      if (!idle && this.waiting.size > 0) this.wakeAt(this.lastStrongAt + IDLE_AFTER_MS);
+      return undefined;
+    }
     const early = this.nextWaiting(Infinity);
-    // Another sleeping runner may take the next one: drain with up to idleRunners at a time.
+    // Another sleeping runner may take the next one: drain with up to `limit` at a time.
     if (early !== undefined && this.waiting.size > 0) this.jobWaiters.shift()?.();
     return early;
+  }
+
+  /** Wakes one sleeping runner at `at` (ms), unless a wake-up is already set. */
+  private wakeAt(at: number): void {
+    if (this.idleTimer !== null) return;
+    this.idleTimer = setTimeout(
+      () => {
+        this.idleTimer = null;
+        this.jobWaiters.shift()?.();
+      },
+      Math.max(1, at - Date.now()),
+    );
   }
 
   /** The oldest waiting row queued at or before `before` (ms) and not moved ahead since. */

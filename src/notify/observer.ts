@@ -20,4 +20,9 @@ export interface ObserverRegistration {
   /** A table name, or '*' for the column in every Percolator table. */
   readonly table: string;
   readonly fn: ObserverFn;
+  /**
+   * Under load, how long (ms) a change this worker committed waits before the run, so that later
+   * changes of the row collapse into it (0: none). See worker.ts, *Brief waits*.
+   */
+  readonly collapseMs: number;
 }

@@ -404,6 +404,69 @@ describe('observers', () => {
       await worker.stop();
     });
 
+    it('observers with collapseMs: changes while the event loop is busy wait and collapse into one run', async () => {
+      // A chain of strong steps, each keeping the JS thread busy for a while and changing `c`.
+      // Without collapsing, c's observer runs beside the chain, about once a step.
+      const worker = db.worker({ threads: 4 });
+      const states: string[] = [];
+      worker.observe('doc:step', 'step', async (tx, row) => {
+        const i = Number(Buffer.from(row).toString().slice(1));
+        const until = performance.now() + 25;
+        while (performance.now() < until); // the thread busy: what saturation looks like to the worker
+        tx.set('docs', 'c', 'doc:state', String(i));
+        if (i < 11) tx.set('docs', `s${i + 1}`, 'doc:step', 'go');
+      });
+      worker.observe(
+        'doc:state',
+        'export',
+        async (tx) => {
+          states.push((await tx.getString('docs', 'c', 'doc:state')) ?? '');
+        },
+        { table: 'docs', collapseMs: 2_000 },
+      );
+      await worker.start();
+      await db.transaction(async (tx) => tx.set('docs', 's0', 'doc:step', 'go'));
+      worker.hint('docs', 's0');
+      await db.waitForQuiescence({ timeoutMs: 10_000 });
+      // Twelve changes: the first may run at once (the loop not busy yet), the rest collapse.
+      expect(states.length).toBeLessThanOrEqual(2);
+      expect(states.at(-1)).toBe('11');
+      await worker.stop();
+    });
+
+    it('observers with collapseMs: a change runs at once when the event loop is not busy', async () => {
+      // A chain of strong steps that wait on I/O (a timer stands for it), so the thread is mostly
+      // free; step 0 changes `c`. Its run must come amid the chain, not after it (its 8 s, or the
+      // worker idle).
+      const worker = db.worker({ threads: 2 });
+      const order: string[] = [];
+      worker.observe('doc:step', 'step', async (tx, row) => {
+        const i = Number(Buffer.from(row).toString().slice(1));
+        order.push(`s${i}`);
+        await new Promise((resolve) => setTimeout(resolve, 30)); // I/O, not a wait for a condition
+        if (i === 0) tx.set('docs', 'c', 'doc:state', 'x');
+        if (i < 9) tx.set('docs', `s${i + 1}`, 'doc:step', 'go');
+      });
+      worker.observe('doc:state', 'export', async () => void order.push('c'), { table: 'docs', collapseMs: 8_000 });
+      await worker.start();
+      await db.transaction(async (tx) => tx.set('docs', 's0', 'doc:step', 'go'));
+      worker.hint('docs', 's0');
+      await db.waitForQuiescence({ timeoutMs: 20_000 });
+      expect(order.filter((x) => x === 'c')).toHaveLength(1);
+      expect(order.indexOf('c')).toBeLessThan(order.indexOf('s9'));
+      await worker.stop();
+    });
+
+    it('observe() takes collapseMs from 0 to a third of the row lock TTL', () => {
+      const worker = db.worker({ threads: 1, rowLockTtlMs: 3_000 });
+      const fn = async () => undefined;
+      for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY, 1_001])
+        expect(() => worker.observe('doc:x', `x${bad}`, fn, { collapseMs: bad })).toThrow(
+          expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+        );
+      expect(() => worker.observe('doc:x', 'ok', fn, { collapseMs: 1_000 })).not.toThrow();
+    });
+
     it('are moved ahead by a strong notification', async () => {
       const order: string[] = [];
       const worker = db.worker({ threads: 1 });

@@ -21,15 +21,22 @@
  *
  * Weak rows wait: a row whose notifications are all weak (hinted by a weak notification, or
  * scanned with no strong one among its cells) runs before its time only when the worker is
- * nearly idle — nothing queued and fewer than a quarter of the runners (at least one) busy, or
- * every runner once no other work has been taken for IDLE_AFTER_MS (the drain after a burst);
- * otherwise it waits weakDelayMs, then takes its turn after the hints older than it. What arrives
- * for it meanwhile collapses into its one run; a strong hint moves it to the ordinary queue
+ * nearly idle — nothing queued, the event loop not busy (under BUSY_UTILIZATION over the last
+ * BUSY_WINDOW_MS) and fewer than a quarter of the runners (at least one) busy — or on every runner
+ * once no other work has been taken for IDLE_AFTER_MS (the drain after a burst); otherwise it
+ * waits weakDelayMs, then takes its turn after the hints older than it. What arrives for it
+ * meanwhile collapses into its one run; a strong hint moves it to the ordinary queue
  * (docs/observers.md › Weak notifications).
+ *
+ * Brief waits: a row a local commit changed in a column whose observers all have `collapseMs`
+ * waits up to that long while the event loop is busy, so that the changes arriving meanwhile
+ * collapse into one run; with the loop not busy it runs at once (docs/observers.md › Brief
+ * waits). Rows found by scanners and rows hinted with hint() do not wait.
  *
  * stop() is graceful: scanners stop, queued jobs are dropped (their notifications stay), running
  * observer transactions finish (commit or abort) before it resolves.
  */
+import { performance } from 'node:perf_hooks';
 import { bytesKey } from '../store/bytes.js';
 import { clearNotifications, encodeColumn } from '../txn/layout.js';
 import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
@@ -105,13 +112,24 @@ const WEAK_DELAY_MS = 10_000;
  */
 const IDLE_AFTER_MS = 200;
 
+/** How often (at most) the worker measures how busy the event loop has been (loopBusy). */
+const BUSY_WINDOW_MS = 100;
+/** The event loop's utilization from which it counts as busy (the web index saturated: 0.95–0.97). */
+const BUSY_UTILIZATION = 0.8;
+
+/** How a local commit notified a row: a weak notification, a change whose observers all collapse (briefly), or any other change. */
+type HintKind = 'weak' | 'brief' | 'strong';
+const RANK: Readonly<Record<HintKind | 'no', number>> = { no: 0, weak: 1, brief: 2, strong: 3 };
+
 /** A row this worker holds the advisory lock of (queued or running); see `Worker.held`. */
 interface Held {
   started: boolean;
-  /** Hinted again while running: re-hint on release ('weak': every such hint could wait). */
-  again: 'no' | 'weak' | 'strong';
-  /** Notified only weakly (so far): queued in `waiting`. */
-  mayWait: boolean;
+  /** Hinted again while running: re-hinted on release as the strongest such hint (`briefMs` for 'brief'). */
+  again: 'no' | HintKind;
+  /** Queued in `waiting` (notified only weakly so far), in `brief` (changes that collapse), or not waiting. */
+  waits: 'no' | 'brief' | 'long';
+  /** A brief wait's length (ms). */
+  briefMs: number;
   /** The queued job, once the lock is taken (so that another hint can move a waiting row ahead). */
   job: Job | null;
 }
@@ -152,6 +170,12 @@ export class Worker {
    */
   private readonly waiting = new Queue<{ readonly held: Held; readonly at: number }>();
   /**
+   * Rows changed by local commits whose observers all collapse (`collapseMs`): they run at `due`, or
+   * before when the worker is nearly idle, and the changes that arrive meanwhile collapse into
+   * that run. Entries whose row moved ahead (a strong hint) or was taken are skipped.
+   */
+  private readonly brief = new Queue<{ readonly held: Held; readonly due: number }>();
+  /**
    * Rows this worker holds the advisory lock of (queued or running). A hint for a queued row is
    * absorbed (its runner reads the notify cells when it starts; a hint that may not wait moves a
    * waiting row to `hinted`); one for a running row sets `again`, and the row is handed over again
@@ -170,6 +194,10 @@ export class Worker {
   /** When a runner last took a job that was not a waiting row (Date.now()). */
   private lastStrongAt = 0;
   private idleTimer: ReturnType<typeof setTimeout> | null = null;
+  private idleTimerAt = 0;
+  private loopSample = performance.eventLoopUtilization();
+  private loopSampledAt = 0;
+  private loopWasBusy = false;
   readonly metrics: WorkerMetrics = {
     runs: 0,
     commits: 0,
@@ -204,11 +232,20 @@ export class Worker {
    * Registers an observer of `column` (`family:qualifier`) under a unique `name`, in `table` or
    * (default) in every Percolator table. Call before start().
    */
-  observe(column: string, name: string, fn: ObserverFn, options: { table?: string } = {}): this {
+  observe(column: string, name: string, fn: ObserverFn, options: { table?: string; collapseMs?: number } = {}): this {
     encodeColumn(column);
     if (this.isRunning) throw new Error('observe() must be called before start()');
     if (this.observers.some((o) => o.name === name)) throw new Error(`an observer named ${name} is already registered`);
-    this.observers.push({ name, column, table: options.table ?? ALL_TABLES, fn });
+    const collapseMs = options.collapseMs ?? 0;
+    if (!Number.isFinite(collapseMs) || collapseMs < 0 || collapseMs > this.rowLockTtlMs / 3) {
+      throw Object.assign(
+        new Error(`collapseMs must be a number of ms from 0 to a third of rowLockTtlMs (${this.rowLockTtlMs}), not ${collapseMs}`),
+        {
+          code: 'INVALID_ARGUMENT',
+        },
+      );
+    }
+    this.observers.push({ name, column, table: options.table ?? ALL_TABLES, fn, collapseMs });
     return this;
   }
 
@@ -234,7 +271,8 @@ export class Worker {
     for (const w of this.idleWaiters) w();
     for (const w of this.sleepers) w();
     const waited: Job[] = [];
-    for (const w of this.waiting.drain()) if (w.held.mayWait && w.held.job !== null) waited.push(w.held.job);
+    for (const w of this.waiting.drain()) if (w.held.waits === 'long' && w.held.job !== null) waited.push(w.held.job);
+    for (const w of this.brief.drain()) if (w.held.waits === 'brief' && w.held.job !== null) waited.push(w.held.job);
     const dropped = [...this.queue.splice(0), ...this.hinted.drain().map((h) => h.job), ...waited];
     for (const job of dropped) await this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner);
     this.held.clear();
@@ -254,38 +292,48 @@ export class Worker {
    * With `mayWait`, the row waits as rows with weak notifications only do (see the header).
    */
   hint(table: string, row: Uint8Array | string, mayWait = false): void {
+    this.offer(table, row, mayWait ? 'weak' : 'strong', 0);
+  }
+
+  /** hint() of a row a commit notified as `kind` (a 'brief' one waits briefMs under load). */
+  private offer(table: string, row: Uint8Array | string, kind: HintKind, briefMs: number): void {
     if (!this.isRunning || !this.observers.some((o) => o.table === ALL_TABLES || o.table === table)) return;
     let key = typeof row === 'string' ? Buffer.from(row, 'utf8') : row;
     // A row that may wait keeps its key for as long as it waits: an exact-size copy, not a view
     // into a larger buffer (Buffer.from of a short string is a slice of a shared 8 KiB pool slab,
     // which the view would keep alive whole).
-    if (mayWait && key.byteLength !== key.buffer.byteLength) key = new Uint8Array(key);
+    if (kind !== 'strong' && key.byteLength !== key.buffer.byteLength) key = new Uint8Array(key);
     const lockKey = this.lockKey(table, key);
     const held = this.held.get(lockKey);
     if (held !== undefined) {
       if (held.started) {
-        if (!mayWait) held.again = 'strong';
-        else if (held.again === 'no') held.again = 'weak';
-      } else if (!mayWait && held.mayWait) {
-        held.mayWait = false;
+        if (RANK[kind] > RANK[held.again]) [held.again, held.briefMs] = [kind, briefMs];
+      } else if (kind === 'strong' && held.waits !== 'no') {
+        held.waits = 'no';
         if (held.job !== null) this.queueHint(held.job);
+      } else if (kind === 'brief' && held.waits === 'long') {
+        // Its entry in `waiting` is skipped from now on.
+        [held.waits, held.briefMs] = ['brief', briefMs];
+        if (held.job !== null) this.queueBrief(held);
       }
       return;
     }
-    if (this.hinted.size + this.waiting.size >= MAX_HINTED || this.skipRow(table, key, Date.now())) return;
+    if (this.hinted.size + this.waiting.size + this.brief.size >= MAX_HINTED || this.skipRow(table, key, Date.now())) return;
     const job: Job = { table, row: key, lockOwner: this.hintOwner };
     // Held before the lock is even asked for: a second hint meanwhile only marks it again.
-    const mine: Held = { started: false, again: 'no', mayWait, job: null };
+    const waits = kind === 'weak' ? 'long' : kind === 'brief' ? 'brief' : 'no';
+    const mine: Held = { started: false, again: 'no', waits, briefMs, job: null };
     this.held.set(lockKey, mine);
-    void this.host.lockService.tryLock(lockKey, this.hintOwner, mayWait ? this.waitLockTtlMs : this.rowLockTtlMs).then(
+    void this.host.lockService.tryLock(lockKey, this.hintOwner, waits === 'long' ? this.waitLockTtlMs : this.rowLockTtlMs).then(
       (ok) => {
         if (ok && this.isRunning) {
           this.metrics.hinted++;
           mine.job = job;
-          if (mine.mayWait) {
+          if (mine.waits === 'long') {
             this.waiting.push({ held: mine, at: Date.now() });
             this.jobWaiters.shift()?.();
-          } else this.queueHint(job);
+          } else if (mine.waits === 'brief') this.queueBrief(mine);
+          else this.queueHint(job);
           return;
         }
         // Held by a scanner or another process (which will see the notification, or leave it to
@@ -304,8 +352,24 @@ export class Worker {
     this.jobWaiters.shift()?.();
   }
 
+  private queueBrief(held: Held): void {
+    this.brief.push({ held, due: Date.now() + held.briefMs });
+    this.jobWaiters.shift()?.(); // a runner may take it at once if the worker is nearly idle
+  }
+
   private hintWritten(wrote: readonly WrittenCell[]): void {
-    for (const w of wrote) if (this.observersOf(w.table, w.column).length > 0) this.hint(w.table, w.row, w.weak === true);
+    for (const w of wrote) {
+      const observers = this.observersOf(w.table, w.column);
+      if (observers.length === 0) continue;
+      if (w.weak === true) {
+        this.offer(w.table, w.row, 'weak', 0);
+        continue;
+      }
+      // Collapsing only if every observer of the column does (the shortest wait).
+      let briefMs = Number.POSITIVE_INFINITY;
+      for (const o of observers) briefMs = Math.min(briefMs, o.collapseMs);
+      this.offer(w.table, w.row, briefMs > 0 ? 'brief' : 'strong', briefMs);
+    }
   }
 
   private skipRow(table: string, row: Uint8Array, now: number): boolean {
@@ -316,20 +380,29 @@ export class Worker {
   }
 
   /**
-   * The next job: a waiting row that has waited weakDelayMs and is older than every hint, else
-   * hints and scanned rows in turn (they share the runners), else, when fewer than idleRunners
-   * rows run, a waiting row. Not "whenever nothing is queued": under saturation the queues are
-   * empty most of the time (free runners take every hint at once) while the backlog sits
-   * upstream, so weak rows ran almost as soon as they were notified and collapsed little (the web
-   * index: 1.64 export runs a document at 15 000 documents instead of 0.69).
+   * The next job: a brief row whose wait is over; a waiting row that has waited weakDelayMs and is
+   * older than every hint; else hints and scanned rows in turn (they share the runners); else,
+   * with the event loop not busy, a brief row, or a waiting row when fewer than idleRunners rows
+   * run; else, once idle, a waiting row on every runner. Not "whenever nothing is queued": under
+   * saturation the queues are empty most of the time (free runners take every hint at once) while
+   * the backlog sits upstream, so weak rows ran almost as soon as they were notified and collapsed
+   * little (the web index: 1.64 export runs a document at 15 000 documents instead of 0.69).
    */
   private nextJob(): Job | undefined {
+    const now = Date.now();
+    if (this.brief.size > 0) {
+      const due = this.nextBrief(now);
+      if (due !== undefined) {
+        this.lastStrongAt = now;
+        if ((this.brief.peek()?.due ?? Infinity) <= now) this.jobWaiters.shift()?.(); // the next is due too
+        return due;
+      }
+    }
     if (this.waiting.size > 0) {
       const oldestHint = this.hinted.peek()?.at ?? Infinity;
-      const due = this.nextWaiting(Math.min(Date.now() - this.weakDelayMs, oldestHint));
+      const due = this.nextWaiting(Math.min(now - this.weakDelayMs, oldestHint));
       if (due !== undefined) return due;
     }
-    const now = Date.now();
     if (this.hinted.size > 0 && (this.queue.length === 0 || this.preferHint)) {
       this.preferHint = false;
       this.lastStrongAt = now;
@@ -342,26 +415,59 @@ export class Worker {
       this.lastStrongAt = now;
       return job;
     }
-    // Nearly idle: fewer than idleRunners rows run. Idle (nothing else taken for IDLE_AFTER_MS, e.g.
-    // the end of a burst): every runner drains. Not on the first signal alone: under saturation
-    // the queues are empty between jobs, and draining with every runner then is running weak rows
-    // at once.
+    // Idle (nothing else taken for IDLE_AFTER_MS, e.g. the end of a burst): every runner drains.
+    // Not on the first signal alone: under saturation the queues are empty between jobs, and
+    // draining with every runner then is running weak rows at once.
     const idle = now - this.lastStrongAt >= IDLE_AFTER_MS;
-    const limit = idle ? this.threads : this.idleRunners;
-    if (this.active >= limit) {
-      // Nothing else will call for a job when the worker becomes idle: a timer wakes a runner then.
-      if (!idle && this.waiting.size > 0) this.wakeAt(this.lastStrongAt + IDLE_AFTER_MS);
-      return undefined;
+    // Rows run before their time only with the JS thread mostly free, or the worker idle: when the
+    // thread is the bottleneck, runners are few (each run is busy on it), so their count alone
+    // says nothing, and a row that waits then collapses what follows it for free.
+    const busy = !idle && this.loopBusy(now);
+    if (!busy) {
+      // A brief row is strong work: before waiting rows, whatever the runners, and it counts as such.
+      const brief = this.nextBrief(Infinity);
+      if (brief !== undefined) {
+        this.lastStrongAt = now;
+        if (this.brief.size + this.waiting.size > 0) this.jobWaiters.shift()?.();
+        return brief;
+      }
+      if (this.active < (idle ? this.threads : this.idleRunners)) {
+        const early = this.nextWaiting(Infinity);
+        // Another sleeping runner may take the next one: drain with up to idleRunners at a time,
+        // or every runner once idle.
+        if (early !== undefined) {
+          if (this.waiting.size > 0) this.jobWaiters.shift()?.();
+          return early;
+        }
+      }
     }
-    const early = this.nextWaiting(Infinity);
-    // Another sleeping runner may take the next one: drain with up to `limit` at a time.
-    if (early !== undefined && this.waiting.size > 0) this.jobWaiters.shift()?.();
-    return early;
+    // Nothing else may call for a job when a brief wait ends, the loop is no longer busy or the
+    // worker becomes idle: a timer wakes a runner then.
+    let at = this.brief.peek()?.due ?? Infinity;
+    if (busy && this.brief.size > 0) at = Math.min(at, now + BUSY_WINDOW_MS);
+    if (!idle && this.waiting.size > 0) at = Math.min(at, this.lastStrongAt + IDLE_AFTER_MS);
+    if (at !== Infinity) this.wakeAt(at);
+    return undefined;
   }
 
-  /** Wakes one sleeping runner at `at` (ms), unless a wake-up is already set. */
+  /** The event loop was busy (BUSY_UTILIZATION of the time or more) in the last BUSY_WINDOW_MS or more. */
+  private loopBusy(now: number): boolean {
+    if (now - this.loopSampledAt >= BUSY_WINDOW_MS) {
+      const current = performance.eventLoopUtilization();
+      this.loopWasBusy = performance.eventLoopUtilization(current, this.loopSample).utilization >= BUSY_UTILIZATION;
+      this.loopSample = current;
+      this.loopSampledAt = now;
+    }
+    return this.loopWasBusy;
+  }
+
+  /** Wakes one sleeping runner at `at` (ms), unless a wake-up is set for then or sooner. */
   private wakeAt(at: number): void {
-    if (this.idleTimer !== null) return;
+    if (this.idleTimer !== null) {
+      if (this.idleTimerAt <= at) return;
+      clearTimeout(this.idleTimer);
+    }
+    this.idleTimerAt = at;
     this.idleTimer = setTimeout(
       () => {
         this.idleTimer = null;
@@ -371,13 +477,29 @@ export class Worker {
     );
   }
 
+  /** The oldest brief row due at or before `before` (ms) and still waiting, taken. */
+  private nextBrief(before: number): Job | undefined {
+    for (;;) {
+      const head = this.brief.peek();
+      if (head === undefined || head.due > before) return undefined;
+      this.brief.shift();
+      if (head.held.waits === 'brief' && head.held.job !== null) {
+        head.held.waits = 'no';
+        return head.held.job;
+      }
+    }
+  }
+
   /** The oldest waiting row queued at or before `before` (ms) and not moved ahead since. */
   private nextWaiting(before: number): Job | undefined {
     for (;;) {
       const head = this.waiting.peek();
       if (head === undefined || head.at > before) return undefined;
       this.waiting.shift();
-      if (head.held.mayWait && head.held.job !== null) return head.held.job;
+      if (head.held.waits === 'long' && head.held.job !== null) {
+        head.held.waits = 'no';
+        return head.held.job;
+      }
     }
   }
 
@@ -437,7 +559,7 @@ export class Worker {
       tryLockRow: async (table, row, lockOwner) => {
         const key = this.lockKey(table, row);
         const ok = await this.host.lockService.tryLock(key, lockOwner, this.rowLockTtlMs);
-        if (ok) this.held.set(key, { started: false, again: 'no', mayWait: false, job: null });
+        if (ok) this.held.set(key, { started: false, again: 'no', waits: 'no', briefMs: 0, job: null });
         return ok;
       },
       skip: (table, row, now) => this.skipRow(table, row, now),
@@ -450,9 +572,9 @@ export class Worker {
           held !== undefined &&
           job.cells !== undefined &&
           job.cells.every((c) => !c.strong) &&
-          this.hinted.size + this.waiting.size < MAX_HINTED
+          this.hinted.size + this.waiting.size + this.brief.size < MAX_HINTED
         ) {
-          held.mayWait = true; // from here a strong hint (hint()) clears it
+          held.waits = 'long'; // from here a strong hint (hint()) clears it
           if (this.waitLockTtlMs > this.rowLockTtlMs) {
             // Scanned rows were locked for rowLockTtlMs: lock this one again for its wait. Another
             // process may take the row in between; then it is theirs to run.
@@ -464,7 +586,7 @@ export class Worker {
               return;
             }
           }
-          if (held.mayWait) {
+          if (held.waits === 'long') {
             held.job = job;
             this.waiting.push({ held, at: Date.now() });
             this.jobWaiters.shift()?.();
@@ -521,7 +643,7 @@ export class Worker {
         this.held.delete(lockKey);
         // A local commit notified this row while it ran (e.g. an observer of the row wrote a
         // column another observer of the row watches): run it again now.
-        if (held !== undefined && held.again !== 'no') this.hint(job.table, job.row, held.again === 'weak');
+        if (held !== undefined && held.again !== 'no') this.offer(job.table, job.row, held.again, held.briefMs);
       }
     }
   }

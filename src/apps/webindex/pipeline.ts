@@ -66,6 +66,14 @@ export interface WebIndexOptions {
 const LINK_WAIT_MS = 300_000;
 export const WEB_INDEX_WORKER = { weakDelayMs: LINK_WAIT_MS } as const;
 
+/**
+ * Under load, a cluster's export waits this long after a membership change (the worker's brief
+ * wait, `collapseMs`), so that the documents joining it meanwhile collapse into one export: a
+ * cluster's documents tend to arrive together (a site's mirrors and copies are crawled together;
+ * the synthetic corpus lists them one after another). With the worker nearly idle it runs at once.
+ */
+export const EXPORT_COLLAPSE_MS = 250;
+
 export async function createWebIndexTables(db: Percolator): Promise<void> {
   for (const t of TABLES) await db.createTable(t);
 }
@@ -93,6 +101,9 @@ export function registerWebIndex(worker: Worker, options: WebIndexOptions = {}):
   worker.observe(LINKS_DIRTY, OBSERVERS.linksRelay, relay, { table: DOCS });
   worker.observe(LINKS_APPLIED_LEGACY, OBSERVERS.linksNotify, relay, { table: DOCS });
   if (until === 'cluster') return worker;
-  worker.observe(CLUSTER_STATE, OBSERVERS.export, exportObserver({ metrics: options.metrics, nowMs: options.nowMs }), { table: CLUSTERS });
+  worker.observe(CLUSTER_STATE, OBSERVERS.export, exportObserver({ metrics: options.metrics, nowMs: options.nowMs }), {
+    table: CLUSTERS,
+    collapseMs: EXPORT_COLLAPSE_MS,
+  });
   return worker;
 }

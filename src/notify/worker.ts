@@ -21,8 +21,8 @@
  *
  * Weak rows wait: a row whose notifications are all weak (hinted by a weak notification, or
  * scanned with no strong one among its cells) runs before its time only when the worker is
- * nearly idle — nothing queued, the event loop not busy (under BUSY_UTILIZATION over the last
- * BUSY_WINDOW_MS) and fewer than a quarter of the runners (at least one) busy — or on every runner
+ * nearly idle — nothing queued, the event loop not busy (its utilization, smoothed over ~300 ms,
+ * under busyUtilization) and fewer than a quarter of the runners (at least one) busy — or on every runner
  * once no other work has been taken for IDLE_AFTER_MS (the drain after a burst); otherwise it
  * waits weakDelayMs, then takes its turn after the hints older than it. What arrives for it
  * meanwhile collapses into its one run; a strong hint moves it to the ordinary queue
@@ -64,6 +64,12 @@ export interface WorkerOptions {
    * rowLockTtlMs), so the wait never lets it lapse.
    */
   readonly weakDelayMs?: number;
+  /**
+   * The event loop utilization (0–1, smoothed over ~300 ms) from which the worker counts as busy:
+   * then brief and weak rows wait instead of running early (see the header). Default 0.85 (a
+   * saturated web index: 0.95–0.97). 0: always busy; above 1: never.
+   */
+  readonly busyUtilization?: number;
   /** Called for parked cells and observer errors (default: console.error). */
   readonly log?: (message: string, error?: unknown) => void;
 }
@@ -113,9 +119,11 @@ const WEAK_DELAY_MS = 10_000;
 const IDLE_AFTER_MS = 200;
 
 /** How often (at most) the worker measures how busy the event loop has been (loopBusy). */
-const BUSY_WINDOW_MS = 100;
-/** The event loop's utilization from which it counts as busy (the web index saturated: 0.95–0.97). */
-const BUSY_UTILIZATION = 0.8;
+const BUSY_SAMPLE_MS = 100;
+/** Time constant of the smoothed utilization: sustained load is seen after a few of these. */
+const BUSY_TAU_MS = 300;
+/** busyUtilization's default. */
+const BUSY_UTILIZATION = 0.85;
 
 /** How a local commit notified a row: a weak notification, a change whose observers all collapse (briefly), or any other change. */
 type HintKind = 'weak' | 'brief' | 'strong';
@@ -195,9 +203,11 @@ export class Worker {
   private lastStrongAt = 0;
   private idleTimer: ReturnType<typeof setTimeout> | null = null;
   private idleTimerAt = 0;
-  private loopSample = performance.eventLoopUtilization();
+  private readonly busyUtilization: number;
+  /** The last utilization sample (null: none yet), when it was taken, and the smoothed load. */
+  private loopSample: ReturnType<typeof performance.eventLoopUtilization> | null = null;
   private loopSampledAt = 0;
-  private loopWasBusy = false;
+  private loopLoad = 0;
   readonly metrics: WorkerMetrics = {
     runs: 0,
     commits: 0,
@@ -223,6 +233,10 @@ export class Worker {
     this.maxFailures = Math.max(1, options.maxFailures ?? 5);
     this.rowLockTtlMs = options.rowLockTtlMs ?? 30_000;
     this.weakDelayMs = Math.max(0, options.weakDelayMs ?? WEAK_DELAY_MS);
+    this.busyUtilization = options.busyUtilization ?? BUSY_UTILIZATION;
+    if (!Number.isFinite(this.busyUtilization) || this.busyUtilization < 0) {
+      throw Object.assign(new Error(`busyUtilization must be a number from 0, not ${this.busyUtilization}`), { code: 'INVALID_ARGUMENT' });
+    }
     this.waitLockTtlMs = Math.max(this.rowLockTtlMs, 3 * this.weakDelayMs);
     this.log = options.log ?? ((m, e) => console.error(`percolator worker: ${m}`, e ?? ''));
     this.hintOwner = `${host.owner}/${workerSeq++}/hint`;
@@ -444,21 +458,30 @@ export class Worker {
     // Nothing else may call for a job when a brief wait ends, the loop is no longer busy or the
     // worker becomes idle: a timer wakes a runner then.
     let at = this.brief.peek()?.due ?? Infinity;
-    if (busy && this.brief.size > 0) at = Math.min(at, now + BUSY_WINDOW_MS);
+    if (busy && this.brief.size > 0) at = Math.min(at, now + BUSY_SAMPLE_MS);
     if (!idle && this.waiting.size > 0) at = Math.min(at, this.lastStrongAt + IDLE_AFTER_MS);
     if (at !== Infinity) this.wakeAt(at);
     return undefined;
   }
 
-  /** The event loop was busy (BUSY_UTILIZATION of the time or more) in the last BUSY_WINDOW_MS or more. */
+  /**
+   * The event loop is busy: its utilization, sampled every BUSY_SAMPLE_MS or more (when asked) and
+   * smoothed exponentially (BUSY_TAU_MS), is busyUtilization or more. Sampling starts at the first
+   * question, so whatever kept the loop busy before (opening a store) does not count.
+   */
   private loopBusy(now: number): boolean {
-    if (now - this.loopSampledAt >= BUSY_WINDOW_MS) {
+    if (this.loopSample === null) {
+      this.loopSample = performance.eventLoopUtilization();
+      this.loopSampledAt = now;
+    } else if (now - this.loopSampledAt >= BUSY_SAMPLE_MS) {
       const current = performance.eventLoopUtilization();
-      this.loopWasBusy = performance.eventLoopUtilization(current, this.loopSample).utilization >= BUSY_UTILIZATION;
+      const u = performance.eventLoopUtilization(current, this.loopSample).utilization;
+      const dt = now - this.loopSampledAt;
+      this.loopLoad += (dt / (dt + BUSY_TAU_MS)) * (u - this.loopLoad);
       this.loopSample = current;
       this.loopSampledAt = now;
     }
-    return this.loopWasBusy;
+    return this.loopLoad >= this.busyUtilization;
   }
 
   /** Wakes one sleeping runner at `at` (ms), unless a wake-up is set for then or sooner. */

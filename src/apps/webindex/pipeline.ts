@@ -70,9 +70,11 @@ export const WEB_INDEX_WORKER = { weakDelayMs: LINK_WAIT_MS } as const;
  * Under load, a cluster's export waits this long after a membership change (the worker's brief
  * wait, `collapseMs`), so that the documents joining it meanwhile collapse into one export: a
  * cluster's documents tend to arrive together (a site's mirrors and copies are crawled together;
- * the synthetic corpus lists them one after another). With the worker nearly idle it runs at once.
+ * the synthetic corpus lists them one after another). With the worker's event loop not busy it
+ * runs at once. 100 ms already collapses a saturated load to one export a cluster (250 did no
+ * better): docs/observers.md › Brief waits.
  */
-export const EXPORT_COLLAPSE_MS = 250;
+export const EXPORT_COLLAPSE_MS = 100;
 
 export async function createWebIndexTables(db: Percolator): Promise<void> {
   for (const t of TABLES) await db.createTable(t);

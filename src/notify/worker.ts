@@ -142,6 +142,12 @@ interface Held {
   job: Job | null;
 }
 
+/** A row in `waiting` (`at`: when it started to wait) or in `brief` (`at`: when its wait ends). */
+interface WaitEntry {
+  readonly held: Held;
+  readonly at: number;
+}
+
 interface FailureState {
   failures: number;
   nextAttempt: number;
@@ -176,13 +182,13 @@ export class Worker {
    * every notification of the row that arrives while it waits is covered by the same run
    * (Percolator's message collapsing). Entries whose row a strong hint moved ahead are skipped.
    */
-  private readonly waiting = new Queue<{ readonly held: Held; readonly at: number }>();
+  private readonly waiting = new Queue<WaitEntry>();
   /**
-   * Rows changed by local commits whose observers all collapse (`collapseMs`): they run at `due`, or
+   * Rows changed by local commits whose observers all collapse (`collapseMs`): they run at `at`, or
    * before when the worker is nearly idle, and the changes that arrive meanwhile collapse into
    * that run. Entries whose row moved ahead (a strong hint) or was taken are skipped.
    */
-  private readonly brief = new Queue<{ readonly held: Held; readonly due: number }>();
+  private readonly brief = new Queue<WaitEntry>();
   /**
    * Rows this worker holds the advisory lock of (queued or running). A hint for a queued row is
    * absorbed (its runner reads the notify cells when it starts; a hint that may not wait moves a
@@ -367,7 +373,7 @@ export class Worker {
   }
 
   private queueBrief(held: Held): void {
-    this.brief.push({ held, due: Date.now() + held.briefMs });
+    this.brief.push({ held, at: Date.now() + held.briefMs });
     this.jobWaiters.shift()?.(); // a runner may take it at once if the worker is nearly idle
   }
 
@@ -408,7 +414,7 @@ export class Worker {
       const due = this.nextBrief(now);
       if (due !== undefined) {
         this.lastStrongAt = now;
-        if ((this.brief.peek()?.due ?? Infinity) <= now) this.jobWaiters.shift()?.(); // the next is due too
+        if ((this.brief.peek()?.at ?? Infinity) <= now) this.jobWaiters.shift()?.(); // the next is due too
         return due;
       }
     }
@@ -457,7 +463,7 @@ export class Worker {
     }
     // Nothing else may call for a job when a brief wait ends, the loop is no longer busy or the
     // worker becomes idle: a timer wakes a runner then.
-    let at = this.brief.peek()?.due ?? Infinity;
+    let at = this.brief.peek()?.at ?? Infinity;
     if (busy && this.brief.size > 0) at = Math.min(at, now + BUSY_SAMPLE_MS);
     if (!idle && this.waiting.size > 0) at = Math.min(at, this.lastStrongAt + IDLE_AFTER_MS);
     if (at !== Infinity) this.wakeAt(at);
@@ -500,26 +506,23 @@ export class Worker {
     );
   }
 
-  /** The oldest brief row due at or before `before` (ms) and still waiting, taken. */
+  /** The oldest brief row whose wait ends at or before `before` (ms), taken. */
   private nextBrief(before: number): Job | undefined {
-    for (;;) {
-      const head = this.brief.peek();
-      if (head === undefined || head.due > before) return undefined;
-      this.brief.shift();
-      if (head.held.waits === 'brief' && head.held.job !== null) {
-        head.held.waits = 'no';
-        return head.held.job;
-      }
-    }
+    return this.takeWaiting(this.brief, 'brief', before);
   }
 
-  /** The oldest waiting row queued at or before `before` (ms) and not moved ahead since. */
+  /** The oldest waiting row queued at or before `before` (ms) and not moved ahead since, taken. */
   private nextWaiting(before: number): Job | undefined {
+    return this.takeWaiting(this.waiting, 'long', before);
+  }
+
+  /** The oldest entry of `queue` at or before `before` whose row still waits there (`waits`), taken. */
+  private takeWaiting(queue: Queue<WaitEntry>, waits: 'brief' | 'long', before: number): Job | undefined {
     for (;;) {
-      const head = this.waiting.peek();
+      const head = queue.peek();
       if (head === undefined || head.at > before) return undefined;
-      this.waiting.shift();
-      if (head.held.waits === 'long' && head.held.job !== null) {
+      queue.shift();
+      if (head.held.waits === waits && head.held.job !== null) {
         head.held.waits = 'no';
         return head.held.job;
       }

@@ -207,8 +207,8 @@ export class Worker {
   private active = 0;
   /** When a runner last took a job that was not a waiting row (Date.now()). */
   private lastStrongAt = 0;
-  private idleTimer: ReturnType<typeof setTimeout> | null = null;
-  private idleTimerAt = 0;
+  private wakeTimer: ReturnType<typeof setTimeout> | null = null;
+  private wakeTimerAt = 0;
   private readonly busyUtilization: number;
   /** The last utilization sample (null: none yet), when it was taken, and the smoothed load. */
   private loopSample: ReturnType<typeof performance.eventLoopUtilization> | null = null;
@@ -284,8 +284,8 @@ export class Worker {
   async stop(): Promise<void> {
     if (!this.isRunning) return;
     this.isRunning = false;
-    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
-    this.idleTimer = null;
+    if (this.wakeTimer !== null) clearTimeout(this.wakeTimer);
+    this.wakeTimer = null;
     for (const w of this.jobWaiters.splice(0)) w();
     for (const w of this.spaceWaiters.splice(0)) w();
     for (const w of this.idleWaiters) w();
@@ -492,14 +492,14 @@ export class Worker {
 
   /** Wakes one sleeping runner at `at` (ms), unless a wake-up is set for then or sooner. */
   private wakeAt(at: number): void {
-    if (this.idleTimer !== null) {
-      if (this.idleTimerAt <= at) return;
-      clearTimeout(this.idleTimer);
+    if (this.wakeTimer !== null) {
+      if (this.wakeTimerAt <= at) return;
+      clearTimeout(this.wakeTimer);
     }
-    this.idleTimerAt = at;
-    this.idleTimer = setTimeout(
+    this.wakeTimerAt = at;
+    this.wakeTimer = setTimeout(
       () => {
-        this.idleTimer = null;
+        this.wakeTimer = null;
         this.jobWaiters.shift()?.();
       },
       Math.max(1, at - Date.now()),

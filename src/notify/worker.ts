@@ -327,13 +327,17 @@ export class Worker {
     const held = this.held.get(lockKey);
     if (held !== undefined) {
       if (held.started) {
-        if (RANK[kind] > RANK[held.again]) [held.again, held.briefMs] = [kind, briefMs];
+        if (RANK[kind] > RANK[held.again]) {
+          held.again = kind;
+          held.briefMs = briefMs;
+        }
       } else if (kind === 'strong' && held.waits !== 'no') {
         held.waits = 'no';
         if (held.job !== null) this.queueHint(held.job);
       } else if (kind === 'brief' && held.waits === 'long') {
         // Its entry in `waiting` is skipped from now on.
-        [held.waits, held.briefMs] = ['brief', briefMs];
+        held.waits = 'brief';
+        held.briefMs = briefMs;
         if (held.job !== null) this.queueBrief(held);
       }
       return;
@@ -349,10 +353,8 @@ export class Worker {
         if (ok && this.isRunning) {
           this.metrics.hinted++;
           mine.job = job;
-          if (mine.waits === 'long') {
-            this.waiting.push({ held: mine, at: Date.now() });
-            this.jobWaiters.shift()?.();
-          } else if (mine.waits === 'brief') this.queueBrief(mine);
+          if (mine.waits === 'long') this.queueWaiting(mine);
+          else if (mine.waits === 'brief') this.queueBrief(mine);
           else this.queueHint(job);
           return;
         }
@@ -370,6 +372,11 @@ export class Worker {
   private queueHint(job: Job): void {
     this.hinted.push({ job, at: Date.now() });
     this.jobWaiters.shift()?.();
+  }
+
+  private queueWaiting(held: Held): void {
+    this.waiting.push({ held, at: Date.now() });
+    this.jobWaiters.shift()?.(); // a runner may take it at once if the worker is nearly idle
   }
 
   private queueBrief(held: Held): void {
@@ -614,8 +621,7 @@ export class Worker {
           }
           if (held.waits === 'long') {
             held.job = job;
-            this.waiting.push({ held, at: Date.now() });
-            this.jobWaiters.shift()?.();
+            this.queueWaiting(held);
             return;
           }
         }

@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { UsageError } from './usage-error.js';
 
 const descriptions: Record<string, string> = {
-  bench: 'benchmarks (programs, not tests): store, oracle, overhead, latency, webindex, peers',
+  bench: 'benchmarks (programs, not tests): store, oracle, overhead, latency, webindex, peers; pairs (a build against a baseline)',
   check: 'crash-injection checkers that prove the guarantees: durability, bank, notify',
 };
 

@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { register as benchClumping } from './bench-clumping.js';
 import { register as benchLatency } from './bench-latency.js';
 import { register as benchOverhead } from './bench-overhead.js';
+import { register as benchPairs } from './bench-pairs.js';
 import { register as benchPeers } from './bench-peers.js';
 import { register as benchStore } from './bench-store.js';
 import { register as benchWebindex } from './bench-webindex.js';
@@ -34,6 +35,7 @@ export const commands: RegisterCommand[] = [
   benchLatency,
   benchWebindex,
   benchPeers,
+  benchPairs,
   checkDurability,
   checkBank,
   checkNotify,

@@ -98,6 +98,10 @@ export function metricAt(json: unknown, path: string): number {
   return v;
 }
 
+/** Summaries and ratios are rounded (a benchmark's own figures carry no more precision). */
+const round = (x: number, digits: number): number => Number(x.toFixed(digits));
+const ratioOf = (a: number, b: number): number | null => (b === 0 ? null : round(a / b, 4));
+
 function summarize(runs: readonly number[]): SideSummary {
   const sorted = [...runs].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
@@ -110,10 +114,6 @@ function summarize(runs: readonly number[]): SideSummary {
     max: sorted[sorted.length - 1] as number,
   };
 }
-
-/** Summaries and ratios are rounded (a benchmark's own figures carry no more precision). */
-const round = (x: number, digits: number): number => Number(x.toFixed(digits));
-const ratioOf = (a: number, b: number): number | null => (b === 0 ? null : round(a / b, 4));
 
 /**
  * Runs `rounds` alternating pairs.

@@ -125,6 +125,11 @@ const BUSY_TAU_MS = 300;
 /** busyUtilization's default. */
 const BUSY_UTILIZATION = 0.85;
 
+/** A bad worker or observer option, with the stable code callers test for. */
+function invalidOption(message: string): Error {
+  return Object.assign(new Error(message), { code: 'INVALID_ARGUMENT' });
+}
+
 /** How a local commit notified a row: a weak notification, a change whose observers all collapse (briefly), or any other change. */
 type HintKind = 'weak' | 'brief' | 'strong';
 const RANK: Readonly<Record<HintKind | 'no', number>> = { no: 0, weak: 1, brief: 2, strong: 3 };
@@ -241,7 +246,7 @@ export class Worker {
     this.weakDelayMs = Math.max(0, options.weakDelayMs ?? WEAK_DELAY_MS);
     this.busyUtilization = options.busyUtilization ?? BUSY_UTILIZATION;
     if (!Number.isFinite(this.busyUtilization) || this.busyUtilization < 0) {
-      throw Object.assign(new Error(`busyUtilization must be a number from 0, not ${this.busyUtilization}`), { code: 'INVALID_ARGUMENT' });
+      throw invalidOption(`busyUtilization must be a number from 0, not ${this.busyUtilization}`);
     }
     this.waitLockTtlMs = Math.max(this.rowLockTtlMs, 3 * this.weakDelayMs);
     this.log = options.log ?? ((m, e) => console.error(`percolator worker: ${m}`, e ?? ''));
@@ -258,12 +263,7 @@ export class Worker {
     if (this.observers.some((o) => o.name === name)) throw new Error(`an observer named ${name} is already registered`);
     const collapseMs = options.collapseMs ?? 0;
     if (!Number.isFinite(collapseMs) || collapseMs < 0 || collapseMs > this.rowLockTtlMs / 3) {
-      throw Object.assign(
-        new Error(`collapseMs must be a number of ms from 0 to a third of rowLockTtlMs (${this.rowLockTtlMs}), not ${collapseMs}`),
-        {
-          code: 'INVALID_ARGUMENT',
-        },
-      );
+      throw invalidOption(`collapseMs must be a number of ms from 0 to a third of rowLockTtlMs (${this.rowLockTtlMs}), not ${collapseMs}`);
     }
     this.observers.push({ name, column, table: options.table ?? ALL_TABLES, fn, collapseMs });
     return this;
@@ -342,7 +342,7 @@ export class Worker {
       }
       return;
     }
-    if (this.hinted.size + this.waiting.size + this.brief.size >= MAX_HINTED || this.skipRow(table, key, Date.now())) return;
+    if (this.rowsQueued() >= MAX_HINTED || this.skipRow(table, key, Date.now())) return;
     const job: Job = { table, row: key, lockOwner: this.hintOwner };
     // Held before the lock is even asked for: a second hint meanwhile only marks it again.
     const waits = kind === 'weak' ? 'long' : kind === 'brief' ? 'brief' : 'no';
@@ -372,6 +372,11 @@ export class Worker {
   private queueHint(job: Job): void {
     this.hinted.push({ job, at: Date.now() });
     this.jobWaiters.shift()?.();
+  }
+
+  /** Rows queued by hints and waits (bounded by MAX_HINTED): hinted, waiting and brief. */
+  private rowsQueued(): number {
+    return this.hinted.size + this.waiting.size + this.brief.size;
   }
 
   private queueWaiting(held: Held): void {
@@ -605,7 +610,7 @@ export class Worker {
           held !== undefined &&
           job.cells !== undefined &&
           job.cells.every((c) => !c.strong) &&
-          this.hinted.size + this.waiting.size + this.brief.size < MAX_HINTED
+          this.rowsQueued() < MAX_HINTED
         ) {
           held.waits = 'long'; // from here a strong hint (hint()) clears it
           if (this.waitLockTtlMs > this.rowLockTtlMs) {

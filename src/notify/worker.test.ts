@@ -4,6 +4,7 @@ import { Percolator } from '../txn/percolator.js';
 import { TxnError } from '../txn/errors.js';
 import type { Transaction } from '../txn/transaction.js';
 import { InProcessLockService, type LockService } from './lock-service.js';
+import { BACKLOG_PAUSE_MS } from './scanner.js';
 
 let db: Percolator;
 const others: Percolator[] = [];
@@ -244,6 +245,34 @@ describe('observers', () => {
     await db.waitForQuiescence({ timeoutMs: 10_000 });
     expect(runs).toEqual(['a']);
     await worker.stop();
+  });
+
+  it('while it holds as many queued rows as runners, its scanners pass only every BACKLOG_PAUSE_MS', async () => {
+    const started = signal();
+    const release = signal();
+    const worker = db.worker({ threads: 1 });
+    worker.observe('doc:content', 'slow', async (_tx, row) => {
+      if (Buffer.from(row).toString() !== 'a') return;
+      started.resolve();
+      await release.promise;
+    });
+    await worker.start();
+    for (const row of ['a', 'b', 'c']) {
+      await db.transaction(async (tx) => tx.set('docs', row, 'doc:content', 'x'));
+      worker.hint('docs', row);
+    }
+    await started.promise;
+    // 'a' runs, 'b' and 'c' wait hinted (their advisory locks held): a pass meets them and jumps.
+    const before = worker.metrics.scanner.jumps;
+    await new Promise((r) => setTimeout(r, 2.5 * BACKLOG_PAUSE_MS));
+    const jumps = worker.metrics.scanner.jumps - before;
+    release.resolve();
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    await worker.stop();
+    // Two scanners, each at most one pass begun before the backlog and two within 2.5 pauses;
+    // jumps backing off alone (1, 2, 4 … 50 ms) would make ~14 each.
+    expect(jumps).toBeLessThanOrEqual(6);
+    expect(worker.metrics.runs).toBe(3);
   });
 
   it('an observer that finds its snapshot stale (retryNow) is retried at once, counted apart from conflicts', async () => {

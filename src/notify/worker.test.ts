@@ -263,6 +263,8 @@ describe('observers', () => {
     }
     await started.promise;
     // 'a' runs, 'b' and 'c' wait hinted (their advisory locks held): a pass meets them and jumps.
+    // A hint is queued once its advisory lock is granted (a promise): wait until all three are.
+    while (worker.metrics.hinted < 3) await new Promise((r) => setImmediate(r));
     const before = worker.metrics.scanner.jumps;
     await new Promise((r) => setTimeout(r, 2.5 * BACKLOG_PAUSE_MS));
     const jumps = worker.metrics.scanner.jumps - before;

@@ -46,8 +46,9 @@ export interface ScannerHost {
   /** Resolves when the job is queued (waits while the queue is full). */
   enqueue(job: Job): Promise<void>;
   /**
-   * The host already holds as much queued work as it has runners (its own hints, rows waiting):
-   * a pass now would mostly meet rows it holds. Scanners then pass at most every BACKLOG_PAUSE_MS.
+   * The host already holds as much queued work as it has runners (its own hints, rows waiting,
+   * rows scanned): a pass now would mostly meet rows it holds. Scanners then pass at most every
+   * BACKLOG_PAUSE_MS.
    */
   backlogged(): boolean;
   readonly stats: ScannerStats;

@@ -262,9 +262,10 @@ describe('observers', () => {
       worker.hint('docs', row);
     }
     await started.promise;
-    // 'a' runs, 'b' and 'c' wait hinted (their advisory locks held): a pass meets them and jumps.
-    // A hint is queued once its advisory lock is granted (a promise): wait until all three are.
-    while (worker.metrics.hinted < 3) await new Promise((r) => setImmediate(r));
+    // 'a' runs, 'b' and 'c' wait queued (their advisory locks held): a pass meets them and jumps.
+    // A hint is queued once its advisory lock is granted (a promise): let all three be. (A scanner
+    // may have taken a row before its hint did; then it waits in the scanned queue, held too.)
+    for (let i = 0; i < 100 && worker.metrics.hinted < 3; i++) await new Promise((r) => setImmediate(r));
     const before = worker.metrics.scanner.jumps;
     await new Promise((r) => setTimeout(r, 2.5 * BACKLOG_PAUSE_MS));
     const jumps = worker.metrics.scanner.jumps - before;

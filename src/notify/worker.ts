@@ -601,9 +601,9 @@ export class Worker {
         return ok;
       },
       skip: (table, row, now) => this.skipRow(table, row, now),
-      // As many rows known and queued (hinted, waiting weak, brief) as there are runners: a pass
+      // As many rows queued (hinted, waiting weak, brief, scanned) as there are runners: a pass
       // would meet them held. A saturated web index keeps hundreds waiting and few hinted.
-      backlogged: () => this.rowsQueued() >= this.threads,
+      backlogged: () => this.rowsQueued() + this.queue.length >= this.threads,
       enqueue: async (job) => {
         // A row notified only weakly waits, as a weakly hinted one does.
         const lockKey = this.lockKey(job.table, job.row);

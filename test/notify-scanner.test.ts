@@ -6,11 +6,12 @@
  * What src/notify/scanner.ts promises and these check: a jump lands at a random row of the
  * tablet's notified range even in a one-tablet table (an origin of "tablet start + random bytes"
  * once sent every jump to the first row), jumps spread over the tablets of a large table, repeated
- * jumps back off instead of spinning, and a backlogged host gets a pass at most every
- * BACKLOG_PAUSE_MS (docs/observers.md › Scanning and anti-clumping).
+ * jumps back off instead of spinning, a backlogged host gets a pass at most every
+ * BACKLOG_PAUSE_MS, and passes that find nothing wait twice as long each time, up to
+ * EMPTY_PASS_MAX_IDLE_MS (docs/observers.md › Scanning and anti-clumping).
  */
 import { describe, expect, it } from 'vitest';
-import { BACKLOG_PAUSE_MS, type ScannerHost, scanLoop } from '../src/notify/scanner.js';
+import { BACKLOG_PAUSE_MS, EMPTY_PASS_MAX_IDLE_MS, type ScannerHost, scanLoop } from '../src/notify/scanner.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';
 import { encodeColumn, NOTIFY, PERCOLATOR_TABLE_SPEC } from '../src/txn/layout.js';
@@ -115,6 +116,37 @@ describe('scanner anti-clumping jumps', () => {
       await jumpLandings(store, performance.now() + ms, true, false, free);
       // Jumps back off 1, 2, 4 … 50 ms: far more passes in the same time.
       expect(free.n).toBeGreaterThan(5);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('wait twice as long after each pass that found nothing, up to EMPTY_PASS_MAX_IDLE_MS, and woken waits stay short', async () => {
+    const store = await openStore('memory:');
+    try {
+      await store.createTable('t', PERCOLATOR_TABLE_SPEC); // no notifications: every pass is empty
+      const waits: { ms: number; wakeable: boolean }[] = [];
+      const host: ScannerHost = {
+        store,
+        rowLockTtlMs: 1000,
+        stats: { rowsScanned: 0, notificationsFound: 0, jumps: 0, emptyPasses: 0 },
+        running: () => waits.length < 15,
+        tables: async () => ['t'],
+        observes: () => true,
+        tryLockRow: async () => true,
+        skip: () => false,
+        enqueue: async () => undefined,
+        backlogged: () => false,
+        idle: async (ms, wakeable = true) => {
+          waits.push({ ms, wakeable });
+        },
+      };
+      await scanLoop(host, 'me');
+      expect(host.stats.emptyPasses).toBe(15);
+      expect(waits.map((w) => w.ms)).toEqual(waits.map((_, i) => Math.min(2 ** (i + 1), EMPTY_PASS_MAX_IDLE_MS)));
+      expect(waits.at(-1)?.ms).toBe(EMPTY_PASS_MAX_IDLE_MS);
+      // Wakeable: a local commit that notifies ends them at once (Worker.wake).
+      expect(waits.every((w) => w.wakeable)).toBe(true);
     } finally {
       await store.close();
     }

@@ -4,8 +4,9 @@
  * starting at the beginning. For each notified row it takes the row's advisory lock from the
  * lock service; if another scanner (of any worker) holds it, it jumps to a new random place
  * instead of trailing behind that scanner — the paper's answer to "bus clumping". It pauses
- * while the run queue is full, backs off on empty passes, and slows to a pass every
- * BACKLOG_PAUSE_MS while its host holds as many queued rows as runners.
+ * while the run queue is full, backs off on empty passes (up to EMPTY_PASS_MAX_IDLE_MS; a local
+ * commit that notifies wakes it), and slows to a pass every BACKLOG_PAUSE_MS while its host holds
+ * as many queued rows as runners.
  *
  * Invariant: the scanner never decides anything about correctness; it only proposes rows. A row
  * proposed twice (two processes, an expired advisory lock) is safe: the ack protocol decides.
@@ -76,6 +77,15 @@ const BATCH = 64;
  * a scanner finds (other processes' commits, dropped hints) wait at most this much longer.
  */
 export const BACKLOG_PAUSE_MS = 200;
+/**
+ * The longest wait after passes that found nothing (the waits double from 2 ms). A pass over an
+ * empty notify group is not free: LevelDB walks the group's deleted cells until a compaction drops
+ * them, and an idle worker that had just processed 20 000 rows spent a quarter of a core on
+ * passes 50 ms apart (docs/observers.md › Scanning and anti-clumping › Idle passes). Idle waits end early
+ * when a commit of this process notifies (Worker.wake), so only another process's work waits up
+ * to this long to be found. Apache Fluo's finder sleeps 5 s to 5 min.
+ */
+export const EMPTY_PASS_MAX_IDLE_MS = 1000;
 
 /**
  * A random key between two keys: their common prefix, then a byte drawn between the two keys'
@@ -158,7 +168,8 @@ export async function scanLoop(host: ScannerHost, lockOwner: string): Promise<vo
     }
     const tables = await host.tables();
     if (tables.length === 0) {
-      await host.idle(Math.min((idleMs *= 2), 100));
+      idleMs = Math.min(idleMs * 2, EMPTY_PASS_MAX_IDLE_MS);
+      await host.idle(idleMs);
       continue;
     }
     const table = tables[Math.floor(Math.random() * tables.length)] as string;
@@ -179,7 +190,8 @@ export async function scanLoop(host: ScannerHost, lockOwner: string): Promise<vo
     }
     if (found === 0) {
       host.stats.emptyPasses++;
-      await host.idle(Math.min((idleMs *= 2), 50));
+      idleMs = Math.min(idleMs * 2, EMPTY_PASS_MAX_IDLE_MS);
+      await host.idle(idleMs);
     } else {
       idleMs = 1;
       jumpMs = 1;

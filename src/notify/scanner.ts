@@ -81,9 +81,9 @@ export const BACKLOG_PAUSE_MS = 200;
  * The longest wait after passes that found nothing (the waits double from 2 ms). A pass over an
  * empty notify group is not free: LevelDB walks the group's deleted cells until a compaction drops
  * them, and an idle worker that had just processed 20 000 rows spent a quarter of a core on
- * passes 50 ms apart (docs/observers.md › Scanning and anti-clumping › Idle passes). Idle waits end early
- * when a commit of this process notifies (Worker.wake), so only another process's work waits up
- * to this long to be found. Apache Fluo's finder sleeps 5 s to 5 min.
+ * passes 50 ms apart (docs/observers.md › Scanning and anti-clumping › Idle passes). Idle waits
+ * end early when a commit of this process notifies (Worker.wake), so only another process's work
+ * waits up to this long to be found. Apache Fluo's finder sleeps 5 s to 5 min.
  */
 export const EMPTY_PASS_MAX_IDLE_MS = 1000;
 

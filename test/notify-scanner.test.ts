@@ -145,7 +145,7 @@ describe('scanner anti-clumping jumps', () => {
       expect(host.stats.emptyPasses).toBe(15);
       expect(waits.map((w) => w.ms)).toEqual(waits.map((_, i) => Math.min(2 ** (i + 1), EMPTY_PASS_MAX_IDLE_MS)));
       expect(waits.at(-1)?.ms).toBe(EMPTY_PASS_MAX_IDLE_MS);
-      // Wakeable: a local commit that notifies ends them at once (Worker.wake).
+      // Wakeable: a hint refused because someone else holds its row ends them at once.
       expect(waits.every((w) => w.wakeable)).toBe(true);
     } finally {
       await store.close();

@@ -4,8 +4,8 @@
  * starting at the beginning. For each notified row it takes the row's advisory lock from the
  * lock service; if another scanner (of any worker) holds it, it jumps to a new random place
  * instead of trailing behind that scanner — the paper's answer to "bus clumping". It pauses
- * while the run queue is full, backs off on empty passes (up to EMPTY_PASS_MAX_IDLE_MS; a local
- * commit that notifies wakes it), and slows to a pass every BACKLOG_PAUSE_MS while its host holds
+ * while the run queue is full, backs off on empty passes (up to EMPTY_PASS_MAX_IDLE_MS; a hint
+ * refused because someone holds the row wakes it), and slows to a pass every BACKLOG_PAUSE_MS while its host holds
  * as many queued rows as runners.
  *
  * Invariant: the scanner never decides anything about correctness; it only proposes rows. A row
@@ -81,9 +81,9 @@ export const BACKLOG_PAUSE_MS = 200;
  * The longest wait after passes that found nothing (the waits double from 2 ms). A pass over an
  * empty notify group is not free: LevelDB walks the group's deleted cells until a compaction drops
  * them, and an idle worker that had just processed 20 000 rows spent a quarter of a core on
- * passes 50 ms apart (docs/observers.md › Scanning and anti-clumping › Idle passes). Idle waits
- * end early when a commit of this process notifies (Worker.wake), so only another process's work
- * waits up to this long to be found. Apache Fluo's finder sleeps 5 s to 5 min.
+ * passes 50 ms apart (docs/observers.md › Scanning and anti-clumping › Idle passes). A commit of
+ * this process hands its notified rows to the workers (Worker.notified), so only another process's
+ * work waits up to this long to be found. Apache Fluo's finder sleeps 5 s to 5 min.
  */
 export const EMPTY_PASS_MAX_IDLE_MS = 1000;
 

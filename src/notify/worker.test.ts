@@ -224,6 +224,38 @@ describe('observers', () => {
     await worker.stop();
   });
 
+  it("a plain transaction's notified rows go straight to the worker, and an observer's to the process's other workers", async () => {
+    // Scanners are refused every row: whatever runs was handed over by the commit that notified it.
+    const inner = new InProcessLockService();
+    const hintsOnly: LockService = {
+      tryLock: (key, owner, ttlMs) => (owner.endsWith('/hint') ? inner.tryLock(key, owner, ttlMs) : Promise.resolve(false)),
+      unlock: (key, owner) => inner.unlock(key, owner),
+      close: () => inner.close(),
+    };
+    const p = await Percolator.open({ store: 'memory:', leaseMs: 1000, lockService: hintsOnly });
+    others.push(p);
+    await p.createTable('docs');
+    const a = p.worker({ threads: 2 });
+    const b = p.worker({ threads: 2 });
+    const seen: string[] = [];
+    // Another row: this one is still held (by a's hint) when a's commit hands 'r-d' over.
+    a.observe('doc:content', 'derive', async (tx, row) => {
+      tx.set('docs', `${Buffer.from(row).toString()}-d`, 'doc:derived', 'x');
+    });
+    b.observe('doc:derived', 'see', async (_tx, row) => {
+      seen.push(Buffer.from(row).toString());
+    });
+    await a.start();
+    await b.start();
+    await p.transaction(async (tx) => tx.set('docs', 'r', 'doc:content', 'one'));
+    await p.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(seen).toEqual(['r-d']);
+    expect(a.metrics.hinted).toBe(1);
+    expect(b.metrics.hinted).toBe(1);
+    await a.stop();
+    await b.stop();
+  });
+
   it('a hint for a row with nothing to do, or for a table nobody observes, is harmless', async () => {
     await db.createTable('other');
     const runs: string[] = [];

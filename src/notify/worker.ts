@@ -10,10 +10,11 @@
  * Notify cells of a column are cleared only after all its observers succeeded, and only up to
  * the newest notify timestamp seen before the run: a newer change keeps its notification.
  *
- * Local dispatch: a commit made by this worker's own observers (or announced with `hint()`, as the
- * web index's loader does) that notifies a column this worker observes hands the row straight to a
- * runner, without waiting for a scanner to find it — the scanners remain the safety net for
- * everything else (other processes' commits, rows that were busy, crashes). A hint is only a
+ * Local dispatch: a commit made by this worker's own observers (or by anyone else through the same
+ * Percolator: `notified()`, or announced with `hint()`, as the web index's loader does) that
+ * notifies a column this worker observes hands the row straight to a runner, without waiting for
+ * a scanner to find it — the scanners remain the safety net for everything else (other processes'
+ * commits, rows that were busy, crashes). A hint is only a
  * proposal, exactly like a scanned row: the runner takes the row's advisory lock, reads its notify
  * cells afresh, and the ack protocol decides. A hint for a row this worker already holds (queued
  * or running) is remembered and re-issued when the row is released, so a notification written
@@ -39,6 +40,7 @@
 import { performance } from 'node:perf_hooks';
 import { bytesKey } from '../store/bytes.js';
 import { clearNotifications, encodeColumn } from '../txn/layout.js';
+import type { NotifiedWrite } from '../txn/transaction.js';
 import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
 import type { LockService } from './lock-service.js';
 import type { ObserverFn, ObserverRegistration } from './observer.js';
@@ -300,8 +302,19 @@ export class Worker {
     this.tasks = [];
   }
 
-  /** Hints the scanners that new work may exist (e.g. a local commit wrote a notification). */
-  wake(): void {
+  /**
+   * A commit of this process that is not one of this worker's observer runs (those hand over what
+   * they wrote themselves, with their brief waits) notified `cells`: the rows this worker observes
+   * are offered as a scanner would find them — a strong change at once, a weakly notified row to
+   * wait. Waking the scanners instead made every such commit start a pass over the notify group
+   * (docs/observers.md › Local dispatch).
+   */
+  notified(cells: readonly NotifiedWrite[]): void {
+    for (const c of cells) if (this.observersOf(c.table, c.column).length > 0) this.offer(c.table, c.row, c.weak ? 'weak' : 'strong', 0);
+  }
+
+  /** Ends the scanners' idle waits (not their waits after a jump or under a backlog). */
+  private wakeScanners(): void {
     for (const w of this.idleWaiters) w();
   }
 
@@ -358,10 +371,12 @@ export class Worker {
           else this.queueHint(job);
           return;
         }
-        // Held by a scanner or another process (which will see the notification, or leave it to
-        // the scanners), or stopping: nothing to do.
+        // Held by a scanner, another worker or another process (which will see the notification,
+        // or leave it to the scanners), or stopping. The row may still be ours to run once its
+        // holder lets go: idle scanners pass again now, and keep passing while it is held.
         if (this.held.get(lockKey) === mine) this.held.delete(lockKey);
         if (ok) void this.host.lockService.unlock(lockKey, this.hintOwner);
+        else this.wakeScanners();
       },
       () => {
         if (this.held.get(lockKey) === mine) this.held.delete(lockKey);

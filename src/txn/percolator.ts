@@ -106,6 +106,8 @@ export class Percolator {
   private closed = false;
 
   private readonly workers = new Set<Worker>();
+  /** Observer transactions and the worker running them (run-observer hands it what they wrote). */
+  private readonly observerTxns = new WeakMap<Transaction, Worker>();
   private tablesCache: { at: number; tables: string[] } = { at: 0, tables: [] };
   private commitsSinceGc = 0;
   private gcTimer: NodeJS.Timeout | null = null;
@@ -185,8 +187,12 @@ export class Percolator {
         lockTtlMs: options.lockTtlMs ?? 30_000,
         onProtocolPoint: options.onProtocolPoint,
         isObserved: (table, column) => observed.has(table, column),
-        onNotified: () => {
-          for (const w of db?.workers ?? []) w.wake();
+        onNotified: (notified, tx) => {
+          if (db === null) return;
+          // The worker running an observer's transaction takes its rows with their kinds
+          // (hintWritten: brief waits); every other worker of this process takes them now.
+          const owner = db.observerTxns.get(tx);
+          for (const w of db.workers) if (w !== owner) w.notified(notified);
         },
         onCommitted: (commit) => {
           if (db === null) return;
@@ -477,7 +483,11 @@ export class Percolator {
     const host: WorkerHost = {
       store: this.store,
       readContext: this.env.read,
-      begin: () => this.begin(),
+      begin: async () => {
+        const tx = await this.begin();
+        this.observerTxns.set(tx, worker);
+        return tx;
+      },
       owner: this.env.owner,
       observed: this.observed,
       lockService: this.lockService,

@@ -54,6 +54,14 @@ export type ProtocolPoint =
   | 'mid-secondary-commits'
   | 'after-commit';
 
+/** A cell a commit notified: a change of an observed column, or a weak notification. */
+export interface NotifiedWrite {
+  readonly table: string;
+  readonly row: Uint8Array;
+  readonly column: string;
+  readonly weak: boolean;
+}
+
 export interface TxnEnvironment {
   readonly store: Store;
   readonly read: ReadContext;
@@ -63,8 +71,11 @@ export interface TxnEnvironment {
   readonly onProtocolPoint?: (point: ProtocolPoint) => void | Promise<void>;
   /** Whether writes to this column must notify observers (the observed-columns registry). */
   isObserved(table: string, column: string): boolean;
-  /** Called after a commit that set notify cells (wakes local workers). */
-  onNotified?(): void;
+  /**
+   * Called after a commit that set notify cells, with them and the transaction (local dispatch:
+   * the workers of this process take the rows without a scanner having to find them).
+   */
+  onNotified?(notified: readonly NotifiedWrite[], tx: Transaction): void;
   /** Called after every commit point passed, once the secondaries are done (drives version GC). */
   onCommitted?(commit: CommittedTxn): void;
   /**
@@ -437,7 +448,7 @@ export class Transaction extends Snapshot {
     this.finished = true;
     if (this.rows.size === 0) {
       if (this.weak.length > 0) await this.writeWeakNotifications(await this.env.getTimestamp());
-      if (this.weak.length > 0) this.env.onNotified?.();
+      if (this.weak.length > 0) this.env.onNotified?.(this.notifiedWrites([]), this);
       return null;
     }
     const env = this.env;
@@ -491,7 +502,7 @@ export class Transaction extends Snapshot {
     }
     if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-commit');
     env.onCommitted?.({ startTs: this.startTs, rows, complete: true });
-    if (this.weak.length > 0 || rows.some((r) => r.cells.some((c) => c.notify))) env.onNotified?.();
+    if (this.weak.length > 0 || rows.some((r) => r.cells.some((c) => c.notify))) env.onNotified?.(this.notifiedWrites(rows), this);
     return commitTs;
   }
 
@@ -563,8 +574,16 @@ export class Transaction extends Snapshot {
     ]);
     if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-commit');
     env.onCommitted?.({ startTs: this.startTs, rows, complete });
-    if (this.weak.length > 0 || rows.some((r) => r.cells.some((c) => c.notify))) env.onNotified?.();
+    if (this.weak.length > 0 || rows.some((r) => r.cells.some((c) => c.notify))) env.onNotified?.(this.notifiedWrites(rows), this);
     return commitTs;
+  }
+
+  /** What a commit of `rows` notified: the observed columns it wrote, then its weak notifications. */
+  private notifiedWrites(rows: readonly BufferedRow[]): NotifiedWrite[] {
+    const out: NotifiedWrite[] = [];
+    for (const r of rows) for (const c of r.cells) if (c.notify) out.push({ table: r.table, row: r.row, column: c.column, weak: false });
+    for (const w of this.weak) out.push({ table: w.table, row: w.row, column: w.column, weak: true });
+    return out;
   }
 
   /** The weak notifications' notify cells at `ts`. */

@@ -5,8 +5,8 @@
  * lock service; if another scanner (of any worker) holds it, it jumps to a new random place
  * instead of trailing behind that scanner — the paper's answer to "bus clumping". It pauses
  * while the run queue is full, backs off on empty passes (up to EMPTY_PASS_MAX_IDLE_MS; a hint
- * refused because someone holds the row wakes it), and slows to a pass every BACKLOG_PAUSE_MS while its host holds
- * as many queued rows as runners.
+ * refused because someone holds the row wakes it), and slows to a pass every BACKLOG_PAUSE_MS
+ * while its host holds as many queued rows as runners.
  *
  * Invariant: the scanner never decides anything about correctness; it only proposes rows. A row
  * proposed twice (two processes, an expired advisory lock) is safe: the ack protocol decides.

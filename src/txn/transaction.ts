@@ -448,7 +448,7 @@ export class Transaction extends Snapshot {
     this.finished = true;
     if (this.rows.size === 0) {
       if (this.weak.length > 0) await this.writeWeakNotifications(await this.env.getTimestamp());
-      if (this.weak.length > 0) this.env.onNotified?.(this.notifiedWrites([]), this);
+      this.reportNotified([]);
       return null;
     }
     const env = this.env;
@@ -502,7 +502,7 @@ export class Transaction extends Snapshot {
     }
     if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-commit');
     env.onCommitted?.({ startTs: this.startTs, rows, complete: true });
-    if (this.weak.length > 0 || rows.some((r) => r.cells.some((c) => c.notify))) env.onNotified?.(this.notifiedWrites(rows), this);
+    this.reportNotified(rows);
     return commitTs;
   }
 
@@ -574,16 +574,21 @@ export class Transaction extends Snapshot {
     ]);
     if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-commit');
     env.onCommitted?.({ startTs: this.startTs, rows, complete });
-    if (this.weak.length > 0 || rows.some((r) => r.cells.some((c) => c.notify))) env.onNotified?.(this.notifiedWrites(rows), this);
+    this.reportNotified(rows);
     return commitTs;
   }
 
-  /** What a commit of `rows` notified: the observed columns it wrote, then its weak notifications. */
-  private notifiedWrites(rows: readonly BufferedRow[]): NotifiedWrite[] {
+  /**
+   * Tells the environment what a commit of `rows` notified, if anything: the observed columns it
+   * wrote, then its weak notifications. One walk over the cells, only when someone listens.
+   */
+  private reportNotified(rows: readonly BufferedRow[]): void {
+    const onNotified = this.env.onNotified;
+    if (onNotified === undefined) return;
     const out: NotifiedWrite[] = [];
     for (const r of rows) for (const c of r.cells) if (c.notify) out.push({ table: r.table, row: r.row, column: c.column, weak: false });
     for (const w of this.weak) out.push({ table: w.table, row: w.row, column: w.column, weak: true });
-    return out;
+    if (out.length > 0) onNotified.call(this.env, out, this);
   }
 
   /** The weak notifications' notify cells at `ts`. */

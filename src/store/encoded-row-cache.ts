@@ -85,10 +85,19 @@ export class EncodedRowCache {
   put(key: string, raw: Uint8Array): void {
     if (this.ringBytes <= 0) return;
     const h = hashOf(key);
-    this.remove(key, h);
     const kl = key.length;
     const written = HEADER_BYTES + kl + raw.byteLength;
-    if (h === UNCACHEABLE || kl > MAX_KEY_CHARS || written > this.ringBytes / 4) return;
+    if (h === UNCACHEABLE || kl > MAX_KEY_CHARS || written > this.ringBytes / 4) {
+      this.remove(key, h); // the key's old record must not outlive this put
+      return;
+    }
+    // One probe finds both the key's old record and the slot for the new one (most puts are of
+    // rows the tier does not hold: a written row was taken from it to be rewritten).
+    let s = this.slotFor(key, h);
+    if (s < 0) {
+      this.rebuild();
+      s = this.slotFor(key, h);
+    }
     const ring = (this.ring ??= Buffer.allocUnsafeSlow(this.ringBytes));
     let at = this.head % this.ringBytes;
     if (at + written > this.ringBytes) {
@@ -101,7 +110,9 @@ export class EncodedRowCache {
     const k0 = at + HEADER_BYTES;
     for (let i = 0; i < kl; i++) ring[k0 + i] = key.charCodeAt(i);
     if (raw.byteLength > 0) ring.set(raw, k0 + kl);
-    this.insert(h, this.head);
+    if (this.slots[s] === EMPTY) this.used++;
+    this.slots[s] = this.head + 1;
+    this.hashes[s] = h;
     this.head += written;
   }
 
@@ -187,15 +198,28 @@ export class EncodedRowCache {
     return true;
   }
 
-  private insert(h: number, pos: number): void {
-    if ((this.used + 1) * 2 > this.slots.length) this.rebuild();
+  /**
+   * The slot a new record of `key` goes in: the key's own record's (which it replaces), else the
+   * first tombstone on the key's probe path, else the empty slot ending it — or -1 when taking an
+   * empty slot would fill the table past half (the caller rebuilds and asks again). Slots of
+   * overwritten records met on the way become tombstones, as in `find`.
+   */
+  private slotFor(key: string, h: number): number {
     const slots = this.slots;
     const mask = this.mask;
-    let s = h & mask;
-    while ((slots[s] as number) > 0) s = (s + 1) & mask;
-    if (slots[s] === EMPTY) this.used++;
-    slots[s] = pos + 1;
-    this.hashes[s] = h;
+    let free = -1;
+    for (let s = h & mask; ; s = (s + 1) & mask) {
+      const p = slots[s] as number;
+      if (p === EMPTY) {
+        if (free >= 0) return free;
+        return (this.used + 1) * 2 > slots.length ? -1 : s;
+      }
+      if (p !== TOMBSTONE && this.hashes[s] === h) {
+        if (!this.holds(p - 1)) slots[s] = TOMBSTONE;
+        else if (this.keyAt(p - 1, key)) return s;
+      }
+      if (free < 0 && slots[s] === TOMBSTONE) free = s;
+    }
   }
 
   /** A table for the records still held, without tombstones: doubled if they need it, the older half of the ring given up if it cannot grow. */

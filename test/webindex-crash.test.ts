@@ -1,7 +1,7 @@
 /**
  * The web index survives `kill -9` of the process that runs it. Generations of a child process
  * (src/check/webindex-crash-child.ts) each crawl the whole corpus — random versions, deletions —
- * into one `file:` store with every observer running, and are killed at a random point: while
+ * into one `file:` store (one per clustering-key mode) with every observer running, and are killed at a random point: while
  * loading, while the pipeline catches up after the last fetch, or once it is quiet. The test keeps
  * the crawl's truth: each document's last acknowledged (durable) fetch. A fetch killed between
  * its start and its acknowledgement may or may not have committed, so a last generation crawls
@@ -15,18 +15,21 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { type CorpusDoc, batchIndex, readIndexState } from '../src/apps/webindex/batch.js';
 import type { CrawledDoc } from '../src/apps/webindex/loader.js';
 import { readStats } from '../src/apps/webindex/stats.js';
 import { expectSameIndex } from '../src/apps/webindex/webindex.fixture.js';
-import { CRASH_KEY_MODE, crawlPlan } from '../src/check/webindex-crash-child.js';
+import type { KeyMode } from '../src/apps/webindex/parse.js';
+import { crawlPlan } from '../src/check/webindex-crash-child.js';
 import { Percolator } from '../src/txn/percolator.js';
 
 const DOCS = 120;
 const SEED = 5;
-const dir = mkdtempSync(join(tmpdir(), 'percolator-webindex-crash-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
 
 const script = join(import.meta.dirname, '../dist/check/webindex-crash-child.js');
 
@@ -41,8 +44,8 @@ interface Crawl {
 }
 
 /** Runs generation `g` (with `only`: the final one, crawling just those documents), recording its fetches in `crawl`. */
-function generation(g: number, kill: Kill, crawl: Crawl, only?: readonly number[]): Promise<string> {
-  const args = [dir, String(SEED), String(DOCS), String(g), ...(only === undefined ? [] : [only.join(',')])];
+function generation(dir: string, keyMode: KeyMode, g: number, kill: Kill, crawl: Crawl, only?: readonly number[]): Promise<string> {
+  const args = [dir, String(SEED), String(DOCS), keyMode, String(g), ...(only === undefined ? [] : [only.join(',')])];
   const plan = new Map(crawlPlan(SEED, DOCS, g).map((f) => [f.i, f.doc]));
   const child: ChildProcess = fork(script, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   let acks = 0;
@@ -77,45 +80,49 @@ function generation(g: number, kill: Kill, crawl: Crawl, only?: readonly number[
   });
 }
 
-it('after kill -9 of the indexing process, mid-crawl and mid-pipeline, the index equals the batch recomputation', async () => {
-  const crawl: Crawl = { acked: new Map(), unsure: new Set() };
-  const kills: Kill[] = [
-    { atAck: Math.floor(DOCS * 0.1) },
-    { atAck: Math.floor(DOCS * 0.6) },
-    { afterLastAckMs: Math.floor(Math.random() * 300) },
-    { atAck: DOCS + 1 }, // not reached: killed once quiet
-    { atAck: 1 + Math.floor(Math.random() * DOCS) },
-    { afterLastAckMs: Math.floor(Math.random() * 100) },
-  ];
-  const log: string[] = [];
-  for (let g = 0; g < kills.length; g++) log.push(await generation(g, kills[g] as Kill, crawl));
-  const unsure = [...crawl.unsure].sort((a, b) => a - b);
-  log.push(`unsure ${unsure.join(',')}`);
-  log.push(await generation(kills.length, null, crawl, unsure));
-  const context = log.join('; ');
-  expect(crawl.unsure.size, context).toBe(0);
+describe.each(['content', 'content+url+title'] as const)('clustering keys %s', (keyMode) => {
+  it('after kill -9 of the indexing process, mid-crawl and mid-pipeline, the index equals the batch recomputation', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'percolator-webindex-crash-'));
+    dirs.push(dir);
+    const crawl: Crawl = { acked: new Map(), unsure: new Set() };
+    const kills: Kill[] = [
+      { atAck: Math.floor(DOCS * 0.1) },
+      { atAck: Math.floor(DOCS * 0.6) },
+      { afterLastAckMs: Math.floor(Math.random() * 300) },
+      { atAck: DOCS + 1 }, // not reached: killed once quiet
+      { atAck: 1 + Math.floor(Math.random() * DOCS) },
+      { afterLastAckMs: Math.floor(Math.random() * 100) },
+    ];
+    const log: string[] = [];
+    for (let g = 0; g < kills.length; g++) log.push(await generation(dir, keyMode, g, kills[g] as Kill, crawl));
+    const unsure = [...crawl.unsure].sort((a, b) => a - b);
+    log.push(`unsure ${unsure.join(',')}`);
+    log.push(await generation(dir, keyMode, kills.length, null, crawl, unsure));
+    const context = log.join('; ');
+    expect(crawl.unsure.size, context).toBe(0);
 
-  const live = new Map<string, CorpusDoc>();
-  for (const d of crawl.acked.values()) if (d.content !== null) live.set(d.url, { url: d.url, content: d.content, type: d.type });
+    const live = new Map<string, CorpusDoc>();
+    for (const d of crawl.acked.values()) if (d.content !== null) live.set(d.url, { url: d.url, content: d.content, type: d.type });
 
-  const db = await Percolator.open({ store: `file:${dir}` });
-  try {
-    const snap = await db.snapshot();
+    const db = await Percolator.open({ store: `file:${dir}` });
     try {
-      const got = await readIndexState(snap);
+      const snap = await db.snapshot();
       try {
-        expectSameIndex(got, batchIndex(live.values(), CRASH_KEY_MODE));
-      } catch (e) {
-        throw new Error(`${context}: ${e instanceof Error ? e.message : String(e)}`);
+        const got = await readIndexState(snap);
+        try {
+          expectSameIndex(got, batchIndex(live.values(), keyMode));
+        } catch (e) {
+          throw new Error(`${context}: ${e instanceof Error ? e.message : String(e)}`);
+        }
+        // Every live document's last fetch was exported (its latency recorded).
+        const stats = await readStats(snap);
+        expect(stats.documents, context).toBe(live.size);
+        expect(stats.indexedDocuments, context).toBe(live.size);
+      } finally {
+        snap.release();
       }
-      // Every live document's last fetch was exported (its latency recorded).
-      const stats = await readStats(snap);
-      expect(stats.documents, context).toBe(live.size);
-      expect(stats.indexedDocuments, context).toBe(live.size);
     } finally {
-      snap.release();
+      await db.close();
     }
-  } finally {
-    await db.close();
-  }
-}, 240_000);
+  }, 240_000);
+});

@@ -4,8 +4,8 @@
  * the pipeline (loader commits durable, observer commits acknowledged before they are durable,
  * notification clearings deferred, in-process advisory locks and the worker's lease gone).
  *
- * Usage: `node dist/check/webindex-crash-child.js DIR SEED DOCS GENERATION [ONLY]` with an IPC
- * channel. It crawls `crawlPlan(SEED, DOCS, GENERATION)` (each document at a version of the
+ * Usage: `node dist/check/webindex-crash-child.js DIR SEED DOCS KEYMODE GENERATION [ONLY]` with an
+ * IPC channel (KEYMODE: the clustering keys, parse.ts). It crawls `crawlPlan(SEED, DOCS, GENERATION)` (each document at a version of the
  * synthetic corpus, or deleted) — with ONLY (comma-separated document numbers, possibly none) just
  * those documents, and then it is the final generation. It reports each fetch as it starts,
  * `{ t: 'start', i }`, and once committed (durable), `{ t: 'ack', i }`; then it waits for
@@ -15,12 +15,10 @@
 import { SyntheticCorpus } from '../apps/webindex/corpus/synthetic.js';
 import type { CrawledDoc } from '../apps/webindex/loader.js';
 import { loadDocuments } from '../apps/webindex/loader.js';
+import type { KeyMode } from '../apps/webindex/parse.js';
 import { createWebIndexTables, registerWebIndex } from '../apps/webindex/pipeline.js';
 import { PAGES } from '../apps/webindex/schema.js';
 import { Percolator } from '../txn/percolator.js';
-
-/** The clustering keys the crash test runs with (three keys: re-crawls split and merge clusters). */
-export const CRASH_KEY_MODE = 'content+url+title';
 
 /** One fetch of a crawl plan: document number `i` of the corpus. */
 export interface PlannedFetch {
@@ -46,9 +44,9 @@ export function crawlPlan(seed: number, docs: number, generation: number): Plann
 }
 
 async function main(): Promise<void> {
-  const [dir, seed, docs, generation, only] = process.argv.slice(2);
-  if (dir === undefined || seed === undefined || docs === undefined || generation === undefined)
-    throw new Error('usage: webindex-crash-child DIR SEED DOCS GENERATION [ONLY]');
+  const [dir, seed, docs, keyMode, generation, only] = process.argv.slice(2);
+  if (dir === undefined || seed === undefined || docs === undefined || keyMode === undefined || generation === undefined)
+    throw new Error('usage: webindex-crash-child DIR SEED DOCS KEYMODE GENERATION [ONLY]');
   const isFinal = only !== undefined;
   const wanted = new Set(
     (only ?? '')
@@ -68,7 +66,7 @@ async function main(): Promise<void> {
   // Short lease and lock TTL: the next generation takes over from the killed one quickly.
   const db = await Percolator.open({ store: `file:${dir}`, leaseMs: 500, lockTtlMs: 1_000 });
   await createWebIndexTables(db);
-  const worker = registerWebIndex(db.worker({ threads: 8, maxFailures: 100 }), { keyMode: CRASH_KEY_MODE });
+  const worker = registerWebIndex(db.worker({ threads: 8, maxFailures: 100 }), { keyMode: keyMode as KeyMode });
   await worker.start();
   await loadDocuments(db, fetches(), {
     concurrency: 4,

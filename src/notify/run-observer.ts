@@ -18,6 +18,7 @@
  * Throws: the observer's own error (wrapped in ObserverFailure), or RETRIES_EXHAUSTED.
  */
 import type { Store } from '../store/store.js';
+import { resolveConflictLock } from '../txn/actions/resolve-lock.js';
 import { TxnError, isTxnError } from '../txn/errors.js';
 import { ackColumn, encodeColumn } from '../txn/layout.js';
 import { type ReadContext, readVersionsAt } from '../txn/snapshot-read.js';
@@ -163,6 +164,10 @@ export async function runObserver(
         attempt--;
         continue;
       }
+      // The commit met another transaction's lock: resolved here if its owner is gone, as
+      // Percolator.transaction does. Reads resolve the locks they meet, but this run may write
+      // cells it never reads, and would meet an abandoned lock on every attempt.
+      if (e.code === 'KEY_LOCKED') await resolveConflictLock(host.store, e, host.readContext);
       // A conflict on the ack means another run committed: the re-check will see its ack.
       await new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 2 ** attempt)));
     } finally {

@@ -16,10 +16,9 @@ import { Oracle } from '../oracle/oracle.js';
 import { NetworkLockService } from '../server/lock-client.js';
 import { StoreMarkStore } from '../oracle/mark-store.js';
 import type { ActiveRegistration, TimestampSource } from '../oracle/types.js';
-import { resolveLock } from './actions/resolve-lock.js';
-import type { LockedCell } from './actions/types.js';
+import { resolveConflictLock } from './actions/resolve-lock.js';
 import { TxnError, isTxnError } from './errors.js';
-import { NOTIFY, PERCOLATOR_TABLE_SPEC, encodeColumn, type LockRecord, notifiedColumn, userColumn } from './layout.js';
+import { NOTIFY, PERCOLATOR_TABLE_SPEC, notifiedColumn, userColumn } from './layout.js';
 import { InProcessLockService, type LockService } from '../notify/lock-service.js';
 import { ObservedColumns } from '../notify/observed-columns.js';
 import { Worker, type WorkerHost, type WorkerOptions } from '../notify/worker.js';
@@ -270,7 +269,7 @@ export class Percolator {
         tx.abort();
         if (!isTxnError(e) || !e.retryable) throw e;
         last = e;
-        if (e.code === 'KEY_LOCKED') await this.tryResolve(e);
+        if (e.code === 'KEY_LOCKED') await resolveConflictLock(this.store, e, this.env.read);
       } finally {
         tx.release();
       }
@@ -279,14 +278,6 @@ export class Percolator {
       await new Promise((r) => setTimeout(r, delay));
     }
     throw new TxnError('RETRIES_EXHAUSTED', `transaction failed after ${maxAttempts} attempts`, { attempts: maxAttempts }, { cause: last });
-  }
-
-  /** Resolves the lock a KEY_LOCKED error names, if its owner is gone (never waits). */
-  private async tryResolve(e: TxnError): Promise<void> {
-    const d = e.details as { table?: string; row?: Uint8Array; column?: string; lockTs?: number; lock?: LockRecord };
-    if (d.table === undefined || d.row === undefined || d.column === undefined || d.lockTs === undefined || d.lock === undefined) return;
-    const cell: LockedCell = { table: d.table, row: d.row, column: d.column, q: encodeColumn(d.column), startTs: d.lockTs, lock: d.lock };
-    await resolveLock(this.store, cell, this.env.read).catch(() => undefined);
   }
 
   /**

@@ -10,7 +10,8 @@
  * Idempotent: yes; any number of resolvers may race on one lock.
  */
 import type { Store } from '../../store/store.js';
-import { encodeColumn, lockAtFilter } from '../layout.js';
+import type { TxnError } from '../errors.js';
+import { type LockRecord, encodeColumn, lockAtFilter } from '../layout.js';
 import { checkTxnStatus } from './check-txn-status.js';
 import { cleanup } from './cleanup.js';
 import { commitCellMutations } from './commit.js';
@@ -34,4 +35,28 @@ export async function resolveLock(store: Store, cell: LockedCell, ctx: ResolveCo
   }
   await cleanup(store, cell.table, cell.row, cell.q, startTs);
   return 'rolledBack';
+}
+
+/**
+ * Resolves the lock a KEY_LOCKED error names (`details`: table, row, column, lockTs, lock) — what
+ * a writer does after its commit met another transaction's lock, before it retries. A reader
+ * resolves the locks it meets as it reads; a writer retrying a transaction that writes the cell
+ * without reading it would otherwise meet the same abandoned lock on every attempt, for as long as
+ * no reader comes by.
+ *
+ * Returns: resolveLock's answer, or 'unknown' when the error names no lock (its conflict was gone
+ *   by the time it was described) or resolving it failed (the retry meets the lock again).
+ * Throws: nothing.
+ * Idempotent: yes.
+ */
+export async function resolveConflictLock(
+  store: Store,
+  error: TxnError,
+  ctx: ResolveContext,
+): Promise<'committed' | 'rolledBack' | 'locked' | 'unknown'> {
+  const d = error.details as { table?: string; row?: Uint8Array; column?: string; lockTs?: number; lock?: LockRecord };
+  if (d.table === undefined || d.row === undefined || d.column === undefined || d.lockTs === undefined || d.lock === undefined)
+    return 'unknown';
+  const cell: LockedCell = { table: d.table, row: d.row, column: d.column, q: encodeColumn(d.column), startTs: d.lockTs, lock: d.lock };
+  return resolveLock(store, cell, ctx).catch(() => 'unknown' as const);
 }

@@ -1,0 +1,47 @@
+/**
+ * An observer run whose commit meets an abandoned lock resolves it before retrying.
+ *
+ * Found by test/webindex-crash.test.ts over `percolator serve`: a killed client left a lock on a
+ * cell the web index's document processor writes but never reads. Reads resolve the locks they
+ * meet, so nothing in the run did: every attempt's commit was refused (KEY_LOCKED), fifty times,
+ * then the worker backed off and tried again — the row never progressed until some reader of that
+ * cell happened by. `Percolator.transaction` already resolved such locks between attempts; now an
+ * observer run does too.
+ */
+import { expect, it } from 'vitest';
+import { openStore } from '../store/open-store.js';
+import { frozenWriter } from '../txn/frozen-writer.fixture.js';
+import { Percolator } from '../txn/percolator.js';
+
+const str = (v: Uint8Array | null) => (v === null ? null : Buffer.from(v).toString());
+
+for (const commitProtocol of ['auto', 'two-phase'] as const) {
+  it(`an observer writing a cell it never reads, locked by a dead transaction, commits (${commitProtocol} commits)`, async () => {
+    const store = await openStore('memory:');
+    const db = await Percolator.open({ store, leaseMs: 500, commitProtocol });
+    try {
+      await db.createTable('t');
+      // A client that stops for good after its primary prewrite: a lock on `out c:v`, owner gone.
+      const { writer, reached } = await frozenWriter({ store, oracle: db.oracle, point: 'after-primary-prewrite', leaseMs: 500 });
+      void writer.transaction(async (tx) => tx.set('t', 'out', 'c:v', 'abandoned'));
+      await reached;
+      await writer.close();
+
+      const worker = db.worker({ threads: 2 });
+      worker.observe('c:src', 'copy-blind', async (tx, row) => {
+        tx.set('t', 'out', 'c:v', `from ${Buffer.from(row).toString()}`); // written, never read
+      });
+      await worker.start();
+      try {
+        await db.transaction(async (tx) => tx.set('t', 'in', 'c:src', 'x'));
+        await db.waitForQuiescence({ timeoutMs: 10_000 });
+        expect(str(await db.get('t', 'out', 'c:v'))).toBe('from in');
+        expect(worker.metrics.failures).toBe(0);
+      } finally {
+        await worker.stop();
+      }
+    } finally {
+      await db.close();
+    }
+  });
+}

@@ -22,9 +22,12 @@ import { readStats } from '../src/apps/webindex/stats.js';
 import { expectSameIndex } from '../src/apps/webindex/webindex.fixture.js';
 import type { KeyMode } from '../src/apps/webindex/parse.js';
 import { crawlPlan } from '../src/check/webindex-crash-child.js';
+import { type PercolatorServer, startServer } from '../src/server/server.js';
 import { Percolator } from '../src/txn/percolator.js';
 
 const DOCS = 120;
+/** Over gRPC a document costs ~30 ms of commits: fewer of them. */
+const REMOTE_DOCS = 40;
 const SEED = 5;
 const dirs: string[] = [];
 afterAll(() => {
@@ -43,10 +46,16 @@ interface Crawl {
   readonly unsure: Set<number>;
 }
 
+interface Run {
+  readonly store: string;
+  readonly docs: number;
+  readonly keyMode: KeyMode;
+}
+
 /** Runs generation `g` (with `only`: the final one, crawling just those documents), recording its fetches in `crawl`. */
-function generation(dir: string, keyMode: KeyMode, g: number, kill: Kill, crawl: Crawl, only?: readonly number[]): Promise<string> {
-  const args = [dir, String(SEED), String(DOCS), keyMode, String(g), ...(only === undefined ? [] : [only.join(',')])];
-  const plan = new Map(crawlPlan(SEED, DOCS, g).map((f) => [f.i, f.doc]));
+function generation(run: Run, g: number, kill: Kill, crawl: Crawl, only?: readonly number[]): Promise<string> {
+  const args = [run.store, String(SEED), String(run.docs), run.keyMode, String(g), ...(only === undefined ? [] : [only.join(',')])];
+  const plan = new Map(crawlPlan(SEED, run.docs, g).map((f) => [f.i, f.doc]));
   const child: ChildProcess = fork(script, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   let acks = 0;
   let quiet = false;
@@ -80,49 +89,86 @@ function generation(dir: string, keyMode: KeyMode, g: number, kill: Kill, crawl:
   });
 }
 
+/**
+ * Crashes `run.docs`-document crawls into `run.store` and checks the index the last generation
+ * leaves: killed early and late in the crawl, after its last fetch while the pipeline catches up
+ * (twice, at random delays), once quiet, and at a random fetch.
+ */
+async function crashAndCheck(run: Run): Promise<void> {
+  const { docs } = run;
+  const crawl: Crawl = { acked: new Map(), unsure: new Set() };
+  const kills: Kill[] = [
+    { atAck: Math.floor(docs * 0.1) },
+    { atAck: Math.floor(docs * 0.6) },
+    { afterLastAckMs: Math.floor(Math.random() * 300) },
+    { atAck: docs + 1 }, // not reached: killed once quiet
+    { atAck: 1 + Math.floor(Math.random() * docs) },
+    { afterLastAckMs: Math.floor(Math.random() * 100) },
+  ];
+  const log: string[] = [];
+  for (let g = 0; g < kills.length; g++) log.push(await generation(run, g, kills[g] as Kill, crawl));
+  const unsure = [...crawl.unsure].sort((a, b) => a - b);
+  log.push(`unsure ${unsure.join(',')}`);
+  log.push(await generation(run, kills.length, null, crawl, unsure));
+  const context = log.join('; ');
+  expect(crawl.unsure.size, context).toBe(0);
+
+  const live = new Map<string, CorpusDoc>();
+  for (const d of crawl.acked.values()) if (d.content !== null) live.set(d.url, { url: d.url, content: d.content, type: d.type });
+
+  const db = await Percolator.open({ store: run.store });
+  try {
+    const snap = await db.snapshot();
+    try {
+      const got = await readIndexState(snap);
+      try {
+        expectSameIndex(got, batchIndex(live.values(), run.keyMode));
+      } catch (e) {
+        throw new Error(`${context}: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      // Every live document's last fetch was exported (its latency recorded).
+      const stats = await readStats(snap);
+      expect(stats.documents, context).toBe(live.size);
+      expect(stats.indexedDocuments, context).toBe(live.size);
+    } finally {
+      snap.release();
+    }
+  } finally {
+    await db.close();
+  }
+}
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'percolator-webindex-crash-'));
+  dirs.push(dir);
+  return dir;
+}
+
 describe.each(['content', 'content+url+title'] as const)('clustering keys %s', (keyMode) => {
   it('after kill -9 of the indexing process, mid-crawl and mid-pipeline, the index equals the batch recomputation', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'percolator-webindex-crash-'));
-    dirs.push(dir);
-    const crawl: Crawl = { acked: new Map(), unsure: new Set() };
-    const kills: Kill[] = [
-      { atAck: Math.floor(DOCS * 0.1) },
-      { atAck: Math.floor(DOCS * 0.6) },
-      { afterLastAckMs: Math.floor(Math.random() * 300) },
-      { atAck: DOCS + 1 }, // not reached: killed once quiet
-      { atAck: 1 + Math.floor(Math.random() * DOCS) },
-      { afterLastAckMs: Math.floor(Math.random() * 100) },
-    ];
-    const log: string[] = [];
-    for (let g = 0; g < kills.length; g++) log.push(await generation(dir, keyMode, g, kills[g] as Kill, crawl));
-    const unsure = [...crawl.unsure].sort((a, b) => a - b);
-    log.push(`unsure ${unsure.join(',')}`);
-    log.push(await generation(dir, keyMode, kills.length, null, crawl, unsure));
-    const context = log.join('; ');
-    expect(crawl.unsure.size, context).toBe(0);
+    await crashAndCheck({ store: `file:${tempDir()}`, docs: DOCS, keyMode });
+  }, 240_000);
+});
 
-    const live = new Map<string, CorpusDoc>();
-    for (const d of crawl.acked.values()) if (d.content !== null) live.set(d.url, { url: d.url, content: d.content, type: d.type });
-
-    const db = await Percolator.open({ store: `file:${dir}` });
+/** A `percolator serve` on consecutive free ports (gRPC, and the oracle two above it: where clients look for it). */
+async function serveOnFreePorts(storeUrl: string): Promise<PercolatorServer> {
+  for (let attempt = 0; ; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 40_000);
     try {
-      const snap = await db.snapshot();
-      try {
-        const got = await readIndexState(snap);
-        try {
-          expectSameIndex(got, batchIndex(live.values(), keyMode));
-        } catch (e) {
-          throw new Error(`${context}: ${e instanceof Error ? e.message : String(e)}`);
-        }
-        // Every live document's last fetch was exported (its latency recorded).
-        const stats = await readStats(snap);
-        expect(stats.documents, context).toBe(live.size);
-        expect(stats.indexedDocuments, context).toBe(live.size);
-      } finally {
-        snap.release();
-      }
+      return await startServer({ storeUrl, port, httpPort: null, log: () => undefined });
+    } catch (e) {
+      if (attempt >= 20) throw e;
+    }
+  }
+}
+
+describe('over percolator serve', () => {
+  it('after kill -9 of the indexing client, its two-phase commits cut anywhere, the index equals the batch recomputation', async () => {
+    const server = await serveOnFreePorts(`file:${tempDir()}`);
+    try {
+      await crashAndCheck({ store: `bigtable://127.0.0.1:${server.port}`, docs: REMOTE_DOCS, keyMode: 'content' });
     } finally {
-      await db.close();
+      await server.close();
     }
   }, 240_000);
 });

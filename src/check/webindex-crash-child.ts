@@ -2,10 +2,13 @@
  * Child of test/webindex-crash.test.ts: the whole web index — loaders and every observer — on a
  * `file:` store this process owns, so a `kill -9` of it is a crash of the store in the middle of
  * the pipeline (loader commits durable, observer commits acknowledged before they are durable,
- * notification clearings deferred, in-process advisory locks and the worker's lease gone).
+ * notification clearings deferred, in-process advisory locks and the worker's lease gone). On a
+ * `bigtable://` store (`percolator serve`) it is a crash of one client: its commits take two
+ * phases there, so it leaves locks of transactions cut anywhere in them for others to resolve.
  *
- * Usage: `node dist/check/webindex-crash-child.js DIR SEED DOCS KEYMODE GENERATION [ONLY]` with an
- * IPC channel (KEYMODE: the clustering keys, parse.ts). It crawls `crawlPlan(SEED, DOCS, GENERATION)` (each document at a version of the
+ * Usage: `node dist/check/webindex-crash-child.js STORE SEED DOCS KEYMODE GENERATION [ONLY]` with
+ * an IPC channel (STORE: `file:DIR` or `bigtable://HOST:PORT`; KEYMODE: the clustering keys,
+ * parse.ts). It crawls `crawlPlan(SEED, DOCS, GENERATION)` (each document at a version of the
  * synthetic corpus, or deleted) — with ONLY (comma-separated document numbers, possibly none) just
  * those documents, and then it is the final generation. It reports each fetch as it starts,
  * `{ t: 'start', i }`, and once committed (durable), `{ t: 'ack', i }`; then it waits for
@@ -44,9 +47,9 @@ export function crawlPlan(seed: number, docs: number, generation: number): Plann
 }
 
 async function main(): Promise<void> {
-  const [dir, seed, docs, keyMode, generation, only] = process.argv.slice(2);
-  if (dir === undefined || seed === undefined || docs === undefined || keyMode === undefined || generation === undefined)
-    throw new Error('usage: webindex-crash-child DIR SEED DOCS KEYMODE GENERATION [ONLY]');
+  const [store, seed, docs, keyMode, generation, only] = process.argv.slice(2);
+  if (store === undefined || seed === undefined || docs === undefined || keyMode === undefined || generation === undefined)
+    throw new Error('usage: webindex-crash-child STORE SEED DOCS KEYMODE GENERATION [ONLY]');
   const isFinal = only !== undefined;
   const wanted = new Set(
     (only ?? '')
@@ -64,9 +67,13 @@ async function main(): Promise<void> {
     }
   }
   // Short lease and lock TTL: the next generation takes over from the killed one quickly.
-  const db = await Percolator.open({ store: `file:${dir}`, leaseMs: 500, lockTtlMs: 1_000 });
+  const db = await Percolator.open({ store, leaseMs: 500, lockTtlMs: 1_000 });
   await createWebIndexTables(db);
-  const worker = registerWebIndex(db.worker({ threads: 8, maxFailures: 100 }), { keyMode: keyMode as KeyMode });
+  // Short advisory row locks too: over a server, the rows a killed client held stay locked in the
+  // server's lock service until their TTL (default 30 s; weak rows three times weakDelayMs).
+  const worker = registerWebIndex(db.worker({ threads: 8, maxFailures: 100, rowLockTtlMs: 3_000, weakDelayMs: 1_000 }), {
+    keyMode: keyMode as KeyMode,
+  });
   await worker.start();
   await loadDocuments(db, fetches(), {
     concurrency: 4,

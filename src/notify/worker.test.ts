@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore } from '../store/open-store.js';
 import { Percolator } from '../txn/percolator.js';
+import { StoreError } from '../store/errors.js';
 import { TxnError } from '../txn/errors.js';
 import type { Transaction } from '../txn/transaction.js';
 import { InProcessLockService, type LockService } from './lock-service.js';
@@ -712,5 +713,53 @@ describe('observers', () => {
     release.resolve();
     await stopping;
     expect(await read('a', 'doc:done')).toBe('yes');
+  });
+});
+
+describe('a store out of reach for a while', () => {
+  it('scanners and runners stopped by its errors start again, and the work waiting meanwhile is done', async () => {
+    // Reads the worker makes fail while `down` (as a remote store's do when the network drops);
+    // commits still go through, so changes keep arriving.
+    const store = await openStore('memory:');
+    let down = false;
+    const failing = new Set(['readRow', 'readRows', 'sampleRowKeys']);
+    const unreachable = () => new StoreError('IO_ERROR', 'store out of reach (test)', {});
+    const flaky = new Proxy(store, {
+      get(target, name, receiver) {
+        const v: unknown = Reflect.get(target, name, receiver);
+        if (typeof v !== 'function') return v;
+        if (typeof name === 'string' && failing.has(name))
+          return (...args: unknown[]) => {
+            if (!down) return (v as (...a: unknown[]) => unknown).apply(target, args);
+            if (name !== 'readRows') return Promise.reject(unreachable());
+            return {
+              [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(unreachable()) }),
+            };
+          };
+        return (v as (...a: unknown[]) => unknown).bind(target);
+      },
+    });
+    const flakyDb = await Percolator.open({ store: flaky, leaseMs: 1000 });
+    others.push(flakyDb);
+    await flakyDb.createTable('docs');
+    const logged: string[] = [];
+    const worker = flakyDb.worker({ threads: 2, log: (m) => logged.push(m) });
+    worker.observe('doc:content', 'copy', async (tx, row) => {
+      tx.set('docs', row, 'doc:copy', (await tx.getString('docs', row, 'doc:content')) ?? '');
+    });
+    await worker.start();
+    down = true;
+    // Each commit hands its row to a runner, whose first read fails: every runner meets an error.
+    for (let i = 0; i < 4; i++) await flakyDb.transaction(async (tx) => tx.set('docs', `r${i}`, 'doc:content', `v${i}`));
+    const deadline = Date.now() + 10_000;
+    // Until both runners and a scanner have failed at least once (bounded).
+    while (worker.metrics.restarts < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(worker.metrics.restarts).toBeGreaterThanOrEqual(3);
+    down = false;
+    await flakyDb.transaction(async (tx) => tx.set('docs', 'r4', 'doc:content', 'v4'));
+    await flakyDb.waitForQuiescence({ timeoutMs: 20_000 });
+    for (let i = 0; i < 5; i++) expect(await read(`r${i}`, 'doc:copy', flakyDb)).toBe(`v${i}`);
+    expect(logged.some((m) => m.startsWith('runner stopped by an unexpected error'))).toBe(true);
+    await worker.stop();
   });
 });

@@ -90,6 +90,8 @@ export interface WorkerMetrics {
   failures: number;
   parked: number;
   cleared: number;
+  /** Scanner and runner loops started again after an unexpected error (a store or lock service unreachable). */
+  restarts: number;
   /** Per-observer run latency (ms): last and total, for status pages. */
   readonly observerMs: Record<string, { runs: number; totalMs: number; lastMs: number; commits?: number; conflicts?: number }>;
   readonly scanner: ScannerStats;
@@ -163,6 +165,11 @@ interface FailureState {
 
 const DEFERRED = { durability: 'deferred' } as const;
 
+/** A scanner or runner loop stopped by an error starts again after this pause, doubled while errors go on… */
+const RESTART_MIN_PAUSE_MS = 50;
+/** …up to this. */
+const RESTART_MAX_PAUSE_MS = 5_000;
+
 export class Worker {
   private readonly observers: ObserverRegistration[] = [];
   private readonly threads: number;
@@ -231,6 +238,7 @@ export class Worker {
     failures: 0,
     parked: 0,
     cleared: 0,
+    restarts: 0,
     observerMs: {},
     scanner: { rowsScanned: 0, notificationsFound: 0, jumps: 0, emptyPasses: 0 },
   };
@@ -278,9 +286,11 @@ export class Worker {
     this.isRunning = true;
     const scannerHost = this.scannerHost();
     // Each scanner is its own advisory-lock owner, so scanners of one process exclude each other too.
-    for (let i = 0; i < this.scannerCount; i++)
-      this.tasks.push(this.guard(scanLoop(scannerHost, `${this.host.owner}/${workerSeq++}/${i}`), 'scanner'));
-    for (let i = 0; i < this.threads; i++) this.tasks.push(this.guard(this.runner(), 'runner'));
+    for (let i = 0; i < this.scannerCount; i++) {
+      const owner = `${this.host.owner}/${workerSeq++}/${i}`;
+      this.tasks.push(this.guard(() => scanLoop(scannerHost, owner), 'scanner'));
+    }
+    for (let i = 0; i < this.threads; i++) this.tasks.push(this.guard(() => this.runner(), 'runner'));
   }
 
   async stop(): Promise<void> {
@@ -296,7 +306,7 @@ export class Worker {
     for (const w of this.waiting.drain()) if (w.held.waits === 'long' && w.held.job !== null) waited.push(w.held.job);
     for (const w of this.brief.drain()) if (w.held.waits === 'brief' && w.held.job !== null) waited.push(w.held.job);
     const dropped = [...this.queue.splice(0), ...this.hinted.drain().map((h) => h.job), ...waited];
-    for (const job of dropped) await this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner);
+    for (const job of dropped) await this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner).catch(() => undefined);
     this.held.clear();
     await Promise.all(this.tasks);
     this.tasks = [];
@@ -568,12 +578,43 @@ export class Worker {
     return this.queue.length + this.active;
   }
 
-  private async guard(p: Promise<void>, what: string): Promise<void> {
-    try {
-      await p;
-    } catch (e) {
-      if (this.isRunning) this.log(`${what} stopped by an unexpected error`, e);
+  /**
+   * Runs a scanner's or a runner's loop for as long as the worker runs. A loop stopped by an error
+   * (a store or lock service out of reach for a while, a bug) is logged and started again after a
+   * pause that doubles while the errors go on: a worker whose remote store blinked must not be
+   * left with fewer runners, or no scanner, for good. (The row a runner was on keeps its
+   * notification — nothing cleared it — and its advisory lock was let go or lapses.)
+   */
+  private async guard(loop: () => Promise<void>, what: string): Promise<void> {
+    let pauseMs = RESTART_MIN_PAUSE_MS;
+    while (this.isRunning) {
+      const started = Date.now();
+      try {
+        await loop();
+        return;
+      } catch (e) {
+        if (!this.isRunning) return;
+        // A loop that ran well for a while before failing starts the pauses over.
+        if (Date.now() - started > 2 * RESTART_MAX_PAUSE_MS) pauseMs = RESTART_MIN_PAUSE_MS;
+        this.metrics.restarts++;
+        this.log(`${what} stopped by an unexpected error; starting it again in ${pauseMs} ms`, e);
+        await this.sleep(pauseMs);
+        pauseMs = Math.min(2 * pauseMs, RESTART_MAX_PAUSE_MS);
+      }
     }
+  }
+
+  /** Waits `ms`, or until stop(). */
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.sleepers.add(done);
+    });
   }
 
   private lockKey(table: string, row: Uint8Array): string {
@@ -693,7 +734,8 @@ export class Worker {
         await this.process(job);
       } finally {
         this.active--;
-        await this.host.lockService.unlock(lockKey, job.lockOwner);
+        // Unreachable lock service: the lock lapses at its TTL; this runner goes on.
+        await this.host.lockService.unlock(lockKey, job.lockOwner).catch((e: unknown) => this.log(`unlock of a row failed`, e));
         const held = this.held.get(lockKey);
         this.held.delete(lockKey);
         // A local commit notified this row while it ran (e.g. an observer of the row wrote a

@@ -50,7 +50,7 @@ export function register(program: Command): void {
       await db.close();
       const m = worker.metrics;
       process.stderr.write(
-        `percolator worker: stopped after ${m.commits} observer commits (${m.skipped} skipped, ${m.failures} failures, ${m.parked} parked)\n`,
+        `percolator worker: stopped after ${m.commits} observer commits (${m.skipped} skipped, ${m.failures} failures, ${m.parked} parked, ${m.restarts} loops restarted)\n`,
       );
     });
 }

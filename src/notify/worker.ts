@@ -606,14 +606,19 @@ export class Worker {
 
   /** Waits `ms`, or until stop(). */
   private sleep(ms: number): Promise<void> {
+    return this.waitIn(this.sleepers, ms);
+  }
+
+  /** Waits `ms`, or until one of `waiters` is called (stop() calls them all). */
+  private waitIn(waiters: Set<() => void>, ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        this.sleepers.delete(done);
+        waiters.delete(done);
         resolve();
       };
       const timer = setTimeout(done, ms);
-      this.sleepers.add(done);
+      waiters.add(done);
     });
   }
 
@@ -698,19 +703,8 @@ export class Worker {
         this.queue.push(job);
         this.jobWaiters.shift()?.();
       },
-      idle: (ms, wakeable = true) =>
-        new Promise<void>((resolve) => {
-          const done = () => {
-            clearTimeout(timer);
-            this.idleWaiters.delete(done);
-            this.sleepers.delete(done);
-            resolve();
-          };
-          const timer = setTimeout(done, ms);
-          // stop() wakes every waiter, wakeable or not.
-          if (wakeable) this.idleWaiters.add(done);
-          else this.sleepers.add(done);
-        }),
+      // stop() wakes every waiter, wakeable or not.
+      idle: (ms, wakeable = true) => this.waitIn(wakeable ? this.idleWaiters : this.sleepers, ms),
     };
   }
 

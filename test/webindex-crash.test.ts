@@ -11,10 +11,11 @@
  * its notification clearing, a worker's lease, a cluster half re-exported — the pipeline must
  * finish or redo, and nothing a fetch replaced may linger in clusters, links or postings.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type CorpusDoc, batchIndex, readIndexState } from '../src/apps/webindex/batch.js';
 import type { CrawledDoc } from '../src/apps/webindex/loader.js';
@@ -169,6 +170,63 @@ describe('over percolator serve', () => {
       await crashAndCheck({ store: `bigtable://127.0.0.1:${server.port}`, docs: REMOTE_DOCS, keyMode: 'content' });
     } finally {
       await server.close();
+    }
+  }, 240_000);
+});
+
+/** `percolator serve --data dir` in a process of its own, on `port`; resolves once it listens. */
+function serveProcess(dir: string, port: number): Promise<ChildProcess> {
+  const main = join(import.meta.dirname, '../dist/cli/main.js');
+  const server = spawn(process.execPath, [main, 'serve', '--data', dir, '--port', String(port), '--http-port', 'off'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    createInterface({ input: server.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      if (line.includes('"listening"')) resolve(server);
+    });
+    server.on('exit', (code, signal) => reject(new Error(`percolator serve exited: code ${code}, signal ${signal}`)));
+  });
+}
+
+describe('through a server killed and restarted', () => {
+  it('the indexing client rides out the outage (loader retries, worker loops restart) and the index equals the batch recomputation', async () => {
+    const dir = tempDir();
+    // A free port: a server in this process binds one, and closes it for the child to take.
+    const probe = await serveOnFreePorts('memory:');
+    const port = probe.port;
+    await probe.close();
+    let server = await serveProcess(dir, port);
+    const run: Run = { store: `bigtable://127.0.0.1:${port}`, docs: REMOTE_DOCS, keyMode: 'content' };
+    const crawl: Crawl = { acked: new Map(), unsure: new Set() };
+    const everything = Array.from({ length: run.docs }, (_, i) => i);
+    try {
+      // One generation, never killed, crawling every document; the server dies under it.
+      const finished = generation(run, 0, null, crawl, everything);
+      const deadline = Date.now() + 60_000;
+      while (crawl.acked.size < run.docs / 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      server.kill('SIGKILL');
+      await new Promise((r) => server.once('exit', r));
+      await new Promise((r) => setTimeout(r, 500)); // out of reach for a while
+      server = await serveProcess(dir, port);
+      const log = await finished;
+      expect(crawl.acked.size, log).toBe(run.docs);
+      const live = new Map<string, CorpusDoc>();
+      for (const d of crawl.acked.values()) if (d.content !== null) live.set(d.url, { url: d.url, content: d.content, type: d.type });
+      const db = await Percolator.open({ store: run.store });
+      try {
+        const snap = await db.snapshot();
+        try {
+          expectSameIndex(await readIndexState(snap), batchIndex(live.values(), run.keyMode));
+          expect((await readStats(snap)).indexedDocuments).toBe(live.size);
+        } finally {
+          snap.release();
+        }
+      } finally {
+        await db.close();
+      }
+    } finally {
+      server.kill('SIGTERM');
+      await new Promise((r) => (server.exitCode !== null || server.signalCode !== null ? r(null) : server.once('exit', r)));
     }
   }, 240_000);
 });

@@ -71,7 +71,9 @@ async function main(): Promise<void> {
   await createWebIndexTables(db);
   // Short advisory row locks too: over a server, the rows a killed client held stay locked in the
   // server's lock service until their TTL (default 30 s; weak rows three times weakDelayMs).
-  const worker = registerWebIndex(db.worker({ threads: 8, maxFailures: 100, rowLockTtlMs: 3_000, weakDelayMs: 1_000 }), {
+  // One line a message: a server restart makes every loop log its error (the worker's default prints stacks).
+  const log = (message: string, e?: unknown) => process.stderr.write(`${message}${e instanceof Error ? `: ${e.message}` : ''}\n`);
+  const worker = registerWebIndex(db.worker({ threads: 8, maxFailures: 100, rowLockTtlMs: 3_000, weakDelayMs: 1_000, log }), {
     keyMode: keyMode as KeyMode,
   });
   await worker.start();

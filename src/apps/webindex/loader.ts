@@ -9,7 +9,12 @@
  * - A fetch that finds the page gone deletes `raw:content`; that delete is what propagates the
  *   removal through every observer.
  * - The corpus is streamed: loaders hold at most `concurrency` documents in memory.
+ * - A fetch whose commit fails with IO_ERROR (a remote store out of reach: a server restarting,
+ *   the network dropping) is written again, with backoff, for up to `storeOutageMs`. Its first
+ *   commit may have gone through: then the page is simply fetched twice, which the pipeline
+ *   takes as an unchanged re-crawl.
  */
+import { isStoreError } from '../../store/errors.js';
 import type { Percolator } from '../../txn/percolator.js';
 import type { Transaction } from '../../txn/transaction.js';
 import type { WebIndexMetrics } from './metrics.js';
@@ -42,6 +47,8 @@ export interface LoadOptions {
   readonly beforeEach?: () => Promise<void>;
   /** Wall clock (ms). */
   readonly nowMs?: () => number;
+  /** How long a fetch is retried while its commits fail with IO_ERROR (default 60 000; 0: not at all). */
+  readonly storeOutageMs?: number;
   /** Called after each fetch commits (e.g. to hand the page to a local worker at once: `worker.hint`). */
   readonly onCommitted?: (doc: CrawledDoc) => void;
 }
@@ -77,7 +84,7 @@ export async function loadDocuments(
       const r = await pull();
       if (r.done) return;
       const doc = r.value;
-      await db.transaction(async (tx) => writeFetch(tx, doc, nowMs()));
+      await commitFetch(db, doc, nowMs, options.storeOutageMs ?? STORE_OUTAGE_MS);
       options.onCommitted?.(doc);
       if (doc.content === null) {
         deleted++;
@@ -90,6 +97,25 @@ export async function loadDocuments(
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 8) }, task));
   return { loaded, deleted };
+}
+
+const STORE_OUTAGE_MS = 60_000;
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 2_000;
+
+/** Writes one fetch, again while the store is out of reach (IO_ERROR) for up to `outageMs`. */
+async function commitFetch(db: Percolator, doc: CrawledDoc, nowMs: () => number, outageMs: number): Promise<void> {
+  const giveUpAt = Date.now() + outageMs;
+  for (let pauseMs = RETRY_FIRST_MS; ; pauseMs = Math.min(2 * pauseMs, RETRY_MAX_MS)) {
+    try {
+      await db.transaction(async (tx) => writeFetch(tx, doc, nowMs()));
+      return;
+    } catch (e) {
+      if (!isStoreError(e, 'IO_ERROR') || Date.now() + pauseMs > giveUpAt) throw e;
+    }
+    // Backoff while the store is out of reach, not a test wait.
+    await new Promise((r) => setTimeout(r, pauseMs));
+  }
 }
 
 function toAsync<T>(it: Iterator<T>): AsyncIterator<T> {

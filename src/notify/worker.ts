@@ -597,7 +597,9 @@ export class Worker {
         // A loop that ran well for a while before failing starts the pauses over.
         if (Date.now() - started > 2 * RESTART_MAX_PAUSE_MS) pauseMs = RESTART_MIN_PAUSE_MS;
         this.metrics.restarts++;
-        this.log(`${what} stopped by an unexpected error; starting it again in ${pauseMs} ms`, e);
+        // The whole error once a streak; then one line each (an outage stops every loop, again and again).
+        if (pauseMs === RESTART_MIN_PAUSE_MS) this.log(`${what} stopped by an unexpected error; starting it again in ${pauseMs} ms`, e);
+        else this.log(`${what} stopped again (${e instanceof Error ? e.message : String(e)}); starting it again in ${pauseMs} ms`);
         await this.sleep(pauseMs);
         pauseMs = Math.min(2 * pauseMs, RESTART_MAX_PAUSE_MS);
       }

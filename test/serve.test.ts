@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OracleClient } from '../src/oracle/client.js';
+import { Percolator } from '../src/txn/percolator.js';
 import { LockServiceError, NetworkLockService } from '../src/server/lock-client.js';
 import { bigtablePackage, DATA_SERVICE, TABLE_ADMIN_SERVICE } from '../src/server/protos.js';
 import { type PercolatorServer, startServer } from '../src/server/server.js';
@@ -524,6 +525,33 @@ describe('lock service, oracle and HTTP', () => {
     await expect(a.tryLock('', 'A', 1000)).rejects.toMatchObject({ code: 'LOCK_SERVICE_REJECTED' });
     await a.close();
     await b.close();
+  });
+
+  it('takes a lock over from a worker whose process gave up its liveness lease, not from a live one', async () => {
+    const store = `bigtable://127.0.0.1:${server.port}`;
+    const oracles = [0, 1].map(() => new OracleClient({ host: '127.0.0.1', port: server.oraclePort as number }));
+    const gone = await Percolator.open({ store, oracle: oracles[0], leaseMs: 2_000 });
+    const alive = await Percolator.open({ store, oracle: oracles[1], leaseMs: 2_000 });
+    const locks = new NetworkLockService({ address: `127.0.0.1:${server.port}` });
+    try {
+      // Named as a worker names its locks: the process's liveness id first.
+      expect(await locks.tryLock('t\u0000gone', `${gone.owner}/0/hint`, 30_000)).toBe(true);
+      expect(await locks.tryLock('t\u0000alive', `${alive.owner}/0/hint`, 30_000)).toBe(true);
+      await gone.close(); // its lease is given up
+      // Taken over once the lock is RECLAIM_AFTER_MS old (bounded), not after its 30 s TTL.
+      const deadline = Date.now() + 10_000;
+      let taken = false;
+      while (!taken && Date.now() < deadline) {
+        taken = await locks.tryLock('t\u0000gone', 'someone/0/hint', 30_000);
+        if (!taken) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(taken).toBe(true);
+      expect(await locks.tryLock('t\u0000alive', 'someone/0/hint', 30_000)).toBe(false);
+    } finally {
+      await locks.close();
+      await alive.close();
+      for (const o of oracles) await o.close();
+    }
   });
 
   it('applies the unavailable policy when the lock service cannot be reached', async () => {

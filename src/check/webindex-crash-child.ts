@@ -69,11 +69,11 @@ async function main(): Promise<void> {
   // Short lease and lock TTL: the next generation takes over from the killed one quickly.
   const db = await Percolator.open({ store, leaseMs: 500, lockTtlMs: 1_000 });
   await createWebIndexTables(db);
-  // Short advisory row locks too: over a server, the rows a killed client held stay locked in the
-  // server's lock service until their TTL (default 30 s; weak rows three times weakDelayMs).
+  // Default advisory row locks (30 s): over a server, the rows a killed generation held are taken
+  // over as soon as its lease has lapsed (lock-service.ts, tryLockOrReclaim), not after their TTL.
   // One line a message: a server restart makes every loop log its error (the worker's default prints stacks).
   const log = (message: string, e?: unknown) => process.stderr.write(`${message}${e instanceof Error ? `: ${e.message}` : ''}\n`);
-  const worker = registerWebIndex(db.worker({ threads: 8, maxFailures: 100, rowLockTtlMs: 3_000, weakDelayMs: 1_000, log }), {
+  const worker = registerWebIndex(db.worker({ threads: 8, maxFailures: 100, log }), {
     keyMode: keyMode as KeyMode,
   });
   await worker.start();

@@ -6,7 +6,11 @@
  * worker's locks vanish after `ttlMs`).
  *
  * `InProcessLockService` serves the threads of one process; the network service hosted by
- * `percolator serve` implements the same interface for several processes.
+ * `percolator serve` implements the same interface for several processes. There a lock's holder
+ * may die without letting go: given `ownerGone`, a lock held for RECLAIM_AFTER_MS or more by an
+ * owner it says is gone (the process's liveness lease lapsed — Chubby ending a dead client's
+ * session) is taken over at once by `tryLockOrReclaim` instead of blocking the row until its TTL.
+ * Only the speed of a takeover depends on it: the lock is advisory.
  */
 
 export interface LockService {
@@ -20,10 +24,20 @@ export interface LockService {
   close(): Promise<void>;
 }
 
-export class InProcessLockService implements LockService {
-  private readonly locks = new Map<string, { owner: string; expires: number }>();
+/** A lock held at least this long may be taken from an owner that is gone (younger ones are a run in progress). */
+export const RECLAIM_AFTER_MS = 1_000;
 
-  constructor(private readonly nowMs: () => number = () => performance.now()) {}
+export class InProcessLockService implements LockService {
+  private readonly locks = new Map<string, { owner: string; expires: number; since: number }>();
+
+  /**
+   * `ownerGone(owner)`: whether the holder `owner` is known to be gone for good (rejections and
+   * false keep the lock); without it locks end only at their TTL.
+   */
+  constructor(
+    private readonly nowMs: () => number = () => performance.now(),
+    private readonly ownerGone?: (owner: string) => Promise<boolean>,
+  ) {}
 
   async tryLock(key: string, owner: string, ttlMs: number): Promise<boolean> {
     return this.tryLockSync(key, owner, ttlMs);
@@ -33,8 +47,22 @@ export class InProcessLockService implements LockService {
     const now = this.nowMs();
     const held = this.locks.get(key);
     if (held !== undefined && held.expires > now) return false;
-    this.locks.set(key, { owner, expires: now + ttlMs });
+    this.locks.set(key, { owner, expires: now + ttlMs, since: now });
     if (this.locks.size > 100_000) this.sweep(now);
+    return true;
+  }
+
+  /** tryLock, taking over a lock held RECLAIM_AFTER_MS or more by an owner `ownerGone` says is gone. */
+  async tryLockOrReclaim(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    if (this.tryLockSync(key, owner, ttlMs)) return true;
+    const held = this.locks.get(key);
+    if (this.ownerGone === undefined || held === undefined || held.owner === owner || this.nowMs() - held.since < RECLAIM_AFTER_MS)
+      return false;
+    if (!(await this.ownerGone(held.owner).catch(() => false))) return false;
+    // Released or taken over meanwhile: the ordinary rule decides.
+    if (this.locks.get(key) !== held) return this.tryLockSync(key, owner, ttlMs);
+    const now = this.nowMs();
+    this.locks.set(key, { owner, expires: now + ttlMs, since: now });
     return true;
   }
 

@@ -99,7 +99,7 @@ export function lockServiceImplementation(
       const { key, owner } = checkKeyOwner(req.key, req.owner);
       const ttl = req.ttlMs ?? 0;
       if (!Number.isInteger(ttl) || ttl < 1 || ttl > MAX_TTL_MS) throw invalidArgument(`ttl_ms must be 1..${MAX_TTL_MS}`);
-      const acquired = locks.tryLockSync(key, owner, ttl);
+      const acquired = await locks.tryLockOrReclaim(key, owner, ttl);
       metrics.lockRequests.inc({ op: 'tryLock', result: acquired ? 'acquired' : 'held' });
       return { acquired };
     }),

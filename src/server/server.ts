@@ -27,6 +27,7 @@
  */
 import { Server, ServerCredentials, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { InProcessLockService } from '../notify/lock-service.js';
+import { Liveness } from '../txn/liveness.js';
 import { StoreMarkStore } from '../oracle/mark-store.js';
 import { type OracleServer, startOracleServer } from '../oracle/server.js';
 import type { EngineStoreOptions } from '../store/engine-store.js';
@@ -141,7 +142,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
   // Percolator in this process commits in two phases on this store.
   atomicRowsOf(store)?.markShared();
   const ownsLocks = options.lockService === undefined;
-  const locks = options.lockService ?? new InProcessLockService();
+  const locks = options.lockService ?? new InProcessLockService(undefined, ownerGoneIn(store));
 
   let oracle: OracleServer | null = null;
   let http: HttpStatusServer | null = null;
@@ -341,4 +342,17 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
     await cleanup();
     throw e;
   }
+}
+
+/**
+ * Whether a lock owner is gone for good, for the lock service's takeovers: workers name their
+ * locks after their process's liveness id (`<id>/<n>/<scanner or hint>`), and a process whose
+ * lease lapsed, or that gave it up, is gone. Owners named otherwise are never taken for gone.
+ */
+function ownerGoneIn(store: Store): (owner: string) => Promise<boolean> {
+  const liveness = new Liveness(store);
+  return async (owner) => {
+    const m = /^([0-9a-f]{24})\//.exec(owner);
+    return m !== null && !(await liveness.isAlive(m[1] as string));
+  };
 }

@@ -286,6 +286,8 @@ export class Worker {
     this.isRunning = true;
     const scannerHost = this.scannerHost();
     // Each scanner is its own advisory-lock owner, so scanners of one process exclude each other too.
+    // Owners start with the process's liveness id: a server's lock service takes the locks of a
+    // process whose lease lapsed over by it (server.ts, ownerGoneIn).
     for (let i = 0; i < this.scannerCount; i++) {
       const owner = `${this.host.owner}/${workerSeq++}/${i}`;
       this.tasks.push(this.guard(() => scanLoop(scannerHost, owner), 'scanner'));

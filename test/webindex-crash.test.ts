@@ -1,15 +1,19 @@
 /**
  * The web index survives `kill -9` of the process that runs it. Generations of a child process
  * (src/check/webindex-crash-child.ts) each crawl the whole corpus — random versions, deletions —
- * into one `file:` store (one per clustering-key mode) with every observer running, and are killed at a random point: while
- * loading, while the pipeline catches up after the last fetch, or once it is quiet. The test keeps
- * the crawl's truth: each document's last acknowledged (durable) fetch. A fetch killed between
- * its start and its acknowledgement may or may not have committed, so a last generation crawls
- * those documents again, and only those, to quiescence: everything else it indexes is what the
- * killed generations left behind. The index must then equal the batch recomputation of the live
- * corpus (batch.ts): whatever the crashes cut short — an acknowledged observer commit lost with
- * its notification clearing, a worker's lease, a cluster half re-exported — the pipeline must
- * finish or redo, and nothing a fetch replaced may linger in clusters, links or postings.
+ * with every observer running, and are killed at a random point: while loading, while the
+ * pipeline catches up after the last fetch, or once it is quiet. The test keeps the crawl's truth:
+ * each document's last acknowledged (durable) fetch. A fetch killed between its start and its
+ * acknowledgement may or may not have committed, so a last generation crawls those documents
+ * again, and only those, to quiescence: everything else it indexes is what the killed generations
+ * left behind. The index must then equal the batch recomputation of the live corpus (batch.ts):
+ * whatever the crashes cut short — an acknowledged observer commit lost with its notification
+ * clearing, a worker's lease, a cluster half re-exported — the pipeline must finish or redo, and
+ * nothing a fetch replaced may linger in clusters, links or postings.
+ *
+ * Stores: `file:` (one per clustering-key mode: the child owns the store, so a kill is a crash of
+ * it); `percolator serve` (a kill is a crash of one client; its two-phase commits leave locks);
+ * and a server itself killed and started again under a crawl that must ride it out.
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore } from '../store/open-store.js';
+import { unreachableAt } from '../store/unreachable-store.fixture.js';
 import { Percolator } from '../txn/percolator.js';
-import { StoreError } from '../store/errors.js';
 import { TxnError } from '../txn/errors.js';
 import type { Transaction } from '../txn/transaction.js';
 import { InProcessLockService, type LockService } from './lock-service.js';
@@ -722,23 +722,7 @@ describe('a store out of reach for a while', () => {
     // commits still go through, so changes keep arriving.
     const store = await openStore('memory:');
     let down = false;
-    const failing = new Set(['readRow', 'readRows', 'sampleRowKeys']);
-    const unreachable = () => new StoreError('IO_ERROR', 'store out of reach (test)', {});
-    const flaky = new Proxy(store, {
-      get(target, name, receiver) {
-        const v: unknown = Reflect.get(target, name, receiver);
-        if (typeof v !== 'function') return v;
-        if (typeof name === 'string' && failing.has(name))
-          return (...args: unknown[]) => {
-            if (!down) return (v as (...a: unknown[]) => unknown).apply(target, args);
-            if (name !== 'readRows') return Promise.reject(unreachable());
-            return {
-              [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(unreachable()) }),
-            };
-          };
-        return (v as (...a: unknown[]) => unknown).bind(target);
-      },
-    });
+    const flaky = unreachableAt(store, ['readRow', 'readRows', 'sampleRowKeys'], () => down);
     const flakyDb = await Percolator.open({ store: flaky, leaseMs: 1000 });
     others.push(flakyDb);
     await flakyDb.createTable('docs');

@@ -1,26 +1,14 @@
 import { expect, it } from 'vitest';
-import { StoreError } from '../../store/errors.js';
 import { openStore } from '../../store/open-store.js';
+import { unreachableAt } from '../../store/unreachable-store.fixture.js';
 import { Percolator } from '../../txn/percolator.js';
 import { loadDocuments } from './loader.js';
 import { createWebIndexTables } from './pipeline.js';
 import { PAGES, RAW_CONTENT } from './schema.js';
 
-/** A memory store whose next `failures` atomic writes fail with IO_ERROR (a remote store out of reach). */
+/** A memory store whose next `failures.left` atomic writes fail with IO_ERROR (a remote store out of reach). */
 async function flakyStore(failures: { left: number }) {
-  const store = await openStore('memory:');
-  return new Proxy(store, {
-    get(target, name, receiver) {
-      const v: unknown = Reflect.get(target, name, receiver);
-      if (typeof v !== 'function') return v;
-      if (name === 'checkAndMutateRows')
-        return (...args: unknown[]) =>
-          failures.left-- > 0
-            ? Promise.reject(new StoreError('IO_ERROR', 'store out of reach (test)', {}))
-            : (v as (...a: unknown[]) => unknown).apply(target, args);
-      return (v as (...a: unknown[]) => unknown).bind(target);
-    },
-  });
+  return unreachableAt(await openStore('memory:'), ['checkAndMutateRows'], () => failures.left-- > 0);
 }
 
 const docs = [

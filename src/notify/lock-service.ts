@@ -59,11 +59,9 @@ export class InProcessLockService implements LockService {
     if (this.ownerGone === undefined || held === undefined || held.owner === owner || this.nowMs() - held.since < RECLAIM_AFTER_MS)
       return false;
     if (!(await this.ownerGone(held.owner).catch(() => false))) return false;
-    // Released or taken over meanwhile: the ordinary rule decides.
-    if (this.locks.get(key) !== held) return this.tryLockSync(key, owner, ttlMs);
-    const now = this.nowMs();
-    this.locks.set(key, { owner, expires: now + ttlMs, since: now });
-    return true;
+    // Dropped unless it was released or taken over meanwhile; then the ordinary rule decides.
+    if (this.locks.get(key) === held) this.locks.delete(key);
+    return this.tryLockSync(key, owner, ttlMs);
   }
 
   async unlock(key: string, owner: string): Promise<void> {

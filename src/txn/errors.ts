@@ -13,6 +13,13 @@ export type TxnErrorCode =
   | 'TXN_ABORTED'
   /** The transaction retried `maxAttempts` times and still conflicted. */
   | 'RETRIES_EXHAUSTED'
+  /**
+   * The commit point failed in a way that may have taken effect (the store went out of reach
+   * with the primary's commit in flight), and the primary could not be read to tell. The
+   * transaction committed or will be rolled back: readers settle it from the primary. Not
+   * retryable blindly — running it again may apply it twice.
+   */
+  | 'COMMIT_UNDETERMINED'
   /** A transaction object was used after it committed or aborted. */
   | 'TXN_FINISHED'
   /** A snapshot (read-only) transaction was asked to write. */

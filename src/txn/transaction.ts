@@ -7,7 +7,8 @@
  * commit the primary row (the commit point); then the other rows. A failure before the commit
  * point rolls back what was prewritten (best effort — anything missed is cleaned lazily by
  * readers); after it, the transaction is committed and leftover secondaries are rolled forward
- * by whoever meets them.
+ * by whoever meets them. A failure at the commit point itself may have taken effect (a reply
+ * lost): the primary decides before any secondary is touched (settleFailedCommit).
  *
  * Concurrency contract: one transaction object is used by one logical task; its reads may run
  * concurrently with each other, but not with commit.
@@ -19,8 +20,9 @@ import { cleanup } from './actions/cleanup.js';
 import { commitOnePhase } from './actions/commit-one-phase.js';
 import { commitPrimary, commitSecondary } from './actions/commit.js';
 import { type LockTemplate, prewrite } from './actions/prewrite.js';
+import { rollBackRows } from './actions/roll-back.js';
 import type { BufferedCell, BufferedRow, SideWrite } from './actions/types.js';
-import { TxnError } from './errors.js';
+import { TxnError, describeCell } from './errors.js';
 import type { CommittedTxn } from './gc-recent.js';
 import { LockRefresher } from './lock-refresher.js';
 import { RowBuffer } from './row-buffer.js';
@@ -441,7 +443,9 @@ export class Transaction extends Snapshot {
 
   /**
    * Two-phase commit. Returns the commit timestamp (null if nothing was written).
-   * Throws WRITE_CONFLICT / KEY_LOCKED / TXN_ABORTED (retryable) — nothing was committed then.
+   * Throws WRITE_CONFLICT / KEY_LOCKED / TXN_ABORTED (retryable) — nothing was committed then;
+   * a store error — nothing was committed either; COMMIT_UNDETERMINED — committed or not, the
+   * store could not say (readers settle it).
    */
   async commit(): Promise<number | null> {
     this.checkActive();
@@ -514,40 +518,53 @@ export class Transaction extends Snapshot {
     template: LockTemplate,
     secondaries: readonly BufferedRow[],
   ): Promise<number> {
-    const prewritten: BufferedRow[] = [];
+    // Rows our locks may be on: prewritten, or whose prewrite failed in the store (it may have
+    // been applied all the same). A conflict (TxnError) is a prewrite that wrote nothing.
+    const locked: BufferedRow[] = [];
+    const lock = (r: BufferedRow) =>
+      prewrite(env.store, r, this.startTs, template).then(
+        () => void locked.push(r),
+        (e: unknown) => {
+          if (!(e instanceof TxnError)) locked.push(r);
+          throw e;
+        },
+      );
     const refresher = refresherOf(env).track(primaryRow, primaryCell, template, this.startTs);
     try {
       // The primary and the secondaries are prewritten concurrently (one round trip, not two):
       // a reader that meets a secondary lock before the primary's exists rolls the primary back
       // (rollback record at startTs), and then our primary prewrite fails on that record.
       const outcomes = await Promise.allSettled([
-        prewrite(env.store, primaryRow, this.startTs, template).then(async () => {
-          prewritten.push(primaryRow);
+        lock(primaryRow).then(async () => {
           if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-primary-prewrite');
         }),
         inParallel(secondaries, async (r, i) => {
-          await prewrite(env.store, r, this.startTs, template);
-          prewritten.push(r);
+          await lock(r);
           if (i === 0 && env.onProtocolPoint !== undefined) await env.onProtocolPoint('mid-secondary-prewrites');
         }),
       ]);
       const failed = outcomes.find((o) => o.status === 'rejected');
       if (failed !== undefined) {
-        await this.rollBack(primaryFirst(prewritten, primaryRow));
+        await this.rollBack(locked);
         throw failed.reason;
       }
-      const commitTs = await env.getTimestamp();
+      let atCommitPoint = false;
       try {
+        const commitTs = await env.getTimestamp();
         // Weak notifications carry the commit timestamp and land before the commit point: an
         // observer that sees one starts above commitTs, so it meets our primary lock (and waits
         // for the outcome) or our committed data — never a snapshot without it. If we abort
         // instead, the notification is spurious, which weak notifications allow.
         await this.writeWeakNotifications(commitTs);
         if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('before-primary-commit');
+        atCommitPoint = true;
         this.committed = await commitPrimary(env.store, primaryRow, 0, this.startTs, commitTs, this.durability);
       } catch (e) {
-        await this.rollBack(prewritten);
-        throw e;
+        if (atCommitPoint) this.committed = await this.settleFailedCommit(primaryRow, rows, e);
+        else {
+          await this.rollBack(rows);
+          throw e;
+        }
       }
     } finally {
       refresher.stop();
@@ -613,11 +630,43 @@ export class Transaction extends Snapshot {
     }
   }
 
-  /** Best-effort roll back of our own locks, primary first (so no one can roll us forward). */
-  private async rollBack(prewritten: readonly BufferedRow[]): Promise<void> {
-    for (const r of prewritten) {
-      for (const c of r.cells) await cleanup(this.env.store, r.table, r.row, c.q, this.startTs).catch(() => undefined);
+  /**
+   * Best-effort roll back of our own locks (roll-back.ts), for a transaction that can never
+   * commit: it never tried its commit point (nobody else ever commits a primary), or its primary
+   * is rolled back. Whatever a failure leaves, readers roll back from the primary.
+   */
+  private async rollBack(rows: readonly BufferedRow[]): Promise<void> {
+    if (rows.length > 0) await rollBackRows(this.env.store, rows, this.startTs).catch(() => undefined);
+  }
+
+  /**
+   * After the commit point failed — or may have: a store that goes out of reach (a server
+   * killed, a connection reset) can apply the primary's commit and lose its reply. The primary
+   * decides: its cleanup is conditioned on our lock, as the commit is, so it either rolls the
+   * transaction back for good or finds our commit record. Rolled back: the other locks are
+   * dropped (best effort; readers drop what is left) and `cause` is rethrown. Committed: its
+   * commit timestamp is returned and the commit goes on with the secondaries. Unreadable (the
+   * store still out of reach): every lock stays for readers to settle from the primary, and
+   * COMMIT_UNDETERMINED is thrown. Never rolls a secondary back before the primary: a secondary
+   * dropped under a committed primary is a torn transaction.
+   */
+  private async settleFailedCommit(primaryRow: BufferedRow, rows: readonly BufferedRow[], cause: unknown): Promise<number> {
+    const primary = primaryRow.cells[0] as BufferedCell;
+    let fate: Awaited<ReturnType<typeof cleanup>>;
+    try {
+      fate = await cleanup(this.env.store, primaryRow.table, primaryRow.row, primary.q, this.startTs);
+    } catch (e) {
+      const ref = { table: primaryRow.table, row: primaryRow.row, column: primary.column };
+      throw new TxnError(
+        'COMMIT_UNDETERMINED',
+        `transaction ${this.startTs}: its commit failed and whether it took effect is unknown (the primary ${describeCell(ref)} could not be read); readers settle it from the primary`,
+        { ...ref, startTs: this.startTs },
+        { cause: new AggregateError([cause, e], 'the commit, then the check of its primary, failed') },
+      );
     }
+    if (fate !== 'rolledBack') return fate.committed;
+    await this.rollBack(rows);
+    throw cause;
   }
 }
 
@@ -628,10 +677,6 @@ function refresherOf(env: TxnEnvironment): LockRefresher {
   let r = refreshers.get(env);
   if (r === undefined) refreshers.set(env, (r = new LockRefresher(env.store, env.lockTtlMs, env.read.nowMs)));
   return r;
-}
-
-function primaryFirst(rows: readonly BufferedRow[], primary: BufferedRow): BufferedRow[] {
-  return [...rows.filter((r) => r === primary), ...rows.filter((r) => r !== primary)];
 }
 
 /** Runs fn over items with bounded parallelism; rejects with the first error after all settle. */

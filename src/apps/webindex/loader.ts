@@ -9,12 +9,13 @@
  * - A fetch that finds the page gone deletes `raw:content`; that delete is what propagates the
  *   removal through every observer.
  * - The corpus is streamed: loaders hold at most `concurrency` documents in memory.
- * - A fetch whose commit fails with IO_ERROR (a remote store out of reach: a server restarting,
- *   the network dropping) is written again, with backoff, for up to `storeOutageMs`. Its first
- *   commit may have gone through: then the page is simply fetched twice, which the pipeline
- *   takes as an unchanged re-crawl.
+ * - A fetch whose commit fails with IO_ERROR or COMMIT_UNDETERMINED (a remote store out of reach:
+ *   a server restarting, the network dropping) is written again, with backoff, for up to
+ *   `storeOutageMs`. Its first commit may have gone through: then the page is simply fetched
+ *   twice, which the pipeline takes as an unchanged re-crawl.
  */
 import { isStoreError } from '../../store/errors.js';
+import { isTxnError } from '../../txn/errors.js';
 import type { Percolator } from '../../txn/percolator.js';
 import type { Transaction } from '../../txn/transaction.js';
 import type { WebIndexMetrics } from './metrics.js';
@@ -103,7 +104,7 @@ const STORE_OUTAGE_MS = 60_000;
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 2_000;
 
-/** Writes one fetch, again while the store is out of reach (IO_ERROR) for up to `outageMs`. */
+/** Writes one fetch, again while the store is out of reach (IO_ERROR, COMMIT_UNDETERMINED) for up to `outageMs`. */
 async function commitFetch(db: Percolator, doc: CrawledDoc, nowMs: () => number, outageMs: number): Promise<void> {
   const giveUpAt = Date.now() + outageMs;
   for (let pauseMs = RETRY_FIRST_MS; ; pauseMs = Math.min(2 * pauseMs, RETRY_MAX_MS)) {
@@ -111,7 +112,7 @@ async function commitFetch(db: Percolator, doc: CrawledDoc, nowMs: () => number,
       await db.transaction(async (tx) => writeFetch(tx, doc, nowMs()));
       return;
     } catch (e) {
-      if (!isStoreError(e, 'IO_ERROR') || Date.now() + pauseMs > giveUpAt) throw e;
+      if (!(isStoreError(e, 'IO_ERROR') || isTxnError(e, 'COMMIT_UNDETERMINED')) || Date.now() + pauseMs > giveUpAt) throw e;
     }
     // Backoff while the store is out of reach, not a test wait.
     await new Promise((r) => setTimeout(r, pauseMs));

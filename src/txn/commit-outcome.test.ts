@@ -1,0 +1,145 @@
+/**
+ * A two-phase commit whose commit point fails — or may have taken effect: over a network the
+ * primary's conditional mutation can be applied and its reply lost (a server killed after its
+ * write, a connection reset). The transaction must come out whole either way: committed with
+ * every secondary, or rolled back with none; never a secondary dropped under a committed primary.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StoreError } from '../store/errors.js';
+import type { Store } from '../store/store.js';
+import { unreachableAt } from '../store/unreachable-store.fixture.js';
+import { isTxnError } from './errors.js';
+import { Percolator } from './percolator.js';
+import { remoteLike } from './remote-like.fixture.js';
+
+const str = (v: Uint8Array | null) => (v === null ? null : Buffer.from(v).toString());
+
+let db: Percolator;
+beforeEach(async () => {
+  db = await Percolator.open({ store: 'memory:', leaseMs: 500 });
+  await db.createTable('t');
+  await db.transaction(async (tx) => {
+    for (const r of ['p', 's1', 's2']) tx.set('t', r, 'c:v', 'old');
+  });
+});
+afterEach(async () => {
+  await db.close();
+});
+
+/**
+ * A client of `db`'s store through a flaky network: two-phase commits (remoteLike); its commit
+ * point's conditional mutation is applied (`applied`) or not, and then fails with IO_ERROR; the
+ * store then stays out of reach until `back()`.
+ */
+async function flakyClient(applied: boolean, outage: 'none' | 'until back') {
+  let armed = false;
+  let down = false;
+  const remote = remoteLike(db.store).store;
+  const lossy = new Proxy(remote, {
+    get(target, name, receiver) {
+      const v: unknown = Reflect.get(target, name, receiver);
+      if (name !== 'checkAndMutateRow') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      return async (...args: Parameters<Store['checkAndMutateRow']>) => {
+        if (!armed) return target.checkAndMutateRow(...args);
+        armed = false;
+        if (applied) await target.checkAndMutateRow(...args);
+        if (outage === 'until back') down = true;
+        throw new StoreError('IO_ERROR', 'connection reset (test)', {});
+      };
+    },
+  });
+  const store = unreachableAt(lossy, ['checkAndMutateRow', 'readRow', 'readRows', 'mutateRow', 'mutateRows'], () => down);
+  const client = await Percolator.open({
+    store,
+    oracle: db.oracle,
+    commitProtocol: 'two-phase',
+    leaseMs: 500,
+    lockTtlMs: 1_000,
+    onProtocolPoint: (point) => {
+      if (point === 'before-primary-commit') armed = true;
+    },
+  });
+  return {
+    client,
+    back: () => {
+      down = false;
+    },
+  };
+}
+
+async function writeNew(client: Percolator): Promise<unknown> {
+  const tx = await client.begin();
+  for (const r of ['p', 's1', 's2']) tx.set('t', r, 'c:v', 'new');
+  try {
+    return await tx.commit();
+  } catch (e) {
+    return e;
+  } finally {
+    tx.release();
+  }
+}
+
+/** What a fresh transaction of `db` reads of the three rows (resolving any lock left behind). */
+async function rows(): Promise<(string | null)[]> {
+  return db.transaction(async (tx) =>
+    (
+      await tx.getMany(
+        't',
+        ['p', 's1', 's2'].map((row) => ({ row, column: 'c:v' })),
+      )
+    ).map(str),
+  );
+}
+
+async function lockCount(): Promise<number> {
+  let n = 0;
+  for await (const r of db.store.readRows('t', { filter: { familyNameRegexFilter: 'lock' } })) n += r.cells.length;
+  return n;
+}
+
+describe('a commit point whose reply is lost', () => {
+  it('applied, store reachable again: the commit is found and completed, every secondary committed', async () => {
+    const { client } = await flakyClient(true, 'none');
+    try {
+      const outcome = await writeNew(client);
+      expect(typeof outcome, String(outcome)).toBe('number');
+      expect(await lockCount()).toBe(0);
+      expect(await rows()).toEqual(['new', 'new', 'new']);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('applied, store still out of reach: COMMIT_UNDETERMINED, and the locks stay for readers to roll forward', async () => {
+    const { client, back } = await flakyClient(true, 'until back');
+    const outcome = await writeNew(client);
+    expect(isTxnError(outcome, 'COMMIT_UNDETERMINED'), String(outcome)).toBe(true);
+    expect((outcome as { details: { startTs: number } }).details.startTs).toBeGreaterThan(0);
+    back();
+    expect(await lockCount()).toBe(2); // the secondaries': the primary's lock became its commit record
+    await client.close(); // its lease given up: readers need not wait for the locks' TTL
+    expect(await rows()).toEqual(['new', 'new', 'new']);
+  });
+
+  it('not applied, store reachable again: rolled back everywhere, the store error rethrown', async () => {
+    const { client } = await flakyClient(false, 'none');
+    try {
+      const outcome = await writeNew(client);
+      expect(outcome).toMatchObject({ code: 'IO_ERROR' });
+      expect(await lockCount()).toBe(0);
+      expect(await rows()).toEqual(['old', 'old', 'old']);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('not applied, store still out of reach: COMMIT_UNDETERMINED, and readers roll it back', async () => {
+    const { client, back } = await flakyClient(false, 'until back');
+    const outcome = await writeNew(client);
+    expect(isTxnError(outcome, 'COMMIT_UNDETERMINED'), String(outcome)).toBe(true);
+    back();
+    expect(await lockCount()).toBe(3);
+    await client.close();
+    expect(await rows()).toEqual(['old', 'old', 'old']);
+  });
+});

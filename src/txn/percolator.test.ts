@@ -7,6 +7,7 @@ import { type Store, atomicRowsOf } from '../store/store.js';
 import type { Oracle } from '../oracle/oracle.js';
 import { frozenWriter } from './frozen-writer.fixture.js';
 import { remoteLike } from './remote-like.fixture.js';
+import { unreachableAt } from '../store/unreachable-store.fixture.js';
 import { Percolator } from './percolator.js';
 import type { Transaction } from './transaction.js';
 import type { ProtocolPoint } from './transaction.js';
@@ -780,6 +781,36 @@ describe('Percolator.open', () => {
       expect(await plain.get('t', long, 'c:x')).not.toBeNull();
     } finally {
       await plain.close();
+    }
+  });
+});
+
+describe('waitForQuiescence through a store out of reach', () => {
+  it('takes a pass that failed for a pass that found work: times out instead of calling the system quiet', async () => {
+    const worker = db.worker();
+    worker.observe('c:v', 'noop', async () => undefined);
+    await worker.start();
+    await worker.stop(); // c:v is observed; nothing runs its notifications
+    await db.transaction(async (tx) => tx.set('t', 'r', 'c:v', 'x'));
+    let down: 'getTable' | 'readRows' | null = null;
+    const flaky = unreachableAt(db.store, ['getTable', 'readRows'], () => down !== null);
+    const other = await Percolator.open({ store: flaky, oracle: db.oracle, leaseMs: 500 });
+    try {
+      expect(await other.pendingNotifications()).toBe(1);
+      for (const method of ['getTable', 'readRows'] as const) {
+        down = method;
+        await new Promise((r) => setTimeout(r, 1_100)); // past the table list's cache
+        const e = await other.waitForQuiescence({ timeoutMs: 200 }).then(
+          () => null,
+          (x: unknown) => x,
+        );
+        expect(isTxnError(e, 'QUIESCENCE_TIMEOUT'), `${method}: ${String(e)}`).toBe(true);
+        expect((e as Error).cause).toMatchObject({ code: 'IO_ERROR' });
+        down = null;
+        expect(await other.pendingNotifications()).toBe(1);
+      }
+    } finally {
+      await other.close();
     }
   });
 });

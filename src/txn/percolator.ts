@@ -9,6 +9,7 @@
  * therefore be safe to run more than once (it should only compute and buffer).
  */
 import { isStoreError } from '../store/errors.js';
+import { countNotifyingLocks } from '../notify/lock-sweep.js';
 import { DEFAULT_STORE_URL, type OpenStoreOptions, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
@@ -458,7 +459,12 @@ export class Percolator {
     if (Date.now() - this.tablesCache.at <= maxAgeMs) return this.tablesCache.tables;
     const tables: string[] = [];
     for (const name of await this.store.listTables()) {
-      const spec = await this.store.getTable(name).catch(() => null);
+      // A table dropped since the listing is not one; any other failure fails the listing: a
+      // list short of a table would make a quiescence check skip its notifications.
+      const spec = await this.store.getTable(name).catch((e: unknown) => {
+        if (isStoreError(e, 'TABLE_NOT_FOUND')) return null;
+        throw e;
+      });
       if (spec !== null && Object.keys(PERCOLATOR_TABLE_SPEC.families).every((f) => Object.hasOwn(spec.families, f))) tables.push(name);
     }
     this.tablesCache = { at: Date.now(), tables };
@@ -492,9 +498,12 @@ export class Percolator {
   /**
    * Resolves once the system is quiescent: a full pass over every Percolator table found no
    * pending notification of an observed column (other than cells this process's workers parked)
+   * and no lock of one (pendingNotifications)
    * and no timestamp was issued by anyone during that pass (when the oracle can tell; see
    * docs/observers.md), and everything written so far is durable (observers commit with deferred
-   * durability). Throws QUIESCENCE_TIMEOUT after `timeoutMs`.
+   * durability). A pass that fails with IO_ERROR (a remote store out of reach for a while) counts
+   * as not quiescent. Throws QUIESCENCE_TIMEOUT after `timeoutMs` (`cause`: the last pass's
+   * IO_ERROR, if it failed).
    */
   async waitForQuiescence(options: QuiescenceOptions = {}): Promise<void> {
     this.checkOpen();
@@ -504,7 +513,12 @@ export class Percolator {
       const before = issuedCount(this.oracle);
       // Whether any is pending, not how many: with a backlog the pass stops at the first one
       // instead of reading every notification at every poll (5 % of a web index run's thread).
-      const pending = await this.countPending(1);
+      let failed: unknown = null;
+      const pending = await this.countPending(1).catch((e: unknown) => {
+        if (!isStoreError(e, 'IO_ERROR')) throw e;
+        failed = e;
+        return Number.NaN;
+      });
       const after = issuedCount(this.oracle);
       if (pending === 0 && before === after) {
         // Observers commit with deferred durability: quiescent also means durable.
@@ -512,10 +526,13 @@ export class Percolator {
         return;
       }
       if (Date.now() > deadline) {
-        const all = await this.pendingNotifications();
-        throw new TxnError('QUIESCENCE_TIMEOUT', `not quiescent after ${options.timeoutMs ?? 60_000} ms: ${all} notifications pending`, {
-          pending: all,
-        });
+        const all = failed === null ? await this.pendingNotifications() : null;
+        throw new TxnError(
+          'QUIESCENCE_TIMEOUT',
+          `not quiescent after ${options.timeoutMs ?? 60_000} ms: ${all === null ? 'the store is out of reach' : `${all} notifications pending`}`,
+          { pending: all },
+          failed === null ? undefined : { cause: failed },
+        );
       }
       // Polling for a condition across processes (no event to wait on).
       await new Promise((r) => setTimeout(r, delay));
@@ -523,7 +540,11 @@ export class Percolator {
     }
   }
 
-  /** Notifications of observed columns still pending (parked cells of local workers excluded). */
+  /**
+   * Notifications of observed columns still pending (parked cells of local workers excluded), and
+   * locks of observed columns: commits in flight, or committed changes whose notify cell waits for
+   * their lock to be rolled forward (lock-sweep.ts).
+   */
   pendingNotifications(): Promise<number> {
     return this.countPending(Number.POSITIVE_INFINITY);
   }
@@ -546,6 +567,9 @@ export class Percolator {
           if (++pending >= atMost) return pending;
         }
       }
+      // A change committed but not yet notified: its secondary commit was cut short (lock-sweep.ts).
+      pending += await countNotifyingLocks(this.store, table);
+      if (pending >= atMost) return pending;
     }
     return pending;
   }

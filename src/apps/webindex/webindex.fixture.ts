@@ -57,14 +57,29 @@ export async function openTestIndex(keyMode: KeyMode, options: { store?: Store; 
   };
 }
 
-/** Field by field, so a failure shows which part of the index diverged. */
+/**
+ * Field by field, so a failure shows which part of the index diverged — and its first differing
+ * entries, which a deep-equality message of large objects elides.
+ */
 export function expectSameIndex(got: IndexState, want: IndexState): void {
-  expect(got.keys, 'parsed keys').toEqual(want.keys);
-  expect(got.anchors, 'inverted links').toEqual(want.anchors);
-  expect(got.clusters, 'clusters').toEqual(want.clusters);
-  expect(got.docClusters, 'document → cluster').toEqual(want.docClusters);
-  expect(got.results, 'search results').toEqual(want.results);
-  expect(got.postings, 'postings').toEqual(want.postings);
+  const fields = [
+    ['keys', 'parsed keys'],
+    ['anchors', 'inverted links'],
+    ['clusters', 'clusters'],
+    ['docClusters', 'document → cluster'],
+    ['results', 'search results'],
+    ['postings', 'postings'],
+  ] as const;
+  for (const [field, what] of fields) expect(got[field], `${what}${firstDifferences(got[field], want[field])}`).toEqual(want[field]);
+}
+
+function firstDifferences(got: Record<string, unknown>, want: Record<string, unknown>, max = 3): string {
+  const out: string[] = [];
+  for (const k of new Set([...Object.keys(got), ...Object.keys(want)])) {
+    const [g, w] = [JSON.stringify(got[k]), JSON.stringify(want[k])];
+    if (g !== w && out.length < max) out.push(`${JSON.stringify(k)}: got ${g}, want ${w}`);
+  }
+  return out.length === 0 ? '' : ` (${out.join('; ')})`;
 }
 
 export async function expectMatchesBatch(index: TestIndex, keyMode: KeyMode): Promise<IndexState> {

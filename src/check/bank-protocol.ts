@@ -15,7 +15,8 @@
  *   write — and waits until the message is handed to the OS BEFORE it commits, so a kill can only
  *   leave an attempt indeterminate (`info`), never unrecorded. `ok` / `fail` follow the commit;
  *   `fail` is sent only for errors the transaction layer promises left nothing committed
- *   (a retryable error from commit).
+ *   (a retryable error from commit, RETRIES_EXHAUSTED, a store error: IO_ERROR — a commit point
+ *   whose fate the store could not tell is COMMIT_UNDETERMINED, sent as `info`).
  */
 import type { Version } from './history.js';
 

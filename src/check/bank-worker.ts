@@ -22,6 +22,7 @@ import { OracleClient } from '../oracle/client.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { isTxnError } from '../txn/errors.js';
+import { isStoreError } from '../store/errors.js';
 import { Percolator } from '../txn/percolator.js';
 import type { ProtocolPoint } from '../txn/transaction.js';
 import {
@@ -168,11 +169,15 @@ async function main(): Promise<void> {
         );
         if (pending !== null) void send({ t: 'bank.ok', id: pending });
       } catch (e) {
+        // A store error (the store out of reach, a reply lost) is a transaction that committed
+        // nothing: the transaction layer settles the commit point first, and says
+        // COMMIT_UNDETERMINED when it cannot (transaction.ts) — the claim the check puts to the test.
+        const nothingCommitted = isTxnError(e, 'RETRIES_EXHAUSTED') || isStoreError(e, 'IO_ERROR');
         if (pending !== null) {
-          if (isTxnError(e, 'RETRIES_EXHAUSTED')) void send({ t: 'bank.fail', id: pending, code: 'RETRIES_EXHAUSTED' });
+          if (nothingCommitted) void send({ t: 'bank.fail', id: pending, code: codeOf(e) });
           else void send({ t: 'bank.info', id: pending, code: codeOf(e), message: String((e as Error)?.message ?? e) });
         }
-        if (isTxnError(e, 'RETRIES_EXHAUSTED') || e instanceof StopRequested) continue;
+        if (nothingCommitted || isTxnError(e, 'COMMIT_UNDETERMINED') || e instanceof StopRequested) continue;
         throw e;
       }
     }

@@ -45,7 +45,6 @@ import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
 import type { LockService } from './lock-service.js';
 import type { ObserverFn, ObserverRegistration } from './observer.js';
 import { type ObserverHost, type WrittenCell, runObserver } from './run-observer.js';
-import { sweepLocks } from './lock-sweep.js';
 import { type Job, NOTIFY_FILTER, type NotifiedCell, type ScannerHost, type ScannerStats, notificationsOf, scanLoop } from './scanner.js';
 import { Queue } from '../util/queue.js';
 
@@ -93,8 +92,6 @@ export interface WorkerMetrics {
   cleared: number;
   /** Scanner and runner loops started again after an unexpected error (a store or lock service unreachable). */
   restarts: number;
-  /** Locks of observed columns the lock sweep rolled forward or back (lock-sweep.ts). */
-  sweptLocks: number;
   /** Per-observer run latency (ms): last and total, for status pages. */
   readonly observerMs: Record<string, { runs: number; totalMs: number; lastMs: number; commits?: number; conflicts?: number }>;
   readonly scanner: ScannerStats;
@@ -169,13 +166,6 @@ interface FailureState {
 const DEFERRED = { durability: 'deferred' } as const;
 
 /** A scanner or runner loop stopped by an error starts again after this pause, doubled while errors go on… */
-/**
- * How often the lock sweep walks the lock groups, and how long a lock stands still before it looks
- * at it: a commit takes milliseconds, so a lock a second old is one whose commit was cut short, or
- * one of a long transaction (whose primary lock its committer keeps fresh: then it is left).
- */
-const LOCK_SWEEP_INTERVAL_MS = 1_000;
-const LOCK_SWEEP_MIN_AGE_MS = 1_000;
 const RESTART_MIN_PAUSE_MS = 50;
 /** …up to this. */
 const RESTART_MAX_PAUSE_MS = 5_000;
@@ -249,7 +239,6 @@ export class Worker {
     parked: 0,
     cleared: 0,
     restarts: 0,
-    sweptLocks: 0,
     observerMs: {},
     scanner: { rowsScanned: 0, notificationsFound: 0, jumps: 0, emptyPasses: 0 },
   };
@@ -304,21 +293,6 @@ export class Worker {
       this.tasks.push(this.guard(() => scanLoop(scannerHost, owner), 'scanner'));
     }
     for (let i = 0; i < this.threads; i++) this.tasks.push(this.guard(() => this.runner(), 'runner'));
-    this.tasks.push(this.guard(() => this.sweepLoop(), 'lock sweep'));
-  }
-
-  /**
-   * Every LOCK_SWEEP_INTERVAL_MS, resolves the stale locks of observed columns (lock-sweep.ts):
-   * a change whose secondary commit never happened is committed but notifies nobody until then.
-   */
-  private async sweepLoop(): Promise<void> {
-    while (this.isRunning) {
-      await this.sleep(LOCK_SWEEP_INTERVAL_MS);
-      for (const table of this.isRunning ? await this.host.percolatorTables() : []) {
-        const r = await sweepLocks(this.host.store, table, this.host.readContext, LOCK_SWEEP_MIN_AGE_MS);
-        this.metrics.sweptLocks += r.committed + r.rolledBack;
-      }
-    }
   }
 
   async stop(): Promise<void> {

@@ -9,7 +9,6 @@
  * therefore be safe to run more than once (it should only compute and buffer).
  */
 import { isStoreError } from '../store/errors.js';
-import { countNotifyingLocks } from '../notify/lock-sweep.js';
 import { DEFAULT_STORE_URL, type OpenStoreOptions, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
@@ -498,7 +497,6 @@ export class Percolator {
   /**
    * Resolves once the system is quiescent: a full pass over every Percolator table found no
    * pending notification of an observed column (other than cells this process's workers parked)
-   * and no lock of one (pendingNotifications)
    * and no timestamp was issued by anyone during that pass (when the oracle can tell; see
    * docs/observers.md), and everything written so far is durable (observers commit with deferred
    * durability). A pass that fails with IO_ERROR (a remote store out of reach for a while) counts
@@ -540,11 +538,7 @@ export class Percolator {
     }
   }
 
-  /**
-   * Notifications of observed columns still pending (parked cells of local workers excluded), and
-   * locks of observed columns: commits in flight, or committed changes whose notify cell waits for
-   * their lock to be rolled forward (lock-sweep.ts).
-   */
+  /** Notifications of observed columns still pending (parked cells of local workers excluded). */
   pendingNotifications(): Promise<number> {
     return this.countPending(Number.POSITIVE_INFINITY);
   }
@@ -567,9 +561,6 @@ export class Percolator {
           if (++pending >= atMost) return pending;
         }
       }
-      // A change committed but not yet notified: its secondary commit was cut short (lock-sweep.ts).
-      pending += await countNotifyingLocks(this.store, table);
-      if (pending >= atMost) return pending;
     }
     return pending;
   }

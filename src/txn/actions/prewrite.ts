@@ -8,6 +8,16 @@
  * Short values travel inside the lock (later inlined into the write record); long ones are
  * written to `data` at S in the same atomic row mutation.
  *
+ * A secondary row's observed cells also get their notify cell at S, in the same mutation. Their
+ * commit writes it again at the commit timestamp, with the commit record — but a secondary commit
+ * can be cut off (its committer killed past the commit point, its store out of reach), and then
+ * the change is committed while its row carries only a lock: no notify cell, so no scanner would
+ * find it until some reader happened to meet the lock. With the notify cell at S, the run it
+ * starts meets the lock and settles it (roll forward, which notifies at the commit timestamp; or
+ * back: a spurious notification, which a run finds acknowledged). A run cannot clear it too early:
+ * its reads meet our lock (S < its start), and that lock goes only with the row's commit (which
+ * notifies) or its rollback. The primary row needs none: its commit is the commit point.
+ *
  * Returns: when every cell of the row holds our lock.
  * Throws: KEY_LOCKED (another transaction's lock; `details.lock` and `details.lockTs` let the
  *   caller resolve it), WRITE_CONFLICT (a commit at or after S; `details.commitTs`),
@@ -18,16 +28,23 @@
 import type { Store } from '../../store/store.js';
 import type { Mutation } from '../../store/types.js';
 import { TxnError, describeCell } from '../errors.js';
-import { DATA, LOCK, type LockRecord, encodeLock, prewriteConflictFilter, valueRefFor } from '../layout.js';
+import { DATA, LOCK, type LockRecord, NOTIFY, encodeLock, prewriteConflictFilter, valueRefFor } from '../layout.js';
 import { readColumnStatus } from './read-column-status.js';
 import type { BufferedRow } from './types.js';
+
+const STRONG = Buffer.from('s');
 
 /** The parts of a lock that are the same for every cell of a transaction. */
 export type LockTemplate = Omit<LockRecord, 'kind' | 'value' | 'notify'>;
 
 export function prewriteMutations(row: BufferedRow, startTs: number, template: LockTemplate): Mutation[] {
   const mutations: Mutation[] = [];
+  // A secondary's observed cells are notified now, at S, as well as at their commit: see the header.
+  const secondary = row.table !== template.primaryTable || Buffer.compare(row.row, template.primaryRow) !== 0;
   for (const c of row.cells) {
+    if (secondary && c.notify) {
+      mutations.push({ setCell: { familyName: NOTIFY, columnQualifier: c.q, timestampMicros: startTs, value: STRONG } });
+    }
     const value = valueRefFor(c.kind, c.value);
     mutations.push({
       setCell: {

@@ -41,4 +41,13 @@ describe('rollBackRows (a transaction undoing its own prewrites)', () => {
     expect((await f.lockedCell('p', 'c:a'))?.startTs).toBe(200);
     expect(await cellsOf('p')).toEqual(['lock@200', 'write@100']);
   });
+
+  it("drops the notify cell a secondary's prewrite set on an observed column", async () => {
+    const p = f.row('p', ['c:a', 'v']);
+    const observed = { ...f.row('s', ['c:o', 'v']), cells: f.row('s', ['c:o', 'v']).cells.map((c) => ({ ...c, notify: true })) };
+    await prewrite(f.store, observed, 100, f.template(p));
+    expect(await cellsOf('s')).toContain('notify@100');
+    await rollBackRows(f.store, [p, observed], 100);
+    expect(await cellsOf('s')).toEqual(['write@100']);
+  });
 });

@@ -1,7 +1,7 @@
 /**
  * Roll back = a transaction undoes its own prewrites, every row at once: for each buffered cell,
- * its lock and data at S go and a rollback record at S is written (so a prewrite of S still in
- * flight fails on it). One unconditional `mutateRows` per table, rows in parallel.
+ * its lock, data and notify cell at S go and a rollback record at S is written (so a prewrite of
+ * S still in flight fails on it). One unconditional `mutateRows` per table, rows in parallel.
  *
  * Unconditional is safe only under its precondition: transaction S can never commit — it never
  * reached its commit point, or its primary is already rolled back (cleanup.ts, which is
@@ -17,7 +17,7 @@
  */
 import type { Store } from '../../store/store.js';
 import type { Mutation, MutateRowsEntry } from '../../store/types.js';
-import { DATA, LOCK, WRITE, encodeWrite } from '../layout.js';
+import { DATA, LOCK, NOTIFY, WRITE, encodeWrite } from '../layout.js';
 import type { BufferedRow } from './types.js';
 
 export async function rollBackRows(store: Store, rows: readonly BufferedRow[], startTs: number): Promise<void> {
@@ -32,6 +32,8 @@ export async function rollBackRows(store: Store, rows: readonly BufferedRow[], s
         { deleteFromColumn: { familyName: DATA, columnQualifier: c.q, timeRange: atS } },
         { setCell: { familyName: WRITE, columnQualifier: c.q, timestampMicros: startTs, value: record } },
       );
+      // A secondary's prewrite notified the cell at S (prewrite.ts): no change is coming.
+      if (c.notify) mutations.push({ deleteFromColumn: { familyName: NOTIFY, columnQualifier: c.q, timeRange: atS } });
     }
     let entries = byTable.get(r.table);
     if (entries === undefined) byTable.set(r.table, (entries = []));

@@ -25,6 +25,11 @@ export class LocalCommits {
     };
   }
 
+  /** Whether the commit of `startTs` is in flight here. */
+  isInFlight(startTs: number): boolean {
+    return this.inFlight.has(startTs);
+  }
+
   /**
    * Waits until the commit of `startTs` ends, at most `maxMs`. Returns false at once when no such
    * commit is in flight here (the caller then backs off as usual).

@@ -168,11 +168,14 @@ export class Percolator {
         throw new TxnError('INVALID_CONFIG', `commitProtocol must be 'auto' or 'two-phase', not ${JSON.stringify(protocol)}`, { protocol });
       }
       const atomic = atomicRowsOf(store);
+      const localCommits = new LocalCommits();
       const read: ReadContext = {
         liveness,
         nowMs,
         lockWaitMs: options.lockWaitMs ?? 2_000,
-        localCommits: new LocalCommits(),
+        localCommits,
+        // A lock of ours whose commit has ended was left by a failure: no need to wait for its TTL.
+        finishedHere: (lockOwner, startTs) => lockOwner === owner && !localCommits.isInFlight(startTs),
         // Every Percolator on an embedded store looks for one-phase commits in flight, whatever
         // its own protocol: another Percolator of this process may use it.
         ...(atomic !== null ? { memLocks: memLocksOf(atomic), syncStore: atomic } : {}),

@@ -5,9 +5,10 @@
  * - A commit record of S on the primary → committed.
  * - A rollback record of S, or neither lock nor record → rolled back (writing the rollback record
  *   if missing, so a late prewrite of the primary fails and S can never commit).
- * - S's lock is still on the primary: if its owner is dead (liveness registry) or its wall time
- *   is older than its TTL, roll it back — exclusive with the owner's commit point, so exactly one
- *   of the two wins — else report it as locked so the caller backs off.
+ * - S's lock is still on the primary: if its owner is dead (liveness registry), its wall time
+ *   is older than its TTL, or S is a transaction of this very process whose commit has ended
+ *   (`ctx.finishedHere`: its commit failed and left it), roll it back — exclusive with the owner's
+ *   commit point, so exactly one of the two wins — else report it as locked so the caller backs off.
  *
  * Returns: the transaction's status.
  * Throws: nothing of its own.
@@ -29,7 +30,8 @@ export async function checkTxnStatus(
   if (s.ownLock !== null) {
     const lock = s.ownLock;
     const expired = ctx.nowMs() > lock.wallTimeMs + lock.ttlMs;
-    if (!expired && (await ctx.liveness.isAlive(lock.owner))) return { state: 'locked', lock };
+    const abandoned = expired || ctx.finishedHere?.(lock.owner, startTs) === true;
+    if (!abandoned && (await ctx.liveness.isAlive(lock.owner))) return { state: 'locked', lock };
   }
   const r = await cleanup(store, primary.table, primary.row, primary.q, startTs);
   return r === 'rolledBack' ? { state: 'rolledBack' } : { state: 'committed', commitTs: r.committed };

@@ -62,6 +62,11 @@ export interface ResolveContext {
   readonly liveness: LivenessView;
   /** Wall clock in ms (injectable for TTL tests). */
   readonly nowMs: () => number;
+  /**
+   * True for a transaction of this process whose commit has ended (owner: its liveness id): what
+   * it left locked is abandoned, however fresh — its commit failed, or its secondary commits did.
+   */
+  readonly finishedHere?: (owner: string, startTs: number) => boolean;
 }
 
 export type { ValueRef };

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBankCheck } from '../src/check/bank.js';
 import { type PercolatorServer, startServer } from '../src/server/server.js';
+import { resettingProxy } from './support/resetting-proxy.js';
 import { EMULATOR_MISSING, emulatorBinary, type RunningEmulator, startEmulator } from './support/emulator.js';
 
 function expectClean(r: Awaited<ReturnType<typeof runBankCheck>>): void {
@@ -36,6 +37,43 @@ describe('check bank over bigtable://', () => {
   it('against percolator serve: 3 worker processes and 1 server', async () => {
     const r = await runBankCheck({ ...CRASHING_BANK, store: `bigtable://127.0.0.1:${server.port}` });
     expectClean(r);
+  }, 120_000);
+
+  it('against percolator serve through a network that resets every connection every 50–300 ms', async () => {
+    // Requests the server applied lose their replies, commit points among them: a transaction
+    // that fails with IO_ERROR must have committed nothing (the workers report it so, and the
+    // history checker holds them to it), and none may come out torn.
+    const proxy = await resettingProxy(0, server.port);
+    let cuts = 0;
+    let running = true;
+    const cutter = (async () => {
+      while (running) {
+        await new Promise((r) => setTimeout(r, 50 + Math.random() * 250));
+        cuts += proxy.cutAll();
+      }
+    })();
+    try {
+      const r = await runBankCheck({
+        seconds: 6,
+        crash: false,
+        workers: 3,
+        store: `bigtable://127.0.0.1:${server.port}`,
+        workerStoreUrl: `bigtable://127.0.0.1:${proxy.port}`,
+      });
+      expect({ anomalies: r.anomalies, errors: r.errors, locksLeft: r.locksLeft, totalAfter: r.totalAfter }).toEqual({
+        anomalies: [],
+        errors: [],
+        locksLeft: 0,
+        totalAfter: r.totalBefore,
+      });
+      expect(cuts).toBeGreaterThan(10);
+      expect(r.failed).toBeGreaterThan(0);
+      expect(r.committed).toBeGreaterThan(0);
+    } finally {
+      running = false;
+      await cutter;
+      await proxy.close();
+    }
   }, 120_000);
 
   const binary = emulatorBinary();

@@ -95,15 +95,17 @@ async function main(): Promise<void> {
 
   const store = await openWorkerStore(cfg);
   const oracle = new OracleClient({ port: cfg.oraclePort, timeoutMs: 10_000 });
-  const db = await Percolator.open({
-    store,
-    oracle,
-    leaseMs: cfg.leaseMs,
-    lockTtlMs: cfg.lockTtlMs,
-    lockWaitMs: cfg.lockWaitMs,
-    gcIntervalMs: cfg.gcIntervalMs,
-    onProtocolPoint: cfg.crash === null ? undefined : onProtocolPoint,
-  });
+  const db = await whileOutOfReach(() =>
+    Percolator.open({
+      store,
+      oracle,
+      leaseMs: cfg.leaseMs,
+      lockTtlMs: cfg.lockTtlMs,
+      lockWaitMs: cfg.lockWaitMs,
+      gcIntervalMs: cfg.gcIntervalMs,
+      onProtocolPoint: cfg.crash === null ? undefined : onProtocolPoint,
+    }),
+  );
   await send({ t: 'bank.ready' });
   // A standby waits here, fully open, so replacing a killed worker costs no start-up time.
   await started;
@@ -183,7 +185,11 @@ async function main(): Promise<void> {
     }
   };
   await Promise.all(Array.from({ length: cfg.concurrency }, transferLoop));
-  await db.close();
+  // Closing gives up the liveness lease (a store write): over a network that drops, it may fail,
+  // and the lease then simply lapses.
+  await db.close().catch((e: unknown) => {
+    if (!isStoreError(e, 'IO_ERROR')) throw e;
+  });
   await oracle.close();
   await store.close();
   // IPC is ordered: once this one is handed to the OS, every earlier report is too.
@@ -192,6 +198,19 @@ async function main(): Promise<void> {
 }
 
 class StopRequested extends Error {}
+
+/** Runs `open` again while it fails with IO_ERROR (the store out of reach), up to 50 times. */
+async function whileOutOfReach<T>(open: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await open();
+    } catch (e) {
+      if (!isStoreError(e, 'IO_ERROR') || attempt >= 50) throw e;
+      // Backoff while the store is out of reach.
+      await new Promise((r) => setTimeout(r, 20 * Math.min(attempt, 10)));
+    }
+  }
+}
 
 function codeOf(e: unknown): string {
   return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : 'ERROR';

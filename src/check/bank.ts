@@ -126,6 +126,11 @@ export interface BankOptions {
    * with it to prove the check fails when the store misbehaves.
    */
   readonly workerStore?: (store: Store) => Store;
+  /**
+   * For a `bigtable://` store: the URL the workers open instead of `store` (the supervisor keeps
+   * `store`). Tests put a proxy that drops connections in between.
+   */
+  readonly workerStoreUrl?: string;
 }
 
 export interface BankResult {
@@ -295,7 +300,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
           w.crashPoint = m.point;
           break;
         case 'bank.error':
-          w.error = `${m.code}: ${m.message.split('\n')[0]}`;
+          w.error = `${m.code}: ${m.message.split('\n').slice(0, 6).join(' | ')}`;
           break;
         case 'bank.stopped':
           break;
@@ -314,7 +319,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
         table: TABLE,
         accounts,
         incarnation,
-        storeUrl: url,
+        storeUrl: opts.workerStoreUrl ?? url,
         oraclePort: server?.port as number,
         concurrency: opts.concurrency ?? 2,
         crash: opts.crash ? { armMinMs: opts.selfKillArmMs?.[0] ?? 300, armMaxMs: opts.selfKillArmMs?.[1] ?? 1200 } : null,

@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBankCheck } from '../src/check/bank.js';
+import { expectCleanBank } from './support/expect-clean-bank.js';
 import { StoreError } from '../src/store/errors.js';
 import type { Store } from '../src/store/store.js';
 import type { CheckAndMutateRequest, Row } from '../src/store/types.js';
@@ -100,12 +101,7 @@ function losingReplies(rate: number): { wrap: (store: Store) => Store; lost: { a
 describe('check bank', () => {
   it('memory: under crashes keeps the total, leaves no lock, shows no anomaly', async () => {
     const r = await runBankCheck({ seconds: 8, maxSeconds: 16, crash: true, minCrashes: 10, store: 'memory:' });
-    expect({ anomalies: r.anomalies, errors: r.errors, locksLeft: r.locksLeft, totalAfter: r.totalAfter }).toEqual({
-      anomalies: [],
-      errors: [],
-      locksLeft: 0,
-      totalAfter: r.totalBefore,
-    });
+    expectCleanBank(r);
     expect(r.totalBefore).toBe(1000);
     expect(r.crashes).toBeGreaterThanOrEqual(10);
     expect(r.committed).toBeGreaterThan(0);
@@ -124,12 +120,7 @@ describe('check bank', () => {
       gcIntervalMs: 20,
       tailLength: 40,
     });
-    expect({ anomalies: r.anomalies, errors: r.errors, locksLeft: r.locksLeft, totalAfter: r.totalAfter }).toEqual({
-      anomalies: [],
-      errors: [],
-      locksLeft: 0,
-      totalAfter: r.totalBefore,
-    });
+    expectCleanBank(r);
     expect(r.crashes).toBeGreaterThanOrEqual(10);
     expect(r.committed).toBeGreaterThan(0);
     expect(r.gc.fullPasses).toBeGreaterThan(0);
@@ -143,12 +134,7 @@ describe('check bank', () => {
     // reply was lost rolled its secondary back though its primary had committed.
     const { wrap, lost } = losingReplies(0.03);
     const r = await runBankCheck({ seconds: 6, crash: false, store: 'memory:', workerStore: wrap });
-    expect({ anomalies: r.anomalies, errors: r.errors, locksLeft: r.locksLeft, totalAfter: r.totalAfter }).toEqual({
-      anomalies: [],
-      errors: [],
-      locksLeft: 0,
-      totalAfter: r.totalBefore,
-    });
+    expectCleanBank(r);
     expect(lost.applied).toBeGreaterThan(10);
     expect(lost.dropped).toBeGreaterThan(10);
     expect(r.failed).toBeGreaterThan(0);

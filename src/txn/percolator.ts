@@ -527,7 +527,14 @@ export class Percolator {
         return;
       }
       if (Date.now() > deadline) {
-        const all = failed === null ? await this.pendingNotifications() : null;
+        const all =
+          failed === null
+            ? await this.pendingNotifications().catch((e: unknown) => {
+                if (!isStoreError(e, 'IO_ERROR')) throw e;
+                failed = e;
+                return null;
+              })
+            : null;
         throw new TxnError(
           'QUIESCENCE_TIMEOUT',
           `not quiescent after ${options.timeoutMs ?? 60_000} ms: ${all === null ? 'the store is out of reach' : `${all} notifications pending`}`,

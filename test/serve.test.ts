@@ -16,6 +16,7 @@ import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';
 import type { ReadRowsOptions, Row } from '../src/store/types.js';
 import { rawServerStream } from './support/raw-grpc-stream.js';
+import { type ResettingProxy, resettingProxy } from './support/resetting-proxy.js';
 
 process.env.METADATA_SERVER_DETECTION = 'none';
 const require = createRequire(import.meta.url);
@@ -565,6 +566,35 @@ describe('lock service, oracle and HTTP', () => {
     await grant.unlock('k', 'o'); // never throws for transport failures
     expect(grant.stats.unlockFailures).toBe(1);
     await Promise.all([grant.close(), deny.close(), fail.close()]);
+  });
+
+  it('sends an unlock that failed in transport again, so the row is free long before its TTL', async () => {
+    const holder = new NetworkLockService({ address: `127.0.0.1:${server.port}` });
+    const other = new NetworkLockService({ address: `127.0.0.1:${server.port}` });
+    // A port nothing listens on, until a proxy to the server opens there: the network comes back.
+    const probe = await resettingProxy(0, server.port);
+    const port = probe.port;
+    await probe.close();
+    const flaky = new NetworkLockService({ address: `127.0.0.1:${port}`, timeoutMs: 500 });
+    let proxy: ResettingProxy | null = null;
+    try {
+      expect(await holder.tryLock('retried', 'o', 30_000)).toBe(true);
+      await flaky.unlock('retried', 'o'); // fails in transport, does not throw
+      expect(flaky.stats.unlockFailures).toBe(1);
+      expect(await other.tryLock('retried', 'p', 30_000)).toBe(false);
+      proxy = await resettingProxy(port, server.port);
+      let taken = false;
+      for (const deadline = Date.now() + 10_000; !taken && Date.now() < deadline;) {
+        taken = await other.tryLock('retried', 'p', 30_000);
+        if (!taken) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(taken).toBe(true);
+      // (Its reply may come in after the other client's lock.)
+      await expect.poll(() => flaky.stats.unlocksRetried).toBe(1);
+    } finally {
+      await proxy?.close();
+      await Promise.all([holder.close(), other.close(), flaky.close()]);
+    }
   });
 
   it('hosts the timestamp oracle on its own port', async () => {

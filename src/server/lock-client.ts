@@ -14,8 +14,11 @@
  *   LOCK_SERVICE_UNAVAILABLE);
  * - a rejection that retrying cannot fix (UNAUTHENTICATED, INVALID_ARGUMENT) always throws
  *   LockServiceError LOCK_SERVICE_REJECTED: a wrong token must be loud;
- * - `unlock` never throws for transport failures (the lock expires after its TTL); they are
- *   counted in `stats.unlockFailures`.
+ * - `unlock` never throws for transport failures; they are counted in `stats.unlockFailures`,
+ *   and the unlock is sent again in the background (UNLOCK_RETRIES times, 100 ms doubling), unless
+ *   the same owner takes the same key meanwhile. Until 2026-11-30 the lock then stayed until its
+ *   TTL (30 s for a worker's rows): every connection reset cost the rows being run half a minute.
+ *   The lock expires after its TTL still if every retry fails.
  *
  * Concurrency contract: any number of calls may be in flight (HTTP/2 multiplexing on one
  * channel); `close()` cancels nothing in flight but makes further calls fail.
@@ -54,7 +57,12 @@ export interface NetworkLockServiceStats {
   unavailable: number;
   unlocks: number;
   unlockFailures: number;
+  /** Unlocks that went through on a background retry after a transport failure. */
+  unlocksRetried: number;
 }
+
+/** Background retries of an unlock that failed in transport (100, 200, … 3 200 ms after it). */
+const UNLOCK_RETRIES = 6;
 
 type Callback = (err: ServiceError | null, res?: unknown) => void;
 type Method = (req: unknown, md: Metadata, opts: { deadline: number }, cb: Callback) => void;
@@ -64,7 +72,9 @@ const LockClient = makeGenericClientConstructor(lockServiceDefinition(), 'LockSe
 const REJECTIONS = new Set<number>([status.UNAUTHENTICATED, status.PERMISSION_DENIED, status.INVALID_ARGUMENT, status.UNIMPLEMENTED]);
 
 export class NetworkLockService implements LockService {
-  readonly stats: NetworkLockServiceStats = { tryLocks: 0, acquired: 0, unavailable: 0, unlocks: 0, unlockFailures: 0 };
+  readonly stats: NetworkLockServiceStats = { tryLocks: 0, acquired: 0, unavailable: 0, unlocks: 0, unlockFailures: 0, unlocksRetried: 0 };
+  /** Unlocks waiting for a retry, by key and owner (a new tryLock of the same pair cancels it). */
+  private readonly retries = new Map<string, NodeJS.Timeout>();
   private readonly client: Client & Record<string, Method>;
   private readonly timeoutMs: number;
   private readonly onUnavailable: 'grant' | 'deny' | 'throw';
@@ -95,6 +105,8 @@ export class NetworkLockService implements LockService {
 
   async tryLock(key: string, owner: string, ttlMs: number): Promise<boolean> {
     this.stats.tryLocks++;
+    // A late retry of an earlier unlock must not release the lock taken now.
+    this.cancelRetry(key, owner);
     try {
       const res = await this.call('TryLock', { key, owner, ttlMs: Math.max(1, Math.ceil(ttlMs)) });
       const acquired = res.acquired === true;
@@ -145,12 +157,40 @@ export class NetworkLockService implements LockService {
         );
       }
       this.stats.unlockFailures++;
+      this.retryUnlock(key, owner, 1);
     }
+  }
+
+  private retryUnlock(key: string, owner: string, attempt: number): void {
+    if (this.closed || attempt > UNLOCK_RETRIES) return;
+    const id = `${key}\u0000${owner}`;
+    const timer = setTimeout(
+      () => {
+        if (this.retries.get(id) !== timer) return;
+        this.retries.delete(id);
+        this.call('Unlock', { key, owner }).then(
+          () => void this.stats.unlocksRetried++,
+          () => this.retryUnlock(key, owner, attempt + 1),
+        );
+      },
+      50 * 2 ** attempt,
+    );
+    timer.unref();
+    this.retries.set(id, timer);
+  }
+
+  private cancelRetry(key: string, owner: string): void {
+    if (this.retries.size === 0) return;
+    const id = `${key}\u0000${owner}`;
+    clearTimeout(this.retries.get(id));
+    this.retries.delete(id);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const t of this.retries.values()) clearTimeout(t);
+    this.retries.clear();
     this.client.close();
   }
 }

@@ -28,10 +28,15 @@ afterEach(async () => {
 
 /**
  * A client of `db`'s store through a flaky network: two-phase commits (remoteLike); its commit
- * point's conditional mutation is applied (`applied`) or not, and then fails with IO_ERROR; the
- * store then stays out of reach until `back()`.
+ * point's conditional mutation (or with `at` after-primary-commit: its first secondary commit) is
+ * applied (`applied`) or not, and then fails with IO_ERROR; the store then stays out of reach
+ * until `back()`.
  */
-async function flakyClient(applied: boolean, outage: 'none' | 'until back') {
+async function flakyClient(
+  applied: boolean,
+  outage: 'none' | 'until back',
+  at: 'before-primary-commit' | 'after-primary-commit' = 'before-primary-commit',
+) {
   let armed = false;
   let down = false;
   const remote = remoteLike(db.store).store;
@@ -59,7 +64,7 @@ async function flakyClient(applied: boolean, outage: 'none' | 'until back') {
     lockTtlMs: 60_000,
     lockWaitMs: 200,
     onProtocolPoint: (point) => {
-      if (point === 'before-primary-commit') armed = true;
+      if (point === at) armed = true;
     },
   });
   return {
@@ -147,5 +152,20 @@ describe('a commit point whose reply is lost', () => {
     expect(await rows(client)).toEqual(['old', 'old', 'old']);
     expect(await lockCount()).toBe(0);
     await client.close();
+  });
+});
+
+describe('a secondary commit that fails in the store', () => {
+  it('the transaction is committed; its committer commits the row again in the background, with no reader', async () => {
+    const { client } = await flakyClient(false, 'none', 'after-primary-commit');
+    try {
+      const outcome = await writeNew(client);
+      expect(typeof outcome, String(outcome)).toBe('number');
+      // Nobody reads: the lock goes because the committer sends the commit again.
+      await expect.poll(lockCount, { timeout: 5_000 }).toBe(0);
+      expect(await rows()).toEqual(['new', 'new', 'new']);
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -9,6 +9,7 @@
  * therefore be safe to run more than once (it should only compute and buffer).
  */
 import { isStoreError } from '../store/errors.js';
+import { SecondaryRetry } from './secondary-retry.js';
 import { DEFAULT_STORE_URL, type OpenStoreOptions, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
@@ -133,7 +134,13 @@ export class Percolator {
     private readonly observed: ObservedColumns,
     private readonly lockService: LockService,
     private readonly owns: { store: boolean; oracle: boolean; lockService: boolean },
+    private readonly secondaryRetry: SecondaryRetry,
   ) {}
+
+  /** Keeps a broken invariant met at run time (LOCK_NOT_FOUND) in `anomalies`. */
+  private recordAnomaly(e: unknown): void {
+    if (isTxnError(e) && e.code === 'LOCK_NOT_FOUND' && this.anomalies.length < 100) this.anomalies.push(e);
+  }
 
   static async open(options: PercolatorOptions = {}): Promise<Percolator> {
     const ownsStore = typeof options.store !== 'object';
@@ -181,6 +188,7 @@ export class Percolator {
         ...(atomic !== null ? { memLocks: memLocksOf(atomic), syncStore: atomic } : {}),
       };
       let db: Percolator | null = null;
+      const secondaryRetry = new SecondaryRetry(store, (e) => db?.recordAnomaly(e));
       const env: TxnEnvironment = {
         store,
         read,
@@ -202,18 +210,26 @@ export class Percolator {
           db.recent?.record(commit);
         },
         ...(atomic !== null && protocol === 'auto' ? { onePhase: atomic } : {}),
-        onSecondaryCommitError: (e) => {
-          if (db !== null && isTxnError(e) && e.code === 'LOCK_NOT_FOUND' && db.anomalies.length < 100) db.anomalies.push(e);
-        },
+        onSecondaryCommitError: (e) => db?.recordAnomaly(e),
+        onSecondaryCommitsLeft: (rows, startTs, commitTs) => secondaryRetry.retry(rows, startTs, commitTs),
       };
       const lockService =
         options.lockService ??
         (server !== null ? new NetworkLockService({ address: `${server.host}:${server.port}` }) : new InProcessLockService());
-      db = new Percolator(store, oracle, liveness, env, observed, lockService, {
-        store: ownsStore,
-        oracle: options.oracle === undefined,
-        lockService: options.lockService === undefined,
-      });
+      db = new Percolator(
+        store,
+        oracle,
+        liveness,
+        env,
+        observed,
+        lockService,
+        {
+          store: ownsStore,
+          oracle: options.oracle === undefined,
+          lockService: options.lockService === undefined,
+        },
+        secondaryRetry,
+      );
       db.startBackgroundGc(options.gcIntervalMs ?? DEFAULT_GC_INTERVAL_MS, options.fullGcIntervalMs ?? 0);
       return db;
     } catch (e) {
@@ -586,6 +602,7 @@ export class Percolator {
     this.closed = true;
     if (this.gcTimer !== null) clearInterval(this.gcTimer);
     await this.gcRunning;
+    await this.secondaryRetry.close();
     await this.observed.close();
     if (this.owns.lockService) await this.lockService.close();
     await this.liveness.close();

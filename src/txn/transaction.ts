@@ -86,6 +86,11 @@ export interface TxnEnvironment {
    */
   onSecondaryCommitError?(error: unknown): void;
   /**
+   * Secondary rows whose commit failed in the store (not decided otherwise): the environment may
+   * send them again (secondary-retry.ts) rather than leave them to readers.
+   */
+  onSecondaryCommitsLeft?(rows: readonly BufferedRow[], startTs: number, commitTs: number): void;
+  /**
    * Set when commits may take one phase (commit-one-phase.ts): the store's atomic multi-row
    * extension. Used only while the store is not shared, with `read.memLocks` ordering readers.
    */
@@ -575,20 +580,25 @@ export class Transaction extends Snapshot {
     // secondary goes alone (the crash checkers stop a process right after it), the rest
     // concurrently.
     let complete = true;
-    const failed = (e: unknown): void => {
-      complete = false;
-      env.onSecondaryCommitError?.(e);
-    };
+    const left: BufferedRow[] = [];
+    const failed =
+      (r: BufferedRow) =>
+      (e: unknown): void => {
+        complete = false;
+        if (!(e instanceof TxnError)) left.push(r);
+        env.onSecondaryCommitError?.(e);
+      };
     await Promise.all([
       secondaries.length === 0
         ? undefined
         : commitSecondary(env.store, secondaries[0] as BufferedRow, this.startTs, commitTs)
-            .catch(failed)
+            .catch(failed(secondaries[0] as BufferedRow))
             .then(async () => {
               if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('mid-secondary-commits');
             }),
-      ...secondaries.slice(1).map((r) => commitSecondary(env.store, r, this.startTs, commitTs).catch(failed)),
+      ...secondaries.slice(1).map((r) => commitSecondary(env.store, r, this.startTs, commitTs).catch(failed(r))),
     ]);
+    if (left.length > 0) env.onSecondaryCommitsLeft?.(left, this.startTs, commitTs);
     if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('after-commit');
     env.onCommitted?.({ startTs: this.startTs, rows, complete });
     this.reportNotified(rows);

@@ -130,6 +130,16 @@ export function notifiedColumn(qualifier: Uint8Array): { readonly column: string
   return { column: decodeColumn(qualifier), weakQualifier: false };
 }
 
+const STRONG = Buffer.from('s');
+
+/**
+ * A strong notification of the column with encoded qualifier `q` at `ts`: its notify cell, set by a
+ * commit (at the commit timestamp) and by a secondary's prewrite (at S; prewrite.ts says why).
+ */
+export function strongNotifyMutation(q: Uint8Array, ts: number): Mutation {
+  return { setCell: { familyName: NOTIFY, columnQualifier: q, timestampMicros: ts, value: STRONG } };
+}
+
 /**
  * A weak notification of `column` at `ts`: its weak notify cell, replacing the column's older weak
  * ones (one pending weak notification says all they said; a strong one is another cell and stays).

@@ -14,9 +14,9 @@
  * Idempotent: yes.
  */
 import type { Store } from '../../store/store.js';
-import type { Mutation } from '../../store/types.js';
-import { DATA, LOCK, WRITE, encodeWrite, lockAtFilter } from '../layout.js';
+import { lockAtFilter } from '../layout.js';
 import { readColumnStatus } from './read-column-status.js';
+import { rollBackCellMutations, rollbackRecordMutation } from './roll-back.js';
 
 export type CleanupResult = 'rolledBack' | { readonly committed: number };
 
@@ -24,23 +24,10 @@ export async function cleanup(store: Store, table: string, row: Uint8Array, q: U
   const before = await readColumnStatus(store, table, row, q, startTs);
   if (before.commitTs !== null) return { committed: before.commitTs };
   if (before.rolledBack && before.ownLock === null) return 'rolledBack';
-  const atS = { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 };
-  const rollbackRecord: Mutation = {
-    setCell: {
-      familyName: WRITE,
-      columnQualifier: q,
-      timestampMicros: startTs,
-      value: encodeWrite({ kind: 'rollback', startTs, value: { mode: 'none' } }),
-    },
-  };
   const hadLock = await store.checkAndMutateRow(table, row, {
     predicateFilter: lockAtFilter(q, startTs),
-    trueMutations: [
-      { deleteFromColumn: { familyName: LOCK, columnQualifier: q, timeRange: atS } },
-      { deleteFromColumn: { familyName: DATA, columnQualifier: q, timeRange: atS } },
-      rollbackRecord,
-    ],
-    falseMutations: [rollbackRecord],
+    trueMutations: rollBackCellMutations(q, startTs),
+    falseMutations: [rollbackRecordMutation(q, startTs)],
   });
   if (hadLock) return 'rolledBack';
   // No lock: S either never locked this cell, or committed it between our read and now.

@@ -25,11 +25,9 @@
 import type { Store } from '../../store/store.js';
 import type { Mutation } from '../../store/types.js';
 import { TxnError, describeCell } from '../errors.js';
-import { LOCK, NOTIFY, type ValueRef, WRITE, type WriteKind, encodeWrite, lockAtFilter, valueRefFor } from '../layout.js';
+import { LOCK, type ValueRef, WRITE, type WriteKind, encodeWrite, lockAtFilter, strongNotifyMutation, valueRefFor } from '../layout.js';
 import { readColumnStatus } from './read-column-status.js';
 import type { BufferedRow } from './types.js';
-
-const STRONG = Buffer.from('s');
 
 /**
  * The committed form of one cell at commitTs: its write record — and, for an observed column, its
@@ -49,9 +47,7 @@ export function committedCellMutations(
   const w: Mutation = {
     setCell: { familyName: WRITE, columnQualifier: q, timestampMicros: commitTs, value: encodeWrite({ kind, startTs, value: ref }) },
   };
-  const n: Mutation | null = notify
-    ? { setCell: { familyName: NOTIFY, columnQualifier: q, timestampMicros: commitTs, value: STRONG } }
-    : null;
+  const n: Mutation | null = notify ? strongNotifyMutation(q, commitTs) : null;
   // Appended to `out`, or a new array of exactly their number (most rows a commit writes have one cell).
   if (out === undefined) return n === null ? [w] : [w, n];
   out.push(w);

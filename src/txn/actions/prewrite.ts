@@ -28,11 +28,9 @@
 import type { Store } from '../../store/store.js';
 import type { Mutation } from '../../store/types.js';
 import { TxnError, describeCell } from '../errors.js';
-import { DATA, LOCK, type LockRecord, NOTIFY, encodeLock, prewriteConflictFilter, valueRefFor } from '../layout.js';
+import { DATA, LOCK, type LockRecord, encodeLock, prewriteConflictFilter, strongNotifyMutation, valueRefFor } from '../layout.js';
 import { readColumnStatus } from './read-column-status.js';
 import type { BufferedRow } from './types.js';
-
-const STRONG = Buffer.from('s');
 
 /** The parts of a lock that are the same for every cell of a transaction. */
 export type LockTemplate = Omit<LockRecord, 'kind' | 'value' | 'notify'>;
@@ -42,9 +40,7 @@ export function prewriteMutations(row: BufferedRow, startTs: number, template: L
   // A secondary's observed cells are notified now, at S, as well as at their commit: see the header.
   const secondary = row.table !== template.primaryTable || Buffer.compare(row.row, template.primaryRow) !== 0;
   for (const c of row.cells) {
-    if (secondary && c.notify) {
-      mutations.push({ setCell: { familyName: NOTIFY, columnQualifier: c.q, timestampMicros: startTs, value: STRONG } });
-    }
+    if (secondary && c.notify) mutations.push(strongNotifyMutation(c.q, startTs));
     const value = valueRefFor(c.kind, c.value);
     mutations.push({
       setCell: {

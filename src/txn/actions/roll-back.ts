@@ -20,18 +20,38 @@ import type { Mutation, MutateRowsEntry } from '../../store/types.js';
 import { DATA, LOCK, NOTIFY, WRITE, encodeWrite } from '../layout.js';
 import type { BufferedRow } from './types.js';
 
+/** S's rollback record on the cell with encoded qualifier `q`. */
+export function rollbackRecordMutation(q: Uint8Array, startTs: number): Mutation {
+  return {
+    setCell: {
+      familyName: WRITE,
+      columnQualifier: q,
+      timestampMicros: startTs,
+      value: encodeWrite({ kind: 'rollback', startTs, value: { mode: 'none' } }),
+    },
+  };
+}
+
+/**
+ * The rolled-back form of S's cell `q`: its lock and data at S dropped, its rollback record written
+ * (cleanup.ts applies them under the lock's condition; rollBackRows, unconditionally).
+ */
+export function rollBackCellMutations(q: Uint8Array, startTs: number): Mutation[] {
+  const atS = { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 };
+  return [
+    { deleteFromColumn: { familyName: LOCK, columnQualifier: q, timeRange: atS } },
+    { deleteFromColumn: { familyName: DATA, columnQualifier: q, timeRange: atS } },
+    rollbackRecordMutation(q, startTs),
+  ];
+}
+
 export async function rollBackRows(store: Store, rows: readonly BufferedRow[], startTs: number): Promise<void> {
   const atS = { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 };
-  const record = encodeWrite({ kind: 'rollback', startTs, value: { mode: 'none' } });
   const byTable = new Map<string, MutateRowsEntry[]>();
   for (const r of rows) {
     const mutations: Mutation[] = [];
     for (const c of r.cells) {
-      mutations.push(
-        { deleteFromColumn: { familyName: LOCK, columnQualifier: c.q, timeRange: atS } },
-        { deleteFromColumn: { familyName: DATA, columnQualifier: c.q, timeRange: atS } },
-        { setCell: { familyName: WRITE, columnQualifier: c.q, timestampMicros: startTs, value: record } },
-      );
+      mutations.push(...rollBackCellMutations(c.q, startTs));
       // A secondary's prewrite notified the cell at S (prewrite.ts): no change is coming.
       if (c.notify) mutations.push({ deleteFromColumn: { familyName: NOTIFY, columnQualifier: c.q, timeRange: atS } });
     }

@@ -526,16 +526,20 @@ export class Percolator {
     this.checkOpen();
     const deadline = Date.now() + (options.timeoutMs ?? 60_000);
     let delay = 2;
+    // A count the store could not answer (IO_ERROR) is null, and its error is kept.
+    let failed: unknown = null;
+    const orOutOfReach = (count: Promise<number>): Promise<number | null> =>
+      count.catch((e: unknown) => {
+        if (!isStoreError(e, 'IO_ERROR')) throw e;
+        failed = e;
+        return null;
+      });
     for (;;) {
+      failed = null;
       const before = issuedCount(this.oracle);
       // Whether any is pending, not how many: with a backlog the pass stops at the first one
       // instead of reading every notification at every poll (5 % of a web index run's thread).
-      let failed: unknown = null;
-      const pending = await this.countPending(1).catch((e: unknown) => {
-        if (!isStoreError(e, 'IO_ERROR')) throw e;
-        failed = e;
-        return Number.NaN;
-      });
+      const pending = await orOutOfReach(this.countPending(1));
       const after = issuedCount(this.oracle);
       if (pending === 0 && before === after) {
         // Observers commit with deferred durability: quiescent also means durable.
@@ -543,14 +547,7 @@ export class Percolator {
         return;
       }
       if (Date.now() > deadline) {
-        const all =
-          failed === null
-            ? await this.pendingNotifications().catch((e: unknown) => {
-                if (!isStoreError(e, 'IO_ERROR')) throw e;
-                failed = e;
-                return null;
-              })
-            : null;
+        const all = failed === null ? await orOutOfReach(this.pendingNotifications()) : null;
         throw new TxnError(
           'QUIESCENCE_TIMEOUT',
           `not quiescent after ${options.timeoutMs ?? 60_000} ms: ${all === null ? 'the store is out of reach' : `${all} notifications pending`}`,

@@ -23,6 +23,7 @@ import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { isTxnError } from '../txn/errors.js';
 import { isStoreError } from '../store/errors.js';
+import { whileOutOfReach } from '../store/while-out-of-reach.js';
 import { Percolator } from '../txn/percolator.js';
 import type { ProtocolPoint } from '../txn/transaction.js';
 import {
@@ -95,16 +96,20 @@ async function main(): Promise<void> {
 
   const store = await openWorkerStore(cfg);
   const oracle = new OracleClient({ port: cfg.oraclePort, timeoutMs: 10_000 });
-  const db = await whileOutOfReach(() =>
-    Percolator.open({
-      store,
-      oracle,
-      leaseMs: cfg.leaseMs,
-      lockTtlMs: cfg.lockTtlMs,
-      lockWaitMs: cfg.lockWaitMs,
-      gcIntervalMs: cfg.gcIntervalMs,
-      onProtocolPoint: cfg.crash === null ? undefined : onProtocolPoint,
-    }),
+  const db = await whileOutOfReach(
+    () =>
+      Percolator.open({
+        store,
+        oracle,
+        leaseMs: cfg.leaseMs,
+        lockTtlMs: cfg.lockTtlMs,
+        lockWaitMs: cfg.lockWaitMs,
+        gcIntervalMs: cfg.gcIntervalMs,
+        onProtocolPoint: cfg.crash === null ? undefined : onProtocolPoint,
+      }),
+    // Many short pauses (a network that resets connections every few hundred ms): ~9 s, as the
+    // 50 attempts 20–200 ms apart it made before it shared the store's helper.
+    { forMs: 9_000, firstPauseMs: 20, maxPauseMs: 200 },
   );
   await send({ t: 'bank.ready' });
   // A standby waits here, fully open, so replacing a killed worker costs no start-up time.
@@ -198,19 +203,6 @@ async function main(): Promise<void> {
 }
 
 class StopRequested extends Error {}
-
-/** Runs `open` again while it fails with IO_ERROR (the store out of reach), up to 50 times. */
-async function whileOutOfReach<T>(open: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await open();
-    } catch (e) {
-      if (!isStoreError(e, 'IO_ERROR') || attempt >= 50) throw e;
-      // Backoff while the store is out of reach.
-      await new Promise((r) => setTimeout(r, 20 * Math.min(attempt, 10)));
-    }
-  }
-}
 
 function codeOf(e: unknown): string {
   return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : 'ERROR';

@@ -14,7 +14,7 @@
  *   `storeOutageMs`. Its first commit may have gone through: then the page is simply fetched
  *   twice, which the pipeline takes as an unchanged re-crawl.
  */
-import { isStoreError } from '../../store/errors.js';
+import { whileOutOfReach } from '../../store/while-out-of-reach.js';
 import { isTxnError } from '../../txn/errors.js';
 import type { Percolator } from '../../txn/percolator.js';
 import type { Transaction } from '../../txn/transaction.js';
@@ -101,22 +101,13 @@ export async function loadDocuments(
 }
 
 const STORE_OUTAGE_MS = 60_000;
-const RETRY_FIRST_MS = 100;
-const RETRY_MAX_MS = 2_000;
 
 /** Writes one fetch, again while the store is out of reach (IO_ERROR, COMMIT_UNDETERMINED) for up to `outageMs`. */
-async function commitFetch(db: Percolator, doc: CrawledDoc, nowMs: () => number, outageMs: number): Promise<void> {
-  const giveUpAt = Date.now() + outageMs;
-  for (let pauseMs = RETRY_FIRST_MS; ; pauseMs = Math.min(2 * pauseMs, RETRY_MAX_MS)) {
-    try {
-      await db.transaction(async (tx) => writeFetch(tx, doc, nowMs()));
-      return;
-    } catch (e) {
-      if (!(isStoreError(e, 'IO_ERROR') || isTxnError(e, 'COMMIT_UNDETERMINED')) || Date.now() + pauseMs > giveUpAt) throw e;
-    }
-    // Backoff while the store is out of reach, not a test wait.
-    await new Promise((r) => setTimeout(r, pauseMs));
-  }
+function commitFetch(db: Percolator, doc: CrawledDoc, nowMs: () => number, outageMs: number): Promise<void> {
+  return whileOutOfReach(() => db.transaction(async (tx) => writeFetch(tx, doc, nowMs())), {
+    forMs: outageMs,
+    alsoRetry: (e) => isTxnError(e, 'COMMIT_UNDETERMINED'),
+  });
 }
 
 function toAsync<T>(it: Iterator<T>): AsyncIterator<T> {

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBankCheck } from '../src/check/bank.js';
 import { expectCleanBank } from './support/expect-clean-bank.js';
-import { StoreError } from '../src/store/errors.js';
+import { type WriteFate, losingReplies } from '../src/store/unreachable-store.fixture.js';
 import type { Store } from '../src/store/store.js';
 import type { CheckAndMutateRequest, Row } from '../src/store/types.js';
 
@@ -74,28 +74,14 @@ function blindToLocks(store: Store): Store {
  * with IO_ERROR at `rate`, half the time after it was applied (the reply lost), half the time
  * before. `lost` counts both.
  */
-function losingReplies(rate: number): { wrap: (store: Store) => Store; lost: { applied: number; dropped: number } } {
+function losingWrites(rate: number): { wrap: (store: Store) => Store; lost: { applied: number; dropped: number } } {
   const lost = { applied: 0, dropped: 0 };
-  const writes = new Set<PropertyKey>(['checkAndMutateRow', 'mutateRow', 'mutateRows']);
-  const wrap = (store: Store): Store =>
-    new Proxy(store, {
-      get(target, prop) {
-        const v = Reflect.get(target, prop, target) as unknown;
-        if (typeof v !== 'function') return v;
-        const call = (v as (...a: unknown[]) => Promise<unknown>).bind(target);
-        if (!writes.has(prop)) return call;
-        return async (...args: unknown[]): Promise<unknown> => {
-          const r = Math.random();
-          if (r >= 2 * rate) return call(...args);
-          if (r < rate) {
-            await call(...args);
-            lost.applied++;
-          } else lost.dropped++;
-          throw new StoreError('IO_ERROR', 'connection reset (test: a lost request or reply)', {});
-        };
-      },
-    });
-  return { wrap, lost };
+  const fate = (): WriteFate => {
+    const r = Math.random();
+    if (r >= 2 * rate) return 'pass';
+    return r < rate ? (lost.applied++, 'applied') : (lost.dropped++, 'dropped');
+  };
+  return { wrap: (store) => losingReplies(store, ['checkAndMutateRow', 'mutateRow', 'mutateRows'], fate), lost };
 }
 
 describe('check bank', () => {
@@ -132,7 +118,7 @@ describe('check bank', () => {
     // An IO_ERROR from a transaction is reported as committing nothing (bank-worker.ts): the
     // history checker holds the transaction layer to it. Until 2026-11-30 a commit point whose
     // reply was lost rolled its secondary back though its primary had committed.
-    const { wrap, lost } = losingReplies(0.03);
+    const { wrap, lost } = losingWrites(0.03);
     const r = await runBankCheck({ seconds: 6, crash: false, store: 'memory:', workerStore: wrap });
     expectCleanBank(r);
     expect(lost.applied).toBeGreaterThan(10);

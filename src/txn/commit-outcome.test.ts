@@ -5,9 +5,7 @@
  * every secondary, or rolled back with none; never a secondary dropped under a committed primary.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { StoreError } from '../store/errors.js';
-import type { Store } from '../store/store.js';
-import { unreachableAt } from '../store/unreachable-store.fixture.js';
+import { losingReplies, unreachableAt } from '../store/unreachable-store.fixture.js';
 import { isTxnError } from './errors.js';
 import { Percolator } from './percolator.js';
 import { remoteLike } from './remote-like.fixture.js';
@@ -40,18 +38,11 @@ async function flakyClient(
   let armed = false;
   let down = false;
   const remote = remoteLike(db.store).store;
-  const lossy = new Proxy(remote, {
-    get(target, name, receiver) {
-      const v: unknown = Reflect.get(target, name, receiver);
-      if (name !== 'checkAndMutateRow') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      return async (...args: Parameters<Store['checkAndMutateRow']>) => {
-        if (!armed) return target.checkAndMutateRow(...args);
-        armed = false;
-        if (applied) await target.checkAndMutateRow(...args);
-        if (outage === 'until back') down = true;
-        throw new StoreError('IO_ERROR', 'connection reset (test)', {});
-      };
-    },
+  const lossy = losingReplies(remote, ['checkAndMutateRow'], () => {
+    if (!armed) return 'pass';
+    armed = false;
+    if (outage === 'until back') down = true;
+    return applied ? 'applied' : 'dropped';
   });
   const store = unreachableAt(lossy, ['checkAndMutateRow', 'readRow', 'readRows', 'mutateRow', 'mutateRows'], () => down);
   const client = await Percolator.open({

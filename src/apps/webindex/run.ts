@@ -27,6 +27,9 @@ import { type IndexStats, readStats } from './stats.js';
 
 export type CorpusName = 'local' | 'synthetic';
 
+/** Concurrent loader transactions unless told (RunOptions.loaders). */
+export const DEFAULT_LOADERS = 16;
+
 export interface RunOptions {
   readonly corpus: CorpusName;
   /** local: at most this many files (default: all); synthetic: this many documents (default 2 000). */
@@ -37,7 +40,11 @@ export interface RunOptions {
   readonly seed?: number;
   /** Concurrent observer runs. Default 16. */
   readonly threads?: number;
-  /** Concurrent loader transactions. Default 4. */
+  /**
+   * Concurrent loader transactions. Default 16: each waits for its durable commit, so with four
+   * the loaders held the saturated pipeline below its window, its event loop ~8 % idle
+   * (BENCHMARKS.md, 2026-11-30 second session).
+   */
   readonly loaders?: number;
   /** Documents loaded but not yet searchable before loaders wait. Default 4 × threads. */
   readonly window?: number;
@@ -294,7 +301,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     };
     const w = worker;
     const load = await loadDocuments(db, corpus.docs, {
-      concurrency: options.loaders ?? 4,
+      concurrency: options.loaders ?? DEFAULT_LOADERS,
       metrics,
       beforeEach,
       onCommitted: (d) => w.hint(PAGES, d.url),

@@ -8,7 +8,8 @@ import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { checkedSvg, renderLineChart } from '../../bench/svg-plot.js';
 import { DEFAULT_SATURATION_WINDOW, type WebIndexBenchResult, runWebIndexBench } from '../../bench/webindex-bench.js';
-import { commandGroup, parseNonNegativeInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { DEFAULT_LOADERS } from '../../apps/webindex/run.js';
+import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 /** Offered loads of the default load curve, documents per second: light load to past saturation. */
 export const DEFAULT_LOAD_RATES: readonly number[] = [20, 50, 100, 150, 200, 300];
@@ -90,6 +91,7 @@ export function register(program: Command): void {
     .option('--docs <n>', 'documents (saturation phase)', parsePositiveNumber('docs'), 2000)
     .option('--store <kind>', 'file: (a fresh temporary directory) or memory:', 'file:')
     .option('--threads <n>', 'concurrent observer runs', parsePositiveNumber('threads'), 16)
+    .option('--loaders <n>', 'concurrent loader transactions', parsePositiveInteger('loaders'), DEFAULT_LOADERS)
     .option('--seed <n>', 'corpus seed', Number, 42)
     .option(
       '--window <n>',
@@ -125,6 +127,7 @@ export function register(program: Command): void {
         docs: number;
         store: string;
         threads: number;
+        loaders: number;
         seed: number;
         window: number;
         lightDocs: number;
@@ -145,6 +148,7 @@ export function register(program: Command): void {
           docs: opts.docs,
           store: opts.store,
           threads: opts.threads,
+          loaders: opts.loaders,
           seed: opts.seed,
           window: opts.window,
           lightDocs: opts.lightDocs,

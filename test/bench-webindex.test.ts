@@ -4,7 +4,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkSvg } from '../src/bench/svg-plot.js';
-import { runWebIndex } from '../src/apps/webindex/run.js';
+import { DEFAULT_LOADERS, runWebIndex } from '../src/apps/webindex/run.js';
 import { runWebIndexBench } from '../src/bench/webindex-bench.js';
 import { parseLoadRates, webIndexSizeSvg, webIndexSvg } from '../src/cli/commands/bench-webindex.js';
 
@@ -68,10 +68,13 @@ it('indexes every document of every phase, without anomalies, says how busy the 
   expect(sizeSvg).not.toContain('engine reads');
   expect(r.stages).toBeNull(); // not asked for
   expect(r.node).toBe(process.version);
+  expect(r.loaders).toBe(DEFAULT_LOADERS);
 }, 120_000);
 
 it('with stages, runs the pipeline cut after each stage on the same corpus: each adds its cost', async () => {
-  const r = await runWebIndexBench({ docs: 200, store: 'memory:', lightDocs: 0, stages: true });
+  // Two loaders (not the default): every stage still loads every document.
+  const r = await runWebIndexBench({ docs: 200, store: 'memory:', lightDocs: 0, stages: true, loaders: 2 });
+  expect(r.loaders).toBe(2);
   expect(r.anomalies).toEqual([]);
   const stages = r.stages ?? [];
   expect(stages.map((s) => [s.until, s.documents])).toEqual([

@@ -32,7 +32,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { WEB_INDEX_STAGES, type WebIndexStage } from '../apps/webindex/pipeline.js';
-import { type RunSummary, engineCounters, runWebIndex } from '../apps/webindex/run.js';
+import { DEFAULT_LOADERS, type RunSummary, engineCounters, runWebIndex } from '../apps/webindex/run.js';
 import type { EngineReadsByGroup } from '../store/engine-store.js';
 import { type SizeSample, type SizeStep, sizeCurve } from './size-curve.js';
 import { mainThreadCpuMs } from './thread-cpu.js';
@@ -167,6 +167,8 @@ export interface WebIndexBenchResult {
   readonly elapsedMs: number;
   readonly store: string;
   readonly threads: number;
+  /** Concurrent loader transactions (run.ts DEFAULT_LOADERS unless told): they bound the load when too few. */
+  readonly loaders: number;
   /** The Node.js that ran it (`process.version`): the same build runs at different speeds on different Node.js versions. */
   readonly node: string;
   /** Background GC of the saturation phase: its interval (0 = off) and its last pass. */
@@ -418,6 +420,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     elapsedMs: s.loadAndProcessMs,
     store: options.store ?? 'file:',
     threads,
+    loaders: options.loaders ?? DEFAULT_LOADERS,
     node: process.version,
     gc: { intervalMs: s.gcIntervalMs, fullIntervalMs: s.fullGcIntervalMs, last: s.lastGc },
     anomalies: s.anomalies,

@@ -42,7 +42,7 @@ export interface RunOptions {
   readonly threads?: number;
   /**
    * Concurrent loader transactions. Default 16: each waits for its durable commit, so with four
-   * the loaders held the saturated pipeline below its window, its event loop ~8 % idle
+   * the loaders held the saturated pipeline below its window, its event loop 7–10 % idle
    * (BENCHMARKS.md, 2026-11-30 second session).
    */
   readonly loaders?: number;

@@ -1,5 +1,5 @@
 /**
- * `percolator bench webindex [--docs N] [--json] [--store file:|memory:] [--threads N] [--seed S]
+ * `percolator bench webindex [--docs N] [--json] [--store file:|memory:] [--threads N] [--loaders N] [--seed S]
  * [--window N] [--light-docs N] [--light-rate R] [--load-rates LIST|none] [--load-seconds S]
  * [--svg FILE] [--size-svg FILE] [--gc-interval-ms MS] [--full-gc-interval-ms MS] [--stages]`
  */

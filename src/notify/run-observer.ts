@@ -10,7 +10,7 @@
  * covered (C' > S = ack), so it runs again; several changes before a run collapse into one run.
  * Weak notifications run the observer even when C <= A (they signal no data change).
  *
- * Returns: { ran, committed, upTo, wrote, cleared } — upTo is the commit ts the observer has now
+ * Returns: { ran, committed, upTo, notified, cleared } — upTo is the commit ts the observer has now
  * processed up to; a run that wrote nothing does not commit (nor write its ack). With `clearUpTo`
  * (the worker's bound for the cell's notifications, when this observer is the cell's only one) a
  * one-phase commit also deletes those notify cells (`cleared`): the ack and the clearing are then
@@ -22,7 +22,7 @@ import { resolveConflictLock } from '../txn/actions/resolve-lock.js';
 import { TxnError, isTxnError } from '../txn/errors.js';
 import { ackColumn, encodeColumn } from '../txn/layout.js';
 import { type ReadContext, readVersionsAt } from '../txn/snapshot-read.js';
-import type { Transaction } from '../txn/transaction.js';
+import type { NotifiedWrite, Transaction } from '../txn/transaction.js';
 import type { ObserverRegistration } from './observer.js';
 
 export interface ObserverHost {
@@ -61,38 +61,13 @@ export interface RunOutcome {
   readonly conflicts: number;
   /** Of those, retried at once because the observer found its snapshot stale (`details.retryNow`). */
   readonly staleRetries: number;
-  /** Cells the committed run wrote or weakly notified (for local dispatch); empty otherwise. */
-  readonly wrote: readonly WrittenCell[];
+  /**
+   * What the committed run notified (for local dispatch): the observed columns it wrote and its
+   * weak notifications (Transaction.notifiedWrites); empty otherwise.
+   */
+  readonly notified: readonly NotifiedWrite[];
   /** The run's commit also cleared the notifications up to `clearUpTo` (one-phase commits only). */
   readonly cleared: boolean;
-}
-
-export interface WrittenCell {
-  readonly table: string;
-  readonly row: Uint8Array | string;
-  readonly column: string;
-  /** Only weakly notified (`tx.notify`), not written. */
-  readonly weak?: boolean;
-}
-
-/**
- * Records the cells an observer writes or notifies through `tx` (set, setJson, delete, notify),
- * so that the worker can hand the rows it notified straight to a local runner after commit.
- */
-function trackWrites(tx: Transaction, wrote: WrittenCell[]): void {
-  const { set, delete: del, notify } = tx;
-  tx.set = function (table, row, column, value) {
-    wrote.push({ table, row, column });
-    set.call(this, table, row, column, value);
-  };
-  tx.delete = function (table, row, column) {
-    wrote.push({ table, row, column });
-    del.call(this, table, row, column);
-  };
-  tx.notify = function (table, row, column) {
-    wrote.push({ table, row, column, weak: true });
-    notify.call(this, table, row, column);
-  };
 }
 
 function encodeTs(ts: number): Uint8Array {
@@ -128,22 +103,20 @@ export async function runObserver(
       const upTo = change?.commitTs ?? 0;
       if (!weak && upTo <= decodeTs(acked?.value ?? null)) {
         tx.abort();
-        return { ran: false, committed: false, upTo, conflicts, staleRetries: 1000 - freeRetries, wrote: [], cleared: false };
+        return { ran: false, committed: false, upTo, conflicts, staleRetries: 1000 - freeRetries, notified: [], cleared: false };
       }
-      const wrote: WrittenCell[] = [];
-      trackWrites(tx, wrote);
       try {
         await obs.fn(tx, row, obs.column, table);
       } catch (e) {
         if (isTxnError(e) && e.retryable) throw e;
         throw new ObserverFailure(obs.name, table, row, obs.column, e);
       }
-      if (wrote.length === 0) {
+      if (!tx.hasWrites()) {
         // Read-only run: nothing to commit. Skipping the ack is safe: the change stays processed
         // as far as anyone can observe (the observer wrote nothing), and the notification is
         // cleared by the caller exactly as after a commit.
         tx.abort();
-        return { ran: true, committed: false, upTo, conflicts, staleRetries: 1000 - freeRetries, wrote, cleared: false };
+        return { ran: true, committed: false, upTo, conflicts, staleRetries: 1000 - freeRetries, notified: [], cleared: false };
       }
       tx.setInternal(table, row, ack, encodeTs(tx.startTs));
       // Nobody outside waits for an observer's commit: it need not wait for an fsync of its own
@@ -151,7 +124,7 @@ export async function runObserver(
       tx.deferDurability();
       const cleared = clearUpTo !== undefined && tx.clearNotificationsOnCommit(table, row, obs.column, clearUpTo);
       await tx.commit();
-      return { ran: true, committed: true, upTo, conflicts, staleRetries: 1000 - freeRetries, wrote, cleared };
+      return { ran: true, committed: true, upTo, conflicts, staleRetries: 1000 - freeRetries, notified: tx.notifiedWrites(), cleared };
     } catch (e) {
       tx.abort();
       if (!isTxnError(e) || !e.retryable) throw e;

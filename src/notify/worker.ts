@@ -44,7 +44,7 @@ import type { NotifiedWrite } from '../txn/transaction.js';
 import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
 import type { LockService } from './lock-service.js';
 import type { ObserverFn, ObserverRegistration } from './observer.js';
-import { type ObserverHost, type WrittenCell, runObserver } from './run-observer.js';
+import { type ObserverHost, runObserver } from './run-observer.js';
 import { type Job, NOTIFY_FILTER, type NotifiedCell, type ScannerHost, type ScannerStats, notificationsOf, scanLoop } from './scanner.js';
 import { Queue } from '../util/queue.js';
 
@@ -416,11 +416,11 @@ export class Worker {
     this.jobWaiters.shift()?.(); // a runner may take it at once if the worker is nearly idle
   }
 
-  private hintWritten(wrote: readonly WrittenCell[]): void {
-    for (const w of wrote) {
+  private hintWritten(notified: readonly NotifiedWrite[]): void {
+    for (const w of notified) {
       const observers = this.observersOf(w.table, w.column);
       if (observers.length === 0) continue;
-      if (w.weak === true) {
+      if (w.weak) {
         this.offer(w.table, w.row, 'weak', 0);
         continue;
       }
@@ -780,7 +780,7 @@ export class Worker {
             if (r.committed) {
               this.metrics.commits++;
               m.commits = (m.commits ?? 0) + 1;
-              this.hintWritten(r.wrote);
+              this.hintWritten(r.notified);
             }
             m.runs++;
             m.lastMs = performance.now() - t0;

@@ -106,7 +106,7 @@ export class Percolator {
   private closed = false;
 
   private readonly workers = new Set<Worker>();
-  /** Observer transactions and the worker running them (run-observer hands it what they wrote). */
+  /** Observer transactions and the worker running them (run-observer hands it what their commits notified). */
   private readonly observerTxns = new WeakMap<Transaction, Worker>();
   private tablesCache: { at: number; tables: string[] } = { at: 0, tables: [] };
   private commitsSinceGc = 0;

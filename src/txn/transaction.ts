@@ -334,6 +334,8 @@ export class Snapshot {
 export class Transaction extends Snapshot {
   private readonly rows = new Map<string, RowBuffer>();
   private readonly weak: { table: string; row: Uint8Array; column: string }[] = [];
+  /** What the commit notified (reportNotified). */
+  private notified: readonly NotifiedWrite[] = [];
   /** Notification clearings to write with a one-phase commit (clearNotificationsOnCommit). */
   private clears: SideWrite[] | null = null;
   private committed: number | null = null;
@@ -606,16 +608,32 @@ export class Transaction extends Snapshot {
   }
 
   /**
-   * Tells the environment what a commit of `rows` notified, if anything: the observed columns it
-   * wrote, then its weak notifications. One walk over the cells, only when someone listens.
+   * Remembers what a commit of `rows` notified — the observed columns it wrote, then its weak
+   * notifications (one walk over the cells) — and tells the environment, if anything.
    */
   private reportNotified(rows: readonly BufferedRow[]): void {
-    const onNotified = this.env.onNotified;
-    if (onNotified === undefined) return;
     const out: NotifiedWrite[] = [];
     for (const r of rows) for (const c of r.cells) if (c.notify) out.push({ table: r.table, row: r.row, column: c.column, weak: false });
     for (const w of this.weak) out.push({ table: w.table, row: w.row, column: w.column, weak: true });
-    if (out.length > 0) onNotified.call(this.env, out, this);
+    this.notified = out;
+    if (out.length > 0) this.env.onNotified?.(out, this);
+  }
+
+  /**
+   * Internal (the worker): after the commit, what it notified — the observed columns it wrote,
+   * then its weak notifications; empty before the commit. The worker hands these rows to its own
+   * runners at once, without a scanner having to find them.
+   */
+  notifiedWrites(): readonly NotifiedWrite[] {
+    return this.notified;
+  }
+
+  /**
+   * Internal (the worker): anything to commit — a cell written or deleted, or a weak
+   * notification. An observer run that wrote nothing is not committed.
+   */
+  hasWrites(): boolean {
+    return this.rows.size > 0 || this.weak.length > 0;
   }
 
   /** The weak notifications' notify cells at `ts`. */

@@ -316,13 +316,13 @@ export class Worker {
 
   /**
    * A commit of this process that is not one of this worker's observer runs (those hand over what
-   * they wrote themselves, with their brief waits) notified `cells`: the rows this worker observes
-   * are offered as a scanner would find them — a strong change at once, a weakly notified row to
-   * wait. Waking the scanners instead made every such commit start a pass over the notify group
-   * (docs/observers.md › Local dispatch).
+   * their commits notified themselves, with their brief waits) notified `cells`: the rows this
+   * worker observes are offered as a scanner would find them — a strong change at once, a weakly
+   * notified row to wait. Waking the scanners instead made every such commit start a pass over the
+   * notify group (docs/observers.md › Local dispatch).
    */
   notified(cells: readonly NotifiedWrite[]): void {
-    for (const c of cells) if (this.observersOf(c.table, c.column).length > 0) this.offer(c.table, c.row, c.weak ? 'weak' : 'strong', 0);
+    this.offerNotified(cells, false);
   }
 
   /** Ends the scanners' idle waits (not their waits after a jump or under a backlog). */
@@ -416,7 +416,12 @@ export class Worker {
     this.jobWaiters.shift()?.(); // a runner may take it at once if the worker is nearly idle
   }
 
-  private hintWritten(notified: readonly NotifiedWrite[]): void {
+  /**
+   * Offers the rows of `notified` this worker observes: weakly notified ones to wait, changed ones
+   * at once — or, with `collapse` (what this worker's own observer runs notified), after the brief
+   * wait of the column's observers when every one of them collapses (the shortest wait).
+   */
+  private offerNotified(notified: readonly NotifiedWrite[], collapse: boolean): void {
     for (const w of notified) {
       const observers = this.observersOf(w.table, w.column);
       if (observers.length === 0) continue;
@@ -424,8 +429,7 @@ export class Worker {
         this.offer(w.table, w.row, 'weak', 0);
         continue;
       }
-      // Collapsing only if every observer of the column does (the shortest wait).
-      let briefMs = Number.POSITIVE_INFINITY;
+      let briefMs = collapse ? Number.POSITIVE_INFINITY : 0;
       for (const o of observers) briefMs = Math.min(briefMs, o.collapseMs);
       this.offer(w.table, w.row, briefMs > 0 ? 'brief' : 'strong', briefMs);
     }
@@ -780,7 +784,7 @@ export class Worker {
             if (r.committed) {
               this.metrics.commits++;
               m.commits = (m.commits ?? 0) + 1;
-              this.hintWritten(r.notified);
+              this.offerNotified(r.notified, true);
             }
             m.runs++;
             m.lastMs = performance.now() - t0;

@@ -200,7 +200,7 @@ export class Percolator {
         onNotified: (notified, tx) => {
           if (db === null) return;
           // The worker running an observer's transaction takes its rows with their kinds
-          // (hintWritten: brief waits); every other worker of this process takes them now.
+          // (Worker.offerNotified: brief waits); every other worker of this process takes them now.
           const owner = db.observerTxns.get(tx);
           for (const w of db.workers) if (w !== owner) w.notified(notified);
         },

@@ -35,6 +35,8 @@ export type StoreErrorCode =
   | 'INVALID_STORE_URL'
   | 'STORE_CLOSED'
   | 'STORE_LOCKED'
+  /** A directory given as a store's holds files the store did not write (it is left alone). */
+  | 'NOT_A_STORE'
   | 'DATA_CORRUPTED'
   | 'IO_ERROR';
 
@@ -57,6 +59,7 @@ const statusOf: Record<StoreErrorCode, number> = {
   INVALID_STORE_URL: GrpcStatus.INVALID_ARGUMENT,
   STORE_CLOSED: GrpcStatus.UNAVAILABLE,
   STORE_LOCKED: GrpcStatus.UNAVAILABLE,
+  NOT_A_STORE: GrpcStatus.FAILED_PRECONDITION,
   DATA_CORRUPTED: GrpcStatus.DATA_LOSS,
   IO_ERROR: GrpcStatus.INTERNAL,
 };

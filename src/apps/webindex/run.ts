@@ -8,15 +8,14 @@
  * changes nothing never becomes "newly" searchable; the processor reports those, and they leave
  * the window once processed.
  */
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Worker } from '../../notify/worker.js';
 import type { EngineReadsByGroup } from '../../store/engine-store.js';
 import { type LevelCompaction, levelStatsBetween } from '../../store/embedded/level-stats.js';
+import { removeStoreDir } from '../../store/embedded/remove-store-dir.js';
 import { openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
 import { Percolator } from '../../txn/percolator.js';
-import { listLocalDocs, localDocuments } from './corpus/local.js';
+import { listLocalDocs, localDocuments, nodeModulesCandidates } from './corpus/local.js';
 import { SyntheticCorpus } from './corpus/synthetic.js';
 import { type CrawledDoc, loadDocuments } from './loader.js';
 import { WebIndexMetrics } from './metrics.js';
@@ -218,17 +217,23 @@ export async function openCorpus(
     const corpus = new SyntheticCorpus({ docs: options.docs ?? DEFAULT_SYNTHETIC_DOCS, seed: options.seed });
     return { total: corpus.size, keyMode: 'content+url+title', docs: corpus.documents() };
   }
-  const root = options.nodeModules ?? join(process.cwd(), 'node_modules');
-  const files = await listLocalDocs(root, options.docs);
-  if (files.length === 0) throw Object.assign(new Error(`no documentation files found under ${root}`), { code: 'EMPTY_CORPUS' });
-  return { total: files.length, keyMode: 'content', docs: localDocuments(root, files) };
+  const roots = options.nodeModules !== undefined ? [options.nodeModules] : nodeModulesCandidates();
+  for (const root of roots) {
+    const files = await listLocalDocs(root, options.docs);
+    if (files.length > 0) return { total: files.length, keyMode: 'content', docs: localDocuments(root, files) };
+  }
+  throw Object.assign(new Error(`no documentation files found under ${roots.join(' or ')} (try --corpus synthetic)`), {
+    code: 'EMPTY_CORPUS',
+  });
 }
 
 export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
-  if (typeof options.store === 'string' && options.store.startsWith('file:') && options.keep !== true) {
-    await rm(options.store.slice('file:'.length), { recursive: true, force: true });
-  }
+  // The corpus first: a run that cannot start leaves the store as it was.
   const corpus = await openCorpus(options);
+  // Only a store's own files, and only if no process has it open (remove-store-dir.ts).
+  if (typeof options.store === 'string' && options.store.startsWith('file:') && options.keep !== true) {
+    await removeStoreDir(options.store.slice('file:'.length));
+  }
   const store = typeof options.store === 'string' ? await openWebIndexStore(options.store) : options.store;
   const ownsStore = typeof options.store === 'string';
   const gc = {

@@ -36,6 +36,7 @@ const STORE_CODES: ReadonlySet<string> = new Set<StoreErrorCode>([
   'INVALID_STORE_URL',
   'STORE_CLOSED',
   'STORE_LOCKED',
+  'NOT_A_STORE',
   'DATA_CORRUPTED',
   'IO_ERROR',
 ]);

@@ -65,6 +65,7 @@ import { ClassicLevel, type Iterator as LevelIterator } from 'classic-level';
 import { bytesKey } from '../bytes.js';
 import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
+import { lockHolder, lockedError } from './level-lock.js';
 import { takeSeal, writeSeal } from './level-seal.js';
 import { type LevelCompaction, parseLevelStats } from './level-stats.js';
 import { LEVELDB_MMAP_LIMIT, holdMmapSlots } from './mmap-ballast.js';
@@ -570,11 +571,8 @@ function badOp(index: number, why: string): StoreError {
 // ---------------------------------------------------------------------------------------------
 // Error mapping
 
-function lockedError(dir: string, why: string): StoreError {
-  return new StoreError('STORE_LOCKED', `the store at ${dir} is open in another process or engine (${why})`, { dir });
-}
-
-function ioError(message: string, dir: string, cause: unknown): StoreError {
+/** An IO_ERROR about `dir`, carrying the cause's message. */
+export function ioError(message: string, dir: string, cause: unknown): StoreError {
   const m = cause instanceof Error ? cause.message : String(cause);
   return new StoreError('IO_ERROR', `${message}: ${m}`, { dir, engineMessage: m }, { cause });
 }
@@ -611,33 +609,6 @@ function mapError(err: unknown, dir: string, op: string, closed: boolean): Store
     return new StoreError('STORE_CLOSED', `the store at ${dir} is closed`, details, { cause: err });
   }
   return new StoreError('IO_ERROR', `LevelDB ${op} failed in ${dir}: ${engineMessage}`, details, { cause: err });
-}
-
-// ---------------------------------------------------------------------------------------------
-// Lock probe. LevelDB locks DIR/LOCK with fcntl(F_SETLK), which Node cannot call; on Linux the
-// kernel lists POSIX locks in /proc/locks. Elsewhere the probe says "unknown" (null) and LevelDB's
-// own LEVEL_LOCKED remains the authority.
-
-async function lockHolder(dir: string): Promise<number | null> {
-  let locks: string;
-  let st: { ino: number; dev: number };
-  try {
-    st = await stat(join(dir, 'LOCK'));
-    locks = await readFile('/proc/locks', 'utf8');
-  } catch {
-    return null;
-  }
-  const major = Math.floor(st.dev / 256) & 0xfff;
-  const minor = (st.dev & 0xff) | (Math.floor(st.dev / 4096) & 0xfff00);
-  for (const line of locks.split('\n')) {
-    // "1: POSIX  ADVISORY  WRITE 12345 fd:01:1234567 0 EOF" (blocked waiters have "->")
-    const m = /^\d+:\s+POSIX\s+\S+\s+\S+\s+(\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
-    if (m === null) continue;
-    if (Number(m[4]) === st.ino && Number.parseInt(m[2], 16) === major && Number.parseInt(m[3], 16) === minor) {
-      return Number(m[1]);
-    }
-  }
-  return null;
 }
 
 /** "dropping N bytes; Corruption: …" lines LevelDB wrote to its info LOG during this open. */

@@ -8,7 +8,8 @@
  * files they name. Files are listed up front (paths only) and read one at a time while loading.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
+import { basename, dirname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { CrawledDoc } from '../loader.js';
 
 const DOC_FILE = /\.(md|markdown|html?|txt|rst)$/i;
@@ -23,6 +24,21 @@ export function isDocFile(name: string): boolean {
 
 export function localUrl(root: string, file: string): string {
   return new URL(relative(root, file).split(sep).join('/'), 'file:///node_modules/').href;
+}
+
+/**
+ * Where to look for the corpus when no folder is named, in order: the working directory's
+ * `node_modules` (the project the user runs in), this package's own, and the `node_modules` this
+ * package is installed in (a dependency's dependencies are hoisted there). Duplicates removed.
+ * So `percolator demo` run from any directory finds a corpus wherever the package is installed.
+ */
+export function nodeModulesCandidates(cwd: string = process.cwd()): string[] {
+  // This file is <package>/dist/apps/webindex/corpus/local.js (or src/… under the test runner).
+  const packageRoot = fileURLToPath(new URL('../../../../', import.meta.url));
+  const out = [join(cwd, 'node_modules'), join(packageRoot, 'node_modules')];
+  const parent = dirname(packageRoot.replace(/[\\/]+$/, ''));
+  if (basename(parent) === 'node_modules') out.push(parent);
+  return [...new Set(out)];
 }
 
 /** Documentation files under `root` (a node_modules directory), sorted, at most `limit`. */

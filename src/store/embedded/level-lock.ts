@@ -1,0 +1,38 @@
+/**
+ * Who holds a LevelDB directory. LevelDB locks DIR/LOCK with fcntl(F_SETLK), which Node cannot
+ * call; on Linux the kernel lists POSIX locks in /proc/locks. Elsewhere the probe says "unknown"
+ * (null) and LevelDB's own LEVEL_LOCKED remains the authority when the directory is opened.
+ *
+ * A probe is a moment's answer: a process may lock the directory just after it. Callers use it to
+ * refuse early with a clear error (an open, a removal), never as a lock of their own.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { StoreError } from '../errors.js';
+
+/** The pid holding `dir`'s LevelDB lock (this process's own if it has the store open), or null: none, or unknown. */
+export async function lockHolder(dir: string): Promise<number | null> {
+  let locks: string;
+  let st: { ino: number; dev: number };
+  try {
+    st = await stat(join(dir, 'LOCK'));
+    locks = await readFile('/proc/locks', 'utf8');
+  } catch {
+    return null;
+  }
+  const major = Math.floor(st.dev / 256) & 0xfff;
+  const minor = (st.dev & 0xff) | (Math.floor(st.dev / 4096) & 0xfff00);
+  for (const line of locks.split('\n')) {
+    // "1: POSIX  ADVISORY  WRITE 12345 fd:01:1234567 0 EOF" (blocked waiters have "->")
+    const m = /^\d+:\s+POSIX\s+\S+\s+\S+\s+(\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
+    if (m === null) continue;
+    if (Number(m[4]) === st.ino && Number.parseInt(m[2], 16) === major && Number.parseInt(m[3], 16) === minor) {
+      return Number(m[1]);
+    }
+  }
+  return null;
+}
+
+export function lockedError(dir: string, why: string): StoreError {
+  return new StoreError('STORE_LOCKED', `the store at ${dir} is open in another process or engine (${why})`, { dir });
+}

@@ -1,0 +1,68 @@
+/**
+ * Emptying a `file:` store's directory for a fresh start (`percolator demo` and `bench webindex
+ * --store file:DIR` without `--keep`).
+ *
+ * Invariants — a directory is emptied only when nothing but a store could be lost:
+ * - Every entry must be one the embedded store writes: LevelDB's files (CURRENT, LOCK, LOG,
+ *   LOG.old, MANIFEST-N, N.log, N.ldb, N.sst, N.dbtmp, the `lost` folder of a repair) and ours
+ *   (level-seal.ts's seal, level-engine.ts's corruption marker). One other entry and nothing is
+ *   removed: NOT_A_STORE, naming it. (A directory of another program's LevelDB passes: the files
+ *   are the same; what is refused is a directory of anything else, e.g. `--data .`.)
+ * - A directory some process has open (its LevelDB lock held, level-lock.ts) is refused with
+ *   STORE_LOCKED: removing files under a running store would lose its acknowledged writes while
+ *   it goes on writing to unlinked files.
+ * - The directory itself is kept (it may be a mount point or have permissions of its own); a
+ *   missing one is not an error, a path that is not a directory is NOT_A_STORE.
+ *
+ * Not atomic: a crash midway leaves some of the store's files, which the next removal takes.
+ */
+import { lstat, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { StoreError } from '../errors.js';
+import { CORRUPTION_MARKER, ioError } from './level-engine.js';
+import { lockHolder, lockedError } from './level-lock.js';
+import { SEAL_FILE } from './level-seal.js';
+
+const STORE_ENTRY = new RegExp(
+  `^(?:CURRENT|LOCK|LOG|LOG\\.old|MANIFEST-\\d+|\\d+\\.(?:log|ldb|sst|dbtmp)|lost|${SEAL_FILE}(?:\\.tmp)?|${CORRUPTION_MARKER})$`,
+);
+
+/** Whether `name` is a file the embedded store (LevelDB and ours) keeps in its directory. */
+export const isStoreEntry = (name: string): boolean => STORE_ENTRY.test(name);
+
+/**
+ * Removes the store in `dir`, keeping the directory. Returns how many entries it removed.
+ * Throws NOT_A_STORE (a foreign entry, or not a directory; nothing removed), STORE_LOCKED (open in
+ * a process; nothing removed), IO_ERROR. Idempotent.
+ */
+export async function removeStoreDir(dir: string): Promise<number> {
+  let entries: string[];
+  try {
+    if (!(await lstat(dir)).isDirectory()) {
+      throw new StoreError('NOT_A_STORE', `${dir} is not a directory; the store was not removed`, { dir });
+    }
+    entries = await readdir(dir);
+  } catch (e) {
+    if (e instanceof StoreError) throw e;
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw ioError(`cannot read ${dir}`, dir, e);
+  }
+  const foreign = entries.filter((name) => !isStoreEntry(name)).sort();
+  if (foreign.length > 0) {
+    throw new StoreError(
+      'NOT_A_STORE',
+      `${dir} holds files the store did not write (${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', …' : ''}); nothing was removed — name another directory`,
+      { dir, foreign: foreign.slice(0, 20) },
+    );
+  }
+  const holder = await lockHolder(dir);
+  if (holder !== null) throw lockedError(dir, `held by process ${holder}; nothing was removed`);
+  for (const name of entries) {
+    try {
+      await rm(join(dir, name), { recursive: true, force: true });
+    } catch (e) {
+      throw ioError(`cannot remove ${join(dir, name)}`, dir, e);
+    }
+  }
+  return entries.length;
+}

@@ -136,7 +136,11 @@ export function register(program: Command): void {
     .description('the incremental web indexer of the Percolator paper: load a corpus, cluster duplicates, invert links, search')
     .option('--corpus <name>', 'local (documentation under node_modules) or synthetic', 'local')
     .option('--docs <n>', 'documents (local: at most this many files, default all; synthetic: default 2000)', parsePositiveNumber('docs'))
-    .option('--data <dir>', 'data directory (its store is removed first unless --keep; a directory holding other files is refused)', DEFAULT_STORE_URL.slice('file:'.length))
+    .option(
+      '--data <dir>',
+      'data directory (its store is removed first unless --keep; a directory holding other files is refused)',
+      DEFAULT_STORE_URL.slice('file:'.length),
+    )
     .option('--json', 'print one JSON object')
     .option('--serve', 'serve a live status page while indexing, and keep serving until Ctrl-C')
     .option('--port <port>', 'status page port (with --serve)', parsePositiveNumber('port'), 8087)

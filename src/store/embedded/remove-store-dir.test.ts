@@ -11,7 +11,10 @@ import { isStoreError } from '../errors.js';
 import { openStore } from '../open-store.js';
 import type { Store } from '../store.js';
 import { lockHolder } from './level-lock.js';
-import { isStoreEntry, removeStoreDir } from './remove-store-dir.js';
+import { isStoreEntry, type LockProbe, removeStoreDir } from './remove-store-dir.js';
+
+/** The lock probes this platform has (/proc/locks is Linux's). */
+const probes: LockProbe[] = process.platform === 'linux' ? ['proc', 'open'] : ['open'];
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -90,13 +93,13 @@ describe('removeStoreDir', () => {
     expect(readFileSync(file, 'utf8')).toBe('x');
   });
 
-  it('refuses a store open in this process: nothing removed, the store goes on working', async () => {
+  it.each(probes)('refuses a store open in this process (probe %s): nothing removed, the store goes on working', async (probe) => {
     const dir = tempDir();
     await storeWithData(dir);
     const s: Store = await openStore(`file:${dir}`);
     try {
       const before = readdirSync(dir).sort();
-      const e = await rejection(removeStoreDir(dir));
+      const e = await rejection(removeStoreDir(dir, probe));
       expect(isStoreError(e, 'STORE_LOCKED')).toBe(true);
       expect(readdirSync(dir).sort()).toEqual(before);
       const rows = [];
@@ -107,7 +110,7 @@ describe('removeStoreDir', () => {
     }
   });
 
-  it.runIf(process.platform === 'linux')('refuses a store another process has open', async () => {
+  it.each(probes)('refuses a store another process has open (probe %s)', async (probe) => {
     const dir = tempDir();
     await storeWithData(dir);
     // A child holding the directory as a store does: LevelDB's lock on LOCK.
@@ -127,8 +130,8 @@ describe('removeStoreDir', () => {
         });
         child.on('exit', (code) => reject(new Error(`child exited ${code}`)));
       });
-      expect(await lockHolder(dir)).toBe(child.pid);
-      const e = await rejection(removeStoreDir(dir));
+      if (probe === 'proc') expect(await lockHolder(dir)).toBe(child.pid);
+      const e = await rejection(removeStoreDir(dir, probe));
       expect(isStoreError(e, 'STORE_LOCKED')).toBe(true);
       expect(readdirSync(dir)).toContain('CURRENT');
     } finally {
@@ -157,4 +160,15 @@ describe('removeStoreDir', () => {
     for (const name of ['CURRENT.bak', 'notes.log', 'MANIFEST', '.git', 'package.json', 'LOCKED', 'data'])
       expect(isStoreEntry(name), name).toBe(false);
   });
+});
+
+it.each(['proc', 'open'] as const)('removes a closed store with the %s probe', async (probe) => {
+  const dir = mkdtempSync(join(tmpdir(), 'remove-store-'));
+  try {
+    await storeWithData(dir);
+    expect(await removeStoreDir(dir, probe)).toBeGreaterThan(3);
+    expect(readdirSync(dir)).toEqual([]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -1,10 +1,11 @@
 /**
  * `percolator get` as a real process (compiled JS under dist/; `npm test` builds first): the
  * latest committed value of a cell, a cell left behind by a writer that died after its commit
- * point (rolled forward), an absent cell (exit 1), and bad input (a typed error, exit 1).
+ * point (rolled forward), an absent cell (exit 1), and bad input (a typed error, exit 1); and, for
+ * every reading command, a directory holding no store (a typed error, no database left there).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,4 +66,25 @@ it('bad input is a typed one-line error and exit 1', () => {
   const missing = get('missing', 'row', 'c:v');
   expect(missing.code).toBe(1);
   expect(missing.stderr).toMatch(/^percolator: TABLE_NOT_FOUND: /);
+});
+
+it('a directory without a store is a typed error for every reading command, and gets no database', () => {
+  const empty = mkdtempSync(join(tmpdir(), 'percolator-cli-empty-'));
+  try {
+    for (const args of [
+      ['get', 't', 'row', 'c:v', '--store', `file:${empty}`],
+      ['scan', 't', '--store', `file:${empty}`],
+      ['wait', '--store', `file:${empty}`, '--timeout', '5'],
+    ]) {
+      const r = spawnSync(process.execPath, [mainJs, ...args], { encoding: 'utf8', timeout: 30_000 });
+      expect(r.status, args.join(' ')).toBe(1);
+      expect(r.stderr).toBe(`percolator: NOT_A_STORE: no store at ${empty} (nothing was created)\n`);
+    }
+    const s = spawnSync(process.execPath, [mainJs, 'search', 'x', '--data', empty], { encoding: 'utf8', timeout: 30_000 });
+    expect(s.status).toBe(1);
+    expect(s.stderr).toMatch(/^percolator: NO_INDEX: no index at /);
+    expect(readdirSync(empty)).toEqual([]);
+  } finally {
+    rmSync(empty, { recursive: true, force: true });
+  }
 });

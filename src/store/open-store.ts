@@ -15,9 +15,10 @@ export const DEFAULT_STORE_URL = 'file:./percolator-data';
 
 /**
  * For a process that opens a store to do one short thing (the CLI's get, scan, search, wait): no
- * mmap ballast, which costs ~0.5 s and only pays off over many table reads.
+ * mmap ballast, which costs ~0.5 s and only pays off over many table reads; and a `file:` store
+ * that must already exist (NOT_A_STORE otherwise), so a mistyped directory gets no database.
  */
-export const ONE_SHOT_STORE: OpenStoreOptions = { level: { mmapBallast: false } };
+export const ONE_SHOT_STORE: OpenStoreOptions = { level: { mmapBallast: false, create: false } };
 
 export interface OpenStoreOptions extends EngineStoreOptions {
   /** LevelDB tuning for `file:` stores (memory budgets, file sizes); ignored by other backends. */

@@ -5,10 +5,10 @@
  * (the embedded store allows one process at a time: with `demo --serve` running, use its search
  * page instead).
  */
-import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { search } from '../../apps/webindex/search.js';
 import { INDEX } from '../../apps/webindex/schema.js';
+import { isStoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
 import { Percolator } from '../../txn/percolator.js';
 import { parsePositiveNumber, printResult } from '../parent-command.js';
@@ -22,10 +22,10 @@ export function register(program: Command): void {
     .option('--limit <n>', 'results to show', parsePositiveNumber('limit'), 10)
     .option('--json', 'print one JSON object')
     .action(async (words: string[], opts: { data: string; limit: number; json?: boolean }) => {
-      if (!existsSync(opts.data)) {
+      const db = await Percolator.open({ store: `file:${opts.data}`, storeOptions: ONE_SHOT_STORE }).catch((e: unknown) => {
+        if (!isStoreError(e, 'NOT_A_STORE')) throw e;
         throw Object.assign(new Error(`no index at ${opts.data}: run \`percolator demo --data ${opts.data}\` first`), { code: 'NO_INDEX' });
-      }
-      const db = await Percolator.open({ store: `file:${opts.data}`, storeOptions: ONE_SHOT_STORE });
+      });
       try {
         if (!(await db.store.listTables()).includes(INDEX)) {
           throw Object.assign(new Error(`${opts.data} holds no web index: run \`percolator demo --data ${opts.data}\` first`), {

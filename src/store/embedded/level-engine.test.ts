@@ -403,6 +403,25 @@ describe('LevelEngine: locking', () => {
     await (await open(dir)).close(); // released on close
   });
 
+  it('create: false opens an existing database, and writes nothing where there is none', async () => {
+    const dir = tempDir();
+    const e = await openLevelEngine(join(dir, 'absent'), { create: false, mmapBallast: false }).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(isStoreError(e, 'NOT_A_STORE')).toBe(true);
+    expect(readdirSync(dir)).toEqual([]);
+    writeFileSync(join(dir, 'notes.txt'), 'x');
+    expect(isStoreError(await openLevelEngine(dir, { create: false }).catch((err: unknown) => err), 'NOT_A_STORE')).toBe(true);
+    expect(readdirSync(dir)).toEqual(['notes.txt']);
+    const made = tempDir();
+    const w = await open(made);
+    await w.write([{ type: 'put', key: s('k'), value: s('v') }]);
+    await w.close();
+    const r = await open(made, { create: false });
+    expect(Buffer.from((await r.get(s('k'))) as Uint8Array).toString()).toBe('v');
+  });
+
   it('another process holding the directory gives STORE_LOCKED', async () => {
     const dir = tempDir();
     await (await openLevelEngine(dir)).close();

@@ -98,6 +98,13 @@ export interface LevelEngineOptions {
   /** Snappy compression of table blocks. Default true. */
   readonly compression?: boolean;
   /**
+   * Create the database if the directory holds none (default true). False: a directory without
+   * one (no `CURRENT`), or none at all, is NOT_A_STORE and nothing is written — for processes that
+   * only read (the CLI's get, scan, search, wait), which must not leave a database in whatever
+   * directory they were pointed at.
+   */
+  readonly create?: boolean;
+  /**
    * What to verify before LevelDB opens the directory (see the header):
    * `full` (default) = MANIFEST + logs + every block of every live table file (reads the whole
    * database once: ~0.5 GB/s); `logs` = MANIFEST + logs + table existence and sizes; `none`.
@@ -137,6 +144,13 @@ export const CORRUPTION_MARKER = 'PERCOLATOR-CORRUPTION';
 export async function openLevelEngine(dir: string, options: LevelEngineOptions = {}): Promise<LevelEngine> {
   if (typeof dir !== 'string' || dir.length === 0) {
     throw new StoreError('INVALID_ARGUMENT', 'openLevelEngine needs a directory', { dir });
+  }
+  if (options.create === false) {
+    const found = await stat(join(dir, 'CURRENT')).then(
+      (st) => st.isFile(),
+      () => false,
+    );
+    if (!found) throw new StoreError('NOT_A_STORE', `no store at ${dir} (nothing was created)`, { dir });
   }
   try {
     await mkdir(dir, { recursive: true });

@@ -35,7 +35,7 @@ export type StoreErrorCode =
   | 'INVALID_STORE_URL'
   | 'STORE_CLOSED'
   | 'STORE_LOCKED'
-  /** A directory given as a store's holds files the store did not write (it is left alone). */
+  /** A directory named as a store's is not one: it holds files the store did not write (so nothing is removed), or no database where one must exist (so nothing is created). */
   | 'NOT_A_STORE'
   | 'DATA_CORRUPTED'
   | 'IO_ERROR';

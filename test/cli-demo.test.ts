@@ -1,8 +1,9 @@
 /**
  * `percolator demo` as a newcomer runs it (compiled JS under dist/; `npm test` builds first): it
  * never deletes what is not a store — a `--data` directory holding other files, or a store some
- * process has open, is a one-line typed error with everything left in place — and it finds its
- * corpus when run from a directory that has no node_modules of its own.
+ * process has open, is a one-line typed error with everything left in place — nor creates one
+ * among other files (`--keep`), and it finds its corpus when run from a directory that has no
+ * node_modules of its own.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,6 +37,15 @@ it('refuses a --data directory holding files the store did not write, and leaves
   expect(r.stdout).toBe('');
   expect(readdirSync(data)).toEqual(['notes.txt']);
   expect(readFileSync(join(data, 'notes.txt'), 'utf8')).toBe('mine');
+});
+
+it('with --keep, opens a store or creates one where nothing is, never among other files', () => {
+  const data = tempDir();
+  writeFileSync(join(data, 'notes.txt'), 'mine');
+  const r = demo(tempDir(), '--corpus', 'synthetic', '--docs', '20', '--keep', '--data', data);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toMatch(/^percolator: NOT_A_STORE: .*notes\.txt.*nothing was created/);
+  expect(readdirSync(data)).toEqual(['notes.txt']);
 });
 
 it('starts clean over a store it made before, and finds a corpus from a directory without node_modules', () => {

@@ -422,6 +422,27 @@ describe('LevelEngine: locking', () => {
     expect(Buffer.from((await r.get(s('k'))) as Uint8Array).toString()).toBe('v');
   });
 
+  it("create: 'if-empty' creates only where nothing is, and opens a store among other files", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'notes.txt'), 'x');
+    const e = await openLevelEngine(dir, { create: 'if-empty', mmapBallast: false }).catch((err: unknown) => err);
+    expect(isStoreError(e, 'NOT_A_STORE')).toBe(true);
+    expect((e as StoreError).details).toMatchObject({ dir, foreign: ['notes.txt'] });
+    expect(readdirSync(dir)).toEqual(['notes.txt']);
+    // Missing or empty: created.
+    const fresh = join(tempDir(), 'new');
+    const a = await open(fresh, { create: 'if-empty' });
+    await a.write([{ type: 'put', key: s('k'), value: s('v') }]);
+    await a.close();
+    // A store with a file beside it opens.
+    writeFileSync(join(fresh, 'notes.txt'), 'x');
+    const b = await open(fresh, { create: 'if-empty' });
+    expect(Buffer.from((await b.get(s('k'))) as Uint8Array).toString()).toBe('v');
+    const empty = tempDir();
+    await (await open(empty, { create: 'if-empty' })).close();
+    expect(readdirSync(empty)).toContain('CURRENT');
+  });
+
   it('another process holding the directory gives STORE_LOCKED', async () => {
     const dir = tempDir();
     await (await openLevelEngine(dir)).close();

@@ -101,9 +101,10 @@ export interface LevelEngineOptions {
    * Create the database if the directory holds none (default true). False: a directory without
    * one (no `CURRENT`), or none at all, is NOT_A_STORE and nothing is written — for processes that
    * only read (the CLI's get, scan, search, wait), which must not leave a database in whatever
-   * directory they were pointed at.
+   * directory they were pointed at. `if-empty`: create one only in a directory that is missing or
+   * empty; one holding other files and no database is NOT_A_STORE (`percolator demo`).
    */
-  readonly create?: boolean;
+  readonly create?: boolean | 'if-empty';
   /**
    * What to verify before LevelDB opens the directory (see the header):
    * `full` (default) = MANIFEST + logs + every block of every live table file (reads the whole
@@ -145,12 +146,19 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
   if (typeof dir !== 'string' || dir.length === 0) {
     throw new StoreError('INVALID_ARGUMENT', 'openLevelEngine needs a directory', { dir });
   }
-  if (options.create === false) {
+  if (options.create === false || options.create === 'if-empty') {
     const found = await stat(join(dir, 'CURRENT')).then(
       (st) => st.isFile(),
       () => false,
     );
-    if (!found) throw new StoreError('NOT_A_STORE', `no store at ${dir} (nothing was created)`, { dir });
+    if (!found && options.create === false) throw new StoreError('NOT_A_STORE', `no store at ${dir} (nothing was created)`, { dir });
+    const others = found ? [] : await readdir(dir).catch(() => [] as string[]);
+    if (others.length > 0) {
+      throw new StoreError('NOT_A_STORE', `${dir} holds files and no store (${others.slice(0, 3).join(', ')}); nothing was created`, {
+        dir,
+        foreign: others.slice(0, 20),
+      });
+    }
   }
   try {
     await mkdir(dir, { recursive: true });

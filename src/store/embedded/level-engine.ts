@@ -600,7 +600,7 @@ export function ioError(message: string, dir: string, cause: unknown): StoreErro
 }
 
 /** Maps a classic-level / LevelDB error (walking its `cause` chain) to a StoreError. */
-function mapError(err: unknown, dir: string, op: string, closed: boolean): StoreError {
+export function mapError(err: unknown, dir: string, op: string, closed: boolean): StoreError {
   if (err instanceof StoreError) return err;
   const codes: string[] = [];
   const messages: string[] = [];

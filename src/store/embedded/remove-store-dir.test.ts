@@ -163,12 +163,8 @@ describe('removeStoreDir', () => {
 });
 
 it.each(['proc', 'open'] as const)('removes a closed store with the %s probe', async (probe) => {
-  const dir = mkdtempSync(join(tmpdir(), 'remove-store-'));
-  try {
-    await storeWithData(dir);
-    expect(await removeStoreDir(dir, probe)).toBeGreaterThan(3);
-    expect(readdirSync(dir)).toEqual([]);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const dir = tempDir();
+  await storeWithData(dir);
+  expect(await removeStoreDir(dir, probe)).toBeGreaterThan(3);
+  expect(readdirSync(dir)).toEqual([]);
 });

@@ -21,7 +21,7 @@ import { access, lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { StoreError } from '../errors.js';
-import { CORRUPTION_MARKER, ioError } from './level-engine.js';
+import { CORRUPTION_MARKER, ioError, mapError } from './level-engine.js';
 import { lockHolder, lockedError } from './level-lock.js';
 import { SEAL_FILE } from './level-seal.js';
 
@@ -105,8 +105,7 @@ async function refuseIfOpen(dir: string, entries: readonly string[], probe: Lock
   try {
     await db.open();
   } catch (e) {
-    for (let c: unknown = e; c !== null && typeof c === 'object'; c = (c as { cause?: unknown }).cause)
-      if ((c as { code?: unknown }).code === 'LEVEL_LOCKED') throw lockedError(dir, 'its lock is held; nothing was removed');
+    if (mapError(e, dir, 'open', false).code === 'STORE_LOCKED') throw lockedError(dir, 'its lock is held; nothing was removed');
     // Anything else (a damaged database) is no reason to keep files the caller wants gone.
     return true;
   }

@@ -2,10 +2,11 @@
  * `percolator get` as a real process (compiled JS under dist/; `npm test` builds first): the
  * latest committed value of a cell, a cell left behind by a writer that died after its commit
  * point (rolled forward), an absent cell (exit 1), and bad input (a typed error, exit 1); and, for
- * every reading command, a directory holding no store (a typed error, no database left there).
+ * every reading command, a directory holding no store (a typed error, no database left there);
+ * and `serve` over a directory of other files (a typed error, no database left among them).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -86,5 +87,18 @@ it('a directory without a store is a typed error for every reading command, and 
     expect(readdirSync(empty)).toEqual([]);
   } finally {
     rmSync(empty, { recursive: true, force: true });
+  }
+});
+
+it('serve does not start a store among files that are not one: NOT_A_STORE, exit 1, the files as they were', () => {
+  const project = mkdtempSync(join(tmpdir(), 'percolator-cli-foreign-'));
+  try {
+    writeFileSync(join(project, 'package.json'), '{}');
+    const r = spawnSync(process.execPath, [mainJs, 'serve', '--data', project, '--port', '0'], { encoding: 'utf8', timeout: 30_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe(`percolator: NOT_A_STORE: ${project} holds files and no store (package.json); nothing was created\n`);
+    expect(readdirSync(project)).toEqual(['package.json']);
+  } finally {
+    rmSync(project, { recursive: true, force: true });
   }
 });

@@ -443,6 +443,40 @@ describe('LevelEngine: locking', () => {
     expect(readdirSync(empty)).toContain('CURRENT');
   });
 
+  it("'if-empty' is the default: no database among other files, one over a creation that stopped before CURRENT", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'package.json'), '{}');
+    const e = await openLevelEngine(dir, { mmapBallast: false }).catch((err: unknown) => err);
+    expect(isStoreError(e, 'NOT_A_STORE')).toBe(true);
+    expect(readdirSync(dir)).toEqual(['package.json']);
+    // What LevelDB leaves when it stops before writing CURRENT: its lock and its log, no data.
+    const stopped = tempDir();
+    writeFileSync(join(stopped, 'LOCK'), '');
+    writeFileSync(join(stopped, 'LOG'), 'started\n');
+    const a = await open(stopped);
+    await a.write([{ type: 'put', key: s('k'), value: s('v') }]);
+    await a.close();
+    expect(readdirSync(stopped)).toContain('CURRENT');
+    // The explicit `true` still creates among other files.
+    await (await open(dir, { create: true })).close();
+    expect(readdirSync(dir)).toContain('CURRENT');
+  });
+
+  it('database files without CURRENT are DATA_CORRUPTED whatever `create` and `verify` say, and stay as they were', async () => {
+    const dir = tempDir();
+    const w = await open(dir);
+    await w.write([{ type: 'put', key: s('k'), value: s('v') }]);
+    await w.close();
+    unlinkSync(join(dir, 'CURRENT'));
+    const before = readdirSync(dir).sort();
+    for (const create of [true, 'if-empty'] as const) {
+      const e = await openLevelEngine(dir, { create, verify: 'none', mmapBallast: false }).catch((err: unknown) => err);
+      expect(isStoreError(e, 'DATA_CORRUPTED'), String(e)).toBe(true);
+      expect((e as StoreError).message).toContain('CURRENT is missing');
+      expect(readdirSync(dir).sort()).toEqual(before);
+    }
+  });
+
   it('another process holding the directory gives STORE_LOCKED', async () => {
     const dir = tempDir();
     await (await openLevelEngine(dir)).close();

@@ -67,6 +67,7 @@ import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
 import { lockHolder, lockedError } from './level-lock.js';
 import { takeSeal, writeSeal } from './level-seal.js';
+import { CORRUPTION_MARKER, isDatabaseFile, isStoreEntry } from './store-files.js';
 import { type LevelCompaction, parseLevelStats } from './level-stats.js';
 import { LEVELDB_MMAP_LIMIT, holdMmapSlots } from './mmap-ballast.js';
 
@@ -98,11 +99,14 @@ export interface LevelEngineOptions {
   /** Snappy compression of table blocks. Default true. */
   readonly compression?: boolean;
   /**
-   * Create the database if the directory holds none (default true). False: a directory without
-   * one (no `CURRENT`), or none at all, is NOT_A_STORE and nothing is written — for processes that
-   * only read (the CLI's get, scan, search, wait), which must not leave a database in whatever
-   * directory they were pointed at. `if-empty`: create one only in a directory that is missing or
-   * empty; one holding other files and no database is NOT_A_STORE (`percolator demo`).
+   * Whether to create the database where the directory holds none (no `CURRENT`).
+   * `if-empty` (default): only in a directory that is missing or empty (or holds only the LOCK
+   * and LOG of a creation that stopped before writing `CURRENT`); one holding other files is
+   * NOT_A_STORE and nothing is written, so `file:.` never strews a database among a project's
+   * files. False: never — for processes that only read (the CLI's get, scan, search, wait). True:
+   * wherever the directory is, among any files (LevelDB's own behaviour).
+   * Whatever this says, LevelDB's data files without `CURRENT` (a store that lost it) are
+   * DATA_CORRUPTED: LevelDB would start a new database over them and delete them.
    */
   readonly create?: boolean | 'if-empty';
   /**
@@ -139,26 +143,33 @@ export interface LevelEngine extends KvEngine {
   takeSealed(): Uint8Array | null;
 }
 
-/** Name of the marker file left when corruption was detected after LevelDB had already opened. */
-export const CORRUPTION_MARKER = 'PERCOLATOR-CORRUPTION';
+export { CORRUPTION_MARKER };
 
 export async function openLevelEngine(dir: string, options: LevelEngineOptions = {}): Promise<LevelEngine> {
   if (typeof dir !== 'string' || dir.length === 0) {
     throw new StoreError('INVALID_ARGUMENT', 'openLevelEngine needs a directory', { dir });
   }
-  if (options.create === false || options.create === 'if-empty') {
-    const found = await stat(join(dir, 'CURRENT')).then(
-      (st) => st.isFile(),
-      () => false,
+  const create = options.create ?? 'if-empty';
+  const found = await stat(join(dir, 'CURRENT')).then(
+    (st) => st.isFile(),
+    () => false,
+  );
+  if (!found && create === false) throw new StoreError('NOT_A_STORE', `no store at ${dir} (nothing was created)`, { dir });
+  const entries = found ? [] : await readdir(dir).catch(() => [] as string[]);
+  const foreign = entries.filter((name) => !isStoreEntry(name));
+  if (create === 'if-empty' && foreign.length > 0) {
+    throw new StoreError('NOT_A_STORE', `${dir} holds files and no store (${foreign.slice(0, 3).join(', ')}); nothing was created`, {
+      dir,
+      foreign: foreign.slice(0, 20),
+    });
+  }
+  const orphans = entries.filter(isDatabaseFile);
+  if (orphans.length > 0) {
+    throw new StoreError(
+      'DATA_CORRUPTED',
+      `store ${dir} is corrupted: CURRENT is missing but ${orphans.length} database files exist (${orphans.slice(0, 3).join(', ')}); nothing was created`,
+      { dir, problems: [`CURRENT is missing (${orphans.length} database files)`] },
     );
-    if (!found && options.create === false) throw new StoreError('NOT_A_STORE', `no store at ${dir} (nothing was created)`, { dir });
-    const others = found ? [] : await readdir(dir).catch(() => [] as string[]);
-    if (others.length > 0) {
-      throw new StoreError('NOT_A_STORE', `${dir} holds files and no store (${others.slice(0, 3).join(', ')}); nothing was created`, {
-        dir,
-        foreign: others.slice(0, 20),
-      });
-    }
   }
   try {
     await mkdir(dir, { recursive: true });

@@ -11,7 +11,8 @@ import { isStoreError } from '../errors.js';
 import { openStore } from '../open-store.js';
 import type { Store } from '../store.js';
 import { lockHolder } from './level-lock.js';
-import { isStoreEntry, type LockProbe, removeStoreDir } from './remove-store-dir.js';
+import { type LockProbe, removeStoreDir } from './remove-store-dir.js';
+import { isStoreEntry } from './store-files.js';
 
 /** The lock probes this platform has (/proc/locks is Linux's). */
 const probes: LockProbe[] = process.platform === 'linux' ? ['proc', 'open'] : ['open'];

@@ -21,16 +21,9 @@ import { access, lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { StoreError } from '../errors.js';
-import { CORRUPTION_MARKER, ioError, mapError } from './level-engine.js';
+import { ioError, mapError } from './level-engine.js';
 import { lockHolder, lockedError } from './level-lock.js';
-import { SEAL_FILE } from './level-seal.js';
-
-const STORE_ENTRY = new RegExp(
-  `^(?:CURRENT|LOCK|LOG|LOG\\.old|MANIFEST-\\d+|\\d+\\.(?:log|ldb|sst|dbtmp)|lost|${SEAL_FILE}(?:\\.tmp)?|${CORRUPTION_MARKER})$`,
-);
-
-/** Whether `name` is a file the embedded store (LevelDB and ours) keeps in its directory. */
-export const isStoreEntry = (name: string): boolean => STORE_ENTRY.test(name);
+import { isStoreEntry } from './store-files.js';
 
 /**
  * How to tell whether a process has the store open: `proc` reads /proc/locks (Linux: no side

@@ -457,6 +457,14 @@ describe('LevelEngine: locking', () => {
     await a.write([{ type: 'put', key: s('k'), value: s('v') }]);
     await a.close();
     expect(readdirSync(stopped)).toContain('CURRENT');
+    // A MANIFEST too (LevelDB writes it just before CURRENT), and no table or log: nothing to lose.
+    const manifestOnly = tempDir();
+    await (await open(manifestOnly)).close();
+    for (const name of readdirSync(manifestOnly)) if (!/^(LOCK|LOG(\.old)?|MANIFEST-\d+)$/.test(name)) unlinkSync(join(manifestOnly, name));
+    expect(readdirSync(manifestOnly).some((n) => n.startsWith('MANIFEST-'))).toBe(true);
+    const m = await open(manifestOnly);
+    expect(await m.get(s('k'))).toBeUndefined();
+    await m.close();
     // The explicit `true` still creates among other files.
     await (await open(dir, { create: true })).close();
     expect(readdirSync(dir)).toContain('CURRENT');

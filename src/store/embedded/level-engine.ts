@@ -67,7 +67,7 @@ import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
 import { lockHolder, lockedError } from './level-lock.js';
 import { takeSeal, writeSeal } from './level-seal.js';
-import { CORRUPTION_MARKER, isDatabaseFile, isStoreEntry } from './store-files.js';
+import { CORRUPTION_MARKER, isDataFile, isStoreEntry } from './store-files.js';
 import { type LevelCompaction, parseLevelStats } from './level-stats.js';
 import { LEVELDB_MMAP_LIMIT, holdMmapSlots } from './mmap-ballast.js';
 
@@ -100,13 +100,14 @@ export interface LevelEngineOptions {
   readonly compression?: boolean;
   /**
    * Whether to create the database where the directory holds none (no `CURRENT`).
-   * `if-empty` (default): only in a directory that is missing or empty (or holds only the LOCK
-   * and LOG of a creation that stopped before writing `CURRENT`); one holding other files is
+   * `if-empty` (default): only in a directory that is missing or empty (or holds only what a
+   * creation that stopped before writing `CURRENT` leaves: LOCK, LOG, a MANIFEST); one holding other files is
    * NOT_A_STORE and nothing is written, so `file:.` never strews a database among a project's
    * files. False: never — for processes that only read (the CLI's get, scan, search, wait). True:
    * wherever the directory is, among any files (LevelDB's own behaviour).
-   * Whatever this says, LevelDB's data files without `CURRENT` (a store that lost it) are
-   * DATA_CORRUPTED: LevelDB would start a new database over them and delete them.
+   * Whatever this says, LevelDB's tables or logs without `CURRENT` (a store that lost it) are
+   * DATA_CORRUPTED: LevelDB would start a new database over them. Without any (a creation that
+   * stopped before writing `CURRENT` leaves at most a MANIFEST), the directory counts as empty.
    */
   readonly create?: boolean | 'if-empty';
   /**
@@ -163,11 +164,11 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
       foreign: foreign.slice(0, 20),
     });
   }
-  const orphans = entries.filter(isDatabaseFile);
+  const orphans = entries.filter(isDataFile);
   if (orphans.length > 0) {
     throw new StoreError(
       'DATA_CORRUPTED',
-      `store ${dir} is corrupted: CURRENT is missing but ${orphans.length} database files exist (${orphans.slice(0, 3).join(', ')}); nothing was created`,
+      `store ${dir} is corrupted: CURRENT is missing but ${orphans.length} data files exist (${orphans.slice(0, 3).join(', ')}); nothing was created`,
       { dir, problems: [`CURRENT is missing (${orphans.length} database files)`] },
     );
   }
@@ -684,11 +685,12 @@ export async function verifyLevelDir(dir: string, opts: { tables: 'blocks' | 'si
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { manifest: null, tables: 0, tableBytes: 0, logs: 0, logBytes: 0, problems };
     throw ioError('cannot list the store directory', dir, e);
   }
-  const dbFiles = names.filter((n) => /^(\d+\.(ldb|sst|log)|MANIFEST-\d+)$/.test(n));
   if (!names.includes('CURRENT')) {
-    // LevelDB would silently create a NEW empty database here and delete the old files.
-    if (dbFiles.length > 0)
-      problems.push(`CURRENT is missing but ${dbFiles.length} database files exist (${dbFiles.slice(0, 3).join(', ')}…)`);
+    // LevelDB would silently create a NEW empty database here and delete the old tables. Without
+    // tables or logs there is no data to lose (a creation that stopped before writing CURRENT).
+    const dataFiles = names.filter(isDataFile);
+    if (dataFiles.length > 0)
+      problems.push(`CURRENT is missing but ${dataFiles.length} data files exist (${dataFiles.slice(0, 3).join(', ')}…)`);
     return { manifest: null, tables: 0, tableBytes: 0, logs: 0, logBytes: 0, problems };
   }
   const current = (await readOrIoError(dir, 'CURRENT')).toString('latin1');

@@ -17,5 +17,8 @@ const STORE_ENTRY = new RegExp(
 /** Whether `name` is a file the embedded store (LevelDB and ours) keeps in its directory. */
 export const isStoreEntry = (name: string): boolean => STORE_ENTRY.test(name);
 
-/** LevelDB's files that hold data (tables, logs, the manifest): without CURRENT, a store that lost it. */
-export const isDatabaseFile = (name: string): boolean => /^(?:\d+\.(?:ldb|sst|log)|MANIFEST-\d+)$/.test(name);
+/**
+ * LevelDB's files that hold data: tables and logs (a MANIFEST only lists them). Without CURRENT,
+ * a store that lost it; with none, there is no data to lose.
+ */
+export const isDataFile = (name: string): boolean => /^\d+\.(?:ldb|sst|log)$/.test(name);

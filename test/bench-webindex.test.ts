@@ -59,6 +59,10 @@ it('indexes every document of every phase, without anomalies, says how busy the 
     // memory: has no engine to count reads of.
     expect(p?.engineReadsPerDocument).toBeNull();
   }
+  // What ran after the last document became searchable: part of the phase, never all of it.
+  const drain = r.saturation.drainMs as number;
+  expect(drain).toBeGreaterThanOrEqual(0);
+  expect(drain).toBeLessThan(r.saturation.elapsedMs);
   expect(r.engineReadsPerDocument).toBeNull();
   expect(r.engineReadsByGroupPerDocument).toBeNull();
   expect(r.engineCompaction).toBeNull();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type SizeSample, sizeCurve } from './size-curve.js';
+import { type SizeSample, lastSearchableMs, sizeCurve } from './size-curve.js';
 
 const sample = (indexed: number, ms: number, cpuMs: number, engineReads: number | null = null): SizeSample => ({
   indexed,
@@ -78,5 +78,15 @@ describe('sizeCurve', () => {
       [20, 30, 100, 1],
       [30, 40, 100, 1],
     ]);
+  });
+});
+
+describe('lastSearchableMs', () => {
+  it('is the first sample with the final count: what follows it is the drain', () => {
+    expect(lastSearchableMs([sample(0, 0, 0), sample(40, 400, 1), sample(100, 900, 2), sample(100, 1000, 3), sample(100, 1300, 4)])).toBe(
+      900,
+    );
+    expect(lastSearchableMs([sample(0, 0, 0), sample(10, 100, 1)])).toBe(100);
+    expect(lastSearchableMs([])).toBeNull();
   });
 });

@@ -105,3 +105,13 @@ function observersBetween(from: SizeSample, to: SizeSample, docs: number): Pick<
 function round2(x: number): number {
   return Math.round(x * 100) / 100;
 }
+
+/**
+ * When the last document became searchable: the time of the first sample with as many documents
+ * searchable as the last sample (at most one sampling period late). Null without samples.
+ */
+export function lastSearchableMs(samples: readonly SizeSample[]): number | null {
+  const last = samples[samples.length - 1];
+  if (last === undefined) return null;
+  return (samples.find((s) => s.indexed >= last.indexed) as SizeSample).ms;
+}

@@ -34,7 +34,7 @@ import { performance } from 'node:perf_hooks';
 import { WEB_INDEX_STAGES, type WebIndexStage } from '../apps/webindex/pipeline.js';
 import { DEFAULT_LOADERS, type RunSummary, engineCounters, runWebIndex } from '../apps/webindex/run.js';
 import type { EngineReadsByGroup } from '../store/engine-store.js';
-import { type SizeSample, type SizeStep, sizeCurve } from './size-curve.js';
+import { type SizeSample, type SizeStep, lastSearchableMs, sizeCurve } from './size-curve.js';
 import { mainThreadCpuMs } from './thread-cpu.js';
 
 export interface WebIndexBenchOptions {
@@ -121,6 +121,13 @@ export interface WebIndexBenchResult {
      * that drain.
      */
     readonly bySize: readonly SizeStep[];
+    /**
+     * Of `elapsedMs`, the wall time after the last document became searchable (to within the
+     * 100 ms sampling period): exports and relays still queued — the weak notifications the
+     * scanners leave while the pipeline is behind, each cluster's collapsed into one run at the
+     * end. Work a continuing crawl would do as it went; in the overall rate, not in `bySize`.
+     */
+    readonly drainMs: number | null;
   };
   readonly lightLoad: {
     readonly documents: number;
@@ -391,6 +398,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
       cpuCores: Math.round(((cpu.user + cpu.system) / 1000 / Math.max(1, wallMs)) * 100) / 100,
       jsThreadCores: jsMs === null ? null : Math.round((jsMs / Math.max(1, wallMs)) * 100) / 100,
       bySize: sizeCurve(samples, SIZE_PARTS),
+      drainMs: drainAfter(samples, s.loadAndProcessMs),
     },
     lightLoad: light,
     loadCurve,
@@ -444,4 +452,10 @@ function stageCost(until: WebIndexStage, s: RunSummary, spent: { cpuMs: number; 
     commitsPerDocument: per(s.observerCommits, 2),
     engineOpsPerDocument: s.engineWrites === null ? null : per(s.engineWrites.ops, 1),
   };
+}
+
+/** The saturation phase's drain: `elapsedMs` after the last document became searchable (null: not sampled). */
+function drainAfter(samples: readonly SizeSample[], elapsedMs: number): number | null {
+  const at = lastSearchableMs(samples);
+  return at === null ? null : Math.max(0, Math.round(elapsedMs - at));
 }

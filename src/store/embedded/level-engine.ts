@@ -100,10 +100,10 @@ export interface LevelEngineOptions {
   readonly compression?: boolean;
   /**
    * Whether to create the database where the directory holds none (no `CURRENT`).
-   * `if-empty` (default): only in a directory that is missing or empty (or holds only what a
-   * creation that stopped before writing `CURRENT` leaves: LOCK, LOG, a MANIFEST); one holding other files is
-   * NOT_A_STORE and nothing is written, so `file:.` never strews a database among a project's
-   * files. False: never — for processes that only read (the CLI's get, scan, search, wait). True:
+   * `if-empty` (default): only in a directory that is missing or empty, or holds only what a
+   * creation that stopped before writing `CURRENT` leaves (LOCK, LOG, a MANIFEST); one holding
+   * other files is NOT_A_STORE and nothing is written, so `file:.` never strews a database among a
+   * project's files. False: never — for processes that only read (the CLI's get, scan, search, wait). True:
    * wherever the directory is, among any files (LevelDB's own behaviour).
    * Whatever this says, LevelDB's tables or logs without `CURRENT` (a store that lost it) are
    * DATA_CORRUPTED: LevelDB would start a new database over them. Without any (a creation that
@@ -169,7 +169,7 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
     throw new StoreError(
       'DATA_CORRUPTED',
       `store ${dir} is corrupted: CURRENT is missing but ${orphans.length} data files exist (${orphans.slice(0, 3).join(', ')}); nothing was created`,
-      { dir, problems: [`CURRENT is missing (${orphans.length} database files)`] },
+      { dir, problems: [`CURRENT is missing (${orphans.length} data files)`] },
     );
   }
   try {

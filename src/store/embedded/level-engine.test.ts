@@ -470,6 +470,17 @@ describe('LevelEngine: locking', () => {
     expect(readdirSync(dir)).toContain('CURRENT');
   });
 
+  it('a path that is a file is NOT_A_STORE, with the file as it was', async () => {
+    const file = join(tempDir(), 'notes.txt');
+    writeFileSync(file, 'x');
+    for (const create of [true, false, 'if-empty'] as const) {
+      const e = await openLevelEngine(file, { create, mmapBallast: false }).catch((err: unknown) => err);
+      expect(isStoreError(e, 'NOT_A_STORE'), String(e)).toBe(true);
+      expect((e as StoreError).message).toBe(`${file} is not a directory; nothing was created`);
+    }
+    expect(readFileSync(file, 'utf8')).toBe('x');
+  });
+
   it('database files without CURRENT are DATA_CORRUPTED whatever `create` and `verify` say, and stay as they were', async () => {
     const dir = tempDir();
     const w = await open(dir);

@@ -151,6 +151,11 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
     throw new StoreError('INVALID_ARGUMENT', 'openLevelEngine needs a directory', { dir });
   }
   const create = options.create ?? 'if-empty';
+  const isDir = await stat(dir).then(
+    (st) => st.isDirectory(),
+    () => null, // missing (or unreadable: the open below says which)
+  );
+  if (isDir === false) throw new StoreError('NOT_A_STORE', `${dir} is not a directory; nothing was created`, { dir });
   const found = await stat(join(dir, 'CURRENT')).then(
     (st) => st.isFile(),
     () => false,

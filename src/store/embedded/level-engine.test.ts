@@ -470,6 +470,22 @@ describe('LevelEngine: locking', () => {
     expect(readdirSync(dir)).toContain('CURRENT');
   });
 
+  it('a MANIFEST that lists data, left without CURRENT, tables or logs, is DATA_CORRUPTED: the evidence stays', async () => {
+    const dir = tempDir();
+    const w = await open(dir);
+    await w.write([{ type: 'put', key: s('k'), value: s('v') }]);
+    await w.close();
+    await (await open(dir)).close(); // the reopen's recovery records the write in the MANIFEST
+    for (const name of readdirSync(dir)) if (!/^(LOCK|LOG(\.old)?|MANIFEST-\d+)$/.test(name)) unlinkSync(join(dir, name));
+    const before = readdirSync(dir).sort();
+    for (const verify of ['full', 'none'] as const) {
+      const e = await openLevelEngine(dir, { verify, mmapBallast: false }).catch((err: unknown) => err);
+      expect(isStoreError(e, 'DATA_CORRUPTED'), String(e)).toBe(true);
+      expect((e as StoreError).message).toMatch(/CURRENT is missing but MANIFEST-\d+ lists \d+ tables and writes up to sequence [1-9]/);
+      expect(readdirSync(dir).sort()).toEqual(before);
+    }
+  });
+
   it('a path that is a file is NOT_A_STORE, with the file as it was', async () => {
     const file = join(tempDir(), 'notes.txt');
     writeFileSync(file, 'x');

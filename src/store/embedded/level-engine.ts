@@ -105,9 +105,10 @@ export interface LevelEngineOptions {
    * other files is NOT_A_STORE and nothing is written, so `file:.` never strews a database among a
    * project's files. False: never — for processes that only read (the CLI's get, scan, search, wait). True:
    * wherever the directory is, among any files (LevelDB's own behaviour).
-   * Whatever this says, LevelDB's tables or logs without `CURRENT` (a store that lost it) are
-   * DATA_CORRUPTED: LevelDB would start a new database over them. Without any (a creation that
-   * stopped before writing `CURRENT` leaves at most a MANIFEST), the directory counts as empty.
+   * Whatever this says, a directory without `CURRENT` holding tables, logs or a MANIFEST that
+   * lists any data (a store that lost `CURRENT`) is DATA_CORRUPTED: LevelDB would start a new
+   * database over it. Without (a creation that stopped before writing `CURRENT` leaves at most a
+   * MANIFEST of no data), the directory counts as empty.
    */
   readonly create?: boolean | 'if-empty';
   /**
@@ -169,13 +170,12 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
       foreign: foreign.slice(0, 20),
     });
   }
-  const orphans = entries.filter(isDataFile);
+  const orphans = found ? [] : await dataWithoutCurrent(dir, entries);
   if (orphans.length > 0) {
-    throw new StoreError(
-      'DATA_CORRUPTED',
-      `store ${dir} is corrupted: CURRENT is missing but ${orphans.length} data files exist (${orphans.slice(0, 3).join(', ')}); nothing was created`,
-      { dir, problems: [`CURRENT is missing (${orphans.length} data files)`] },
-    );
+    throw new StoreError('DATA_CORRUPTED', `store ${dir} is corrupted: ${orphans.join('; ')}; nothing was created`, {
+      dir,
+      problems: orphans,
+    });
   }
   try {
     await mkdir(dir, { recursive: true });
@@ -691,11 +691,7 @@ export async function verifyLevelDir(dir: string, opts: { tables: 'blocks' | 'si
     throw ioError('cannot list the store directory', dir, e);
   }
   if (!names.includes('CURRENT')) {
-    // LevelDB would silently create a NEW empty database here and delete the old tables. Without
-    // tables or logs there is no data to lose (a creation that stopped before writing CURRENT).
-    const dataFiles = names.filter(isDataFile);
-    if (dataFiles.length > 0)
-      problems.push(`CURRENT is missing but ${dataFiles.length} data files exist (${dataFiles.slice(0, 3).join(', ')}…)`);
+    problems.push(...(await dataWithoutCurrent(dir, names)));
     return { manifest: null, tables: 0, tableBytes: 0, logs: 0, logBytes: 0, problems };
   }
   const current = (await readOrIoError(dir, 'CURRENT')).toString('latin1');
@@ -768,6 +764,30 @@ export async function verifyLevelDir(dir: string, opts: { tables: 'blocks' | 'si
     }
   }
   return { manifest: manifestName, tables: live.size, tableBytes, logs, logBytes, problems };
+}
+
+/**
+ * What a directory without CURRENT holds that a new database would lose (LevelDB would silently
+ * start one over it): its tables and logs, and any MANIFEST that lists tables or writes. Empty:
+ * what a creation that stopped before writing CURRENT leaves (a MANIFEST of no data at most).
+ * A MANIFEST's unreadable tail is ignored, as LevelDB ignores one: such a creation may leave it.
+ */
+async function dataWithoutCurrent(dir: string, names: readonly string[]): Promise<string[]> {
+  const problems: string[] = [];
+  const dataFiles = names.filter(isDataFile);
+  if (dataFiles.length > 0) {
+    problems.push(`CURRENT is missing but ${dataFiles.length} data files exist (${dataFiles.slice(0, 3).join(', ')})`);
+  }
+  for (const name of names.filter((n) => /^MANIFEST-\d+$/.test(n))) {
+    const buf = await readOrNull(dir, name);
+    if (buf === null) continue;
+    const m = newManifestState();
+    for (const rec of readLogRecords(buf, name, [])) applyVersionEdit(rec, m);
+    if (m.live.size > 0 || m.lastSequence > 0) {
+      problems.push(`CURRENT is missing but ${name} lists ${m.live.size} tables and writes up to sequence ${m.lastSequence}`);
+    }
+  }
+  return problems;
 }
 
 async function readOrIoError(dir: string, name: string): Promise<Buffer> {

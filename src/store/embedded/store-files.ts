@@ -17,8 +17,5 @@ const STORE_ENTRY = new RegExp(
 /** Whether `name` is a file the embedded store (LevelDB and ours) keeps in its directory. */
 export const isStoreEntry = (name: string): boolean => STORE_ENTRY.test(name);
 
-/**
- * LevelDB's files that hold data: tables and logs (a MANIFEST only lists them). Without CURRENT,
- * a store that lost it; with none, there is no data to lose.
- */
+/** LevelDB's files that hold data: tables and logs (a MANIFEST only lists them). */
 export const isDataFile = (name: string): boolean => /^\d+\.(?:ldb|sst|log)$/.test(name);

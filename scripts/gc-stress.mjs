@@ -1,5 +1,5 @@
-// GC stress for the open CORRUPTED_RECORD bug (docs/transactions.md, "Off by default, pending a
-// bug"): runs the web index on a fresh `file:` store with background GC every GC_MS, recording
+// GC stress for the CORRUPTED_RECORD failure of 2026-11-23 (docs/transactions.md, "Full passes
+// opt-in: an unexplained failure"): runs the web index on a fresh `file:` store with background GC every GC_MS, recording
 // every `data` deletion and write record of the `clusters` table; on failure it prints the
 // failing cell's recent history, its stored cells and the GC watermark.
 //

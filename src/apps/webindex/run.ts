@@ -205,8 +205,7 @@ async function openWebIndexStore(url: string): Promise<Store> {
   return openStore(url, {
     cacheBytes: ROW_CACHE_BYTES,
     encodedCacheBytes: ENCODED_ROW_CACHE_BYTES,
-    // A store where there is one, or a new one where there is nothing: never among other files.
-    level: { cacheSize: LEVEL_CACHE_BYTES, writeBufferSize: LEVEL_WRITE_BUFFER_BYTES, create: 'if-empty' },
+    level: { cacheSize: LEVEL_CACHE_BYTES, writeBufferSize: LEVEL_WRITE_BUFFER_BYTES },
   });
 }
 

@@ -103,8 +103,8 @@ export interface LevelEngineOptions {
    * `if-empty` (default): only in a directory that is missing or empty, or holds only what a
    * creation that stopped before writing `CURRENT` leaves (LOCK, LOG, a MANIFEST); one holding
    * other files is NOT_A_STORE and nothing is written, so `file:.` never strews a database among a
-   * project's files. False: never — for processes that only read (the CLI's get, scan, search, wait). True:
-   * wherever the directory is, among any files (LevelDB's own behaviour).
+   * project's files. False: never — for processes that only read (the CLI's get, scan, search,
+   * wait). True: wherever the directory is, among any files (LevelDB's own behaviour).
    * Whatever this says, a directory without `CURRENT` holding tables, logs or a MANIFEST that
    * lists any data (a store that lost `CURRENT`) is DATA_CORRUPTED: LevelDB would start a new
    * database over it. Without (a creation that stopped before writing `CURRENT` leaves at most a
@@ -202,7 +202,8 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
   const ballast = options.mmapBallast === false ? Promise.resolve(null) : holdMmapSlots();
 
   const verify = options.verify ?? 'full';
-  if (verify !== 'none') {
+  // Without CURRENT there is nothing more to verify than dataWithoutCurrent checked above.
+  if (verify !== 'none' && found) {
     const report = await verifyLevelDir(dir, { tables: verify === 'full' ? 'blocks' : 'sizes' });
     if (report.problems.length > 0) {
       // Another process may have opened the directory after our probe and be writing files we

@@ -33,6 +33,13 @@ function wrapData(store: BigtableStore, method: string, wrap: (orig: Fn) => Fn):
   data[method] = wrap(orig);
 }
 
+/** Wraps the store's ReadRows call (test-only access): `orig` resolves to the call's stream of responses. */
+function wrapReadRows(store: BigtableStore, wrap: (orig: Fn) => Fn): void {
+  const s = store as unknown as { readRowsCall: Fn };
+  const orig = s.readRowsCall.bind(store);
+  s.readRowsCall = wrap(orig);
+}
+
 describe.skipIf(binary === null)('bigtable:// backend on the emulator', () => {
   let emu: RunningEmulator;
   const stores: Store[] = [];
@@ -174,8 +181,8 @@ describe.skipIf(binary === null)('bigtable:// backend on the emulator', () => {
       keys.map((k) => ({ key: b(k), mutations: [set('f', 'q', 1000, k)] })),
     );
     let breakNext = true;
-    wrapData(s, 'readRows', (orig) => (req, opts) => {
-      const stream = orig(req, opts) as AsyncIterable<unknown> & { cancel?: () => void };
+    wrapReadRows(s, (orig) => async (req, reversed) => {
+      const stream = (await orig(req, reversed)) as AsyncIterable<unknown>;
       if (!breakNext) return stream;
       breakNext = false;
       return (async function* () {
@@ -209,9 +216,9 @@ describe.skipIf(binary === null)('bigtable:// backend on the emulator', () => {
     );
     await s.readRow(t, b('k0')); // schema cached
     let requests = 0;
-    wrapData(s, 'readRows', (orig) => (req, opts) => {
+    wrapReadRows(s, (orig) => (req, reversed) => {
       requests++;
-      return orig(req, opts);
+      return orig(req, reversed);
     });
     const filter = { familyNameRegexFilter: 'g' };
     const rows = await Promise.all([
@@ -227,6 +234,27 @@ describe.skipIf(binary === null)('bigtable:// backend on the emulator', () => {
     const mixed = await Promise.all([s.readRow(t, b('k1')), s.readRow(t, b('k1'), filter), s.readRow(t, b('k2'))]);
     expect(requests).toBe(2);
     expect(mixed.map((r) => r?.cells.length)).toEqual([2, 1, 2]);
+  });
+
+  it('sends concurrent conditional mutations one call each where the server has no batch service', async () => {
+    const s = await open('');
+    const t = await table(s);
+    await s.mutateRow(t, b('held'), [set('f', 'lock', 1000, 'x')]);
+    const matched = await Promise.all(
+      ['held', 'free1', 'free2', 'held'].map((row) =>
+        s.checkAndMutateRow(t, b(row), { predicateFilter: { familyNameRegexFilter: 'f' }, falseMutations: [set('g', 'w', 1000, row)] }),
+      ),
+    );
+    expect(matched).toEqual([true, false, false, true]);
+    expect(s.conditionalWrites.batching).toBe(false); // the emulator answered UNIMPLEMENTED
+    expect(s.conditionalWrites.stats).toMatchObject({ batches: 1, singles: 4 });
+    expect(show(await collectRows(s.readRows(t, { filter: { familyNameRegexFilter: 'g' } })))).toEqual([
+      'free1:g/w@1000=free1',
+      'free2:g/w@1000=free2',
+    ]);
+    // Known from then on: no batch is tried again.
+    await Promise.all(['free3', 'free4'].map((row) => s.checkAndMutateRow(t, b(row), { falseMutations: [set('g', 'w', 1000, row)] })));
+    expect(s.conditionalWrites.stats).toMatchObject({ batches: 1, singles: 6 });
   });
 
   it('native readModifyWriteRow (no injected clock, scale 1) uses the server and its clock', async () => {

@@ -7,6 +7,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BATCH_SERVICE, batchServiceDefinition } from '../src/server/batch-protocol.js';
 import { LOCK_SERVICE, MAX_KEY_BYTES, MAX_OWNER_BYTES, MAX_TTL_MS, lockServiceDefinition } from '../src/server/lock-protocol.js';
 import { bigtablePackage, DATA_SERVICE, INSTANCE_ADMIN_SERVICE, TABLE_ADMIN_SERVICE } from '../src/server/protos.js';
 import { type PercolatorServer, startServer } from '../src/server/server.js';
@@ -168,6 +169,14 @@ const lockOwner = () => pick(['w1', 'w2', '', 'o'.repeat(MAX_OWNER_BYTES + 1)]);
 const view = () => pick([undefined, 'NAME_ONLY', 'SCHEMA_VIEW', 'FULL', 'REPLICATION_VIEW', 99]);
 
 /** Each method's request generator: a message object, or bytes encoded by hand. */
+const checkAndMutateRow = () => ({
+  tableName: tableName(),
+  rowKey: smallKey(),
+  ...(chance(0.7) ? { predicateFilter: filter(3) } : {}),
+  trueMutations: mutations(),
+  falseMutations: mutations(),
+});
+
 const generators: Record<string, [string, () => object | Buffer]> = {
   ReadRows: [
     DATA_SERVICE,
@@ -198,16 +207,8 @@ const generators: Record<string, [string, () => object | Buffer]> = {
     DATA_SERVICE,
     () => ({ tableName: tableName(), entries: Array.from({ length: int(6) }, () => ({ rowKey: smallKey(), mutations: mutations() })) }),
   ],
-  CheckAndMutateRow: [
-    DATA_SERVICE,
-    () => ({
-      tableName: tableName(),
-      rowKey: smallKey(),
-      ...(chance(0.7) ? { predicateFilter: filter(3) } : {}),
-      trueMutations: mutations(),
-      falseMutations: mutations(),
-    }),
-  ],
+  CheckAndMutateRow: [DATA_SERVICE, checkAndMutateRow],
+  CheckAndMutateRows: [BATCH_SERVICE, () => ({ entries: Array.from({ length: int(6) }, checkAndMutateRow) })],
   ReadModifyWriteRow: [
     DATA_SERVICE,
     () => ({
@@ -267,7 +268,7 @@ const generators: Record<string, [string, () => object | Buffer]> = {
 
 const pkg = bigtablePackage();
 function def(service: string, method: string): grpc.MethodDefinition<unknown, unknown> {
-  const defs = service === LOCK_SERVICE ? lockServiceDefinition() : pkg[service];
+  const defs = service === LOCK_SERVICE ? lockServiceDefinition() : service === BATCH_SERVICE ? batchServiceDefinition() : pkg[service];
   return (defs as unknown as Record<string, grpc.MethodDefinition<unknown, unknown>>)[method] as grpc.MethodDefinition<unknown, unknown>;
 }
 

@@ -67,6 +67,23 @@ function target(req: WireTargeted): TableRef {
   return parseTableName(req.tableName);
 }
 
+/** CheckAndMutateRow, shared with the batch service (batch-protocol.ts), whose entries are such requests. */
+export function checkAndMutateRowHandler(ctx: Pick<DataServiceContext, 'store' | 'metrics'>) {
+  const { store, metrics } = ctx;
+  return async (req: CheckAndMutateRowRequest): Promise<{ predicateMatched: boolean }> => {
+    const t = target(req);
+    const trueMutations = mutationsFromWire(req.trueMutations, 'true_mutations');
+    const falseMutations = mutationsFromWire(req.falseMutations, 'false_mutations');
+    const predicateMatched = await store.checkAndMutateRow(t.table, req.rowKey ?? EMPTY, {
+      ...(req.predicateFilter === undefined ? {} : { predicateFilter: rowFilterFromWire(req.predicateFilter, 'predicate_filter') }),
+      trueMutations,
+      falseMutations,
+    });
+    if ((predicateMatched ? trueMutations : falseMutations).length > 0) metrics.addRowsWritten(1);
+    return { predicateMatched };
+  };
+}
+
 export function dataService(ctx: DataServiceContext): UntypedServiceImplementation {
   const { store, metrics } = ctx;
 
@@ -175,18 +192,7 @@ export function dataService(ctx: DataServiceContext): UntypedServiceImplementati
     }
   }
 
-  async function checkAndMutateRow(req: CheckAndMutateRowRequest): Promise<object> {
-    const t = target(req);
-    const trueMutations = mutationsFromWire(req.trueMutations, 'true_mutations');
-    const falseMutations = mutationsFromWire(req.falseMutations, 'false_mutations');
-    const predicateMatched = await store.checkAndMutateRow(t.table, req.rowKey ?? EMPTY, {
-      ...(req.predicateFilter === undefined ? {} : { predicateFilter: rowFilterFromWire(req.predicateFilter, 'predicate_filter') }),
-      trueMutations,
-      falseMutations,
-    });
-    if ((predicateMatched ? trueMutations : falseMutations).length > 0) metrics.addRowsWritten(1);
-    return { predicateMatched };
-  }
+  const checkAndMutateRow = checkAndMutateRowHandler(ctx);
 
   async function readModifyWriteRow(req: ReadModifyWriteRowRequest): Promise<object> {
     const t = target(req);

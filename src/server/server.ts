@@ -1,8 +1,8 @@
 /**
  * `startServer(options)`: everything `percolator serve` runs, in one process:
  * - gRPC (one port): `google.bigtable.v2.Bigtable`, the admin subset
- *   (`BigtableTableAdmin`, `BigtableInstanceAdmin`) and `percolator.lock.v1.LockService`,
- *   all over one `Store`;
+ *   (`BigtableTableAdmin`, `BigtableInstanceAdmin`), `percolator.lock.v1.LockService` and
+ *   `percolator.batch.v1.BatchService` (many CheckAndMutateRow in one call), all over one `Store`;
  * - the timestamp oracle (`startOracleServer`, framed TCP, its own port), its durable mark
  *   kept in the served store (`StoreMarkStore`, table `_percolator_oracle`);
  * - HTTP (own port): /healthz, /metrics, /status.json, the status page, and extra routes.
@@ -34,9 +34,10 @@ import type { EngineStoreOptions } from '../store/engine-store.js';
 import { DEFAULT_STORE_URL, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import { instanceAdminService, tableAdminService } from './admin-service.js';
-import { dataService } from './data-service.js';
+import { checkAndMutateRowHandler, dataService } from './data-service.js';
 import { CallTracker, type Logger, serverInterceptor, shortMethodName } from './handlers.js';
 import { type HttpRoute, type HttpStatusServer, startHttpStatus } from './http-status.js';
+import { BATCH_SERVICE, batchServiceDefinition, batchServiceImplementation } from './batch-protocol.js';
 import { LOCK_SERVICE, lockServiceDefinition, lockServiceImplementation } from './lock-protocol.js';
 import { ServerMetrics } from './metrics.js';
 import { bigtablePackage, DATA_SERVICE, INSTANCE_ADMIN_SERVICE, serviceDefinition, TABLE_ADMIN_SERVICE } from './protos.js';
@@ -190,6 +191,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
       [TABLE_ADMIN_SERVICE, serviceDefinition(pkg, TABLE_ADMIN_SERVICE), tableAdminService(ctx)],
       [INSTANCE_ADMIN_SERVICE, serviceDefinition(pkg, INSTANCE_ADMIN_SERVICE), instanceAdminService(ctx)],
       [LOCK_SERVICE, lockServiceDefinition(), lockServiceImplementation({ log, locks, metrics })],
+      [BATCH_SERVICE, batchServiceDefinition(), batchServiceImplementation({ log, checkAndMutateRow: checkAndMutateRowHandler(ctx) })],
     ];
     const reported = new Set<string>();
     for (const [name, definition, impl] of services) {

@@ -18,7 +18,8 @@
  *   evaluated here instead (filter-translate.ts `emulatorUnsafe`).
  */
 import type { protos } from '@google-cloud/bigtable';
-import { Metadata } from '@grpc/grpc-js';
+import { type Client, credentials, Metadata, makeGenericClientConstructor } from '@grpc/grpc-js';
+import { batchServiceDefinition } from '../../server/batch-protocol.js';
 import { asBuffer, bytesKey } from '../bytes.js';
 import { CellRecord } from '../cells.js';
 import { isStoreError, keyHex, StoreError } from '../errors.js';
@@ -48,6 +49,7 @@ import { checkModifications, tableSpecFromProto, tableSpecToProto, validateTable
 import { type BigtableClients, createClients } from './clients.js';
 import { emulatorUnsafe, type ProtoRowFilter, toProtoFilter } from './filter-translate.js';
 import { gcKeepFilter } from './gc-filter.js';
+import { type BatchEntry, CheckAndMutateBatcher } from './check-and-mutate-batcher.js';
 import { codeFromStatusDetails, isRetryable, Status, statusToStoreError, toStoreError } from './grpc-errors.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { mutationBytes, type ProtoMutation, toProtoMutations, toProtoRules } from './mutations.js';
@@ -104,6 +106,8 @@ interface PreparedEntry {
   readonly idempotent: boolean;
 }
 
+type RawStream = (request: unknown, metadata: Metadata, options: Record<string, unknown>) => AsyncIterable<unknown> & { cancel(): void };
+
 /** `percolator serve`'s extension: a family → locality group JSON map in request / response metadata. */
 export const LOCALITY_GROUPS_METADATA = 'percolator-locality-groups';
 
@@ -154,6 +158,12 @@ export class BigtableStore implements Store {
   private dataStub: Promise<Record<string, RawUnary>> | null = null;
   private readonly rowLocks = new KeyedMutex();
   private readonly pointReads = new ReadRowBatcher((table, filter, keys) => this.multiGet(table, filter, keys));
+  /** Conditional mutations to a local server, coalesced into its BatchService's calls. */
+  readonly conditionalWrites = new CheckAndMutateBatcher(
+    (requests) => this.batchCall(requests),
+    (request) => this.rawData('checkAndMutateRow', request) as Promise<{ predicateMatched?: boolean | null }>,
+  );
+  private batchClient: (Client & Record<string, RawUnary>) | null = null;
   private closed = false;
 
   private constructor(config: BigtableUrl, options: BigtableStoreOptions) {
@@ -283,6 +293,47 @@ export class BigtableStore implements Store {
     return new Promise((resolve, reject) => {
       fn.call(stub, request, new Metadata(), { deadline: Date.now() + 60_000 }, (err: unknown, res: unknown) =>
         err ? reject(err) : resolve(res),
+      );
+    });
+  }
+
+  /** One ReadRows call: its stream of responses. */
+  private async readRowsCall(request: protos.google.bigtable.v2.IReadRowsRequest, reversed: boolean): Promise<AsyncIterable<unknown>> {
+    return this.config.host !== undefined
+      ? this.rawReadRows(request, reversed)
+      : this.clients.data.readRows(request, streamOptions(reversed));
+  }
+
+  /**
+   * ReadRows on the raw gRPC stub, for a local server: gax's streaming wrapper (retry-request, its
+   * stream plumbing) cost a point read over loopback as much CPU as the call itself, and `stream`
+   * does its own retrying. The reverse-scan feature flag goes as gax sends it.
+   */
+  private async rawReadRows(request: object, reversed: boolean): Promise<AsyncIterable<unknown> & { cancel(): void }> {
+    this.dataStub ??= this.clients.data.initialize() as unknown as Promise<Record<string, RawUnary>>;
+    const stub = (await this.dataStub) as unknown as Record<string, RawStream>;
+    const fn = stub.readRows;
+    if (typeof fn !== 'function') throw new StoreError('IO_ERROR', 'the Bigtable client has no readRows stub', {});
+    const md = new Metadata();
+    if (reversed) md.set('bigtable-features', 'CAE=');
+    return fn.call(stub, request, md, {});
+  }
+
+  /** One CheckAndMutateRows call of `percolator serve`'s BatchService (src/server/batch-protocol.ts). */
+  private batchCall(requests: readonly object[]): Promise<readonly BatchEntry[]> {
+    if (this.batchClient === null) {
+      const BatchClient = makeGenericClientConstructor(batchServiceDefinition(), 'BatchService');
+      this.batchClient = new BatchClient(this.config.host as string, credentials.createInsecure()) as unknown as Client &
+        Record<string, RawUnary>;
+    }
+    const client = this.batchClient;
+    return new Promise((resolve, reject) => {
+      (client.CheckAndMutateRows as RawUnary).call(
+        client,
+        { entries: requests },
+        new Metadata(),
+        { deadline: Date.now() + 60_000 },
+        (err, res) => (err ? reject(err) : resolve((res as { entries?: BatchEntry[] } | null)?.entries ?? [])),
       );
     });
   }
@@ -515,10 +566,11 @@ export class BigtableStore implements Store {
         ...(rowSet !== undefined ? { rows: rowSet } : {}),
         ...(remaining > 0 ? { rowsLimit: remaining } : {}),
       };
-      const s = this.clients.data.readRows(request, streamOptions(reversed));
+      let s: AsyncIterable<unknown> | undefined;
       const merger = new ChunkMerger(this.ts);
       let last: Uint8Array | null = null;
       try {
+        s = await this.readRowsCall(request, reversed);
         for await (const resp of s as AsyncIterable<protos.google.bigtable.v2.IReadRowsResponse>) {
           for (const row of merger.push(resp.chunks)) {
             last = row.key;
@@ -540,7 +592,7 @@ export class BigtableStore implements Store {
         }
         if (limit > 0 && remaining === 0) return;
       } finally {
-        (s as { cancel?: () => void }).cancel?.();
+        (s as { cancel?: () => void } | undefined)?.cancel?.();
       }
     }
   }
@@ -763,9 +815,7 @@ export class BigtableStore implements Store {
     };
     const resp =
       this.config.host !== undefined
-        ? ((await this.call({ table, row: keyHex(key) }, () => this.rawData('checkAndMutateRow', request))) as {
-            predicateMatched?: boolean | null;
-          })
+        ? await this.call({ table, row: keyHex(key) }, () => this.conditionalWrites.submit(request))
         : (await this.call({ table, row: keyHex(key) }, () => this.clients.data.checkAndMutateRow(request, this.unary())))[0];
     return resp.predicateMatched === true;
   }
@@ -844,6 +894,7 @@ export class BigtableStore implements Store {
     if (this.closed) return;
     this.closed = true;
     this.schemas.clear();
+    this.batchClient?.close();
     await this.clients.close();
   }
 }

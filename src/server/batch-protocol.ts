@@ -1,0 +1,119 @@
+/**
+ * Batched conditional mutations (Percolator §2.2: "batching of conditional mutations"), served by
+ * `percolator serve` on its gRPC port next to the Bigtable API. Cloud Bigtable's v2 API has one
+ * conditional mutation per call, and over a network a transaction's prewrites and secondary
+ * commits are one CheckAndMutateRow each: most of what a transaction costs both ends is gRPC's
+ * work per call, not the store's per row. This service takes many in one call. Schema (proto3):
+ *
+ *   package percolator.batch.v1;
+ *   service BatchService {
+ *     rpc CheckAndMutateRows(CheckAndMutateRowsRequest) returns (CheckAndMutateRowsResponse);
+ *   }
+ *   message CheckAndMutateRowsRequest {
+ *     repeated google.bigtable.v2.CheckAndMutateRowRequest entries = 1;
+ *   }
+ *   message CheckAndMutateRowsResponse {
+ *     message Entry { bool predicate_matched = 1; google.rpc.Status status = 2; }
+ *     repeated Entry entries = 1;   // one per request entry, in request order
+ *   }
+ *
+ * Semantics: each entry is exactly a CheckAndMutateRow call — validated, atomic within its row,
+ * durable before the response is sent — and entries are independent, as MutateRows entries are:
+ * one failing (its `status` set, with the stable code in a `google.rpc.ErrorInfo` detail as
+ * MutateRows gives) leaves the others applied. Entries run concurrently, so two entries for one
+ * row are applied in either order (as two calls in flight at once would be). A request that cannot
+ * be decoded, or breaks the limits below, fails as a whole with INVALID_ARGUMENT and writes nothing.
+ *
+ * Limits: at most MAX_BATCH_ENTRIES entries, and MAX_MUTATIONS_PER_REQUEST mutations in all
+ * (Cloud Bigtable's cap for one MutateRows request).
+ *
+ * Clients find out whether a server has it by calling it: the emulator and Cloud Bigtable answer
+ * UNIMPLEMENTED, and the client goes back to one call per entry (check-and-mutate-batcher.ts).
+ */
+import { createRequire } from 'node:module';
+import type { ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { MAX_MUTATIONS_PER_REQUEST } from './data-service.js';
+import { type HandlerContext, unary } from './handlers.js';
+import { type CheckAndMutateRowRequest, LOADER_OPTIONS, serviceDefinition } from './protos.js';
+import { invalidArgument, rpcStatus, translateError } from './status.js';
+
+export const BATCH_SERVICE = 'percolator.batch.v1.BatchService';
+export const MAX_BATCH_ENTRIES = 10_000;
+
+const BATCH_V1 = {
+  CheckAndMutateRowsRequest: {
+    fields: { entries: { rule: 'repeated', type: '.google.bigtable.v2.CheckAndMutateRowRequest', id: 1 } },
+  },
+  CheckAndMutateRowsResponse: {
+    fields: { entries: { rule: 'repeated', type: 'Entry', id: 1 } },
+    nested: {
+      Entry: { fields: { predicateMatched: { type: 'bool', id: 1 }, status: { type: '.google.rpc.Status', id: 2 } } },
+    },
+  },
+  BatchService: {
+    methods: { CheckAndMutateRows: { requestType: 'CheckAndMutateRowsRequest', responseType: 'CheckAndMutateRowsResponse' } },
+  },
+};
+
+let cached: ServiceDefinition | null = null;
+
+/** The BatchService definition (wrapped deserializers, as for the Bigtable services); its messages embed Bigtable's. */
+export function batchServiceDefinition(): ServiceDefinition {
+  if (cached === null) {
+    const require = createRequire(import.meta.url);
+    const bigtable = require('@google-cloud/bigtable/build/protos/protos.json') as { nested: Record<string, unknown> };
+    const json = { nested: { ...bigtable.nested, percolator: { nested: { batch: { nested: { v1: { nested: BATCH_V1 } } } } } } };
+    cached = serviceDefinition(
+      protoLoader.fromJSON(json as unknown as Parameters<typeof protoLoader.fromJSON>[0], LOADER_OPTIONS),
+      BATCH_SERVICE,
+    );
+  }
+  return cached;
+}
+
+export interface CheckAndMutateRowsRequest {
+  entries?: CheckAndMutateRowRequest[];
+}
+
+/** One entry's outcome: `status` only when it failed. */
+export interface CheckAndMutateRowsEntry {
+  predicateMatched?: boolean;
+  status?: ReturnType<typeof rpcStatus>;
+}
+
+/** `checkAndMutateRow`: the data service's CheckAndMutateRow handler, which each entry goes through. */
+export function batchServiceImplementation(
+  ctx: HandlerContext & { checkAndMutateRow: (req: CheckAndMutateRowRequest) => Promise<{ predicateMatched: boolean }> },
+): UntypedServiceImplementation {
+  return {
+    CheckAndMutateRows: unary(ctx, 'CheckAndMutateRows', async (req: CheckAndMutateRowsRequest) => {
+      const entries = req.entries ?? [];
+      if (entries.length > MAX_BATCH_ENTRIES)
+        throw invalidArgument(`CheckAndMutateRows carries ${entries.length} entries; at most ${MAX_BATCH_ENTRIES} are allowed`);
+      let mutations = 0;
+      for (const e of entries) mutations += (e.trueMutations?.length ?? 0) + (e.falseMutations?.length ?? 0);
+      if (mutations > MAX_MUTATIONS_PER_REQUEST) {
+        throw invalidArgument(
+          `CheckAndMutateRows carries ${mutations} mutations; at most ${MAX_MUTATIONS_PER_REQUEST} are allowed per request`,
+        );
+      }
+      const out = await Promise.all(
+        entries.map((e) =>
+          ctx.checkAndMutateRow(e).then(
+            (r): CheckAndMutateRowsEntry => ({ predicateMatched: r.predicateMatched }),
+            (err: unknown): CheckAndMutateRowsEntry => {
+              const t = translateError(err);
+              if (t.unexpected)
+                ctx.log(
+                  `CheckAndMutateRows: unexpected error in an entry: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+                );
+              return { status: rpcStatus(t) };
+            },
+          ),
+        ),
+      );
+      return { entries: out };
+    }),
+  };
+}

@@ -1,0 +1,144 @@
+/**
+ * Coalesces concurrent CheckAndMutateRow calls into one call of `percolator serve`'s BatchService
+ * (src/server/batch-protocol.ts): the calls that arrive before the next macrotask go out together.
+ * A transaction's prewrites are issued at once, and so are its secondary commits, so each of those
+ * phases costs about one call instead of one a row — and the workers' other transactions in
+ * flight share it. A lone call goes out as a plain CheckAndMutateRow.
+ *
+ * Each entry keeps its own semantics (batch-protocol.ts): atomic in its row, independent of the
+ * others, its own result or error. A call that fails as a whole (the connection reset, the
+ * deadline) fails every entry with that error, which is what each would have met on its own: the
+ * write may or may not have been applied.
+ *
+ * Servers without the service (the emulator, Cloud Bigtable, an older `percolator serve`) answer
+ * UNIMPLEMENTED, having applied nothing: those entries are sent again one call each, and so is
+ * everything after (the answer is remembered for the store's lifetime).
+ *
+ * Concurrency contract: single-threaded; any number of calls may be pending.
+ */
+import { Metadata } from '@grpc/grpc-js';
+import { ERROR_CODE_METADATA, Status, codeFromStatusDetails } from './grpc-errors.js';
+
+/** At most this many entries in one batched call (the server takes up to 10 000). */
+export const MAX_BATCH_ENTRIES = 1000;
+
+export interface CheckAndMutateResult {
+  readonly predicateMatched?: boolean | null;
+}
+
+/** One entry of a batched call's response (`status` only when the entry failed). */
+export interface BatchEntry {
+  readonly predicateMatched?: boolean | null;
+  readonly status?: {
+    readonly code?: number | null;
+    readonly message?: string | null;
+    readonly details?: readonly { type_url?: string; typeUrl?: string; value?: Uint8Array | null }[] | null;
+  } | null;
+}
+
+export interface CheckAndMutateBatcherStats {
+  /** Batched calls sent (each of two entries or more). */
+  batches: number;
+  /** Entries they carried. */
+  batchedEntries: number;
+  /** Plain CheckAndMutateRow calls (a lone entry, or a server without the service). */
+  singles: number;
+}
+
+interface Waiter {
+  readonly request: object;
+  resolve(result: CheckAndMutateResult): void;
+  reject(e: unknown): void;
+}
+
+/**
+ * The error an entry's status stands for, shaped as a gRPC call error (code, details, and the code
+ * trailer `percolator serve` sets), so the store translates it as it would a call of its own.
+ */
+function entryError(status: NonNullable<BatchEntry['status']>): Error {
+  const message = status.message ?? '';
+  const metadata = new Metadata();
+  const known = codeFromStatusDetails(status.details);
+  if (known !== undefined) metadata.set(ERROR_CODE_METADATA, known);
+  return Object.assign(new Error(message), { code: status.code ?? Status.UNKNOWN, details: message, metadata });
+}
+
+export class CheckAndMutateBatcher {
+  readonly stats: CheckAndMutateBatcherStats = { batches: 0, batchedEntries: 0, singles: 0 };
+  private queue: Waiter[] = [];
+  private scheduled = false;
+  /** False once the server answered UNIMPLEMENTED. */
+  private supported = true;
+
+  /**
+   * `batch` sends requests in one BatchService call and resolves with its entries; `single` sends
+   * one CheckAndMutateRow. Both reject with the call's gRPC error.
+   */
+  constructor(
+    private readonly batch: (requests: readonly object[]) => Promise<readonly BatchEntry[]>,
+    private readonly single: (request: object) => Promise<CheckAndMutateResult>,
+  ) {}
+
+  /** Whether the server has the batch service, as far as is known (true until it said otherwise). */
+  get batching(): boolean {
+    return this.supported;
+  }
+
+  submit(request: object): Promise<CheckAndMutateResult> {
+    if (!this.supported) return this.sendSingle(request);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ request, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private sendSingle(request: object): Promise<CheckAndMutateResult> {
+    this.stats.singles++;
+    return this.single(request);
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const queue = this.queue;
+    this.queue = [];
+    for (let i = 0; i < queue.length; i += MAX_BATCH_ENTRIES) void this.run(queue.slice(i, i + MAX_BATCH_ENTRIES));
+  }
+
+  private async run(waiters: Waiter[]): Promise<void> {
+    if (waiters.length === 1 || !this.supported) {
+      for (const w of waiters) this.sendSingle(w.request).then(w.resolve, w.reject);
+      return;
+    }
+    let entries: readonly BatchEntry[];
+    try {
+      this.stats.batches++;
+      this.stats.batchedEntries += waiters.length;
+      entries = await this.batch(waiters.map((w) => w.request));
+    } catch (e) {
+      if ((e as { code?: unknown } | null)?.code === Status.UNIMPLEMENTED) {
+        this.supported = false;
+        for (const w of waiters) this.sendSingle(w.request).then(w.resolve, w.reject);
+      } else {
+        for (const w of waiters) w.reject(e);
+      }
+      return;
+    }
+    if (entries.length !== waiters.length) {
+      // Not what the protocol allows: which entries were applied is unknown, as after a lost reply.
+      const e = Object.assign(new Error(`CheckAndMutateRows answered ${entries.length} entries for ${waiters.length}`), {
+        code: Status.INTERNAL,
+      });
+      for (const w of waiters) w.reject(e);
+      return;
+    }
+    waiters.forEach((w, i) => {
+      const entry = entries[i] as BatchEntry;
+      const status = entry.status;
+      if (status !== undefined && status !== null && (status.code ?? 0) !== 0) w.reject(entryError(status));
+      else w.resolve({ predicateMatched: entry.predicateMatched === true });
+    });
+  }
+}

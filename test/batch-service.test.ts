@@ -1,0 +1,194 @@
+/**
+ * `percolator serve`'s BatchService (src/server/batch-protocol.ts): many CheckAndMutateRow in one
+ * call, each entry with its own outcome; and the `bigtable://` client coalescing concurrent
+ * conditional mutations into it (src/store/bigtable/check-and-mutate-batcher.ts).
+ */
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BATCH_SERVICE, MAX_BATCH_ENTRIES, batchServiceDefinition } from '../src/server/batch-protocol.js';
+import { type PercolatorServer, startServer } from '../src/server/server.js';
+import type { BigtableStore } from '../src/store/bigtable/bigtable-store.js';
+import { isStoreError } from '../src/store/errors.js';
+import { openStore } from '../src/store/open-store.js';
+import type { Store } from '../src/store/store.js';
+
+process.env.METADATA_SERVER_DETECTION = 'none';
+
+const T = (table: string) => `projects/p/instances/i/tables/${table}`;
+const b = (s: string) => Buffer.from(s);
+const set = (family: string, q: string, v: string) => ({
+  setCell: { familyName: family, columnQualifier: b(q), timestampMicros: '1000', value: b(v) },
+});
+
+let server: PercolatorServer;
+let inner: Store;
+let client: grpc.Client &
+  Record<string, (req: unknown, md: grpc.Metadata, opts: object, cb: (e: grpc.ServiceError | null, r?: unknown) => void) => void>;
+const logs: string[] = [];
+
+// biome-ignore lint/suspicious/noExplicitAny: decoded protobuf messages
+function batch(req: object | Buffer): Promise<{ err: grpc.ServiceError | null; res: any }> {
+  const def = (batchServiceDefinition() as unknown as Record<string, grpc.MethodDefinition<unknown, unknown>>).CheckAndMutateRows;
+  if (def === undefined) throw new Error('no CheckAndMutateRows');
+  return new Promise((resolve) =>
+    client.makeUnaryRequest(
+      def.path,
+      (v: unknown) => (Buffer.isBuffer(v) ? v : def.requestSerialize(v)),
+      def.responseDeserialize,
+      req,
+      new grpc.Metadata(),
+      { deadline: Date.now() + 20_000 },
+      (err, res) => resolve({ err: err ?? null, res }),
+    ),
+  );
+}
+
+async function cell(table: string, row: string): Promise<string | null> {
+  const r = await inner.readRow(table, b(row));
+  const c = r?.cells[0];
+  return c === undefined ? null : `${c.family}:${Buffer.from(c.qualifier).toString()}=${Buffer.from(c.value).toString()}`;
+}
+
+beforeAll(async () => {
+  inner = await openStore('memory:');
+  server = await startServer({ store: inner, port: 0, httpPort: 0, log: (l) => logs.push(l) });
+  const Client = grpc.makeGenericClientConstructor(batchServiceDefinition(), 'BatchService');
+  client = new Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as typeof client;
+  await inner.createTable('t', { families: { f: {}, g: {} } });
+});
+
+afterAll(async () => {
+  client?.close();
+  await server?.close();
+  await inner?.close();
+});
+
+describe('BatchService.CheckAndMutateRows, seen raw', () => {
+  it(`is served as ${BATCH_SERVICE}: each entry a CheckAndMutateRow of its own, answered in order`, async () => {
+    await inner.mutateRow('t', b('matched'), [
+      { setCell: { familyName: 'f', columnQualifier: b('lock'), timestampMicros: 1000, value: b('x') } },
+    ]);
+    const has = (q: string) => ({ columnQualifierRegexFilter: b(q) });
+    const { err, res } = await batch({
+      entries: [
+        {
+          tableName: T('t'),
+          rowKey: b('matched'),
+          predicateFilter: has('lock'),
+          trueMutations: [set('g', 'w', 'yes')],
+          falseMutations: [set('g', 'w', 'no')],
+        },
+        {
+          tableName: T('t'),
+          rowKey: b('unmatched'),
+          predicateFilter: has('lock'),
+          trueMutations: [set('g', 'w', 'yes')],
+          falseMutations: [set('g', 'w', 'no')],
+        },
+        { tableName: T('t'), rowKey: b('family'), trueMutations: [set('nope', 'w', 'x')], falseMutations: [set('nope', 'w', 'x')] },
+        { tableName: T('missing'), rowKey: b('table'), falseMutations: [set('f', 'w', 'x')] },
+        { tableName: T('t'), rowKey: b(''), falseMutations: [set('f', 'w', 'x')] },
+      ],
+    });
+    expect(err).toBeNull();
+    const entries = res.entries as {
+      predicateMatched?: boolean;
+      status?: { code: number; message: string; details: { type_url: string; value: Buffer }[] };
+    }[];
+    expect(entries.map((e) => e.status?.code ?? 0)).toEqual([
+      0,
+      0,
+      grpc.status.NOT_FOUND,
+      grpc.status.NOT_FOUND,
+      grpc.status.INVALID_ARGUMENT,
+    ]);
+    expect(entries.map((e) => e.predicateMatched === true)).toEqual([true, false, false, false, false]);
+    expect(entries.slice(2).map((e) => e.status?.details[0]?.value.toString())).toEqual([
+      expect.stringContaining('FAMILY_NOT_FOUND'),
+      expect.stringContaining('TABLE_NOT_FOUND'),
+      expect.stringContaining('EMPTY_ROW_KEY'),
+    ]);
+    // What each entry wrote, and only that.
+    expect((await inner.readRow('t', b('matched')))?.cells.map((c) => Buffer.from(c.value).toString())).toEqual(['x', 'yes']);
+    expect(await cell('t', 'unmatched')).toBe('g:w=no');
+    expect(await cell('t', 'family')).toBeNull();
+  });
+
+  it('refuses a request beyond its limits, or one it cannot decode, as a whole: nothing written', async () => {
+    const entry = (i: number) => ({ tableName: T('t'), rowKey: b(`limit${i}`), falseMutations: [set('f', 'w', 'x')] });
+    const many = await batch({ entries: Array.from({ length: MAX_BATCH_ENTRIES + 1 }, (_, i) => entry(i)) });
+    expect(many.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(many.err?.details).toContain(`at most ${MAX_BATCH_ENTRIES}`);
+    expect(await cell('t', 'limit0')).toBeNull();
+    const garbage = await batch(Buffer.from([0x0a, 0xff, 0xff, 0xff, 0x01]));
+    expect(garbage.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    const empty = await batch({ entries: [] });
+    expect(empty.err).toBeNull();
+    expect(empty.res.entries ?? []).toEqual([]);
+  });
+});
+
+describe('bigtable:// against percolator serve', () => {
+  let store: BigtableStore;
+  beforeAll(async () => {
+    store = (await openStore(`bigtable://127.0.0.1:${server.port}`)) as BigtableStore;
+    await store.createTable('race', { families: { lock: {}, data: {} } });
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  it('sends concurrent conditional mutations in batched calls, and each still decides alone', async () => {
+    const before = { ...store.conditionalWrites.stats };
+    // Two contenders for each of 25 rows, as prewrites are: write the lock only where none is.
+    const attempts = Array.from({ length: 50 }, (_, i) => ({ row: `r${i % 25}`, owner: `o${i}` }));
+    const won = await Promise.all(
+      attempts.map(
+        async ({ row, owner }) =>
+          !(await store.checkAndMutateRow('race', b(row), {
+            predicateFilter: { familyNameRegexFilter: 'lock' },
+            falseMutations: [{ setCell: { familyName: 'lock', columnQualifier: b('l'), timestampMicros: 1000, value: b(owner) } }],
+          })),
+      ),
+    );
+    const stats = store.conditionalWrites.stats;
+    expect(stats.batchedEntries - before.batchedEntries).toBe(50);
+    expect(stats.batches - before.batches).toBeLessThanOrEqual(2);
+    expect(stats.singles - before.singles).toBe(0);
+    // Exactly one winner a row, and the lock is the winner's.
+    for (let r = 0; r < 25; r++) {
+      const winners = attempts.filter((a, i) => a.row === `r${r}` && won[i]);
+      expect(winners).toHaveLength(1);
+      const row = await store.readRow('race', b(`r${r}`));
+      expect(Buffer.from(row?.cells[0]?.value ?? []).toString()).toBe(winners[0]?.owner);
+    }
+  });
+
+  it("fails an entry the server refuses with the store's error, as a call of its own would", async () => {
+    await store.createTable('gone', { families: { f: {} } });
+    await store.readRow('gone', b('x')); // the schema is cached: the writes go out unchecked
+    await inner.deleteTable('gone');
+    const batches = store.conditionalWrites.stats.batches;
+    const outcomes = await Promise.allSettled(
+      ['a', 'b'].map((row) =>
+        store.checkAndMutateRow('gone', b(row), {
+          falseMutations: [{ setCell: { familyName: 'f', columnQualifier: b('q'), timestampMicros: 1000, value: b('v') } }],
+        }),
+      ),
+    );
+    for (const o of outcomes) {
+      expect(o.status).toBe('rejected');
+      const e = (o as PromiseRejectedResult).reason;
+      expect(isStoreError(e, 'TABLE_NOT_FOUND'), String(e)).toBe(true);
+      expect(e.details).toMatchObject({ table: 'gone' });
+    }
+    expect(store.conditionalWrites.stats.batches).toBe(batches + 1);
+    expect(store.conditionalWrites.batching).toBe(true);
+  });
+
+  it('counts the batched calls in /metrics, and logged no unexpected error', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${server.httpPort}/metrics`)).text();
+    expect(text).toMatch(/percolator_grpc_requests_total\{method="BatchService.CheckAndMutateRows",code="OK"\} [1-9]/);
+    expect(logs.filter((l) => /unexpected/.test(l))).toEqual([]);
+  });
+});

@@ -34,14 +34,22 @@ import { performance } from 'node:perf_hooks';
 import { WEB_INDEX_STAGES, type WebIndexStage } from '../apps/webindex/pipeline.js';
 import { DEFAULT_LOADERS, type RunSummary, engineCounters, runWebIndex } from '../apps/webindex/run.js';
 import type { EngineReadsByGroup } from '../store/engine-store.js';
+import { type ServeProcess, startServeProcess } from './serve-process.js';
 import { type SizeSample, type SizeStep, lastSearchableMs, sizeCurve } from './size-curve.js';
 import { mainThreadCpuMs } from './thread-cpu.js';
+
+export const WEB_INDEX_BENCH_STORES = ['file:', 'memory:', 'serve'] as const;
+export type WebIndexBenchStore = (typeof WEB_INDEX_BENCH_STORES)[number];
 
 export interface WebIndexBenchOptions {
   readonly docs: number;
   readonly seed?: number;
-  /** `file:` (default, a fresh temporary directory) or `memory:`. */
-  readonly store?: 'file:' | 'memory:';
+  /**
+   * `file:` (default, a fresh temporary directory), `memory:`, or `serve`: a `percolator serve`
+   * child process on a fresh temporary directory for each phase, with the pipeline in this process
+   * as its client over `bigtable://` (the several-process deployment, DESIGN §8).
+   */
+  readonly store?: WebIndexBenchStore;
   readonly threads?: number;
   readonly loaders?: number;
   /**
@@ -149,6 +157,8 @@ export interface WebIndexBenchResult {
   readonly conflicts: number;
   readonly commitsPerDocument: number;
   readonly cpuMsPerDocument: number;
+  /** With `--store serve`: the server process's CPU in the saturation phase, per document (else null). */
+  readonly serverCpuMsPerDocument: number | null;
   /** What the saturation phase wrote to the storage engine, per document (`file:` only; else null). */
   readonly engineOpsPerDocument: number | null;
   readonly engineKiBPerDocument: number | null;
@@ -255,16 +265,19 @@ async function phase(
   docs: number,
   extra: { window?: number; rate?: number; until?: WebIndexStage },
   samples?: SizeSample[],
-): Promise<RunSummary> {
+): Promise<RunSummary & { readonly serverCpuMs: number | null }> {
   const dir = options.store === 'memory:' ? null : await mkdtemp(join(tmpdir(), 'percolator-bench-webindex-'));
   let sampler: NodeJS.Timeout | undefined;
   let sample: (() => void) | undefined;
+  let server: ServeProcess | null = null;
   try {
+    if (options.store === 'serve') server = await startServeProcess(dir as string);
+    const serverCpu0 = server?.cpuMs() ?? null;
     const handle = await runWebIndex({
       corpus: 'synthetic',
       docs,
       seed: options.seed,
-      store: dir === null ? 'memory:' : `file:${dir}`,
+      store: dir === null ? 'memory:' : server !== null ? `bigtable://127.0.0.1:${server.port}` : `file:${dir}`,
       keep: true,
       threads: options.threads ?? 16,
       loaders: options.loaders,
@@ -314,10 +327,12 @@ async function phase(
     // Documents that became searchable after the last tick: dated now, at most one period late.
     sample?.();
     const s = handle.summary;
+    const serverCpu = server?.cpuMs() ?? null;
     await handle.close();
-    return s;
+    return { ...s, serverCpuMs: serverCpu === null || serverCpu0 === null ? null : serverCpu - serverCpu0 };
   } finally {
     clearInterval(sampler);
+    await server?.stop();
     if (dir !== null) await rm(dir, { recursive: true, force: true });
   }
 }
@@ -411,6 +426,7 @@ export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<W
     conflicts: s.conflicts,
     commitsPerDocument: Math.round((s.observerCommits / Math.max(1, s.loaded)) * 100) / 100,
     cpuMsPerDocument: Math.round(((cpu.user + cpu.system) / 1000 / Math.max(1, s.loaded)) * 100) / 100,
+    serverCpuMsPerDocument: s.serverCpuMs === null ? null : Math.round((s.serverCpuMs / Math.max(1, s.loaded)) * 100) / 100,
     engineOpsPerDocument: s.engineWrites === null ? null : Math.round((s.engineWrites.ops / Math.max(1, s.loaded)) * 10) / 10,
     engineKiBPerDocument: s.engineWrites === null ? null : Math.round((s.engineWrites.bytes / 1024 / Math.max(1, s.loaded)) * 10) / 10,
     engineReadsPerDocument: s.engineReads === null ? null : Math.round((s.engineReads / Math.max(1, s.loaded)) * 10) / 10,

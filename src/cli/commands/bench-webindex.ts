@@ -7,7 +7,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { checkedSvg, renderLineChart } from '../../bench/svg-plot.js';
-import { DEFAULT_SATURATION_WINDOW, type WebIndexBenchResult, runWebIndexBench } from '../../bench/webindex-bench.js';
+import {
+  DEFAULT_SATURATION_WINDOW,
+  WEB_INDEX_BENCH_STORES,
+  type WebIndexBenchResult,
+  runWebIndexBench,
+} from '../../bench/webindex-bench.js';
 import { DEFAULT_LOADERS } from '../../apps/webindex/run.js';
 import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
@@ -89,7 +94,11 @@ export function register(program: Command): void {
       'the web indexer on the synthetic corpus (3 clustering keys, ~3.3 docs per cluster): documents/s at saturation, crawl-to-index latency at light load, peak RSS',
     )
     .option('--docs <n>', 'documents (saturation phase)', parsePositiveNumber('docs'), 2000)
-    .option('--store <kind>', 'file: (a fresh temporary directory) or memory:', 'file:')
+    .option(
+      '--store <kind>',
+      'file: (a fresh temporary directory), memory:, or serve (a percolator serve process on a fresh directory, the pipeline its bigtable:// client)',
+      'file:',
+    )
     .option('--threads <n>', 'concurrent observer runs', parsePositiveNumber('threads'), 16)
     .option('--loaders <n>', 'concurrent loader transactions', parsePositiveInteger('loaders'), DEFAULT_LOADERS)
     .option('--seed <n>', 'corpus seed', Number, 42)
@@ -141,12 +150,15 @@ export function register(program: Command): void {
         stages?: boolean;
         json?: boolean;
       }) => {
-        if (opts.store !== 'file:' && opts.store !== 'memory:') {
-          throw Object.assign(new Error(`--store must be file: or memory:, got ${opts.store}`), { code: 'INVALID_ARGUMENT' });
+        const store = WEB_INDEX_BENCH_STORES.find((k) => k === opts.store);
+        if (store === undefined) {
+          throw Object.assign(new Error(`--store must be ${WEB_INDEX_BENCH_STORES.join(', ')}; got ${opts.store}`), {
+            code: 'INVALID_ARGUMENT',
+          });
         }
         const result = await runWebIndexBench({
           docs: opts.docs,
-          store: opts.store,
+          store,
           threads: opts.threads,
           loaders: opts.loaders,
           seed: opts.seed,

@@ -106,6 +106,16 @@ interface PreparedEntry {
   readonly idempotent: boolean;
 }
 
+/** About what mutations weigh on the wire (CheckAndMutateBatcher's byte cap). */
+function protoMutationsBytes(mutations: readonly ProtoMutation[]): number {
+  let n = 0;
+  for (const m of mutations) {
+    const set = (m as { setCell?: { columnQualifier?: Uint8Array | null; value?: Uint8Array | null } }).setCell;
+    n += 32 + (set?.columnQualifier?.byteLength ?? 0) + (set?.value?.byteLength ?? 0);
+  }
+  return n;
+}
+
 type RawStream = (request: unknown, metadata: Metadata, options: Record<string, unknown>) => AsyncIterable<unknown> & { cancel(): void };
 
 /** `percolator serve`'s extension: a family → locality group JSON map in request / response metadata. */
@@ -815,7 +825,9 @@ export class BigtableStore implements Store {
     };
     const resp =
       this.config.host !== undefined
-        ? await this.call({ table, row: keyHex(key) }, () => this.conditionalWrites.submit(request))
+        ? await this.call({ table, row: keyHex(key) }, () =>
+            this.conditionalWrites.submit(request, protoMutationsBytes(trueMutations) + protoMutationsBytes(falseMutations)),
+          )
         : (await this.call({ table, row: keyHex(key) }, () => this.clients.data.checkAndMutateRow(request, this.unary())))[0];
     return resp.predicateMatched === true;
   }

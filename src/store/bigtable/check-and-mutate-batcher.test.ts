@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { toStoreError } from './grpc-errors.js';
-import { type BatchEntry, CheckAndMutateBatcher, type CheckAndMutateResult, MAX_BATCH_ENTRIES } from './check-and-mutate-batcher.js';
+import {
+  type BatchEntry,
+  CheckAndMutateBatcher,
+  type CheckAndMutateResult,
+  MAX_BATCH_BYTES,
+  MAX_BATCH_ENTRIES,
+} from './check-and-mutate-batcher.js';
 
 /** A fake server: records calls; `batch` answers each request `{ row, match }` with its `match` unless told otherwise. */
 function fake(options: { batch?: (requests: readonly object[]) => Promise<readonly BatchEntry[]> } = {}) {
@@ -56,6 +62,18 @@ describe('CheckAndMutateBatcher', () => {
     expect(batches.map((b) => b.length)).toEqual([MAX_BATCH_ENTRIES, MAX_BATCH_ENTRIES, 3]);
     expect(results.filter(matched)).toHaveLength(1);
     expect(matched(results[n - 1] as CheckAndMutateResult)).toBe(true);
+  });
+
+  it(`keeps a batch's mutations under ${MAX_BATCH_BYTES} bytes; an entry above that goes alone`, async () => {
+    const { batcher, batches, singles } = fake();
+    const third = Math.floor(MAX_BATCH_BYTES / 3);
+    const sizes = [third, third, third, third, MAX_BATCH_BYTES + 1, 10, 10];
+    await Promise.all(sizes.map((bytes, i) => batcher.submit({ row: i, match: true }, bytes)));
+    expect(batches.map((b) => b.map((r) => (r as { row: number }).row))).toEqual([
+      [0, 1, 2],
+      [5, 6],
+    ]);
+    expect(singles.map((r) => (r as { row: number }).row)).toEqual([3, 4]);
   });
 
   it('goes back to one call per entry, for good, when the server has no batch service (UNIMPLEMENTED)', async () => {

@@ -21,6 +21,11 @@ import { ERROR_CODE_METADATA, Status, codeFromStatusDetails } from './grpc-error
 
 /** At most this many entries in one batched call (the server takes up to 10 000). */
 export const MAX_BATCH_ENTRIES = 1000;
+/**
+ * At most about this many bytes of mutations in one batched call: far below the server's message
+ * cap (256 MiB by default), whatever the values (up to 10 MiB each). A larger entry goes alone.
+ */
+export const MAX_BATCH_BYTES = 16 * 1024 * 1024;
 
 export interface CheckAndMutateResult {
   readonly predicateMatched?: boolean | null;
@@ -47,6 +52,7 @@ export interface CheckAndMutateBatcherStats {
 
 interface Waiter {
   readonly request: object;
+  readonly bytes: number;
   resolve(result: CheckAndMutateResult): void;
   reject(e: unknown): void;
 }
@@ -84,10 +90,11 @@ export class CheckAndMutateBatcher {
     return this.supported;
   }
 
-  submit(request: object): Promise<CheckAndMutateResult> {
+  /** `bytes`: about what the request's mutations weigh (MAX_BATCH_BYTES). */
+  submit(request: object, bytes = 0): Promise<CheckAndMutateResult> {
     if (!this.supported) return this.sendSingle(request);
     return new Promise((resolve, reject) => {
-      this.queue.push({ request, resolve, reject });
+      this.queue.push({ request, bytes, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -104,7 +111,18 @@ export class CheckAndMutateBatcher {
     this.scheduled = false;
     const queue = this.queue;
     this.queue = [];
-    for (let i = 0; i < queue.length; i += MAX_BATCH_ENTRIES) void this.run(queue.slice(i, i + MAX_BATCH_ENTRIES));
+    let batch: Waiter[] = [];
+    let bytes = 0;
+    for (const w of queue) {
+      if (batch.length > 0 && (batch.length === MAX_BATCH_ENTRIES || bytes + w.bytes > MAX_BATCH_BYTES)) {
+        void this.run(batch);
+        batch = [];
+        bytes = 0;
+      }
+      batch.push(w);
+      bytes += w.bytes;
+    }
+    if (batch.length > 0) void this.run(batch);
   }
 
   private async run(waiters: Waiter[]): Promise<void> {

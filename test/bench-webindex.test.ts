@@ -12,6 +12,7 @@ it('indexes every document of every phase, without anomalies, says how busy the 
   const r = await runWebIndexBench({ docs: 300, store: 'memory:', lightDocs: 20, lightRate: 100, loadRates: [40, 400], loadSeconds: 1 });
   expect(r.documents).toBe(300);
   expect(r.anomalies).toEqual([]);
+  expect(r.serverCpuMsPerDocument).toBeNull(); // no server process
   expect(r.documentsPerSecond).toBeGreaterThan(0);
   expect(r.lightLoad?.documents).toBe(20);
   expect(r.medianLatencyMs).toBe(r.lightLoad?.medianLatencyMs);
@@ -101,6 +102,18 @@ it('with stages, runs the pipeline cut after each stage on the same corpus: each
     if (process.platform === 'linux') expect(s.jsMsPerDocument).toBeGreaterThan(0);
     expect(s.engineOpsPerDocument).toBeNull(); // memory:
   }
+}, 120_000);
+
+it('with --store serve, runs the pipeline as the client of a percolator serve process, and counts both sides’ CPU', async () => {
+  const r = await runWebIndexBench({ docs: 60, store: 'serve', lightDocs: 5, lightRate: 50, loadRates: [], loaders: 4, threads: 4 });
+  expect(r.store).toBe('serve');
+  expect(r.documents).toBe(60);
+  expect(r.lightLoad?.documents).toBe(5);
+  expect(r.anomalies).toEqual([]);
+  expect(r.duplicatesFound).toBeGreaterThan(0);
+  expect(r.cpuMsPerDocument).toBeGreaterThan(0);
+  if (process.platform === 'linux') expect(r.serverCpuMsPerDocument).toBeGreaterThan(0);
+  expect(r.engineOpsPerDocument).toBeNull(); // the engine is in the server's process
 }, 120_000);
 
 it('on file:, a run counts its engine reads by table and locality group, and reads LevelDB’s compaction counters', async () => {

@@ -12,7 +12,7 @@
  * from /proc; null elsewhere).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -55,7 +55,9 @@ function listening(child: ChildProcess): Promise<void> {
 }
 
 export async function startServeProcess(dataDir: string): Promise<ServeProcess> {
-  const main = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+  // The built CLI, from src/bench (tests) and dist/bench alike.
+  const main = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+  if (!existsSync(main)) throw Object.assign(new Error(`${main} is missing: run \`npm run build\` first`), { code: 'BUILD_MISSING' });
   for (let attempt = 1; ; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 40_000);
     const child = spawn(process.execPath, [main, 'serve', '--data', dataDir, '--port', String(port), '--http-port', 'off'], {

@@ -260,6 +260,8 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     const t0 = performance.now();
     let pending = 0;
     let stopProgress = false;
+    // Ends the progress loop's current period at once (the run is over: no need to sit it out).
+    let wakeProgress = (): void => undefined;
     // Counting pending notifications reads every one of them: only for someone who asked.
     const progressLoop = (async () => {
       const interval = options.progressIntervalMs ?? 500;
@@ -273,8 +275,15 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
           pending,
           elapsedMs: performance.now() - t0,
         });
+        if (stopProgress) break; // stopped while counting
         // A sampling period, not a wait for a condition.
-        await new Promise((r) => setTimeout(r, interval));
+        await new Promise<void>((r) => {
+          const timer = setTimeout(r, interval);
+          wakeProgress = () => {
+            clearTimeout(timer);
+            r();
+          };
+        });
       }
     })();
     const window = options.window ?? 4 * (options.threads ?? 16);
@@ -315,6 +324,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     const elapsedMs = performance.now() - t0;
     const engineAfter = engineCounters(store);
     stopProgress = true;
+    wakeProgress();
     await progressLoop;
     options.onProgress?.({
       total: corpus.total,

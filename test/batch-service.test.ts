@@ -11,6 +11,7 @@ import type { BigtableStore } from '../src/store/bigtable/bigtable-store.js';
 import { isStoreError } from '../src/store/errors.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';
+import type { RowFilter } from '../src/store/types.js';
 
 process.env.METADATA_SERVER_DETECTION = 'none';
 
@@ -27,9 +28,9 @@ let client: grpc.Client &
 const logs: string[] = [];
 
 // biome-ignore lint/suspicious/noExplicitAny: decoded protobuf messages
-function batch(req: object | Buffer): Promise<{ err: grpc.ServiceError | null; res: any }> {
-  const def = (batchServiceDefinition() as unknown as Record<string, grpc.MethodDefinition<unknown, unknown>>).CheckAndMutateRows;
-  if (def === undefined) throw new Error('no CheckAndMutateRows');
+function batch(req: object | Buffer, method = 'CheckAndMutateRows'): Promise<{ err: grpc.ServiceError | null; res: any }> {
+  const def = (batchServiceDefinition() as unknown as Record<string, grpc.MethodDefinition<unknown, unknown>>)[method];
+  if (def === undefined) throw new Error(`no ${method}`);
   return new Promise((resolve) =>
     client.makeUnaryRequest(
       def.path,
@@ -128,6 +129,59 @@ describe('BatchService.CheckAndMutateRows, seen raw', () => {
   });
 });
 
+describe('BatchService.ReadRowsMany, seen raw', () => {
+  it('answers each entry its rows as ReadRows would; an entry that is not point reads fails alone', async () => {
+    for (const k of ['p1', 'p2'])
+      await inner.mutateRow('t', b(k), [
+        { setCell: { familyName: 'f', columnQualifier: b('a'), timestampMicros: 1000, value: b(`${k}-f`) } },
+        { setCell: { familyName: 'g', columnQualifier: b('b'), timestampMicros: 2000, value: b(`${k}-g`) } },
+      ]);
+    const { err, res } = await batch(
+      {
+        entries: [
+          { tableName: T('t'), rows: { rowKeys: [b('p2'), b('p1'), b('absent')] }, filter: { familyNameRegexFilter: 'f' } },
+          { tableName: T('t'), rows: { rowKeys: [b('p1')] } },
+          { tableName: T('t'), rows: { rowRanges: [{ startKeyClosed: b('p') }] } },
+          { tableName: T('missing'), rows: { rowKeys: [b('p1')] } },
+          { tableName: T('t') },
+        ],
+      },
+      'ReadRowsMany',
+    );
+    expect(err).toBeNull();
+    // biome-ignore lint/suspicious/noExplicitAny: decoded protobuf messages
+    const show = (rows: any[] | undefined) =>
+      (rows ?? []).map(
+        (r) =>
+          `${r.key.toString()}:${r.families
+            // biome-ignore lint/suspicious/noExplicitAny: decoded protobuf messages
+            .flatMap((f: any) =>
+              f.columns.flatMap((c: any) =>
+                c.cells.map((x: any) => `${f.name}/${c.qualifier.toString()}@${x.timestampMicros}=${x.value.toString()}`),
+              ),
+            )
+            .join(',')}`,
+      );
+    const entries = res.entries;
+    expect(show(entries[0].rows)).toEqual(['p1:f/a@1000=p1-f', 'p2:f/a@1000=p2-f']);
+    expect(show(entries[1].rows)).toEqual(['p1:f/a@1000=p1-f,g/b@2000=p1-g']);
+    // biome-ignore lint/suspicious/noExplicitAny: decoded protobuf messages
+    expect(entries.map((e: any) => e.status?.code ?? 0)).toEqual([
+      0,
+      0,
+      grpc.status.INVALID_ARGUMENT,
+      grpc.status.NOT_FOUND,
+      grpc.status.INVALID_ARGUMENT,
+    ]);
+    expect(entries[3].status.details[0].value.toString()).toContain('TABLE_NOT_FOUND');
+    const many = await batch(
+      { entries: [{ tableName: T('t'), rows: { rowKeys: Array.from({ length: MAX_BATCH_ENTRIES + 1 }, (_, i) => b(`k${i}`)) } }] },
+      'ReadRowsMany',
+    );
+    expect(many.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+  });
+});
+
 describe('bigtable:// against percolator serve', () => {
   let store: BigtableStore;
   beforeAll(async () => {
@@ -184,6 +238,37 @@ describe('bigtable:// against percolator serve', () => {
     }
     expect(store.conditionalWrites.stats.batches).toBe(batches + 1);
     expect(store.conditionalWrites.batching).toBe(true);
+  });
+
+  it('reads point reads of several tables and filters in one call, each row as readRow gives it', async () => {
+    await store.createTable('multi', { families: { a: {}, b: {} } });
+    await store.createTable('gone2', { families: { a: {} } });
+    for (const k of ['m1', 'm2'])
+      await store.mutateRow('multi', b(k), [
+        { setCell: { familyName: 'a', columnQualifier: b('x'), timestampMicros: 1000, value: b(`${k}a`) } },
+        { setCell: { familyName: 'b', columnQualifier: b('y'), timestampMicros: 1000, value: b(`${k}b`) } },
+      ]);
+    const reads: [string, string, RowFilter | undefined][] = [
+      ['multi', 'm1', { familyNameRegexFilter: 'a' }],
+      ['multi', 'm2', { familyNameRegexFilter: 'b' }],
+      ['multi', 'm1', undefined],
+      ['multi', 'none', undefined],
+      ['race', 'r3', undefined],
+    ];
+    const alone = [];
+    for (const [t, k, f] of reads) alone.push(await store.readRow(t, b(k), f));
+    const before = store.pointReads.stats.groupedCalls;
+    const together = await Promise.all(reads.map(([t, k, f]) => store.readRow(t, b(k), f)));
+    expect(store.pointReads.stats.groupedCalls).toBe(before + 1);
+    expect(together).toEqual(alone);
+    expect(together.map((r) => r?.cells.length ?? 0)).toEqual([1, 1, 2, 0, 1]);
+    // A group the server refuses fails alone: the table went away after its schema was cached.
+    await store.readRow('gone2', b('x'));
+    await inner.deleteTable('gone2');
+    const out = await Promise.allSettled([store.readRow('multi', b('m1')), store.readRow('gone2', b('x'))]);
+    expect(out[0].status).toBe('fulfilled');
+    expect(isStoreError((out[1] as PromiseRejectedResult).reason, 'TABLE_NOT_FOUND')).toBe(true);
+    expect(store.pointReads.stats.groupedCalls).toBe(before + 2);
   });
 
   it('counts the batched calls in /metrics, and logged no unexpected error', async () => {

@@ -209,6 +209,17 @@ const generators: Record<string, [string, () => object | Buffer]> = {
   ],
   CheckAndMutateRow: [DATA_SERVICE, checkAndMutateRow],
   CheckAndMutateRows: [BATCH_SERVICE, () => ({ entries: Array.from({ length: int(6) }, checkAndMutateRow) })],
+  ReadRowsMany: [
+    BATCH_SERVICE,
+    () => ({
+      entries: Array.from({ length: int(6) }, () => ({
+        tableName: tableName(),
+        ...(chance(0.8) ? { rows: { rowKeys: Array.from({ length: int(4) }, smallKey) } } : {}),
+        ...(chance(0.6) ? { filter: filter(3) } : {}),
+        ...(chance(0.2) ? { rowsLimit: String(int(3)) } : {}),
+      })),
+    }),
+  ],
   ReadModifyWriteRow: [
     DATA_SERVICE,
     () => ({

@@ -8,6 +8,7 @@
  *   package percolator.batch.v1;
  *   service BatchService {
  *     rpc CheckAndMutateRows(CheckAndMutateRowsRequest) returns (CheckAndMutateRowsResponse);
+ *     rpc ReadRowsMany(ReadRowsManyRequest) returns (ReadRowsManyResponse);
  *   }
  *   message CheckAndMutateRowsRequest {
  *     repeated google.bigtable.v2.CheckAndMutateRowRequest entries = 1;
@@ -16,16 +17,28 @@
  *     message Entry { bool predicate_matched = 1; google.rpc.Status status = 2; }
  *     repeated Entry entries = 1;   // one per request entry, in request order
  *   }
+ *   message ReadRowsManyRequest  { repeated google.bigtable.v2.ReadRowsRequest entries = 1; }
+ *   message ReadRowsManyResponse {
+ *     message Entry { repeated google.bigtable.v2.Row rows = 1; google.rpc.Status status = 2; }
+ *     repeated Entry entries = 1;   // one per request entry, in request order
+ *   }
  *
- * Semantics: each entry is exactly a CheckAndMutateRow call — validated, atomic within its row,
+ * Semantics: each CheckAndMutateRows entry is exactly a CheckAndMutateRow call — validated, atomic within its row,
  * durable before the response is sent — and entries are independent, as MutateRows entries are:
  * one failing (its `status` set, with the stable code in a `google.rpc.ErrorInfo` detail as
  * MutateRows gives) leaves the others applied. Entries run concurrently, so two entries for one
  * row are applied in either order (as two calls in flight at once would be). A request that cannot
  * be decoded, or breaks the limits below, fails as a whole with INVALID_ARGUMENT and writes nothing.
  *
- * Limits: at most MAX_BATCH_ENTRIES entries, and MAX_MUTATIONS_PER_REQUEST mutations in all
- * (Cloud Bigtable's cap for one MutateRows request).
+ * Each ReadRowsMany entry is a ReadRows of point reads — its row set names row keys only (an
+ * entry with ranges fails with INVALID_ARGUMENT) — answered whole: its rows in the order ReadRows
+ * would stream them, each read atomically, as `Row` messages (families, columns, cells newest
+ * first, labels kept). Point reads of many tables and filters then cost one call, where ReadRows
+ * takes one table and one filter.
+ *
+ * Limits: at most MAX_BATCH_ENTRIES entries; for CheckAndMutateRows MAX_MUTATIONS_PER_REQUEST
+ * mutations in all (Cloud Bigtable's cap for one MutateRows request), for ReadRowsMany
+ * MAX_BATCH_ENTRIES row keys in all.
  *
  * Clients find out whether a server has it by calling it: the emulator and Cloud Bigtable answer
  * UNIMPLEMENTED, and the client goes back to one call per entry (check-and-mutate-batcher.ts).
@@ -35,7 +48,8 @@ import type { ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc
 import * as protoLoader from '@grpc/proto-loader';
 import { MAX_MUTATIONS_PER_REQUEST } from './data-service.js';
 import { type HandlerContext, unary } from './handlers.js';
-import { type CheckAndMutateRowRequest, LOADER_OPTIONS, serviceDefinition } from './protos.js';
+import type { WireRowOut } from './convert.js';
+import { type CheckAndMutateRowRequest, LOADER_OPTIONS, type ReadRowsRequest, serviceDefinition } from './protos.js';
 import { invalidArgument, rpcStatus, translateError } from './status.js';
 
 export const BATCH_SERVICE = 'percolator.batch.v1.BatchService';
@@ -51,8 +65,22 @@ const BATCH_V1 = {
       Entry: { fields: { predicateMatched: { type: 'bool', id: 1 }, status: { type: '.google.rpc.Status', id: 2 } } },
     },
   },
+  ReadRowsManyRequest: {
+    fields: { entries: { rule: 'repeated', type: '.google.bigtable.v2.ReadRowsRequest', id: 1 } },
+  },
+  ReadRowsManyResponse: {
+    fields: { entries: { rule: 'repeated', type: 'Entry', id: 1 } },
+    nested: {
+      Entry: {
+        fields: { rows: { rule: 'repeated', type: '.google.bigtable.v2.Row', id: 1 }, status: { type: '.google.rpc.Status', id: 2 } },
+      },
+    },
+  },
   BatchService: {
-    methods: { CheckAndMutateRows: { requestType: 'CheckAndMutateRowsRequest', responseType: 'CheckAndMutateRowsResponse' } },
+    methods: {
+      CheckAndMutateRows: { requestType: 'CheckAndMutateRowsRequest', responseType: 'CheckAndMutateRowsResponse' },
+      ReadRowsMany: { requestType: 'ReadRowsManyRequest', responseType: 'ReadRowsManyResponse' },
+    },
   },
 };
 
@@ -76,21 +104,53 @@ export interface CheckAndMutateRowsRequest {
   entries?: CheckAndMutateRowRequest[];
 }
 
-/** One entry's outcome: `status` only when it failed. */
-export interface CheckAndMutateRowsEntry {
-  predicateMatched?: boolean;
-  status?: ReturnType<typeof rpcStatus>;
+export interface ReadRowsManyRequest {
+  entries?: ReadRowsRequest[];
 }
 
-/** `checkAndMutateRow`: the data service's CheckAndMutateRow handler, which each entry goes through. */
+/** An entry's failure, as MutateRows entries carry it. */
+type EntryStatus = ReturnType<typeof rpcStatus>;
+
+/**
+ * Runs every entry through `run` concurrently; an entry that throws gets its status instead of
+ * a result (logged when unexpected, as a call's error would be).
+ */
+function eachEntry<E, R extends object>(
+  ctx: HandlerContext,
+  method: string,
+  entries: readonly E[],
+  run: (entry: E) => Promise<R>,
+): Promise<(R | { status: EntryStatus })[]> {
+  return Promise.all(
+    entries.map((e) =>
+      run(e).catch((err: unknown) => {
+        const t = translateError(err);
+        if (t.unexpected)
+          ctx.log(`${method}: unexpected error in an entry: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+        return { status: rpcStatus(t) };
+      }),
+    ),
+  );
+}
+
+function checkEntryCount(method: string, n: number, what = 'entries'): void {
+  if (n > MAX_BATCH_ENTRIES) throw invalidArgument(`${method} carries ${n} ${what}; at most ${MAX_BATCH_ENTRIES} are allowed`);
+}
+
+/**
+ * `checkAndMutateRow`: the data service's CheckAndMutateRow handler, which each CheckAndMutateRows
+ * entry goes through; `pointReads`: its ReadRows of row keys, answered whole, for ReadRowsMany.
+ */
 export function batchServiceImplementation(
-  ctx: HandlerContext & { checkAndMutateRow: (req: CheckAndMutateRowRequest) => Promise<{ predicateMatched: boolean }> },
+  ctx: HandlerContext & {
+    checkAndMutateRow: (req: CheckAndMutateRowRequest) => Promise<{ predicateMatched: boolean }>;
+    pointReads: (req: ReadRowsRequest) => Promise<WireRowOut[]>;
+  },
 ): UntypedServiceImplementation {
   return {
     CheckAndMutateRows: unary(ctx, 'CheckAndMutateRows', async (req: CheckAndMutateRowsRequest) => {
       const entries = req.entries ?? [];
-      if (entries.length > MAX_BATCH_ENTRIES)
-        throw invalidArgument(`CheckAndMutateRows carries ${entries.length} entries; at most ${MAX_BATCH_ENTRIES} are allowed`);
+      checkEntryCount('CheckAndMutateRows', entries.length);
       let mutations = 0;
       for (const e of entries) mutations += (e.trueMutations?.length ?? 0) + (e.falseMutations?.length ?? 0);
       if (mutations > MAX_MUTATIONS_PER_REQUEST) {
@@ -98,22 +158,17 @@ export function batchServiceImplementation(
           `CheckAndMutateRows carries ${mutations} mutations; at most ${MAX_MUTATIONS_PER_REQUEST} are allowed per request`,
         );
       }
-      const out = await Promise.all(
-        entries.map((e) =>
-          ctx.checkAndMutateRow(e).then(
-            (r): CheckAndMutateRowsEntry => ({ predicateMatched: r.predicateMatched }),
-            (err: unknown): CheckAndMutateRowsEntry => {
-              const t = translateError(err);
-              if (t.unexpected)
-                ctx.log(
-                  `CheckAndMutateRows: unexpected error in an entry: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
-                );
-              return { status: rpcStatus(t) };
-            },
-          ),
-        ),
+      return { entries: await eachEntry(ctx, 'CheckAndMutateRows', entries, ctx.checkAndMutateRow) };
+    }),
+    ReadRowsMany: unary(ctx, 'ReadRowsMany', async (req: ReadRowsManyRequest) => {
+      const entries = req.entries ?? [];
+      checkEntryCount('ReadRowsMany', entries.length);
+      checkEntryCount(
+        'ReadRowsMany',
+        entries.reduce((n, e) => n + (e.rows?.rowKeys?.length ?? 0), 0),
+        'row keys',
       );
-      return { entries: out };
+      return { entries: await eachEntry(ctx, 'ReadRowsMany', entries, async (e) => ({ rows: await ctx.pointReads(e) })) };
     }),
   };
 }

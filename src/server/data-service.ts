@@ -30,6 +30,7 @@ import {
   rowToWire,
   ruleFromWire,
   type TableRef,
+  type WireRowOut,
 } from './convert.js';
 import { type HandlerContext, serverStream, unary, writeWithBackpressure } from './handlers.js';
 import type { ServerMetrics } from './metrics.js';
@@ -84,22 +85,49 @@ export function checkAndMutateRowHandler(ctx: Pick<DataServiceContext, 'store' |
   };
 }
 
+function readRowsOptions(req: ReadRowsRequest): ReadRowsOptions {
+  const rowsLimit = int64(req.rowsLimit, 'rows_limit');
+  if (rowsLimit < 0) throw invalidArgument(`rows_limit must be ≥ 0, got ${rowsLimit}`);
+  const rows = rowSetFromWire(req.rows);
+  return {
+    ...(rows === undefined ? {} : { rows }),
+    ...(req.filter === undefined ? {} : { filter: rowFilterFromWire(req.filter) }),
+    rowsLimit,
+    reversed: req.reversed === true,
+  };
+}
+
+/**
+ * A ReadRows of point reads (row keys only, at least one), answered whole: the batch service's
+ * ReadRowsMany entries (batch-protocol.ts).
+ */
+export function pointReadsHandler(ctx: Pick<DataServiceContext, 'store' | 'metrics'>) {
+  const { store, metrics } = ctx;
+  return async (req: ReadRowsRequest): Promise<WireRowOut[]> => {
+    const t = target(req);
+    if ((req.rows?.rowRanges?.length ?? 0) > 0 || (req.rows?.rowKeys?.length ?? 0) === 0) {
+      throw invalidArgument('a ReadRowsMany entry reads row keys, at least one and no ranges (ReadRows scans)');
+    }
+    const out: WireRowOut[] = [];
+    let cells = 0;
+    let bytes = 0;
+    for await (const row of store.readRows(t.table, readRowsOptions(req))) {
+      out.push(rowToWire(row));
+      cells += row.cells.length;
+      for (const c of row.cells) bytes += c.value.byteLength;
+    }
+    metrics.addRowsRead(out.length, cells, bytes);
+    return out;
+  };
+}
+
 export function dataService(ctx: DataServiceContext): UntypedServiceImplementation {
   const { store, metrics } = ctx;
 
   async function readRows(req: ReadRowsRequest, call: ServerWritableStream<unknown, unknown>): Promise<void> {
     const t = target(req);
-    const rowsLimit = int64(req.rowsLimit, 'rows_limit');
-    if (rowsLimit < 0) throw invalidArgument(`rows_limit must be ≥ 0, got ${rowsLimit}`);
-    const rows = rowSetFromWire(req.rows);
-    const options: ReadRowsOptions = {
-      ...(rows === undefined ? {} : { rows }),
-      ...(req.filter === undefined ? {} : { filter: rowFilterFromWire(req.filter) }),
-      rowsLimit,
-      reversed: req.reversed === true,
-    };
     // readRows validates eagerly and throws here for bad input (before anything is sent).
-    const iterable = store.readRows(t.table, options);
+    const iterable = store.readRows(t.table, readRowsOptions(req));
     const it = iterable[Symbol.asyncIterator]();
     const enc = new ReadRowsEncoder(ctx.maxChunkValueBytes, ctx.flushBytes);
     let bytes = 0;

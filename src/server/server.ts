@@ -34,7 +34,7 @@ import type { EngineStoreOptions } from '../store/engine-store.js';
 import { DEFAULT_STORE_URL, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import { instanceAdminService, tableAdminService } from './admin-service.js';
-import { checkAndMutateRowHandler, dataService } from './data-service.js';
+import { checkAndMutateRowHandler, dataService, pointReadsHandler } from './data-service.js';
 import { CallTracker, type Logger, serverInterceptor, shortMethodName } from './handlers.js';
 import { type HttpRoute, type HttpStatusServer, startHttpStatus } from './http-status.js';
 import { BATCH_SERVICE, batchServiceDefinition, batchServiceImplementation } from './batch-protocol.js';
@@ -191,7 +191,11 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
       [TABLE_ADMIN_SERVICE, serviceDefinition(pkg, TABLE_ADMIN_SERVICE), tableAdminService(ctx)],
       [INSTANCE_ADMIN_SERVICE, serviceDefinition(pkg, INSTANCE_ADMIN_SERVICE), instanceAdminService(ctx)],
       [LOCK_SERVICE, lockServiceDefinition(), lockServiceImplementation({ log, locks, metrics })],
-      [BATCH_SERVICE, batchServiceDefinition(), batchServiceImplementation({ log, checkAndMutateRow: checkAndMutateRowHandler(ctx) })],
+      [
+        BATCH_SERVICE,
+        batchServiceDefinition(),
+        batchServiceImplementation({ log, checkAndMutateRow: checkAndMutateRowHandler(ctx), pointReads: pointReadsHandler(ctx) }),
+      ],
     ];
     const reported = new Set<string>();
     for (const [name, definition, impl] of services) {

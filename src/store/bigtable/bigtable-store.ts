@@ -49,11 +49,11 @@ import { checkModifications, tableSpecFromProto, tableSpecToProto, validateTable
 import { type BigtableClients, createClients } from './clients.js';
 import { emulatorUnsafe, type ProtoRowFilter, toProtoFilter } from './filter-translate.js';
 import { gcKeepFilter } from './gc-filter.js';
-import { type BatchEntry, CheckAndMutateBatcher } from './check-and-mutate-batcher.js';
+import { type BatchEntry, CheckAndMutateBatcher, entryError } from './check-and-mutate-batcher.js';
 import { codeFromStatusDetails, isRetryable, Status, statusToStoreError, toStoreError } from './grpc-errors.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { mutationBytes, type ProtoMutation, toProtoMutations, toProtoRules } from './mutations.js';
-import { ReadRowBatcher } from './read-row-batcher.js';
+import { type ReadGroup, ReadRowBatcher } from './read-row-batcher.js';
 import { ChunkMerger, remainingRowSet, rowSetToProto, sortCells } from './read-rows.js';
 import { applyRules, columnKey, newestVersionsFilter, ruleColumns, setCellsOf, unchangedCondition } from './rmw-cas.js';
 import { TimestampMapping, truncateToMillis } from './timestamps.js';
@@ -116,6 +116,30 @@ function protoMutationsBytes(mutations: readonly ProtoMutation[]): number {
   return n;
 }
 
+const EMPTY_BYTES = new Uint8Array(0);
+
+/** A `google.bigtable.v2.Row` as the batch client decodes it. */
+interface WireRow {
+  readonly key?: Uint8Array | null;
+  readonly families?:
+    | readonly {
+        readonly name?: string | null;
+        readonly columns?:
+          | readonly {
+              readonly qualifier?: Uint8Array | null;
+              readonly cells?:
+                readonly { timestampMicros?: string | number | null; value?: Uint8Array | null; labels?: string[] | null }[] | null;
+            }[]
+          | null;
+      }[]
+    | null;
+}
+/** A ReadRowsMany entry's outcome. */
+interface WireRowsEntry {
+  readonly rows?: readonly WireRow[] | null;
+  readonly status?: BatchEntry['status'];
+}
+
 type RawStream = (request: unknown, metadata: Metadata, options: Record<string, unknown>) => AsyncIterable<unknown> & { cancel(): void };
 
 /** `percolator serve`'s extension: a family → locality group JSON map in request / response metadata. */
@@ -167,10 +191,10 @@ export class BigtableStore implements Store {
   private readonly schemas = new Map<string, SchemaEntry>();
   private dataStub: Promise<Record<string, RawUnary>> | null = null;
   private readonly rowLocks = new KeyedMutex();
-  private readonly pointReads = new ReadRowBatcher((table, filter, keys) => this.multiGet(table, filter, keys));
+  readonly pointReads: ReadRowBatcher;
   /** Conditional mutations to a local server, coalesced into its BatchService's calls. */
   readonly conditionalWrites = new CheckAndMutateBatcher(
-    (requests) => this.batchCall(requests),
+    (requests) => this.batchCall<BatchEntry>('CheckAndMutateRows', requests),
     (request) => this.rawData('checkAndMutateRow', request) as Promise<{ predicateMatched?: boolean | null }>,
   );
   private batchClient: (Client & Record<string, RawUnary>) | null = null;
@@ -186,6 +210,12 @@ export class BigtableStore implements Store {
     this.maxMutationsPerRequest = Math.min(options.maxMutationsPerRequest ?? MAX_MUTATIONS_PER_REQUEST, MAX_MUTATIONS_PER_REQUEST);
     this.maxRequestBytes = options.maxRequestBytes ?? MAX_REQUEST_BYTES;
     this.clients = createClients(config);
+    // Groups of reads in one call need a server with ReadRowsMany; the emulator's reads may be
+    // filtered on this side (emulatorUnsafe), which only the per-group path does.
+    this.pointReads = new ReadRowBatcher(
+      (table, filter, keys) => this.multiGet(table, filter, keys),
+      config.host !== undefined && !config.emulator ? (groups) => this.readGroups(groups) : undefined,
+    );
   }
 
   /** Opens a store for a `bigtable://` URL (no request is made until the first operation). */
@@ -329,8 +359,8 @@ export class BigtableStore implements Store {
     return fn.call(stub, request, md, {});
   }
 
-  /** One CheckAndMutateRows call of `percolator serve`'s BatchService (src/server/batch-protocol.ts). */
-  private batchCall(requests: readonly object[]): Promise<readonly BatchEntry[]> {
+  /** One call of `percolator serve`'s BatchService (src/server/batch-protocol.ts): its entries' outcomes. */
+  private batchCall<E>(method: 'CheckAndMutateRows' | 'ReadRowsMany', requests: readonly object[]): Promise<readonly E[]> {
     if (this.batchClient === null) {
       const BatchClient = makeGenericClientConstructor(batchServiceDefinition(), 'BatchService');
       this.batchClient = new BatchClient(this.config.host as string, credentials.createInsecure()) as unknown as Client &
@@ -338,14 +368,59 @@ export class BigtableStore implements Store {
     }
     const client = this.batchClient;
     return new Promise((resolve, reject) => {
-      (client.CheckAndMutateRows as RawUnary).call(
-        client,
-        { entries: requests },
-        new Metadata(),
-        { deadline: Date.now() + 60_000 },
-        (err, res) => (err ? reject(err) : resolve((res as { entries?: BatchEntry[] } | null)?.entries ?? [])),
+      (client[method] as RawUnary).call(client, { entries: requests }, new Metadata(), { deadline: Date.now() + 60_000 }, (err, res) =>
+        err ? reject(err) : resolve((res as { entries?: E[] } | null)?.entries ?? []),
       );
     });
+  }
+
+  /** Point reads of several tables and filters in one ReadRowsMany call (ReadRowBatcher). */
+  private async readGroups(groups: readonly ReadGroup[]): Promise<({ rows: Map<string, Row> } | { error: unknown })[]> {
+    this.checkOpen();
+    const entries: object[] = [];
+    for (const g of groups) {
+      const gc = gcKeepFilter(await this.schema(g.table), this.now());
+      const filter = combine(gc, g.filter);
+      entries.push({
+        tableName: this.tableName(g.table),
+        ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
+        ...(filter !== undefined ? { filter: this.protoFilter(filter) } : {}),
+        rows: rowSetToProto({ rowKeys: g.keys }),
+      });
+    }
+    const results = await this.batchCall<WireRowsEntry>('ReadRowsMany', entries);
+    return results.map((r, i) => {
+      const table = (groups[i] as ReadGroup).table;
+      if (r.status !== undefined && r.status !== null && (r.status.code ?? 0) !== 0)
+        return { error: this.fail(entryError(r.status), { table }) };
+      const rows = new Map<string, Row>();
+      for (const w of r.rows ?? []) {
+        const row = this.rowFromWire(w);
+        rows.set(bytesKey(row.key), row);
+      }
+      return { rows };
+    });
+  }
+
+  /** A `google.bigtable.v2.Row` as decoded by the batch client (int64 as strings), in our terms. */
+  private rowFromWire(w: WireRow): Row {
+    const cells: Cell[] = [];
+    for (const fam of w.families ?? []) {
+      for (const col of fam.columns ?? []) {
+        for (const c of col.cells ?? []) {
+          cells.push(
+            new CellRecord(
+              fam.name ?? '',
+              Buffer.from(col.qualifier ?? EMPTY_BYTES),
+              this.ts.fromWire(String(c.timestampMicros ?? '0')),
+              Buffer.from(c.value ?? EMPTY_BYTES),
+              c.labels ?? [],
+            ),
+          );
+        }
+      }
+    }
+    return { key: Buffer.from(w.key ?? EMPTY_BYTES), cells: sortCells(cells) };
   }
 
   /**

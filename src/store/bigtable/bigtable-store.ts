@@ -391,8 +391,7 @@ export class BigtableStore implements Store {
     const results = await this.batchCall<WireRowsEntry>('ReadRowsMany', entries);
     return results.map((r, i) => {
       const table = (groups[i] as ReadGroup).table;
-      if (r.status !== undefined && r.status !== null && (r.status.code ?? 0) !== 0)
-        return { error: this.fail(entryError(r.status), { table }) };
+      if ((r.status?.code ?? 0) !== 0) return { error: this.fail(entryError(r.status as NonNullable<BatchEntry['status']>), { table }) };
       const rows = new Map<string, Row>();
       for (const w of r.rows ?? []) {
         const row = this.rowFromWire(w);

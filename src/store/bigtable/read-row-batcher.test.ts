@@ -102,6 +102,13 @@ describe('ReadRowBatcher', () => {
     expect(single).toHaveLength(6);
   });
 
+  it('reads group by group when the grouped call answers a different number of groups', async () => {
+    const { batcher, single } = fake((groups) => answer(groups.slice(1)));
+    const rows = await Promise.all([batcher.read('t', b('k1'), f1), batcher.read('u', b('k1'), f1)]);
+    expect(rows.map(value)).toEqual(['t/{"familyNameRegexFilter":"a"}', 'u/{"familyNameRegexFilter":"a"}']);
+    expect(single.map((r) => r.table)).toEqual(['t', 'u']);
+  });
+
   it('keeps a grouped call to at most 1 000 keys', async () => {
     const { batcher, calls, single } = fake(answer);
     const reads = Array.from({ length: 1500 }, (_, i) => batcher.read('t', b(`k${i}`), i % 2 === 0 ? f1 : f2));

@@ -1,9 +1,11 @@
 /**
- * Batched conditional mutations (Percolator §2.2: "batching of conditional mutations"), served by
- * `percolator serve` on its gRPC port next to the Bigtable API. Cloud Bigtable's v2 API has one
- * conditional mutation per call, and over a network a transaction's prewrites and secondary
- * commits are one CheckAndMutateRow each: most of what a transaction costs both ends is gRPC's
- * work per call, not the store's per row. This service takes many in one call. Schema (proto3):
+ * Batched conditional mutations (Percolator §2.2: "batching of conditional mutations") and
+ * batched point reads, served by `percolator serve` on its gRPC port next to the Bigtable API.
+ * Cloud Bigtable's v2 API has one conditional mutation per call and one table and filter per
+ * ReadRows, and over a network a transaction's prewrites and secondary commits are one
+ * CheckAndMutateRow each, its reads one ReadRows a column: most of what a transaction costs both
+ * ends is gRPC's work per call, not the store's per row. This service takes many in one call.
+ * Schema (proto3):
  *
  *   package percolator.batch.v1;
  *   service BatchService {
@@ -23,10 +25,10 @@
  *     repeated Entry entries = 1;   // one per request entry, in request order
  *   }
  *
- * Semantics: each CheckAndMutateRows entry is exactly a CheckAndMutateRow call — validated, atomic within its row,
- * durable before the response is sent — and entries are independent, as MutateRows entries are:
- * one failing (its `status` set, with the stable code in a `google.rpc.ErrorInfo` detail as
- * MutateRows gives) leaves the others applied. Entries run concurrently, so two entries for one
+ * Semantics: each CheckAndMutateRows entry is exactly a CheckAndMutateRow call — validated,
+ * atomic within its row, durable before the response is sent — and entries are independent, as
+ * MutateRows entries are: one failing (its `status` set, with the stable code in a
+ * `google.rpc.ErrorInfo` detail as MutateRows gives) leaves the others applied. Entries run concurrently, so two entries for one
  * row are applied in either order (as two calls in flight at once would be). A request that cannot
  * be decoded, or breaks the limits below, fails as a whole with INVALID_ARGUMENT and writes nothing.
  *
@@ -41,7 +43,8 @@
  * MAX_BATCH_ENTRIES row keys in all.
  *
  * Clients find out whether a server has it by calling it: the emulator and Cloud Bigtable answer
- * UNIMPLEMENTED, and the client goes back to one call per entry (check-and-mutate-batcher.ts).
+ * UNIMPLEMENTED, and the client goes back to one call per entry (src/store/bigtable:
+ * check-and-mutate-batcher.ts, read-row-batcher.ts).
  */
 import { createRequire } from 'node:module';
 import type { ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';

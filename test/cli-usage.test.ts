@@ -17,6 +17,7 @@ function run(...args: string[]): { code: number | null; stdout: string; stderr: 
 it.each([
   [['bench', 'webindex', '--docs', '-5'], '--docs must be a positive number, got -5'],
   [['bench', 'webindex', '--loaders', '2.5'], '--loaders must be a positive integer, got 2.5'],
+  [['bench', 'webindex', '--store', 'bigtable://127.0.0.1:1'], '--store must be file:, memory: or serve, got bigtable://127.0.0.1:1'],
   [['bench', 'overhead', '--seconds', 'abc'], '--seconds must be a positive number, got abc'],
   [['bench', 'store', '--store', 'file:/somewhere'], '--store must be memory: or file:, got file:/somewhere'],
   [['serve', '--port', '99999'], '--port must be an integer in [0, 65535], got 99999'],

@@ -14,6 +14,7 @@ import {
   runWebIndexBench,
 } from '../../bench/webindex-bench.js';
 import { DEFAULT_LOADERS } from '../../apps/webindex/run.js';
+import { UsageError } from '../usage-error.js';
 import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 /** Offered loads of the default load curve, documents per second: light load to past saturation. */
@@ -151,11 +152,7 @@ export function register(program: Command): void {
         json?: boolean;
       }) => {
         const store = WEB_INDEX_BENCH_STORES.find((k) => k === opts.store);
-        if (store === undefined) {
-          throw Object.assign(new Error(`--store must be ${WEB_INDEX_BENCH_STORES.join(', ')}; got ${opts.store}`), {
-            code: 'INVALID_ARGUMENT',
-          });
-        }
+        if (store === undefined) throw new UsageError(`--store must be file:, memory: or serve, got ${opts.store}`);
         const result = await runWebIndexBench({
           docs: opts.docs,
           store,

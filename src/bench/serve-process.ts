@@ -12,9 +12,10 @@
  * from /proc; null elsewhere).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { procStatCpuMs } from './thread-cpu.js';
 
 export interface ServeProcess {
   readonly port: number;
@@ -24,19 +25,6 @@ export interface ServeProcess {
 }
 
 const MAX_ATTEMPTS = 20;
-/** Clock ticks a second of /proc's utime and stime (USER_HZ, 100 on Linux). */
-const TICKS_PER_SECOND = 100;
-
-function processCpuMs(pid: number): number | null {
-  try {
-    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-  } catch {
-    return null;
-  }
-}
 
 /** Resolves with the child once it printed its `listening` line; rejects with its stderr if it exited first. */
 function listening(child: ChildProcess): Promise<void> {
@@ -74,7 +62,7 @@ export async function startServeProcess(dataDir: string): Promise<ServeProcess> 
     return {
       port,
       pid,
-      cpuMs: () => processCpuMs(pid),
+      cpuMs: () => procStatCpuMs(`/proc/${pid}/stat`),
       async stop() {
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
         await exited;

@@ -15,9 +15,14 @@ import { readFileSync } from 'node:fs';
 const USER_HZ = 100;
 
 export function mainThreadCpuMs(): number | null {
+  return procStatCpuMs(`/proc/self/task/${process.pid}/stat`);
+}
+
+/** User + system ms from a `/proc` stat file — a process's (`/proc/PID/stat`) or a thread's — or null where there is none. */
+export function procStatCpuMs(path: string): number | null {
   let text: string;
   try {
-    text = readFileSync(`/proc/self/task/${process.pid}/stat`, 'latin1');
+    text = readFileSync(path, 'latin1');
   } catch {
     return null;
   }

@@ -49,7 +49,7 @@ import { checkModifications, tableSpecFromProto, tableSpecToProto, validateTable
 import { type BigtableClients, createClients } from './clients.js';
 import { emulatorUnsafe, type ProtoRowFilter, toProtoFilter } from './filter-translate.js';
 import { gcKeepFilter } from './gc-filter.js';
-import { type BatchEntry, CheckAndMutateBatcher, entryError } from './check-and-mutate-batcher.js';
+import { type BatchEntry, CheckAndMutateBatcher } from './check-and-mutate-batcher.js';
 import { codeFromStatusDetails, isRetryable, Status, statusToStoreError, toStoreError } from './grpc-errors.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { mutationBytes, type ProtoMutation, toProtoMutations, toProtoRules } from './mutations.js';
@@ -106,17 +106,9 @@ interface PreparedEntry {
   readonly idempotent: boolean;
 }
 
-/** About what mutations weigh on the wire (CheckAndMutateBatcher's byte cap). */
-function protoMutationsBytes(mutations: readonly ProtoMutation[]): number {
-  let n = 0;
-  for (const m of mutations) {
-    const set = (m as { setCell?: { columnQualifier?: Uint8Array | null; value?: Uint8Array | null } }).setCell;
-    n += 32 + (set?.columnQualifier?.byteLength ?? 0) + (set?.value?.byteLength ?? 0);
-  }
-  return n;
-}
-
 const EMPTY_BYTES = new Uint8Array(0);
+
+const mutationsBytes = (mutations: readonly Mutation[]): number => mutations.reduce((n, m) => n + mutationBytes(m), 0);
 
 /** A `google.bigtable.v2.Row` as the batch client decodes it. */
 interface WireRow {
@@ -391,7 +383,11 @@ export class BigtableStore implements Store {
     const results = await this.batchCall<WireRowsEntry>('ReadRowsMany', entries);
     return results.map((r, i) => {
       const table = (groups[i] as ReadGroup).table;
-      if ((r.status?.code ?? 0) !== 0) return { error: this.fail(entryError(r.status as NonNullable<BatchEntry['status']>), { table }) };
+      const st = r.status;
+      if (st !== undefined && st !== null && (st.code ?? 0) !== 0) {
+        const error = statusToStoreError(st.code as number, st.message ?? '', { table }, codeFromStatusDetails(st.details));
+        return { error: this.fail(error, { table }) }; // fail: a table gone leaves the schema cache
+      }
       const rows = new Map<string, Row>();
       for (const w of r.rows ?? []) {
         const row = this.rowFromWire(w);
@@ -873,6 +869,7 @@ export class BigtableStore implements Store {
       predicate,
       toProtoMutations(trueM, this.ts, this.clientTime),
       toProtoMutations(falseM, this.ts, this.clientTime),
+      mutationsBytes(trueM) + mutationsBytes(falseM),
     );
   }
 
@@ -883,6 +880,8 @@ export class BigtableStore implements Store {
     predicate: RowFilter | undefined,
     trueMutations: ProtoMutation[],
     falseMutations: ProtoMutation[],
+    /** About what the mutations weigh (`mutationBytes`): batched calls stay under a byte cap. */
+    bytes: number,
   ): Promise<boolean> {
     if (trueMutations.length === 0 && falseMutations.length === 0) {
       // Nothing to write (the API demands at least one mutation): just evaluate the predicate.
@@ -899,9 +898,7 @@ export class BigtableStore implements Store {
     };
     const resp =
       this.config.host !== undefined
-        ? await this.call({ table, row: keyHex(key) }, () =>
-            this.conditionalWrites.submit(request, protoMutationsBytes(trueMutations) + protoMutationsBytes(falseMutations)),
-          )
+        ? await this.call({ table, row: keyHex(key) }, () => this.conditionalWrites.submit(request, bytes))
         : (await this.call({ table, row: keyHex(key) }, () => this.clients.data.checkAndMutateRow(request, this.unary())))[0];
     return resp.predicateMatched === true;
   }
@@ -960,13 +957,15 @@ export class BigtableStore implements Store {
       }
       const touched = applyRules(rules, latest, (this.clientTime as () => number)(), table, key);
       const cond = unchangedCondition(cols, latest);
-      const writes = toProtoMutations(setCellsOf(touched.values()), this.ts, null);
+      const sets = setCellsOf(touched.values());
+      const writes = toProtoMutations(sets, this.ts, null);
       const matched = await this.conditional(
         table,
         key,
         combine(gc, cond.predicate),
         cond.writeWhen ? writes : [],
         cond.writeWhen ? [] : writes,
+        mutationsBytes(sets),
       );
       if (matched === cond.writeWhen) return { key, cells: sortCells([...touched.values()]) };
       await sleep(Math.min(50, 1 + attempt * 2) * Math.random());

@@ -61,7 +61,7 @@ interface Waiter {
  * The error an entry's status stands for, shaped as a gRPC call error (code, details, and the code
  * trailer `percolator serve` sets), so the store translates it as it would a call of its own.
  */
-export function entryError(status: NonNullable<BatchEntry['status']>): Error {
+function entryError(status: NonNullable<BatchEntry['status']>): Error {
   const message = status.message ?? '';
   const metadata = new Metadata();
   const known = codeFromStatusDetails(status.details);

@@ -11,12 +11,11 @@
  * (UNIMPLEMENTED), for good.
  */
 import { bytesKey } from '../bytes.js';
+import { Status } from './grpc-errors.js';
 import type { Bytes, Row, RowFilter } from '../types.js';
 
 /** At most this many keys in one coalesced request. */
 const MAX_KEYS = 1000;
-/** gRPC's status code for a method the server does not have. */
-const UNIMPLEMENTED = 12;
 
 function distinctKeys(waiters: readonly Waiter[]): Map<string, Bytes> {
   const keys = new Map<string, Bytes>();
@@ -138,7 +137,7 @@ export class ReadRowBatcher {
       );
       if (results.length !== groups.length) throw new Error(`ReadRowsMany answered ${results.length} entries for ${groups.length}`);
     } catch (e) {
-      if ((e as { code?: unknown } | null)?.code === UNIMPLEMENTED) this.grouping = false;
+      if ((e as { code?: unknown } | null)?.code === Status.UNIMPLEMENTED) this.grouping = false;
       for (const g of groups) void this.run(g);
       return;
     }

@@ -6,6 +6,7 @@
  * configurations. Benchmarks are programs; these tests only keep them honest.
  */
 import { describe, expect, it } from 'vitest';
+import { clumpingSvg, runClumpingBench, sweepScanners } from '../src/bench/clumping.js';
 import { runRealClumping, WaitBehindLockService } from '../src/bench/clumping-real.js';
 import { simulateClumping } from '../src/bench/clumping-sim.js';
 
@@ -37,6 +38,34 @@ describe('bus clumping simulation', () => {
     const b = simulateClumping({ ...one, antiClumping: false });
     expect({ ...a, antiClumping: false }).toEqual(b);
     expect(a.jumps).toBe(0);
+  });
+});
+
+describe('bench clumping --svg (the scanner sweep)', () => {
+  it('simulates each scanner count in both configurations and plots both', async () => {
+    const simulation = { rows: 1_000, changesPerSecond: 500, seconds: 8, warmupSeconds: 2 };
+    const r = await runClumpingBench({ simulation, real: null, sweep: [4, 1, 2, 4] });
+    expect(r.sweep.map((p) => p.scanners)).toEqual([1, 2, 4]);
+    const one = r.sweep[0];
+    expect(one?.withAntiClumping.rowsScannedPerSecond).toBe(one?.withoutAntiClumping.rowsScannedPerSecond);
+    const four = r.sweep[2];
+    expect(four?.withAntiClumping).toEqual(simulateClumping({ ...r.parameters, scanners: 4, antiClumping: true }));
+    expect(four?.withAntiClumping.rowsScannedPerSecond).toBeGreaterThan(four?.withoutAntiClumping.rowsScannedPerSecond ?? Infinity);
+    const svg = clumpingSvg(r);
+    expect(svg.startsWith('<svg')).toBe(true);
+    expect(svg).toContain('with anti-clumping');
+    expect(svg).toContain('without (scanners wait behind a held row)');
+    expect(svg.match(/<polyline/g)?.length).toBe(2);
+  });
+
+  it('sweeps powers of two up to twice the scanners, at least 32', () => {
+    expect(sweepScanners(16)).toEqual([1, 2, 4, 8, 16, 32]);
+    expect(sweepScanners(40)).toEqual([1, 2, 4, 8, 16, 32, 64]);
+  });
+
+  it('runs no sweep unless asked', async () => {
+    const r = await runClumpingBench({ simulation: { rows: 500, seconds: 3, warmupSeconds: 1, scanners: 2 }, real: null });
+    expect(r.sweep).toEqual([]);
   });
 });
 

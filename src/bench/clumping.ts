@@ -14,9 +14,14 @@
  *   the table's first row (test/notify-scanner.test.ts).
  *
  * `ratio` = rows scanned per second with anti-clumping ÷ without, from the simulation.
+ *
+ * With `sweep` (the CLI's `--svg`), the simulation also runs at 1, 2, 4, … scanners, the other
+ * parameters unchanged: how the scan rate grows with scanners in each configuration, which is
+ * what `clumpingSvg` plots (without anti-clumping, added scanners join the bus and add little).
  */
 import { type RealClumpingOptions, type RealClumpingResult, runRealClumping } from './clumping-real.js';
 import { type ClumpingSimOptions, type ClumpingSimResult, simulateClumping } from './clumping-sim.js';
+import { renderLineChart } from './svg-plot.js';
 
 export interface ClumpingBenchOptions {
   /** Simulation parameters (antiClumping is set by the bench). */
@@ -25,7 +30,16 @@ export interface ClumpingBenchOptions {
   readonly real?: Omit<RealClumpingOptions, 'antiClumping'> | null;
   /** Also run the real anti-clumping configuration on a one-tablet table (default true). */
   readonly oneTablet?: boolean;
+  /** Also simulate these scanner counts (each with and without anti-clumping). */
+  readonly sweep?: readonly number[];
   readonly log?: (line: string) => void;
+}
+
+/** One scanner count of the sweep: the simulation with and without anti-clumping. */
+export interface ClumpingSweepPoint {
+  readonly scanners: number;
+  readonly withAntiClumping: ClumpingSimResult;
+  readonly withoutAntiClumping: ClumpingSimResult;
 }
 
 export interface ClumpingBenchResult {
@@ -36,6 +50,8 @@ export interface ClumpingBenchResult {
   /** Notifications processed per second, with ÷ without (simulation). */
   readonly notificationsRatio: number;
   readonly parameters: Required<Omit<ClumpingSimOptions, 'antiClumping'>>;
+  /** The scanner sweep (empty unless asked for), in increasing scanner counts. */
+  readonly sweep: readonly ClumpingSweepPoint[];
   readonly real: {
     readonly withAntiClumping: RealClumpingResult;
     readonly withoutAntiClumping: RealClumpingResult;
@@ -90,6 +106,15 @@ export async function runClumpingBench(opts: ClumpingBenchOptions = {}): Promise
   log(`simulation: ${sim.scanners} scanners, ${sim.rows} rows, ${sim.seconds} simulated s`);
   const withSim = simulateClumping({ ...sim, antiClumping: true });
   const withoutSim = simulateClumping({ ...sim, antiClumping: false });
+  const sweep: ClumpingSweepPoint[] = [];
+  for (const scanners of [...new Set(opts.sweep ?? [])].sort((a, b) => a - b)) {
+    log(`simulation sweep: ${scanners} scanners`);
+    sweep.push({
+      scanners,
+      withAntiClumping: simulateClumping({ ...sim, scanners, antiClumping: true }),
+      withoutAntiClumping: simulateClumping({ ...sim, scanners, antiClumping: false }),
+    });
+  }
   let real: ClumpingBenchResult['real'] = null;
   if (opts.real !== null) {
     const r = { ...DEFAULT_REAL, ...opts.real };
@@ -113,6 +138,35 @@ export async function runClumpingBench(opts: ClumpingBenchOptions = {}): Promise
     ratio: ratioOf(withSim.rowsScannedPerSecond, withoutSim.rowsScannedPerSecond),
     notificationsRatio: ratioOf(withSim.notificationsPerSecond, withoutSim.notificationsPerSecond),
     parameters: sim,
+    sweep,
     real,
   };
+}
+
+/** Scanner counts of the CLI's sweep: powers of two up to twice `scanners` (at least 32). */
+export function sweepScanners(scanners: number): number[] {
+  const out: number[] = [];
+  for (let n = 1; n <= Math.max(32, 2 * scanners); n *= 2) out.push(n);
+  return out;
+}
+
+/** The sweep as a line chart: rows scanned per simulated second against scanners, both configurations. */
+export function clumpingSvg(result: ClumpingBenchResult): string {
+  const p = result.parameters;
+  const series = (name: string, pick: (pt: ClumpingSweepPoint) => ClumpingSimResult) => ({
+    name,
+    points: result.sweep.map((pt) => [pt.scanners, pick(pt).rowsScannedPerSecond] as const),
+  });
+  return renderLineChart({
+    title: `Bus clumping (Percolator §2.4): ${p.rows} rows, ${p.slowFraction * 100} % slow (${p.slowCostMs} ms), ${p.changesPerSecond} changes/s, simulated`,
+    xLabel: 'scanners',
+    yLabel: 'rows scanned per second',
+    logX: true,
+    logY: true,
+    series: [
+      series('with anti-clumping', (pt) => pt.withAntiClumping),
+      series('without (scanners wait behind a held row)', (pt) => pt.withoutAntiClumping),
+    ],
+    markers: [{ x: p.scanners, label: `${p.scanners} scanners: ${result.ratio}×` }],
+  });
 }

@@ -32,7 +32,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { WEB_INDEX_STAGES, type WebIndexStage } from '../apps/webindex/pipeline.js';
-import { DEFAULT_LOADERS, type RunSummary, engineCounters, runWebIndex } from '../apps/webindex/run.js';
+import { DEFAULT_LOADERS, DEFAULT_REMOTE_THREADS, DEFAULT_THREADS, type RunSummary, engineCounters, runWebIndex } from '../apps/webindex/run.js';
 import type { EngineReadsByGroup } from '../store/engine-store.js';
 import { type ServeProcess, startServeProcess } from './serve-process.js';
 import { type SizeSample, type SizeStep, lastSearchableMs, sizeCurve } from './size-curve.js';
@@ -50,6 +50,7 @@ export interface WebIndexBenchOptions {
    * as its client over `bigtable://` (the several-process deployment, DESIGN §8).
    */
   readonly store?: WebIndexBenchStore;
+  /** Concurrent observer runs. Default run.ts's: 16, or 64 with `serve` (DEFAULT_REMOTE_THREADS). */
   readonly threads?: number;
   readonly loaders?: number;
   /**
@@ -279,7 +280,7 @@ async function phase(
       seed: options.seed,
       store: dir === null ? 'memory:' : server !== null ? `bigtable://127.0.0.1:${server.port}` : `file:${dir}`,
       keep: true,
-      threads: options.threads ?? 16,
+      threads: benchThreads(options),
       loaders: options.loaders,
       gcIntervalMs: options.gcIntervalMs,
       fullGcIntervalMs: options.fullGcIntervalMs,
@@ -337,8 +338,13 @@ async function phase(
   }
 }
 
+/** Observer runs: as asked, else run.ts's default for the kind of store the bench opens. */
+function benchThreads(options: WebIndexBenchOptions): number {
+  return options.threads ?? (options.store === 'serve' ? DEFAULT_REMOTE_THREADS : DEFAULT_THREADS);
+}
+
 export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<WebIndexBenchResult> {
-  const threads = options.threads ?? 16;
+  const threads = benchThreads(options);
   const window = options.window ?? DEFAULT_SATURATION_WINDOW;
   const rss = rssSampler();
   const cpu0 = process.cpuUsage();

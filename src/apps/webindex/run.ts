@@ -29,6 +29,25 @@ export type CorpusName = 'local' | 'synthetic';
 /** Concurrent loader transactions unless told (RunOptions.loaders). */
 export const DEFAULT_LOADERS = 16;
 
+/** Concurrent observer runs unless told (RunOptions.threads), on an embedded or in-memory store. */
+export const DEFAULT_THREADS = 16;
+
+/**
+ * The same over `bigtable://` (`percolator serve`, the emulator, Cloud Bigtable). A run there
+ * spends most of its time waiting for replies, and the client batches the calls of one event-loop
+ * turn (conditional mutations, point reads): more runs at once fill each call with more entries.
+ * Over `percolator serve` on this machine, 64 runs index ~40 % more documents a second than 16,
+ * at less CPU a document on both sides; 128 gain nothing more (BENCHMARKS.md, 2026-11-30 seventh
+ * session).
+ */
+export const DEFAULT_REMOTE_THREADS = 64;
+
+/** The default number of concurrent observer runs for a store (URL or open store). */
+export function defaultThreads(store: string | Store): number {
+  const url = typeof store === 'string' ? store : store.url;
+  return url.startsWith('bigtable://') ? DEFAULT_REMOTE_THREADS : DEFAULT_THREADS;
+}
+
 export interface RunOptions {
   readonly corpus: CorpusName;
   /** local: at most this many files (default: all); synthetic: this many documents (default 2 000). */
@@ -37,7 +56,7 @@ export interface RunOptions {
   readonly store: string | Store;
   readonly keep?: boolean;
   readonly seed?: number;
-  /** Concurrent observer runs. Default 16. */
+  /** Concurrent observer runs. Default `defaultThreads(store)`: 16, or 64 over `bigtable://`. */
   readonly threads?: number;
   /**
    * Concurrent loader transactions. Default 16: each waits for its durable commit, so with four
@@ -236,6 +255,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
   }
   const store = typeof options.store === 'string' ? await openWebIndexStore(options.store) : options.store;
   const ownsStore = typeof options.store === 'string';
+  const threads = options.threads ?? defaultThreads(store);
   const gc = {
     ...(options.gcIntervalMs === undefined ? {} : { gcIntervalMs: options.gcIntervalMs }),
     ...(options.fullGcIntervalMs === undefined ? {} : { fullGcIntervalMs: options.fullGcIntervalMs }),
@@ -248,7 +268,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
   let worker: Worker | null = null;
   try {
     await createWebIndexTables(db);
-    worker = registerWebIndex(db.worker({ threads: options.threads ?? 16, maxFailures: 100, ...WEB_INDEX_WORKER }), {
+    worker = registerWebIndex(db.worker({ threads, maxFailures: 100, ...WEB_INDEX_WORKER }), {
       keyMode: corpus.keyMode,
       metrics,
       until: options.until,
@@ -286,7 +306,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
         });
       }
     })();
-    const window = options.window ?? 4 * (options.threads ?? 16);
+    const window = options.window ?? 4 * threads;
     const whole = (options.until ?? 'export') === 'export';
     const outstanding = () => (whole ? metrics.outstanding : metrics.loaded - metrics.processed);
     let lastSeen = '';

@@ -13,7 +13,7 @@ import {
   type WebIndexBenchResult,
   runWebIndexBench,
 } from '../../bench/webindex-bench.js';
-import { DEFAULT_LOADERS } from '../../apps/webindex/run.js';
+import { DEFAULT_LOADERS, DEFAULT_REMOTE_THREADS, DEFAULT_THREADS } from '../../apps/webindex/run.js';
 import { UsageError } from '../usage-error.js';
 import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
@@ -100,7 +100,11 @@ export function register(program: Command): void {
       'file: (a fresh temporary directory), memory:, or serve (a percolator serve process on a fresh directory, the pipeline its bigtable:// client)',
       'file:',
     )
-    .option('--threads <n>', 'concurrent observer runs', parsePositiveNumber('threads'), 16)
+    .option(
+      '--threads <n>',
+      `concurrent observer runs (default: ${DEFAULT_THREADS}; ${DEFAULT_REMOTE_THREADS} with --store serve, whose client batches the calls of concurrent runs)`,
+      parsePositiveNumber('threads'),
+    )
     .option('--loaders <n>', 'concurrent loader transactions', parsePositiveInteger('loaders'), DEFAULT_LOADERS)
     .option('--seed <n>', 'corpus seed', Number, 42)
     .option(
@@ -136,7 +140,7 @@ export function register(program: Command): void {
       async (opts: {
         docs: number;
         store: string;
-        threads: number;
+        threads?: number;
         loaders: number;
         seed: number;
         window: number;

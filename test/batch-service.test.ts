@@ -240,6 +240,66 @@ describe('bigtable:// against percolator serve', () => {
     expect(store.conditionalWrites.batching).toBe(true);
   });
 
+  it('sends MutateRow calls and MutateRows entries in the batched calls as unconditional entries, each applied as a MutateRow', async () => {
+    await store.createTable('ride', { families: { f: {} } });
+    await store.createTable('ride2', { families: { f: {} } });
+    const put = (q: string, v: string) => ({ setCell: { familyName: 'f', columnQualifier: b(q), timestampMicros: 1000, value: b(v) } });
+    await store.mutateRow('ride', b('had'), [put('old', 'x')]);
+    await store.readRow('ride2', b('new')); // both schemas cached: the calls below go out in one turn
+    const before = { ...store.conditionalWrites.stats };
+    const [, , many] = await Promise.all([
+      // A row with a cell and a row with none: the same writes either way.
+      store.mutateRow('ride', b('had'), [put('q', 'a'), { deleteFromColumn: { familyName: 'f', columnQualifier: b('old') } }]),
+      store.mutateRow('ride2', b('new'), [put('q', 'b')]),
+      store.mutateRows('ride', [
+        { key: b('m1'), mutations: [put('q', 'c')] },
+        { key: b('m2'), mutations: [put('q', 'd')] },
+      ]),
+    ]);
+    expect(many).toEqual([{ index: 0 }, { index: 1 }]);
+    const stats = store.conditionalWrites.stats;
+    expect(stats.batches - before.batches).toBe(1);
+    expect(stats.batchedEntries - before.batchedEntries).toBe(4);
+    expect(stats.singles).toBe(before.singles);
+    const cells = async (t: string, k: string) =>
+      ((await inner.readRow(t, b(k)))?.cells ?? []).map((c) => `${Buffer.from(c.qualifier).toString()}=${Buffer.from(c.value).toString()}`);
+    expect(await cells('ride', 'had')).toEqual(['q=a']);
+    expect(await cells('ride2', 'new')).toEqual(['q=b']);
+    expect(await cells('ride', 'm1')).toEqual(['q=c']);
+    expect(await cells('ride', 'm2')).toEqual(['q=d']);
+  });
+
+  it('sends a large MutateRow, and a lone one, as the MutateRow it is', async () => {
+    const before = { ...store.conditionalWrites.stats };
+    const big = Buffer.alloc(64 * 1024, 7);
+    await Promise.all([
+      store.mutateRow('ride', b('big'), [{ setCell: { familyName: 'f', columnQualifier: b('q'), timestampMicros: 1000, value: big } }]),
+      store.mutateRow('ride', b('big2'), [{ setCell: { familyName: 'f', columnQualifier: b('q'), timestampMicros: 1000, value: big } }]),
+    ]);
+    expect(store.conditionalWrites.stats).toEqual(before);
+    expect(Buffer.compare(Buffer.from((await inner.readRow('ride', b('big2')))?.cells[0]?.value ?? []), big)).toBe(0);
+    await store.mutateRow('ride', b('lone'), [
+      { setCell: { familyName: 'f', columnQualifier: b('q'), timestampMicros: 1000, value: b('v') } },
+    ]);
+    expect(store.conditionalWrites.stats.singles).toBe(before.singles + 1);
+    expect(store.conditionalWrites.stats.batches).toBe(before.batches);
+    const text = await (await fetch(`http://127.0.0.1:${server.httpPort}/metrics`)).text();
+    expect(text).toMatch(/percolator_grpc_requests_total\{method="Bigtable.MutateRow",code="OK"\} [3-9]/);
+  });
+
+  it('ends a MutateRows whose table went away with TABLE_NOT_FOUND, as the streaming call did', async () => {
+    await store.createTable('gone3', { families: { f: {} } });
+    await store.readRow('gone3', b('x'));
+    await inner.deleteTable('gone3');
+    const put = { setCell: { familyName: 'f', columnQualifier: b('q'), timestampMicros: 1000, value: b('v') } };
+    await expect(
+      store.mutateRows('gone3', [
+        { key: b('a'), mutations: [put] },
+        { key: b('b'), mutations: [put] },
+      ]),
+    ).rejects.toMatchObject({ code: 'TABLE_NOT_FOUND' });
+  });
+
   it('reads point reads of several tables and filters in one call, each row as readRow gives it', async () => {
     await store.createTable('multi', { families: { a: {}, b: {} } });
     await store.createTable('gone2', { families: { a: {} } });

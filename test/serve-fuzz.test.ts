@@ -275,6 +275,17 @@ const generators: Record<string, [string, () => object | Buffer]> = {
   ListClusters: [INSTANCE_ADMIN_SERVICE, () => ({ parent: instanceName() })],
   TryLock: [LOCK_SERVICE, () => ({ key: lockKey(), owner: lockOwner(), ttlMs: pick([0, 1, 500, MAX_TTL_MS, MAX_TTL_MS + 1, 0xffffffff]) })],
   Unlock: [LOCK_SERVICE, () => ({ key: lockKey(), owner: lockOwner() })],
+  Batch: [
+    LOCK_SERVICE,
+    () => ({
+      ops: Array.from({ length: int(6) }, () => ({
+        key: lockKey(),
+        owner: lockOwner(),
+        ...(chance(0.7) ? { ttlMs: pick([0, 1, 500, MAX_TTL_MS, MAX_TTL_MS + 1]) } : {}),
+        ...(chance(0.4) ? { unlock: true } : {}),
+      })),
+    }),
+  ],
 };
 
 const pkg = bigtablePackage();

@@ -528,6 +528,64 @@ describe('lock service, oracle and HTTP', () => {
     await b.close();
   });
 
+  it('sends the lock ops of one turn in one Batch call, applied in the order made, each with its own answer', async () => {
+    const locks = new NetworkLockService({ address: `127.0.0.1:${server.port}` });
+    try {
+      const taken = await Promise.all([
+        locks.tryLock('batch\u0000a', 'A', 30_000),
+        locks.tryLock('batch\u0000a', 'B', 30_000), // after A's, in the same call: held
+        locks.tryLock('batch\u0000b', 'B', 30_000),
+      ]);
+      expect(taken).toEqual([true, false, true]);
+      expect(locks.stats).toMatchObject({ batches: 1, batchedOps: 3, tryLocks: 3, acquired: 2 });
+      // An unlock and a tryLock of the same row in one turn meet in that order.
+      const [, again] = await Promise.all([locks.unlock('batch\u0000a', 'A'), locks.tryLock('batch\u0000a', 'B', 30_000)]);
+      expect(again).toBe(true);
+      // An op the server refuses fails alone; the others of its call go through.
+      const out = await Promise.allSettled([
+        locks.tryLock('', 'A', 1000),
+        locks.tryLock('batch\u0000c', 'A', 30_000),
+        locks.unlock('batch\u0000b', 'B'),
+      ]);
+      expect(out[0]).toMatchObject({ status: 'rejected', reason: { code: 'LOCK_SERVICE_REJECTED' } });
+      expect(out.slice(1).map((o) => o.status)).toEqual(['fulfilled', 'fulfilled']);
+      expect((out[1] as PromiseFulfilledResult<boolean>).value).toBe(true);
+      expect(locks.stats.batches).toBe(3);
+      expect(await locks.tryLock('batch\u0000b', 'C', 30_000)).toBe(true); // B's unlock went through
+    } finally {
+      await locks.close();
+    }
+  });
+
+  it('sends every lock op alone to a server without Batch (UNIMPLEMENTED), with the same answers', async () => {
+    // A lock service as servers before Batch had it: TryLock and Unlock only.
+    const old = new grpc.Server();
+    const { lockServiceDefinition } = await import('../src/server/lock-protocol.js');
+    const { InProcessLockService } = await import('../src/notify/lock-service.js');
+    const held = new InProcessLockService();
+    const def = lockServiceDefinition();
+    old.addService({ TryLock: def.TryLock, Unlock: def.Unlock } as grpc.ServiceDefinition, {
+      TryLock: (call: grpc.ServerUnaryCall<{ key: string; owner: string; ttlMs: number }, unknown>, cb: grpc.sendUnaryData<unknown>) =>
+        cb(null, { acquired: held.tryLockSync(call.request.key, call.request.owner, call.request.ttlMs) }),
+      Unlock: (call: grpc.ServerUnaryCall<{ key: string; owner: string }, unknown>, cb: grpc.sendUnaryData<unknown>) =>
+        void held.unlock(call.request.key, call.request.owner).then(() => cb(null, {})),
+    });
+    const port = await new Promise<number>((res, rej) =>
+      old.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),
+    );
+    const locks = new NetworkLockService({ address: `127.0.0.1:${port}` });
+    try {
+      expect(await Promise.all([locks.tryLock('k', 'A', 30_000), locks.tryLock('k', 'B', 30_000)])).toEqual([true, false]);
+      await Promise.all([locks.unlock('k', 'A'), locks.unlock('k', 'B')]);
+      expect(await Promise.all([locks.tryLock('k', 'B', 30_000), locks.tryLock('j', 'B', 30_000)])).toEqual([true, true]);
+      expect(locks.stats).toMatchObject({ batches: 1, unlockFailures: 0, unavailable: 0 });
+      expect(held.size).toBe(2);
+    } finally {
+      await locks.close();
+      old.forceShutdown();
+    }
+  });
+
   it('takes a lock over from a worker whose process gave up its liveness lease, not from a live one', async () => {
     const store = `bigtable://127.0.0.1:${server.port}`;
     const oracles = [0, 1].map(() => new OracleClient({ host: '127.0.0.1', port: server.oraclePort as number }));

@@ -110,6 +110,14 @@ const EMPTY_BYTES = new Uint8Array(0);
 
 const mutationsBytes = (mutations: readonly Mutation[]): number => mutations.reduce((n, m) => n + mutationBytes(m), 0);
 
+/**
+ * A MutateRow to a local server rides in a CheckAndMutateRows batch (`mutateRow`) only up to this
+ * many bytes of mutations: it carries them twice (both branches), which costs nothing for the
+ * small writes that are most calls (notification clears, version GC) and would for bulk loads.
+ * Writes with server-assigned timestamps go alone too: a MutateRow's own rules apply to them.
+ */
+const MAX_RIDING_MUTATION_BYTES = 16 * 1024;
+
 /** A `google.bigtable.v2.Row` as the batch client decodes it. */
 interface WireRow {
   readonly key?: Uint8Array | null;
@@ -720,8 +728,27 @@ export class BigtableStore implements Store {
       mutations: muts,
       ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
     };
+    if (this.config.host === undefined) {
+      await this.call({ table, row: keyHex(key) }, () => this.clients.data.mutateRow(request, this.unary()));
+      return;
+    }
+    const bytes = mutationsBytes(mutations);
+    if (!this.ridesWrites() || bytes > MAX_RIDING_MUTATION_BYTES || muts.some((m) => m.setCell?.timestampMicros === '-1')) {
+      await this.call({ table, row: keyHex(key) }, () => this.rawData('mutateRow', request));
+      return;
+    }
+    // Rides in the turn's CheckAndMutateRows call as an unconditional entry: the same mutations
+    // whether or not the row has a cell, which is a MutateRow (atomic in its row, durable before
+    // the reply). Alone, or to a server without the batch service, it goes as the MutateRow itself.
+    const unconditional = {
+      tableName: request.tableName,
+      rowKey: request.rowKey,
+      trueMutations: muts,
+      falseMutations: muts,
+      ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
+    };
     await this.call({ table, row: keyHex(key) }, () =>
-      this.config.host !== undefined ? this.rawData('mutateRow', request) : this.clients.data.mutateRow(request, this.unary()),
+      this.conditionalWrites.submit(unconditional, 2 * bytes, () => this.rawData('mutateRow', request).then(() => ({}))),
     );
   }
 
@@ -731,7 +758,7 @@ export class BigtableStore implements Store {
     if (!Array.isArray(entries)) throw new StoreError('INVALID_ARGUMENT', 'entries must be an array', { table });
     let spec = await this.schema(table);
     const results: MutateRowsResult[] = entries.map((_, index) => ({ index }));
-    const prepared: PreparedEntry[] = [];
+    let prepared: PreparedEntry[] = [];
     const check = (i: number, s: TableSpec): void => {
       const e = entries[i] as MutateRowsEntry;
       if (e === null || typeof e !== 'object') throw new StoreError('INVALID_MUTATION', 'an entry must be an object', { table, index: i });
@@ -762,6 +789,9 @@ export class BigtableStore implements Store {
       const idempotent = !mutations.some((m) => m.setCell?.timestampMicros === '-1');
       prepared.push({ index: i, key: e.key, mutations, count: mutations.length, bytes, idempotent });
     }
+    if (this.ridesWrites() && prepared.length > 0) {
+      prepared = await this.rideMutations(table, prepared, results);
+    }
     // Batches of ≤ maxMutationsPerRequest mutations and ≤ maxRequestBytes, in input order.
     let batch: PreparedEntry[] = [];
     let count = 0;
@@ -779,6 +809,62 @@ export class BigtableStore implements Store {
     }
     if (batch.length > 0) await this.sendBatch(table, batch, results);
     return results;
+  }
+
+  /**
+   * Whether plain writes ride in CheckAndMutateRows calls: to a local server that has (or may have)
+   * the batch service. Not to the emulator, which never has it: its first writes would go as a
+   * batch and then each alone, instead of as the MutateRows call they are.
+   */
+  private ridesWrites(): boolean {
+    return this.config.host !== undefined && !this.config.emulator && this.conditionalWrites.batching;
+  }
+
+  /**
+   * The small idempotent entries of a MutateRows to a local server, each sent as a MutateRow that
+   * rides in the turn's CheckAndMutateRows call (`mutateRow`): with other writes in flight they
+   * share calls instead of costing a streaming MutateRows call a table. Records their outcomes in
+   * `results`; returns the entries left for MutateRows: the rest, and those that failed in a way
+   * MutateRows retries (it sends them again).
+   */
+  private async rideMutations(table: string, prepared: readonly PreparedEntry[], results: MutateRowsResult[]): Promise<PreparedEntry[]> {
+    const left: PreparedEntry[] = [];
+    const riding = prepared.filter((p) => {
+      const ok = p.idempotent && p.bytes <= MAX_RIDING_MUTATION_BYTES;
+      if (!ok) left.push(p);
+      return ok;
+    });
+    const tableName = this.tableName(table);
+    const app = this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {};
+    const outcomes = await Promise.allSettled(
+      riding.map((p) => {
+        const rowKey = Buffer.from(asBuffer(p.key));
+        const alone = { tableName, rowKey, mutations: p.mutations, ...app };
+        return this.conditionalWrites.submit(
+          { tableName, rowKey, trueMutations: p.mutations, falseMutations: p.mutations, ...app },
+          2 * p.bytes,
+          () => this.rawData('mutateRow', alone).then(() => ({})),
+        );
+      }),
+    );
+    for (let i = 0; i < riding.length; i++) {
+      const o = outcomes[i] as PromiseSettledResult<unknown>;
+      const p = riding[i] as PreparedEntry;
+      if (o.status === 'fulfilled') {
+        results[p.index] = { index: p.index };
+        continue;
+      }
+      const code = (o.reason as { code?: unknown } | null)?.code;
+      if (typeof code === 'number' && isRetryable(code) && !this.closed) {
+        left.push(p);
+        continue;
+      }
+      const error = this.fail(o.reason, { table, row: keyHex(p.key) });
+      // As from a MutateRows call (sendBatch): the table gone or the store closed ends the call.
+      if (error.code === 'TABLE_NOT_FOUND' || error.code === 'STORE_CLOSED') throw error;
+      results[p.index] = { index: p.index, error };
+    }
+    return left.sort((a, b) => a.index - b.index);
   }
 
   private async sendBatch(table: string, batch: readonly PreparedEntry[], results: MutateRowsResult[]): Promise<void> {

@@ -90,6 +90,27 @@ describe('CheckAndMutateBatcher', () => {
     expect(singles).toHaveLength(4);
   });
 
+  it('sends an entry that brings its own way of going alone that way: when alone, and after UNIMPLEMENTED', async () => {
+    const own: number[] = [];
+    const alone = (row: number) => () => {
+      own.push(row);
+      return Promise.resolve({});
+    };
+    const ok = fake();
+    expect(await ok.batcher.submit({ row: 1, match: true }, 0, alone(1))).toEqual({});
+    expect(own).toEqual([1]);
+    expect(ok.singles).toHaveLength(0);
+    // In a batch it is an entry like any other.
+    await Promise.all([ok.batcher.submit({ row: 2, match: true }, 0, alone(2)), ok.batcher.submit({ row: 3, match: false })]);
+    expect(own).toEqual([1]);
+    expect(ok.batches.at(-1)?.map((r) => (r as { row: number }).row)).toEqual([2, 3]);
+    const old = fake({ batch: () => Promise.reject(Object.assign(new Error('12 UNIMPLEMENTED'), { code: 12 })) });
+    await Promise.all([old.batcher.submit({ row: 4, match: true }, 0, alone(4)), old.batcher.submit({ row: 5, match: true })]);
+    await old.batcher.submit({ row: 6, match: true }, 0, alone(6));
+    expect(own).toEqual([1, 4, 6]);
+    expect(old.singles.map((r) => (r as { row: number }).row)).toEqual([5]);
+  });
+
   it('fails every entry with the error of a call that failed as a whole (its writes may or may not have been applied)', async () => {
     const reset = Object.assign(new Error('14 UNAVAILABLE: connection reset'), { code: 14 });
     const { batcher, singles } = fake({ batch: () => Promise.reject(reset) });

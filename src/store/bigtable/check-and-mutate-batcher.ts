@@ -14,6 +14,10 @@
  * UNIMPLEMENTED, having applied nothing: those entries are sent again one call each, and so is
  * everything after (the answer is remembered for the store's lifetime).
  *
+ * An entry may bring its own way of going alone (`submit`'s `single`): the store's MutateRow calls
+ * ride in these batches as unconditional entries (bigtable-store.ts `mutateRow`), and alone they
+ * go as the MutateRow they are.
+ *
  * Concurrency contract: single-threaded; any number of calls may be pending.
  */
 import { Metadata } from '@grpc/grpc-js';
@@ -53,6 +57,8 @@ export interface CheckAndMutateBatcherStats {
 interface Waiter {
   readonly request: object;
   readonly bytes: number;
+  /** How this entry goes alone, if not as a plain CheckAndMutateRow of `request`. */
+  readonly single: (() => Promise<CheckAndMutateResult>) | undefined;
   resolve(result: CheckAndMutateResult): void;
   reject(e: unknown): void;
 }
@@ -90,11 +96,14 @@ export class CheckAndMutateBatcher {
     return this.supported;
   }
 
-  /** `bytes`: about what the request's mutations weigh (MAX_BATCH_BYTES). */
-  submit(request: object, bytes = 0): Promise<CheckAndMutateResult> {
-    if (!this.supported) return this.sendSingle(request);
+  /**
+   * `bytes`: about what the request's mutations weigh (MAX_BATCH_BYTES). `single`: how the entry
+   * goes when it goes alone (default: `request` as a plain CheckAndMutateRow).
+   */
+  submit(request: object, bytes = 0, single?: () => Promise<CheckAndMutateResult>): Promise<CheckAndMutateResult> {
+    if (!this.supported) return this.sendSingle(request, single);
     return new Promise((resolve, reject) => {
-      this.queue.push({ request, bytes, resolve, reject });
+      this.queue.push({ request, bytes, single, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -102,9 +111,9 @@ export class CheckAndMutateBatcher {
     });
   }
 
-  private sendSingle(request: object): Promise<CheckAndMutateResult> {
+  private sendSingle(request: object, single: (() => Promise<CheckAndMutateResult>) | undefined): Promise<CheckAndMutateResult> {
     this.stats.singles++;
-    return this.single(request);
+    return single !== undefined ? single() : this.single(request);
   }
 
   private flush(): void {
@@ -127,7 +136,7 @@ export class CheckAndMutateBatcher {
 
   private async run(waiters: Waiter[]): Promise<void> {
     if (waiters.length === 1 || !this.supported) {
-      for (const w of waiters) this.sendSingle(w.request).then(w.resolve, w.reject);
+      for (const w of waiters) this.sendSingle(w.request, w.single).then(w.resolve, w.reject);
       return;
     }
     let entries: readonly BatchEntry[];
@@ -138,7 +147,7 @@ export class CheckAndMutateBatcher {
     } catch (e) {
       if ((e as { code?: unknown } | null)?.code === Status.UNIMPLEMENTED) {
         this.supported = false;
-        for (const w of waiters) this.sendSingle(w.request).then(w.resolve, w.reject);
+        for (const w of waiters) this.sendSingle(w.request, w.single).then(w.resolve, w.reject);
       } else {
         for (const w of waiters) w.reject(e);
       }

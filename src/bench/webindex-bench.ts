@@ -32,7 +32,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { WEB_INDEX_STAGES, type WebIndexStage } from '../apps/webindex/pipeline.js';
-import { DEFAULT_LOADERS, DEFAULT_REMOTE_THREADS, DEFAULT_THREADS, type RunSummary, engineCounters, runWebIndex } from '../apps/webindex/run.js';
+import {
+  DEFAULT_LOADERS,
+  DEFAULT_REMOTE_THREADS,
+  DEFAULT_THREADS,
+  type RunSummary,
+  engineCounters,
+  runWebIndex,
+} from '../apps/webindex/run.js';
 import type { EngineReadsByGroup } from '../store/engine-store.js';
 import { type ServeProcess, startServeProcess } from './serve-process.js';
 import { type SizeSample, type SizeStep, lastSearchableMs, sizeCurve } from './size-curve.js';

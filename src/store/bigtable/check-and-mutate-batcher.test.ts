@@ -6,6 +6,7 @@ import {
   type CheckAndMutateResult,
   MAX_BATCH_BYTES,
   MAX_BATCH_ENTRIES,
+  MAX_BATCH_MUTATIONS,
 } from './check-and-mutate-batcher.js';
 
 /** A fake server: records calls; `batch` answers each request `{ row, match }` with its `match` unless told otherwise. */
@@ -88,6 +89,24 @@ describe('CheckAndMutateBatcher', () => {
     await Promise.all([batcher.submit({ row: 3, match: true }), batcher.submit({ row: 4, match: true })]);
     expect(batches).toHaveLength(1);
     expect(singles).toHaveLength(4);
+  });
+
+  it(`keeps a batched call within the server's ${MAX_BATCH_MUTATIONS} mutations, counting both branches`, async () => {
+    const { batcher, batches, singles } = fake();
+    const half = new Array(MAX_BATCH_MUTATIONS / 4).fill({});
+    // Three entries of half the cap each (both branches): two fit in a call, the third starts the next.
+    await Promise.all([1, 2, 3].map((row) => batcher.submit({ row, match: true, trueMutations: half, falseMutations: half })));
+    expect(batches.map((b) => b.map((r) => (r as { row: number }).row))).toEqual([[1, 2]]);
+    expect(singles.map((r) => (r as { row: number }).row)).toEqual([3]);
+    // One entry above the cap goes alone (the server's own per-request rule applies to it).
+    const over = new Array(MAX_BATCH_MUTATIONS).fill({});
+    await Promise.all([
+      batcher.submit({ row: 4, match: true, trueMutations: over, falseMutations: [{}] }),
+      batcher.submit({ row: 5, match: true }),
+      batcher.submit({ row: 6, match: true }),
+    ]);
+    expect(singles.map((r) => (r as { row: number }).row)).toEqual([3, 4]);
+    expect(batches.at(-1)?.map((r) => (r as { row: number }).row)).toEqual([5, 6]);
   });
 
   it('sends an entry that brings its own way of going alone that way: when alone, and after UNIMPLEMENTED', async () => {

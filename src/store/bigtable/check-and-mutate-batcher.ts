@@ -30,6 +30,18 @@ export const MAX_BATCH_ENTRIES = 1000;
  * cap (256 MiB by default), whatever the values (up to 10 MiB each). A larger entry goes alone.
  */
 export const MAX_BATCH_BYTES = 16 * 1024 * 1024;
+/**
+ * At most this many mutations (both branches, all entries) in one batched call: the server's cap
+ * for a whole CheckAndMutateRows call (batch-protocol.ts), beyond which it refuses the call and
+ * every entry in it would fail. An entry with more goes alone.
+ */
+export const MAX_BATCH_MUTATIONS = 100_000;
+
+/** The mutations a CheckAndMutateRowRequest carries, both branches. */
+function mutationCount(request: object): number {
+  const r = request as { trueMutations?: readonly unknown[] | null; falseMutations?: readonly unknown[] | null };
+  return (r.trueMutations?.length ?? 0) + (r.falseMutations?.length ?? 0);
+}
 
 export interface CheckAndMutateResult {
   readonly predicateMatched?: boolean | null;
@@ -57,6 +69,7 @@ export interface CheckAndMutateBatcherStats {
 interface Waiter {
   readonly request: object;
   readonly bytes: number;
+  readonly mutations: number;
   /** How this entry goes alone, if not as a plain CheckAndMutateRow of `request`. */
   readonly single: (() => Promise<CheckAndMutateResult>) | undefined;
   resolve(result: CheckAndMutateResult): void;
@@ -103,7 +116,7 @@ export class CheckAndMutateBatcher {
   submit(request: object, bytes = 0, single?: () => Promise<CheckAndMutateResult>): Promise<CheckAndMutateResult> {
     if (!this.supported) return this.sendSingle(request, single);
     return new Promise((resolve, reject) => {
-      this.queue.push({ request, bytes, single, resolve, reject });
+      this.queue.push({ request, bytes, mutations: mutationCount(request), single, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -122,14 +135,20 @@ export class CheckAndMutateBatcher {
     this.queue = [];
     let batch: Waiter[] = [];
     let bytes = 0;
+    let mutations = 0;
     for (const w of queue) {
-      if (batch.length > 0 && (batch.length === MAX_BATCH_ENTRIES || bytes + w.bytes > MAX_BATCH_BYTES)) {
+      if (
+        batch.length > 0 &&
+        (batch.length === MAX_BATCH_ENTRIES || bytes + w.bytes > MAX_BATCH_BYTES || mutations + w.mutations > MAX_BATCH_MUTATIONS)
+      ) {
         void this.run(batch);
         batch = [];
         bytes = 0;
+        mutations = 0;
       }
       batch.push(w);
       bytes += w.bytes;
+      mutations += w.mutations;
     }
     if (batch.length > 0) void this.run(batch);
   }

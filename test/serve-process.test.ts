@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { OracleClient } from '../src/oracle/client.js';
+import { Percolator } from '../src/txn/percolator.js';
 import { bigtablePackage, DATA_SERVICE, TABLE_ADMIN_SERVICE } from '../src/server/protos.js';
 import { rawServerStream } from './support/raw-grpc-stream.js';
 
@@ -211,6 +212,77 @@ describe('percolator serve as a process', () => {
     expect([...acked].filter(([k, v]) => rows.get(k) !== v)).toEqual([]);
     s.child.kill('SIGKILL');
     await s.exited;
+  });
+
+  it('keeps every acknowledged transaction whole across kill -9 of the server, its locks and secondary commits deferred', async () => {
+    // Over percolator serve a transaction's prewrites and secondary commits are answered before
+    // they are durable (batch-protocol.ts `deferred`); only its primary commit waits for an fsync.
+    // The server's log is sequential, so the primary's fsync covers the locks written before it,
+    // and a lost secondary commit leaves its lock, which readers roll forward from the primary.
+    const data = tempDir();
+    const rows = ['a', 'b', 'c'];
+    const acked = new Set<number>();
+    const tried = new Set<number>();
+    let seq = 0;
+    for (let round = 0; round < 2; round++) {
+      const s = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', '0']);
+      children.push(s.child);
+      const oracle = new OracleClient({ host: '127.0.0.1', port: s.listening.oracle as number });
+      const db = await Percolator.open({ store: `bigtable://127.0.0.1:${s.listening.grpc}`, oracle, leaseMs: 500, lockTtlMs: 1_000 });
+      if (round === 0) await db.createTable('x');
+      let stop = false;
+      const writer = async () => {
+        while (!stop) {
+          const n = seq++;
+          tried.add(n);
+          try {
+            await db.transaction(
+              async (tx) => {
+                for (const r of rows) tx.set('x', `k${n}-${r}`, 'f:v', `v${n}`);
+              },
+              { maxAttempts: 1 },
+            );
+            if (!stop) acked.add(n);
+          } catch {
+            if (!stop) throw new Error(`transaction ${n} failed before the kill`);
+          }
+        }
+      };
+      const writers = Array.from({ length: 8 }, writer);
+      await expect.poll(() => acked.size, { timeout: 20_000 }).toBeGreaterThan(50 * (round + 1));
+      s.child.kill('SIGKILL');
+      stop = true;
+      await Promise.allSettled(writers);
+      await s.exited;
+      await db.close().catch(() => undefined);
+      await oracle.close().catch(() => undefined);
+    }
+    const s = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', '0']);
+    children.push(s.child);
+    const oracle = new OracleClient({ host: '127.0.0.1', port: s.listening.oracle as number });
+    const db = await Percolator.open({ store: `bigtable://127.0.0.1:${s.listening.grpc}`, oracle, lockWaitMs: 30_000 });
+    try {
+      const torn: string[] = [];
+      const lost: number[] = [];
+      const snap = await db.snapshot();
+      try {
+        for (const n of tried) {
+          const values = await Promise.all(rows.map((r) => snap.getString('x', `k${n}-${r}`, 'f:v')));
+          const whole = values.every((v) => v === `v${n}`);
+          if (acked.has(n) && !whole) lost.push(n);
+          if (!whole && values.some((v) => v !== null)) torn.push(`${n}: ${values.join(',')}`);
+        }
+      } finally {
+        snap.release();
+      }
+      expect(lost).toEqual([]);
+      expect(torn).toEqual([]);
+    } finally {
+      await db.close();
+      await oracle.close();
+      s.child.kill('SIGKILL');
+      await s.exited;
+    }
   });
 
   it('shuts down gracefully on SIGTERM: in-flight calls finish, then the store is closed', async () => {

@@ -14,6 +14,7 @@
  *   }
  *   message CheckAndMutateRowsRequest {
  *     repeated google.bigtable.v2.CheckAndMutateRowRequest entries = 1;
+ *     bool deferred = 2;   // since 2026-11-30 (seventh session)
  *   }
  *   message CheckAndMutateRowsResponse {
  *     message Entry { bool predicate_matched = 1; google.rpc.Status status = 2; }
@@ -31,6 +32,14 @@
  * `google.rpc.ErrorInfo` detail as MutateRows gives) leaves the others applied. Entries run concurrently, so two entries for one
  * row are applied in either order (as two calls in flight at once would be). A request that cannot
  * be decoded, or breaks the limits below, fails as a whole with INVALID_ARGUMENT and writes nothing.
+ *
+ * `deferred` relaxes "durable before the response" for every entry of the call to the store's
+ * deferred durability (`WriteOptions`): applied and visible to every reader when answered, durable
+ * with the server's next group commit, and at the latest before any durable write acknowledged
+ * after this answer. The server's engine keeps one sequential log, so a crash keeps a prefix of
+ * the writes: a deferred write is lost only with everything after it that was not durable. It is
+ * what a Percolator client asks for its locks, its secondary commits and its observers' commits,
+ * exactly what it defers on an embedded store (docs/transactions.md › *Durability*).
  *
  * Each ReadRowsMany entry is a ReadRows of point reads — its row set names row keys only (an
  * entry with ranges fails with INVALID_ARGUMENT) — answered whole: its rows in the order ReadRows
@@ -60,7 +69,10 @@ export const MAX_BATCH_ENTRIES = 10_000;
 
 const BATCH_V1 = {
   CheckAndMutateRowsRequest: {
-    fields: { entries: { rule: 'repeated', type: '.google.bigtable.v2.CheckAndMutateRowRequest', id: 1 } },
+    fields: {
+      entries: { rule: 'repeated', type: '.google.bigtable.v2.CheckAndMutateRowRequest', id: 1 },
+      deferred: { type: 'bool', id: 2 },
+    },
   },
   CheckAndMutateRowsResponse: {
     fields: { entries: { rule: 'repeated', type: 'Entry', id: 1 } },
@@ -105,6 +117,7 @@ export function batchServiceDefinition(): ServiceDefinition {
 
 export interface CheckAndMutateRowsRequest {
   entries?: CheckAndMutateRowRequest[];
+  deferred?: boolean;
 }
 
 export interface ReadRowsManyRequest {
@@ -146,7 +159,7 @@ function checkEntryCount(method: string, n: number, what = 'entries'): void {
  */
 export function batchServiceImplementation(
   ctx: HandlerContext & {
-    checkAndMutateRow: (req: CheckAndMutateRowRequest) => Promise<{ predicateMatched: boolean }>;
+    checkAndMutateRow: (req: CheckAndMutateRowRequest, durability?: 'durable' | 'deferred') => Promise<{ predicateMatched: boolean }>;
     pointReads: (req: ReadRowsRequest) => Promise<WireRowOut[]>;
   },
 ): UntypedServiceImplementation {
@@ -161,7 +174,8 @@ export function batchServiceImplementation(
           `CheckAndMutateRows carries ${mutations} mutations; at most ${MAX_MUTATIONS_PER_REQUEST} are allowed per request`,
         );
       }
-      return { entries: await eachEntry(ctx, 'CheckAndMutateRows', entries, ctx.checkAndMutateRow) };
+      const durability = req.deferred === true ? 'deferred' : 'durable';
+      return { entries: await eachEntry(ctx, 'CheckAndMutateRows', entries, (e) => ctx.checkAndMutateRow(e, durability)) };
     }),
     ReadRowsMany: unary(ctx, 'ReadRowsMany', async (req: ReadRowsManyRequest) => {
       const entries = req.entries ?? [];

@@ -71,7 +71,7 @@ function target(req: WireTargeted): TableRef {
 /** CheckAndMutateRow, shared with the batch service (batch-protocol.ts), whose entries are such requests. */
 export function checkAndMutateRowHandler(ctx: Pick<DataServiceContext, 'store' | 'metrics'>) {
   const { store, metrics } = ctx;
-  return async (req: CheckAndMutateRowRequest): Promise<{ predicateMatched: boolean }> => {
+  return async (req: CheckAndMutateRowRequest, durability: 'durable' | 'deferred' = 'durable'): Promise<{ predicateMatched: boolean }> => {
     const t = target(req);
     const trueMutations = mutationsFromWire(req.trueMutations, 'true_mutations');
     const falseMutations = mutationsFromWire(req.falseMutations, 'false_mutations');
@@ -79,6 +79,7 @@ export function checkAndMutateRowHandler(ctx: Pick<DataServiceContext, 'store' |
       ...(req.predicateFilter === undefined ? {} : { predicateFilter: rowFilterFromWire(req.predicateFilter, 'predicate_filter') }),
       trueMutations,
       falseMutations,
+      ...(durability === 'deferred' ? { durability } : {}),
     });
     if ((predicateMatched ? trueMutations : falseMutations).length > 0) metrics.addRowsWritten(1);
     return { predicateMatched };
@@ -240,7 +241,8 @@ export function dataService(ctx: DataServiceContext): UntypedServiceImplementati
     SampleRowKeys: serverStream(ctx, 'SampleRowKeys', sampleRowKeys),
     MutateRow: unary(ctx, 'MutateRow', mutateRow),
     MutateRows: serverStream(ctx, 'MutateRows', mutateRows),
-    CheckAndMutateRow: unary(ctx, 'CheckAndMutateRow', checkAndMutateRow),
+    // The plain call is always durable (the unary wrapper's second argument is the gRPC call).
+    CheckAndMutateRow: unary(ctx, 'CheckAndMutateRow', (req: CheckAndMutateRowRequest) => checkAndMutateRow(req)),
     ReadModifyWriteRow: unary(ctx, 'ReadModifyWriteRow', readModifyWriteRow),
     PingAndWarm: unary(ctx, 'PingAndWarm', pingAndWarm),
   };

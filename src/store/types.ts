@@ -227,7 +227,9 @@ export interface WriteOptions {
    * durable with the store's next group commit — at the latest before any durable write issued
    * after this promise resolved is acknowledged. A crash can lose a deferred write, so use it only
    * for data that can be recovered (Percolator's locks, and its secondary commits once the primary
-   * commit is durable). Backends that cannot defer (bigtable://) write durably.
+   * commit is durable). `bigtable://` defers only against `percolator serve`, whose batch service
+   * takes the flag for conditional and plain writes (src/server/batch-protocol.ts); against other
+   * servers it writes durably.
    */
   readonly durability?: 'durable' | 'deferred';
 }

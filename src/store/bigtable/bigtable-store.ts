@@ -43,6 +43,7 @@ import type {
   RowKeySample,
   RowSet,
   TableSpec,
+  WriteOptions,
 } from '../types.js';
 import { validateMutations, validateRowKey, validateRowRange, validateRules, validateTableName } from '../validate.js';
 import { checkModifications, tableSpecFromProto, tableSpecToProto, validateTableSpec } from './admin-convert.js';
@@ -194,7 +195,7 @@ export class BigtableStore implements Store {
   readonly pointReads: ReadRowBatcher;
   /** Conditional mutations to a local server, coalesced into its BatchService's calls. */
   readonly conditionalWrites = new CheckAndMutateBatcher(
-    (requests) => this.batchCall<BatchEntry>('CheckAndMutateRows', requests),
+    (requests, deferred) => this.batchCall<BatchEntry>('CheckAndMutateRows', requests, deferred),
     (request) => this.rawData('checkAndMutateRow', request) as Promise<{ predicateMatched?: boolean | null }>,
   );
   private batchClient: (Client & Record<string, RawUnary>) | null = null;
@@ -360,7 +361,11 @@ export class BigtableStore implements Store {
   }
 
   /** One call of `percolator serve`'s BatchService (src/server/batch-protocol.ts): its entries' outcomes. */
-  private batchCall<E>(method: 'CheckAndMutateRows' | 'ReadRowsMany', requests: readonly object[]): Promise<readonly E[]> {
+  private batchCall<E>(
+    method: 'CheckAndMutateRows' | 'ReadRowsMany',
+    requests: readonly object[],
+    deferred = false,
+  ): Promise<readonly E[]> {
     if (this.batchClient === null) {
       const BatchClient = makeGenericClientConstructor(batchServiceDefinition(), 'BatchService');
       this.batchClient = new BatchClient(this.config.host as string, credentials.createInsecure()) as unknown as Client &
@@ -368,7 +373,8 @@ export class BigtableStore implements Store {
     }
     const client = this.batchClient;
     return new Promise((resolve, reject) => {
-      (client[method] as RawUnary).call(client, { entries: requests }, new Metadata(), { deadline: Date.now() + 60_000 }, (err, res) =>
+      const request = deferred ? { entries: requests, deferred } : { entries: requests };
+      (client[method] as RawUnary).call(client, request, new Metadata(), { deadline: Date.now() + 60_000 }, (err, res) =>
         err ? reject(err) : resolve((res as { entries?: E[] } | null)?.entries ?? []),
       );
     });
@@ -714,7 +720,7 @@ export class BigtableStore implements Store {
   // ------------------------------------------------------------------------------------------
   // Writes
 
-  async mutateRow(table: string, key: Bytes, mutations: readonly Mutation[]): Promise<void> {
+  async mutateRow(table: string, key: Bytes, mutations: readonly Mutation[], options?: WriteOptions): Promise<void> {
     this.checkOpen();
     this.checkTableRef(table);
     await this.schema(table);
@@ -748,11 +754,16 @@ export class BigtableStore implements Store {
       ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
     };
     await this.call({ table, row: keyHex(key) }, () =>
-      this.conditionalWrites.submit(unconditional, 2 * bytes, () => this.rawData('mutateRow', request).then(() => ({}))),
+      this.conditionalWrites.submit(
+        unconditional,
+        2 * bytes,
+        () => this.rawData('mutateRow', request).then(() => ({})),
+        options?.durability === 'deferred',
+      ),
     );
   }
 
-  async mutateRows(table: string, entries: readonly MutateRowsEntry[]): Promise<MutateRowsResult[]> {
+  async mutateRows(table: string, entries: readonly MutateRowsEntry[], options?: WriteOptions): Promise<MutateRowsResult[]> {
     this.checkOpen();
     this.checkTableRef(table);
     if (!Array.isArray(entries)) throw new StoreError('INVALID_ARGUMENT', 'entries must be an array', { table });
@@ -790,7 +801,7 @@ export class BigtableStore implements Store {
       prepared.push({ index: i, key: e.key, mutations, count: mutations.length, bytes, idempotent });
     }
     if (this.ridesWrites() && prepared.length > 0) {
-      prepared = await this.rideMutations(table, prepared, results);
+      prepared = await this.rideMutations(table, prepared, results, options?.durability === 'deferred');
     }
     // Batches of ≤ maxMutationsPerRequest mutations and ≤ maxRequestBytes, in input order.
     let batch: PreparedEntry[] = [];
@@ -827,7 +838,12 @@ export class BigtableStore implements Store {
    * `results`; returns the entries left for MutateRows: the rest, and those that failed in a way
    * MutateRows retries (it sends them again).
    */
-  private async rideMutations(table: string, prepared: readonly PreparedEntry[], results: MutateRowsResult[]): Promise<PreparedEntry[]> {
+  private async rideMutations(
+    table: string,
+    prepared: readonly PreparedEntry[],
+    results: MutateRowsResult[],
+    deferred: boolean,
+  ): Promise<PreparedEntry[]> {
     const left: PreparedEntry[] = [];
     const riding = prepared.filter((p) => {
       const ok = p.idempotent && p.bytes <= MAX_RIDING_MUTATION_BYTES;
@@ -844,6 +860,7 @@ export class BigtableStore implements Store {
           { tableName, rowKey, trueMutations: p.mutations, falseMutations: p.mutations, ...app },
           2 * p.bytes,
           () => this.rawData('mutateRow', alone).then(() => ({})),
+          deferred,
         );
       }),
     );
@@ -956,6 +973,7 @@ export class BigtableStore implements Store {
       toProtoMutations(trueM, this.ts, this.clientTime),
       toProtoMutations(falseM, this.ts, this.clientTime),
       mutationsBytes(trueM) + mutationsBytes(falseM),
+      request.durability === 'deferred',
     );
   }
 
@@ -968,6 +986,8 @@ export class BigtableStore implements Store {
     falseMutations: ProtoMutation[],
     /** About what the mutations weigh (`mutationBytes`): batched calls stay under a byte cap. */
     bytes: number,
+    /** May be answered before durable (`percolator serve` only: check-and-mutate-batcher.ts). */
+    deferred = false,
   ): Promise<boolean> {
     if (trueMutations.length === 0 && falseMutations.length === 0) {
       // Nothing to write (the API demands at least one mutation): just evaluate the predicate.
@@ -984,7 +1004,9 @@ export class BigtableStore implements Store {
     };
     const resp =
       this.config.host !== undefined
-        ? await this.call({ table, row: keyHex(key) }, () => this.conditionalWrites.submit(request, bytes))
+        ? await this.call({ table, row: keyHex(key) }, () =>
+            this.conditionalWrites.submit(request, bytes, undefined, deferred && !this.config.emulator),
+          )
         : (await this.call({ table, row: keyHex(key) }, () => this.clients.data.checkAndMutateRow(request, this.unary())))[0];
     return resp.predicateMatched === true;
   }

@@ -14,6 +14,12 @@
  * UNIMPLEMENTED, having applied nothing: those entries are sent again one call each, and so is
  * everything after (the answer is remembered for the store's lifetime).
  *
+ * Deferred entries (`submit`'s `deferred`: Percolator's locks, secondary commits, observers'
+ * commits, notification clears) go in calls of their own with the request's `deferred` flag: the
+ * server answers them once applied and visible, durable with its next group commit
+ * (batch-protocol.ts), so they do not wait for an fsync. A lone deferred entry goes as a call of
+ * one, since a plain CheckAndMutateRow is always durable.
+ *
  * An entry may bring its own way of going alone (`submit`'s `single`): the store's MutateRow calls
  * ride in these batches as unconditional entries (bigtable-store.ts `mutateRow`), and alone they
  * go as the MutateRow they are.
@@ -58,7 +64,7 @@ export interface BatchEntry {
 }
 
 export interface CheckAndMutateBatcherStats {
-  /** Batched calls sent (each of two entries or more). */
+  /** Batched calls sent (each of two entries or more, or of one deferred entry). */
   batches: number;
   /** Entries they carried. */
   batchedEntries: number;
@@ -68,6 +74,7 @@ export interface CheckAndMutateBatcherStats {
 
 interface Waiter {
   readonly request: object;
+  readonly deferred: boolean;
   readonly bytes: number;
   readonly mutations: number;
   /** How this entry goes alone, if not as a plain CheckAndMutateRow of `request`. */
@@ -90,6 +97,7 @@ function entryError(status: NonNullable<BatchEntry['status']>): Error {
 
 export class CheckAndMutateBatcher {
   readonly stats: CheckAndMutateBatcherStats = { batches: 0, batchedEntries: 0, singles: 0 };
+  /** This turn's entries; a call carries durable or deferred ones, not both. */
   private queue: Waiter[] = [];
   private scheduled = false;
   /** False once the server answered UNIMPLEMENTED. */
@@ -100,7 +108,7 @@ export class CheckAndMutateBatcher {
    * one CheckAndMutateRow. Both reject with the call's gRPC error.
    */
   constructor(
-    private readonly batch: (requests: readonly object[]) => Promise<readonly BatchEntry[]>,
+    private readonly batch: (requests: readonly object[], deferred: boolean) => Promise<readonly BatchEntry[]>,
     private readonly single: (request: object) => Promise<CheckAndMutateResult>,
   ) {}
 
@@ -111,12 +119,13 @@ export class CheckAndMutateBatcher {
 
   /**
    * `bytes`: about what the request's mutations weigh (MAX_BATCH_BYTES). `single`: how the entry
-   * goes when it goes alone (default: `request` as a plain CheckAndMutateRow).
+   * goes when it goes alone (default: `request` as a plain CheckAndMutateRow). `deferred`: the
+   * entry may be answered before it is durable (above).
    */
-  submit(request: object, bytes = 0, single?: () => Promise<CheckAndMutateResult>): Promise<CheckAndMutateResult> {
+  submit(request: object, bytes = 0, single?: () => Promise<CheckAndMutateResult>, deferred = false): Promise<CheckAndMutateResult> {
     if (!this.supported) return this.sendSingle(request, single);
     return new Promise((resolve, reject) => {
-      this.queue.push({ request, bytes, mutations: mutationCount(request), single, resolve, reject });
+      this.queue.push({ request, deferred, bytes, mutations: mutationCount(request), single, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -133,6 +142,12 @@ export class CheckAndMutateBatcher {
     this.scheduled = false;
     const queue = this.queue;
     this.queue = [];
+    this.flushKind(queue.filter((w) => !w.deferred));
+    this.flushKind(queue.filter((w) => w.deferred));
+  }
+
+  /** Sends entries of one durability in calls within the limits. */
+  private flushKind(queue: readonly Waiter[]): void {
     let batch: Waiter[] = [];
     let bytes = 0;
     let mutations = 0;
@@ -154,7 +169,8 @@ export class CheckAndMutateBatcher {
   }
 
   private async run(waiters: Waiter[]): Promise<void> {
-    if (waiters.length === 1 || !this.supported) {
+    // A lone durable entry goes as a plain call; a lone deferred one as a call of one, to be deferred.
+    if ((waiters.length === 1 && !(waiters[0] as Waiter).deferred) || !this.supported) {
       for (const w of waiters) this.sendSingle(w.request, w.single).then(w.resolve, w.reject);
       return;
     }
@@ -162,7 +178,10 @@ export class CheckAndMutateBatcher {
     try {
       this.stats.batches++;
       this.stats.batchedEntries += waiters.length;
-      entries = await this.batch(waiters.map((w) => w.request));
+      entries = await this.batch(
+        waiters.map((w) => w.request),
+        (waiters[0] as Waiter).deferred,
+      );
     } catch (e) {
       if ((e as { code?: unknown } | null)?.code === Status.UNIMPLEMENTED) {
         this.supported = false;

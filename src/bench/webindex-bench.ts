@@ -32,14 +32,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { WEB_INDEX_STAGES, type WebIndexStage } from '../apps/webindex/pipeline.js';
-import {
-  DEFAULT_LOADERS,
-  DEFAULT_REMOTE_THREADS,
-  DEFAULT_THREADS,
-  type RunSummary,
-  engineCounters,
-  runWebIndex,
-} from '../apps/webindex/run.js';
+import { DEFAULT_LOADERS, type RunSummary, defaultThreads, engineCounters, runWebIndex } from '../apps/webindex/run.js';
 import type { EngineReadsByGroup } from '../store/engine-store.js';
 import { type ServeProcess, startServeProcess } from './serve-process.js';
 import { type SizeSample, type SizeStep, lastSearchableMs, sizeCurve } from './size-curve.js';
@@ -347,7 +340,7 @@ async function phase(
 
 /** Observer runs: as asked, else run.ts's default for the kind of store the bench opens. */
 function benchThreads(options: WebIndexBenchOptions): number {
-  return options.threads ?? (options.store === 'serve' ? DEFAULT_REMOTE_THREADS : DEFAULT_THREADS);
+  return options.threads ?? defaultThreads(options.store === 'serve' ? 'bigtable://' : (options.store ?? 'file:'));
 }
 
 export async function runWebIndexBench(options: WebIndexBenchOptions): Promise<WebIndexBenchResult> {

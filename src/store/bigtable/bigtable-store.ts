@@ -743,23 +743,26 @@ export class BigtableStore implements Store {
       await this.call({ table, row: keyHex(key) }, () => this.rawData('mutateRow', request));
       return;
     }
-    // Rides in the turn's CheckAndMutateRows call as an unconditional entry: the same mutations
-    // whether or not the row has a cell, which is a MutateRow (atomic in its row, durable before
-    // the reply). Alone, or to a server without the batch service, it goes as the MutateRow itself.
-    const unconditional = {
-      tableName: request.tableName,
-      rowKey: request.rowKey,
-      trueMutations: muts,
-      falseMutations: muts,
-      ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
-    };
-    await this.call({ table, row: keyHex(key) }, () =>
-      this.conditionalWrites.submit(
-        unconditional,
-        2 * bytes,
-        () => this.rawData('mutateRow', request).then(() => ({})),
-        options?.durability === 'deferred',
-      ),
+    await this.call({ table, row: keyHex(key) }, () => this.ride(request, bytes, options?.durability === 'deferred'));
+  }
+
+  /**
+   * A MutateRow request sent in the turn's CheckAndMutateRows call as an unconditional entry: the
+   * same mutations whether or not the row has a cell, which is a MutateRow (atomic in its row,
+   * durable before the reply unless `deferred`). Alone, or to a server without the batch service,
+   * it goes as the MutateRow itself. `bytes`: what its mutations weigh (they travel twice).
+   */
+  private ride(
+    request: { tableName: string; rowKey: Buffer; mutations: ProtoMutation[]; appProfileId?: string },
+    bytes: number,
+    deferred: boolean,
+  ): Promise<unknown> {
+    const { mutations, ...target } = request;
+    return this.conditionalWrites.submit(
+      { ...target, trueMutations: mutations, falseMutations: mutations },
+      2 * bytes,
+      () => this.rawData('mutateRow', request).then(() => ({})),
+      deferred,
     );
   }
 
@@ -853,16 +856,7 @@ export class BigtableStore implements Store {
     const tableName = this.tableName(table);
     const app = this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {};
     const outcomes = await Promise.allSettled(
-      riding.map((p) => {
-        const rowKey = Buffer.from(asBuffer(p.key));
-        const alone = { tableName, rowKey, mutations: p.mutations, ...app };
-        return this.conditionalWrites.submit(
-          { tableName, rowKey, trueMutations: p.mutations, falseMutations: p.mutations, ...app },
-          2 * p.bytes,
-          () => this.rawData('mutateRow', alone).then(() => ({})),
-          deferred,
-        );
-      }),
+      riding.map((p) => this.ride({ tableName, rowKey: Buffer.from(asBuffer(p.key)), mutations: p.mutations, ...app }, p.bytes, deferred)),
     );
     for (let i = 0; i < riding.length; i++) {
       const o = outcomes[i] as PromiseSettledResult<unknown>;

@@ -72,6 +72,15 @@ function startServe(args: string[]): Promise<Spawned> {
   });
 }
 
+/** Polls `cond` until it holds (every 20 ms, at most 20 s); fails naming `what`. */
+async function until(cond: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 const pkg = bigtablePackage();
 function def(service: string, method: string): grpc.MethodDefinition<unknown, unknown> {
   return (pkg[service] as unknown as Record<string, grpc.MethodDefinition<unknown, unknown>>)[method] as grpc.MethodDefinition<
@@ -328,11 +337,13 @@ describe('percolator serve as a process', () => {
       def(DATA_SERVICE, 'ReadRows').requestSerialize({ tableName: T('g') }),
     );
     scan.pause();
-    await new Promise((r) => setTimeout(r, 300));
+    const http = `http://127.0.0.1:${s.listening.http}`;
+    const inflight = async () =>
+      Number(/^percolator_grpc_inflight_requests (\d+)/m.exec(await (await fetch(`${http}/metrics`)).text())?.[1]);
+    await until(async () => (await inflight()) >= 1, 'the scan in flight on the server');
     s.child.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 300));
     // draining: health says so, new calls are refused, the scan is still in flight
-    expect((await fetch(`http://127.0.0.1:${s.listening.http}/healthz`)).status).toBe(503);
+    await until(async () => (await fetch(`${http}/healthz`)).status === 503, 'healthz 503 after SIGTERM');
     const refused = await unary(client, DATA_SERVICE, 'MutateRow', {
       tableName: T('g'),
       rowKey: Buffer.from('during'),

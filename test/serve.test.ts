@@ -744,7 +744,11 @@ describe('graceful close (in-process)', () => {
     await base.mutateRow('t', Buffer.from('r'), [
       { setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from('v') } },
     ]);
-    // readRows that takes 400 ms before its first row
+    // readRows that holds its first row until the test lets it go
+    let entered = (): void => undefined;
+    const reached = new Promise<void>((r) => (entered = r));
+    let release = (): void => undefined;
+    const released = new Promise<void>((r) => (release = r));
     const slow = new Proxy(base, {
       get(target, prop) {
         if (prop === 'readRows') {
@@ -752,7 +756,8 @@ describe('graceful close (in-process)', () => {
             const it = target.readRows(table, options);
             return {
               async *[Symbol.asyncIterator]() {
-                await new Promise((r) => setTimeout(r, 400));
+                entered();
+                await released;
                 yield* it;
               },
             };
@@ -765,9 +770,8 @@ describe('graceful close (in-process)', () => {
     const s = await startServer({ store: slow, port: 0, oraclePort: null, log: () => undefined });
     const client = new Raw(`127.0.0.1:${s.port}`);
     const inflight = client.call(DATA_SERVICE, 'ReadRows', { tableName: T('t') });
-    await new Promise((r) => setTimeout(r, 100));
+    await reached; // the call is in flight on the server
     const closed = s.close();
-    await new Promise((r) => setTimeout(r, 50));
     expect((await fetch(`http://127.0.0.1:${s.httpPort}/healthz`)).status).toBe(503);
     const refused = await client.call(DATA_SERVICE, 'MutateRow', {
       tableName: T('t'),
@@ -775,6 +779,7 @@ describe('graceful close (in-process)', () => {
       mutations: [{ deleteFromRow: {} }],
     });
     expect(refused.err?.code).toBe(grpc.status.UNAVAILABLE);
+    release();
     const done = await inflight;
     expect(done.err).toBeNull();
     expect(assembleChunks(done.messages).map((r) => r.key.toString())).toEqual(['r']);

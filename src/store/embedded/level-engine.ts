@@ -34,6 +34,14 @@
  *   fsync; a later durable write is in the same or a later group, so when it is acknowledged the
  *   deferred ops before it are durable too. If a group holding deferred ops fails, acknowledged
  *   data was lost: the engine fails every later call with the IO_ERROR (reopen to recover).
+ * - A FAILED WRITE (a full disk, a file-size limit, an I/O error) ends writing through this
+ *   handle: the failed group's callers get its IO_ERROR, and every group queued behind it and every
+ *   later write or clear is refused with an IO_ERROR naming it; reads go on. LevelDB 1.20 does not
+ *   stop by itself after a failed log append: it has counted the record's bytes as written, while
+ *   stdio wrote part of them and dropped the rest, so once the disk had room again its next records
+ *   landed misaligned in the log — acknowledged, then unreadable at the next open (DATA_CORRUPTED;
+ *   LevelDB alone would drop them). Refusing leaves the log ending in the torn record, which the
+ *   next open discards as it does after a crash.
  * - `iterate` uses a LevelDB iterator, which reads from an implicit snapshot taken when the
  *   iterator is created (on the consumer's first `next()`); it is closed in `finally`, so a
  *   consumer's early `break` releases it.
@@ -321,6 +329,8 @@ class LevelEngineImpl implements LevelEngine {
   private lastDeferred: Group | null = null;
   /** Set when a group holding acknowledged deferred ops failed: every later call fails. */
   private failed: StoreError | null = null;
+  /** Set when any group failed to write: every later write is refused (reads go on). */
+  private writesRefused: StoreError | null = null;
 
   constructor(
     private readonly db: ClassicLevel<Uint8Array, Uint8Array>,
@@ -413,6 +423,7 @@ class LevelEngineImpl implements LevelEngine {
   write(ops: readonly KvOp[], options?: KvWriteOptions): Promise<void> {
     if (this.state !== 'open') return Promise.reject(this.closedError());
     if (this.failed !== null) return Promise.reject(this.failed);
+    if (this.writesRefused !== null) return Promise.reject(this.writesRefused);
     const n = ops.length;
     // Validate the whole call before any op reaches the shared native batch.
     let bytes = 0;
@@ -496,6 +507,11 @@ class LevelEngineImpl implements LevelEngine {
       this.notifyDrained();
       return;
     }
+    if (this.writesRefused !== null) {
+      // Queued before a group failed: never written, so refused as a whole (settle goes on to the next).
+      this.settle(g, this.writesRefused);
+      return;
+    }
     this.inFlight = g;
     this.nBatches++;
     let p: Promise<void>;
@@ -512,6 +528,7 @@ class LevelEngineImpl implements LevelEngine {
 
   private settle(g: Group, err: StoreError | null): void {
     this.inFlight = null;
+    if (err !== null && this.writesRefused === null) this.writesRefused = refusedError(this.dir, err);
     if (g.deferredKeys !== null) {
       if (err !== null) this.failed ??= err;
       for (const k of g.deferredKeys) if (this.overlay.get(k)?.group === g) this.overlay.delete(k);
@@ -558,6 +575,7 @@ class LevelEngineImpl implements LevelEngine {
     // Writes issued before clear() must be cleared too: let them land first.
     await this.drained();
     if (this.state !== 'open') throw this.closedError();
+    if (this.writesRefused !== null) throw this.writesRefused;
     const opts: { gte?: Uint8Array; lt?: Uint8Array } = {};
     if (range.gte !== undefined) opts.gte = range.gte;
     if (range.lt !== undefined) opts.lt = range.lt;
@@ -590,7 +608,7 @@ class LevelEngineImpl implements LevelEngine {
     await this.drained();
     // Sealed while we still hold the directory and nothing is in flight, so the sequence read is
     // that of our last write. A seal is a shortcut: failing to write one is not an error.
-    if (seal !== undefined && this.failed === null) {
+    if (seal !== undefined && this.failed === null && this.writesRefused === null) {
       const sequence = await lastSequence(this.dir);
       if (sequence !== null) await writeSeal(this.dir, sequence, seal).catch(() => undefined);
     }
@@ -602,6 +620,19 @@ class LevelEngineImpl implements LevelEngine {
     }
     this.state = 'closed';
   }
+}
+
+/**
+ * The error every write gets once a group failed. Its first failure's IO_ERROR is the cause, and
+ * its details (the engine's message) are kept.
+ */
+function refusedError(dir: string, first: StoreError): StoreError {
+  return new StoreError(
+    'IO_ERROR',
+    `writes to the store at ${dir} are refused since one failed (${first.message}); reopen the store to write again`,
+    { ...first.details, dir, refused: true },
+    { cause: first },
+  );
 }
 
 function badOp(index: number, why: string): StoreError {

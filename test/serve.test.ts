@@ -11,7 +11,11 @@ import { OracleClient } from '../src/oracle/client.js';
 import { Percolator } from '../src/txn/percolator.js';
 import { LockServiceError, NetworkLockService } from '../src/server/lock-client.js';
 import { bigtablePackage, DATA_SERVICE, TABLE_ADMIN_SERVICE } from '../src/server/protos.js';
-import { type PercolatorServer, startServer } from '../src/server/server.js';
+import { type PercolatorServer, type ServerStatus, startServer } from '../src/server/server.js';
+import { EngineStore } from '../src/store/engine-store.js';
+import { StoreError } from '../src/store/errors.js';
+import type { KvOp } from '../src/store/kv-engine.js';
+import { MemoryEngine } from '../src/store/memory/memory-engine.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';
 import type { ReadRowsOptions, Row } from '../src/store/types.js';
@@ -732,6 +736,54 @@ describe('bearer token', () => {
       expect(await (await fetch(`${base}/?token=s3cret`)).text()).toContain('Extra');
     } finally {
       await s.close();
+      await store.close();
+    }
+  });
+});
+
+describe('a store that refuses writes', () => {
+  it('turns /healthz to 503 with the reason and names it in /status.json, while reads go on', async () => {
+    // The engine of a file: store after a write failed (a full disk): refuses writes until reopened.
+    class FailingEngine extends MemoryEngine {
+      failure: StoreError | null = null;
+      override write(ops: readonly KvOp[]): Promise<void> {
+        return this.failure === null ? super.write(ops) : Promise.reject(this.failure);
+      }
+      writeFailure(): StoreError | null {
+        return this.failure;
+      }
+    }
+    const engine = new FailingEngine();
+    const store = await EngineStore.open(engine, 'memory:');
+    await store.createTable('t', { families: { f: {} } });
+    const s = await startServer({ store, port: 0, oraclePort: null, log: () => undefined });
+    const base = `http://127.0.0.1:${s.httpPort}`;
+    const client = new Raw(`127.0.0.1:${s.port}`);
+    const write = (row: string) =>
+      client.call(DATA_SERVICE, 'MutateRow', {
+        tableName: T('t'),
+        rowKey: Buffer.from(row),
+        mutations: [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from('v') } }],
+      });
+    try {
+      expect((await write('a')).err).toBeNull();
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      expect(((await (await fetch(`${base}/status.json`)).json()) as ServerStatus).server.storeWriteFailure).toBeNull();
+
+      engine.failure = new StoreError('IO_ERROR', 'LevelDB write failed in /data: IO error: 000003.log: No space left on device', {});
+      expect((await write('b')).err).not.toBeNull();
+      const health = await fetch(`${base}/healthz`);
+      expect(health.status).toBe(503);
+      expect(await health.text()).toMatch(/^the store refuses writes: .*No space left on device/);
+      const status = (await (await fetch(`${base}/status.json`)).json()) as ServerStatus;
+      expect(status.server.storeWriteFailure).toMatch(/No space left on device/);
+      const read = await client.call(DATA_SERVICE, 'ReadRows', { tableName: T('t') });
+      expect(read.err).toBeNull();
+      expect(assembleChunks(read.messages).map((r) => r.key.toString())).toEqual(['a']);
+    } finally {
+      client.close();
+      await s.close();
+      engine.failure = null; // closing saves the catalog
       await store.close();
     }
   });

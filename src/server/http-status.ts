@@ -10,7 +10,8 @@
  * its own fetches). Otherwise 401.
  *
  * Invariants: a handler that throws or rejects gets a 500 (logged), never a crash; `/healthz`
- * answers 503 once `healthy()` turns false (shutdown in progress). Binds 127.0.0.1 by default.
+ * answers 503, with the reason, while `unhealthy()` gives one (shutdown in progress, a store that
+ * refuses writes). Binds 127.0.0.1 by default.
  * `close()` stops listening and closes idle and active connections.
  */
 import { timingSafeEqual } from 'node:crypto';
@@ -44,8 +45,8 @@ export interface HttpStatusOptions {
   readonly status?: () => unknown | Promise<unknown>;
   /** Page title. Default "percolator serve". */
   readonly title?: string;
-  /** /healthz answers 200 while this returns true (default always). */
-  readonly healthy?: () => boolean;
+  /** Why /healthz answers 503, or null: it answers 200 (default always). */
+  readonly unhealthy?: () => string | null;
   readonly log?: (line: string) => void;
 }
 
@@ -141,8 +142,8 @@ export async function startHttpStatus(options: HttpStatusOptions = {}): Promise<
       path: '/healthz',
       public: true,
       handler: (_req, res) => {
-        const ok = options.healthy?.() ?? true;
-        send(res, ok ? 200 : 503, 'text/plain; charset=utf-8', ok ? 'ok\n' : 'shutting down\n');
+        const why = options.unhealthy?.() ?? null;
+        send(res, why === null ? 200 : 503, 'text/plain; charset=utf-8', `${why ?? 'ok'}\n`);
       },
     },
     {

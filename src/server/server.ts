@@ -33,6 +33,7 @@ import { type OracleServer, startOracleServer } from '../oracle/server.js';
 import type { EngineStoreOptions } from '../store/engine-store.js';
 import { DEFAULT_STORE_URL, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
+import type { StoreError } from '../store/errors.js';
 import { instanceAdminService, tableAdminService } from './admin-service.js';
 import { checkAndMutateRowHandler, dataService, pointReadsHandler } from './data-service.js';
 import { CallTracker, type Logger, serverInterceptor, shortMethodName } from './handlers.js';
@@ -85,6 +86,8 @@ export interface ServerStatus {
     readonly grpc: string;
     readonly oracle: string | null;
     readonly shuttingDown: boolean;
+    /** Why the store refuses writes (a failed write to a `file:` store: reopen it), or null. */
+    readonly storeWriteFailure: string | null;
   };
   readonly grpc: { readonly requests: number; readonly errors: number; readonly inflight: number; readonly requestsPerSecond: number };
   readonly rows: { readonly read: number; readonly written: number; readonly readPerSecond: number; readonly writtenPerSecond: number };
@@ -235,6 +238,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
       oracle = await startOracleServer({ host, port: oraclePort, markStore: new StoreMarkStore(store) });
     }
 
+    const writeFailure = (): StoreError | null => atomicRowsOf(store)?.writeFailure() ?? null;
     const status_ = (): ServerStatus => {
       const o = oracleStats();
       return {
@@ -244,6 +248,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
           grpc: grpcAddress(host, boundPort),
           oracle: oracle === null ? null : grpcAddress(host, oracle.port),
           shuttingDown,
+          storeWriteFailure: writeFailure()?.message ?? null,
         },
         grpc: {
           requests: metrics.totals.requests,
@@ -281,7 +286,11 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
         port: httpPort,
         registry: metrics.registry,
         status: status_,
-        healthy: () => !shuttingDown,
+        unhealthy: () => {
+          if (shuttingDown) return 'shutting down';
+          const e = writeFailure();
+          return e === null ? null : `the store refuses writes: ${e.message}`;
+        },
         log,
         ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
         extraRoutes: [dashboard.route, ...(options.httpExtraRoutes ?? [])],

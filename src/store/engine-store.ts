@@ -1080,6 +1080,10 @@ export class EngineStore implements AtomicRowsStore {
     await this.engine.write([]); // the engine's barrier: durable once everything before it is
   }
 
+  writeFailure(): StoreError | null {
+    return this.engine.writeFailure?.() ?? null;
+  }
+
   async checkAndMutateRows(entries: readonly AtomicRowEntry[], options?: WriteOptions): Promise<number> {
     if (!Array.isArray(entries)) throw new StoreError('INVALID_ARGUMENT', 'checkAndMutateRows needs an array of entries', {});
     const isDeferred = deferred(options, entries[0]?.table ?? '');

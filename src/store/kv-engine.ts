@@ -19,6 +19,8 @@
  *   (docs/format.md).
  */
 
+import type { StoreError } from './errors.js';
+
 export type KvOp =
   { readonly type: 'put'; readonly key: Uint8Array; readonly value: Uint8Array } | { readonly type: 'del'; readonly key: Uint8Array };
 
@@ -72,4 +74,10 @@ export interface KvEngine {
    * null. Answers once (later calls: null). Optional: an engine without it never seals.
    */
   takeSealed?(): Uint8Array | null;
+  /**
+   * Why the engine refuses writes, or null while it takes them: after a write failed (a full disk,
+   * an I/O error) a durable engine may refuse every later one until reopened. Optional: an engine
+   * without it never refuses.
+   */
+  writeFailure?(): StoreError | null;
 }

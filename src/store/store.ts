@@ -12,6 +12,7 @@
  * - Reads apply each family's GC rule, so collected cells are never visible even before the
  *   background reclamation removes them.
  */
+import type { StoreError } from './errors.js';
 import type {
   AtomicRowEntry,
   Bytes,
@@ -99,6 +100,12 @@ export interface AtomicRowsStore extends Store {
   checkAndMutateRows(entries: readonly AtomicRowEntry[], options?: WriteOptions): Promise<number>;
   /** Resolves once every write issued before the call, deferred ones included, is durable. */
   sync(): Promise<void>;
+  /**
+   * Why the store refuses writes, or null while it takes them. A `file:` store refuses every
+   * write once one failed to reach its log (a full disk, an I/O error; docs/durability.md › *A
+   * full disk*) until it is reopened; reads go on.
+   */
+  writeFailure(): StoreError | null;
   /** `readRow`, answered synchronously (the embedded backends read from memory or a sync engine get). */
   readRowSync(table: string, key: Bytes, filter?: RowFilter): Row | null;
   /**

@@ -592,6 +592,10 @@ class LevelEngineImpl implements LevelEngine {
     await this.write([{ type: 'del', key: first }]);
   }
 
+  writeFailure(): StoreError | null {
+    return this.failed ?? this.writesRefused;
+  }
+
   takeSealed(): Uint8Array | null {
     const s = this.sealed;
     this.sealed = null;

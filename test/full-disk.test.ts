@@ -4,7 +4,8 @@
  * fails part-way (EFBIG, the same torn append a full disk gives), and then raises its own limit.
  *
  * What must hold: the failed write and every later write are IO_ERRORs (the later ones marked
- * `refused`), reads go on, nothing crashes; after a reopen every acknowledged write is there and
+ * `refused`), reads go on, waiting for quiescence fails at once with that error, nothing
+ * crashes; after a reopen every acknowledged write is there and
  * every acknowledged transaction whole, and the observers finish what was committed. Before the
  * engine refused writes after a failure, the writes acknowledged once the limit was raised landed
  * misaligned in the log and the reopen failed with DATA_CORRUPTED.
@@ -122,15 +123,24 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
         }
       }));
       raiseLimit();
+      let quiescence = null;
+      try {
+        await db.waitForQuiescence({ timeoutMs: 30_000 });
+        quiescence = 'quiescent';
+      } catch (e) {
+        quiescence = e.code; // the first failure's, or the refusal's
+      }
       let later = null;
       try { await db.transaction(async (tx) => tx.set('t', 'later', 'raw:w', 'x')); later = 'acknowledged'; } catch (e) { later = e.code; }
       await worker.stop().catch(() => undefined);
       await db.close().catch(() => undefined);
       console.error = log;
-      console.log(JSON.stringify({ acked, codes: [...codes], later, attempted: n }));`,
+      console.log(JSON.stringify({ acked, codes: [...codes], later, quiescence, attempted: n }));`,
     );
     expect(r.codes).toEqual(['IO_ERROR']);
     expect(r.later).toBe('IO_ERROR');
+    // at once, not after the timeout: no observer can commit until the store is reopened
+    expect(r.quiescence).toBe('IO_ERROR');
     const acked = r.acked as string[];
     expect(acked.length).toBeGreaterThan(50);
 

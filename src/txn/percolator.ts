@@ -520,7 +520,9 @@ export class Percolator {
    * docs/observers.md), and everything written so far is durable (observers commit with deferred
    * durability). A pass that fails with IO_ERROR (a remote store out of reach for a while) counts
    * as not quiescent. Throws QUIESCENCE_TIMEOUT after `timeoutMs` (`cause`: the last pass's
-   * IO_ERROR, if it failed).
+   * IO_ERROR, if it failed); the store's IO_ERROR at once when an embedded store refuses writes
+   * (a full disk: docs/durability.md) while notifications are pending — no observer can commit
+   * until the store is reopened.
    */
   async waitForQuiescence(options: QuiescenceOptions = {}): Promise<void> {
     this.checkOpen();
@@ -546,6 +548,8 @@ export class Percolator {
         await atomicRowsOf(this.store)?.sync();
         return;
       }
+      const refused = atomicRowsOf(this.store)?.writeFailure() ?? null;
+      if (refused !== null) throw refused;
       if (Date.now() > deadline) {
         const all = failed === null ? await orOutOfReach(this.pendingNotifications()) : null;
         throw new TxnError(

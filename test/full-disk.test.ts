@@ -1,7 +1,8 @@
 /**
  * A `file:` store whose disk fills up, then has room again — without root: the child runs under a
- * file-size limit (RLIMIT_FSIZE via util-linux `prlimit`, SIGXFSZ ignored), so LevelDB's log append
- * fails part-way (EFBIG, the same torn append a full disk gives), and then raises its own limit.
+ * file-size limit (RLIMIT_FSIZE via util-linux `prlimit`; Node ignores SIGXFSZ), so LevelDB's
+ * log append fails part-way (EFBIG, the same torn append a full disk gives), and then raises its
+ * own limit.
  *
  * What must hold: the failed write and every later write are IO_ERRORs (the later ones marked
  * `refused`), reads go on, waiting for quiescence fails at once with that error, nothing
@@ -31,7 +32,6 @@ function underLimit(dir: string, body: string): Record<string, unknown> {
   const script = `
     import { execFileSync } from 'node:child_process';
     import { openStore, Percolator } from ${JSON.stringify(resolve('dist/index.js'))};
-    process.on('SIGXFSZ', () => undefined);
     const dir = ${JSON.stringify(dir)};
     const raiseLimit = () => execFileSync('prlimit', ['--pid', String(process.pid), '--fsize=unlimited']);
     ${body}`;

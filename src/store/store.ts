@@ -103,7 +103,8 @@ export interface AtomicRowsStore extends Store {
   /**
    * Why the store refuses writes, or null while it takes them. A `file:` store refuses every
    * write once one failed to reach its log (a full disk, an I/O error; docs/durability.md › *A
-   * full disk*) until it is reopened; reads go on.
+   * full disk*) until it is reopened; reads go on, unless the failed write held deferred ones
+   * (then every call fails).
    */
   writeFailure(): StoreError | null;
   /** `readRow`, answered synchronously (the embedded backends read from memory or a sync engine get). */

@@ -33,6 +33,7 @@
 import { type Client, credentials, Metadata, makeGenericClientConstructor, type ServiceError, status } from '@grpc/grpc-js';
 import type { LockService } from '../notify/lock-service.js';
 import { type LockOpResult, lockServiceDefinition } from './lock-protocol.js';
+import { sendBatch } from '../util/send-batch.js';
 
 export type LockServiceErrorCode = 'LOCK_SERVICE_UNAVAILABLE' | 'LOCK_SERVICE_REJECTED' | 'LOCK_SERVICE_CLOSED';
 
@@ -152,35 +153,32 @@ export class NetworkLockService implements LockService {
   }
 
   private async send(ops: readonly PendingOp[]): Promise<void> {
+    const single = (o: PendingOp) => void this.callOne(o.method, o.req).then(o.resolve, o.reject);
     if (ops.length === 1 || !this.batching) {
-      for (const o of ops) this.callOne(o.method, o.req).then(o.resolve, o.reject);
+      for (const o of ops) single(o);
       return;
     }
-    let results: readonly LockOpResult[];
-    try {
-      this.stats.batches++;
-      this.stats.batchedOps += ops.length;
-      const res = await this.callOne('Batch', {
-        ops: ops.map((o) => (o.method === 'Unlock' ? { key: o.req.key, owner: o.req.owner, unlock: true } : o.req)),
-      });
-      results = (res.results as LockOpResult[] | undefined) ?? [];
-    } catch (e) {
-      if ((e as { code?: unknown } | null)?.code === status.UNIMPLEMENTED && !this.closed) {
-        // A server from before Batch: it applied nothing; these and all later ops go one call each.
+    this.stats.batches++;
+    this.stats.batchedOps += ops.length;
+    await sendBatch(ops, {
+      call: async () => {
+        const res = await this.callOne('Batch', {
+          ops: ops.map((o) => (o.method === 'Unlock' ? { key: o.req.key, owner: o.req.owner, unlock: true } : o.req)),
+        });
+        return (res.results as LockOpResult[] | undefined) ?? [];
+      },
+      single,
+      // A server from before Batch: it applied nothing; these and all later ops go one call each.
+      unsupported: () => {
+        if (this.closed) return false;
         this.batching = false;
-        for (const o of ops) this.callOne(o.method, o.req).then(o.resolve, o.reject);
-      } else for (const o of ops) o.reject(e);
-      return;
-    }
-    if (results.length !== ops.length) {
-      const e = Object.assign(new Error(`lock Batch answered ${results.length} results for ${ops.length} ops`), { code: status.INTERNAL });
-      for (const o of ops) o.reject(e);
-      return;
-    }
-    ops.forEach((o, i) => {
-      const r = results[i] as LockOpResult;
-      if ((r.code ?? 0) !== 0) o.reject(Object.assign(new Error(r.message ?? ''), { code: r.code, details: r.message ?? '' }));
-      else o.resolve(o.method === 'TryLock' ? { acquired: r.acquired === true } : {});
+        return true;
+      },
+      mismatch: (got) => `lock Batch answered ${got} results for ${ops.length} ops`,
+      settle: (o, r: LockOpResult) => {
+        if ((r.code ?? 0) !== 0) o.reject(Object.assign(new Error(r.message ?? ''), { code: r.code, details: r.message ?? '' }));
+        else o.resolve(o.method === 'TryLock' ? { acquired: r.acquired === true } : {});
+      },
     });
   }
 

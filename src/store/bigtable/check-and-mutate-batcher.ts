@@ -28,6 +28,7 @@
  */
 import { Metadata } from '@grpc/grpc-js';
 import { ERROR_CODE_METADATA, Status, codeFromStatusDetails } from './grpc-errors.js';
+import { sendBatch } from '../../util/send-batch.js';
 
 /** At most this many entries in one batched call (the server takes up to 10 000). */
 export const MAX_BATCH_ENTRIES = 1000;
@@ -169,41 +170,31 @@ export class CheckAndMutateBatcher {
   }
 
   private async run(waiters: Waiter[]): Promise<void> {
+    const single = (w: Waiter) => void this.sendSingle(w.request, w.single).then(w.resolve, w.reject);
     // A lone durable entry goes as a plain call; a lone deferred one as a call of one, to be deferred.
     if ((waiters.length === 1 && !(waiters[0] as Waiter).deferred) || !this.supported) {
-      for (const w of waiters) this.sendSingle(w.request, w.single).then(w.resolve, w.reject);
+      for (const w of waiters) single(w);
       return;
     }
-    let entries: readonly BatchEntry[];
-    try {
-      this.stats.batches++;
-      this.stats.batchedEntries += waiters.length;
-      entries = await this.batch(
-        waiters.map((w) => w.request),
-        (waiters[0] as Waiter).deferred,
-      );
-    } catch (e) {
-      if ((e as { code?: unknown } | null)?.code === Status.UNIMPLEMENTED) {
+    this.stats.batches++;
+    this.stats.batchedEntries += waiters.length;
+    await sendBatch(waiters, {
+      call: () =>
+        this.batch(
+          waiters.map((w) => w.request),
+          (waiters[0] as Waiter).deferred,
+        ),
+      single,
+      unsupported: () => {
         this.supported = false;
-        for (const w of waiters) this.sendSingle(w.request, w.single).then(w.resolve, w.reject);
-      } else {
-        for (const w of waiters) w.reject(e);
-      }
-      return;
-    }
-    if (entries.length !== waiters.length) {
-      // Not what the protocol allows: which entries were applied is unknown, as after a lost reply.
-      const e = Object.assign(new Error(`CheckAndMutateRows answered ${entries.length} entries for ${waiters.length}`), {
-        code: Status.INTERNAL,
-      });
-      for (const w of waiters) w.reject(e);
-      return;
-    }
-    waiters.forEach((w, i) => {
-      const entry = entries[i] as BatchEntry;
-      const status = entry.status;
-      if (status !== undefined && status !== null && (status.code ?? 0) !== 0) w.reject(entryError(status));
-      else w.resolve({ predicateMatched: entry.predicateMatched === true });
+        return true;
+      },
+      mismatch: (got) => `CheckAndMutateRows answered ${got} entries for ${waiters.length}`,
+      settle: (w, entry: BatchEntry) => {
+        const status = entry.status;
+        if (status !== undefined && status !== null && (status.code ?? 0) !== 0) w.reject(entryError(status));
+        else w.resolve({ predicateMatched: entry.predicateMatched === true });
+      },
     });
   }
 }

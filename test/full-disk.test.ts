@@ -5,11 +5,13 @@
  * own limit.
  *
  * What must hold: the failed write and every later write are IO_ERRORs (the later ones marked
- * `refused`), reads go on, waiting for quiescence fails at once with that error, nothing
- * crashes; after a reopen every acknowledged write is there and
- * every acknowledged transaction whole, and the observers finish what was committed. Before the
- * engine refused writes after a failure, the writes acknowledged once the limit was raised landed
- * misaligned in the log and the reopen failed with DATA_CORRUPTED.
+ * `refused`) until writing resumes, reads go on, nothing crashes; once resumed (a new log, the
+ * memtable flushed, the deferred writes the failure held written first) the store takes writes
+ * and the observers finish without a reopen; and after a reopen every acknowledged write is there
+ * and every acknowledged transaction whole. Before the engine refused writes after a failure, the
+ * writes acknowledged once the limit was raised landed misaligned in the log and the reopen failed
+ * with DATA_CORRUPTED; before it resumed, a failure holding deferred writes (an observer's commit,
+ * almost always) failed every later call until the process reopened the store.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -31,6 +33,7 @@ afterAll(() => {
 function underLimit(dir: string, body: string): Record<string, unknown> {
   const script = `
     import { execFileSync } from 'node:child_process';
+    import { readFileSync } from 'node:fs';
     import { openStore, Percolator } from ${JSON.stringify(resolve('dist/index.js'))};
     const dir = ${JSON.stringify(dir)};
     const raiseLimit = () => execFileSync('prlimit', ['--pid', String(process.pid), '--fsize=unlimited']);
@@ -44,8 +47,23 @@ function underLimit(dir: string, body: string): Record<string, unknown> {
   return JSON.parse(lines[lines.length - 1] as string) as Record<string, unknown>;
 }
 
+/** The rows of table `t` in the store at `dir`, reopened, are exactly `keys`; and it takes a write. */
+async function expectRows(dir: string, keys: readonly string[]): Promise<void> {
+  const store = await openStore(`file:${dir}`);
+  try {
+    const found: string[] = [];
+    for await (const row of store.readRows('t')) found.push(row.key.toString());
+    expect(found).toEqual(keys);
+    await store.mutateRow('t', Buffer.from('after'), [
+      { setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from('v') } },
+    ]);
+  } finally {
+    await store.close();
+  }
+}
+
 describe.skipIf(!hasPrlimit)('a full disk', () => {
-  it('store writes: the failed one and all later ones are IO_ERRORs, reads go on, and a reopen has every acknowledged write', async () => {
+  it('store writes: the failed one and later ones are IO_ERRORs until writing resumes, reads go on, and a reopen has every acknowledged write', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'full-disk-store-'));
     dirs.push(dir);
     const r = underLimit(
@@ -67,9 +85,14 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
         try { await put('b' + j); acked.push('b' + j); later.push('acknowledged'); } catch (e) { later.push(e.code + (e.details?.refused === true ? ' refused' : '')); }
       }
       const read = (await store.readRow('t', Buffer.from(acked[0])))?.key.toString() ?? null;
+      const resumed = await store.resumeWrites();
+      const afterResume = [];
+      for (let j = 0; j < 5; j++) {
+        try { await put('c' + j); acked.push('c' + j); afterResume.push('acknowledged'); } catch (e) { afterResume.push(e.code); }
+      }
       let closeError = null;
       await store.close().catch((e) => { closeError = e.code; });
-      console.log(JSON.stringify({ acked, first: first.code, firstMessage: first.message, later, read, closeError }));`,
+      console.log(JSON.stringify({ acked, first: first.code, firstMessage: first.message, later, read, resumed, afterResume, closeError }));`,
     );
     expect(r.first).toBe('IO_ERROR');
     expect(r.firstMessage).toMatch(/File too large/);
@@ -77,6 +100,9 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
     const acked = r.acked as string[];
     expect(r.read).toBe(acked[0]);
     expect(acked.length).toBeGreaterThan(100);
+    expect(r.resumed).toBeNull();
+    expect(r.afterResume).toEqual(Array(5).fill('acknowledged'));
+    expect(r.closeError).toBeNull();
 
     const store = await openStore(`file:${dir}`);
     try {
@@ -92,7 +118,7 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
     }
   });
 
-  it('transactions and observers: every acknowledged transaction is whole after a reopen, none torn, and the observers finish', async () => {
+  it('transactions and observers: writing resumes once there is room, the observers finish, and a reopen finds every acknowledged transaction whole', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'full-disk-txn-'));
     dirs.push(dir);
     const r = underLimit(
@@ -122,25 +148,32 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
           } catch (e) { failures++; codes.add(e.code); }
         }
       }));
+      let refusedLater = null;
+      try { await db.transaction(async (tx) => tx.set('t', 'refused', 'raw:w', 'x')); refusedLater = 'acknowledged'; } catch (e) { refusedLater = e.code; }
       raiseLimit();
       let quiescence = null;
       try {
-        await db.waitForQuiescence({ timeoutMs: 30_000 });
+        await db.waitForQuiescence({ timeoutMs: 60_000 }); // resumes writing first
         quiescence = 'quiescent';
       } catch (e) {
-        quiescence = e.code; // the first failure's, or the refusal's
+        quiescence = e.code + ': ' + e.message;
       }
       let later = null;
       try { await db.transaction(async (tx) => tx.set('t', 'later', 'raw:w', 'x')); later = 'acknowledged'; } catch (e) { later = e.code; }
+      const notDerived = [];
+      for (const k of acked) if ((await db.getString('t', k, 'derived:v')) !== big + k) notDerived.push(k);
       await worker.stop().catch(() => undefined);
-      await db.close().catch(() => undefined);
+      let closeError = null;
+      await db.close().catch((e) => { closeError = e.code; });
       console.error = log;
-      console.log(JSON.stringify({ acked, codes: [...codes], later, quiescence, attempted: n }));`,
+      console.log(JSON.stringify({ acked, codes: [...codes], refusedLater, later, quiescence, notDerived, closeError, attempted: n }));`,
     );
     expect(r.codes).toEqual(['IO_ERROR']);
-    expect(r.later).toBe('IO_ERROR');
-    // at once, not after the timeout: no observer can commit until the store is reopened
-    expect(r.quiescence).toBe('IO_ERROR');
+    expect(r.refusedLater).toBe('IO_ERROR');
+    expect(r.quiescence).toBe('quiescent');
+    expect(r.later).toBe('acknowledged');
+    expect(r.notDerived).toEqual([]); // the observers finished without a reopen
+    expect(r.closeError).toBeNull();
     const acked = r.acked as string[];
     expect(acked.length).toBeGreaterThan(50);
 
@@ -162,8 +195,178 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
       await db.waitForQuiescence({ timeoutMs: 60_000 });
       await worker.stop();
       for (const k of acked) expect(await db.getString('t', k, 'derived:v')).toBe(`${'x'.repeat(2000)}${k}`);
+      expect(await db.getString('t', 'later', 'raw:w')).toBe('x');
     } finally {
       await db.close();
     }
+  });
+
+  it('deferred writes a failed write held stay visible to point reads, keep scans of their range waiting, and are written first when writing resumes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'full-disk-deferred-'));
+    dirs.push(dir);
+    const r = underLimit(
+      dir,
+      `
+      const store = await openStore('file:' + dir);
+      await store.createTable('t', { families: { f: {} } });
+      await store.createTable('u', { families: { f: {} } });
+      const value = Buffer.alloc(3000, 7);
+      const m = (v) => [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: v } }];
+      await store.mutateRow('u', Buffer.from('other'), m(Buffer.from('o')));
+      const deferred = [];
+      const durable = [];
+      let first = null;
+      for (let i = 0; first === null; i++) {
+        // In one group: a deferred write (acknowledged at once) and a durable one.
+        const d = 'd' + String(i).padStart(6, '0');
+        const a = 'a' + String(i).padStart(6, '0');
+        await store.mutateRow('t', Buffer.from(d), m(value), { durability: 'deferred' });
+        deferred.push(d);
+        try { await store.mutateRow('t', Buffer.from(a), m(value)); durable.push(a); } catch (e) { first = e; }
+      }
+      const last = deferred[deferred.length - 1];
+      const pointRead = (await store.readRow('t', Buffer.from(last)))?.key.toString() ?? null;
+      const scan = async (table) => { const keys = []; for await (const row of store.readRows(table)) keys.push(row.key.toString()); return keys; };
+      let stalledScan = null;
+      try { await scan('t'); stalledScan = 'answered'; } catch (e) { stalledScan = e.code + (e.details?.refused === true ? ' refused' : ''); }
+      const otherScan = await scan('u'); // holds no unwritten deferred write
+      raiseLimit();
+      const resumed = await store.resumeWrites();
+      const scanned = await scan('t');
+      await store.close();
+      console.log(JSON.stringify({ deferred, durable, pointRead, last, stalledScan, otherScan, resumed, scanned }));`,
+    );
+    expect(r.pointRead).toBe(r.last);
+    expect(r.stalledScan).toBe('IO_ERROR refused');
+    expect(r.otherScan).toEqual(['other']);
+    expect(r.resumed).toBeNull();
+    const deferred = r.deferred as string[];
+    const durable = r.durable as string[];
+    expect(r.scanned).toEqual([...durable, ...deferred]); // 'a…' sorts before 'd…'
+
+    const store = await openStore(`file:${dir}`);
+    try {
+      const found: string[] = [];
+      for await (const row of store.readRows('t')) found.push(row.key.toString());
+      // every deferred write (acknowledged) and every acknowledged durable one; not the failed durable one
+      expect(found).toEqual([...durable, ...deferred]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('resumes by itself once there is room: nobody needs to call resumeWrites', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'full-disk-auto-'));
+    dirs.push(dir);
+    const r = underLimit(
+      dir,
+      `
+      const store = await openStore('file:' + dir);
+      await store.createTable('t', { families: { f: {} } });
+      const put = (k) => store.mutateRow('t', Buffer.from(k), [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.alloc(3000, 7) } }]);
+      const acked = [];
+      for (let i = 0; ; i++) {
+        const k = 'a' + String(i).padStart(6, '0');
+        try { await put(k); acked.push(k); } catch { break; }
+      }
+      raiseLimit();
+      const start = Date.now();
+      // The engine retries on a timer (first after 1 s): wait for the condition, bounded.
+      while (store.writeFailure() !== null && Date.now() - start < 30_000) await new Promise((res) => setTimeout(res, 20));
+      const waitedMs = Date.now() - start;
+      let later = null;
+      try { await put('b'); acked.push('b'); later = 'acknowledged'; } catch (e) { later = e.code; }
+      await store.close();
+      console.log(JSON.stringify({ acked, waitedMs, later }));`,
+    );
+    expect(r.later).toBe('acknowledged');
+    expect(r.waitedMs).toBeLessThan(30_000);
+    const store = await openStore(`file:${dir}`);
+    try {
+      const found: string[] = [];
+      for await (const row of store.readRows('t')) found.push(row.key.toString());
+      expect(found).toEqual(r.acked);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a resume LevelDB cannot complete (its flush fails, so does the reopen) leaves no handle until one opens once there is room; nothing is lost', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'full-disk-stuck-'));
+    dirs.push(dir);
+    const r = underLimit(
+      dir,
+      `
+      const store = await openStore('file:' + dir);
+      await store.createTable('t', { families: { f: {} } });
+      const put = (k) => store.mutateRow('t', Buffer.from(k), [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from(k.repeat(300)) } }]);
+      const acked = [];
+      let first = null;
+      for (let i = 0; first === null; i++) {
+        const k = 'a' + String(i).padStart(6, '0');
+        try { await put(k); acked.push(k); } catch (e) { first = e; }
+      }
+      // Smaller than the table the memtable's flush writes: LevelDB moves to a new log, then its
+      // flush fails, and LevelDB takes no write any more (its background error).
+      const lowerLimit = () => execFileSync('prlimit', ['--pid', String(process.pid), '--fsize=20000:unlimited']);
+      lowerLimit();
+      const stuck = await store.resumeWrites();
+      let read = null;
+      try { for await (const row of store.readRows('t')) break; read = 'answered'; } catch (e) { read = e.code + (e.details?.reopening === true ? ' reopening' : ''); }
+      raiseLimit();
+      const resumed = await store.resumeWrites();
+      let later = null;
+      try { await put('c'); acked.push('c'); later = 'acknowledged'; } catch (e) { later = e.code; }
+      const readAfter = (await store.readRow('t', Buffer.from(acked[0])))?.key.toString() ?? null;
+      await store.close();
+      console.log(JSON.stringify({ acked, stuck: stuck?.code ?? null, read, resumed, later, readAfter }));`,
+    );
+    expect(r.stuck).toBe('IO_ERROR');
+    expect(r.read).toBe('IO_ERROR reopening'); // no LevelDB handle (point reads the row cache holds still answer)
+    expect(r.resumed).toBeNull();
+    expect(r.later).toBe('acknowledged');
+    const acked = r.acked as string[];
+    expect(r.readAfter).toBe(acked[0]);
+    await expectRows(dir, acked);
+  });
+
+  it('a reopen waits for the scans open when it starts, which see every row; then writing resumes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'full-disk-scan-'));
+    dirs.push(dir);
+    const r = underLimit(
+      dir,
+      `
+      const store = await openStore('file:' + dir);
+      await store.createTable('t', { families: { f: {} } });
+      const put = (k) => store.mutateRow('t', Buffer.from(k), [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from(k.repeat(300)) } }]);
+      const acked = [];
+      let first = null;
+      for (let i = 0; first === null; i++) {
+        const k = 'a' + String(i).padStart(6, '0');
+        try { await put(k); acked.push(k); } catch (e) { first = e; }
+      }
+      // Smaller than the table the memtable's flush writes: LevelDB moves to a new log, then its
+      // flush fails, and LevelDB takes no write any more (its background error).
+      const lowerLimit = () => execFileSync('prlimit', ['--pid', String(process.pid), '--fsize=20000:unlimited']);
+      const rows = store.readRows('t')[Symbol.asyncIterator]();
+      const scanned = [(await rows.next()).value.key.toString()];
+      lowerLimit();
+      const resuming = store.resumeWrites();
+      // Until LevelDB has logged its failed flush (bounded): then the reopen waits for this scan.
+      const start = Date.now();
+      while (!readFileSync(dir + '/LOG', 'utf8').includes('File too large') && Date.now() - start < 30_000) await new Promise((res) => setTimeout(res, 10));
+      raiseLimit();
+      for (let next = await rows.next(); !next.done; next = await rows.next()) scanned.push(next.value.key.toString());
+      const resumed = await resuming;
+      let later = null;
+      try { await put('c'); acked.push('c'); later = 'acknowledged'; } catch (e) { later = e.code; }
+      await store.close();
+      console.log(JSON.stringify({ acked, scanned, resumed, later }));`,
+    );
+    expect(r.resumed).toBeNull();
+    expect(r.later).toBe('acknowledged');
+    const acked = r.acked as string[];
+    expect(r.scanned).toEqual(acked.slice(0, -1)); // every row acknowledged before the scan
+    await expectRows(dir, acked);
   });
 });

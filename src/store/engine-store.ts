@@ -1084,6 +1084,11 @@ export class EngineStore implements AtomicRowsStore {
     return this.engine.writeFailure?.() ?? null;
   }
 
+  resumeWrites(): Promise<StoreError | null> {
+    // The caches hold only what the engine acknowledged: a failed write dropped its rows from them.
+    return this.engine.resumeWrites?.() ?? Promise.resolve(this.writeFailure());
+  }
+
   async checkAndMutateRows(entries: readonly AtomicRowEntry[], options?: WriteOptions): Promise<number> {
     if (!Array.isArray(entries)) throw new StoreError('INVALID_ARGUMENT', 'checkAndMutateRows needs an array of entries', {});
     const isDeferred = deferred(options, entries[0]?.table ?? '');

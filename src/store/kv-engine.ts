@@ -76,8 +76,14 @@ export interface KvEngine {
   takeSealed?(): Uint8Array | null;
   /**
    * Why the engine refuses writes, or null while it takes them: after a write failed (a full disk,
-   * an I/O error) a durable engine may refuse every later one until reopened. Optional: an engine
-   * without it never refuses.
+   * an I/O error) a durable engine may refuse every later one until it can write again (see
+   * `resumeWrites`) or is reopened. Optional: an engine without it never refuses.
    */
   writeFailure?(): StoreError | null;
+  /**
+   * Tries now to take writes again after a failure (the engine may also retry by itself). Resolves
+   * to null once it takes them — every acknowledged write durable, deferred ones included — or to
+   * why it still refuses. Never rejects. Optional, like `writeFailure`.
+   */
+  resumeWrites?(): Promise<StoreError | null>;
 }

@@ -103,10 +103,17 @@ export interface AtomicRowsStore extends Store {
   /**
    * Why the store refuses writes, or null while it takes them. A `file:` store refuses every
    * write once one failed to reach its log (a full disk, an I/O error; docs/durability.md › *A
-   * full disk*) until it is reopened; reads go on, unless the failed write held deferred ones
-   * (then every call fails).
+   * full disk*) until the disk has room again (it retries by itself, or see `resumeWrites`) or it
+   * is reopened. Point reads go on; a scan fails while its range holds a deferred write not yet
+   * on disk.
    */
   writeFailure(): StoreError | null;
+  /**
+   * Tries now to take writes again after a failure: null once the store takes them (every
+   * acknowledged write, deferred ones included, is then durable), else why it still refuses.
+   * Never rejects; null at once for a store that takes writes.
+   */
+  resumeWrites(): Promise<StoreError | null>;
   /** `readRow`, answered synchronously (the embedded backends read from memory or a sync engine get). */
   readRowSync(table: string, key: Bytes, filter?: RowFilter): Row | null;
   /**

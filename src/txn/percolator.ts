@@ -548,8 +548,12 @@ export class Percolator {
         await atomicRowsOf(this.store)?.sync();
         return;
       }
-      const refused = atomicRowsOf(this.store)?.writeFailure() ?? null;
-      if (refused !== null) throw refused;
+      const atomic = atomicRowsOf(this.store);
+      if (atomic !== null && atomic.writeFailure() !== null) {
+        // No observer can commit until the store takes writes again: resume now, or fail at once.
+        const refused = await atomic.resumeWrites();
+        if (refused !== null) throw refused;
+      }
       if (Date.now() > deadline) {
         const all = failed === null ? await orOutOfReach(this.pendingNotifications()) : null;
         throw new TxnError(

@@ -32,16 +32,26 @@
  *   them visible: `get` consults it first, and `iterate` waits until every group holding a
  *   deferred op is written before it opens its LevelDB snapshot. Durability comes from the group's
  *   fsync; a later durable write is in the same or a later group, so when it is acknowledged the
- *   deferred ops before it are durable too. If a group holding deferred ops fails, acknowledged
- *   data was lost: the engine fails every later call with the IO_ERROR (reopen to recover).
- * - A FAILED WRITE (a full disk, a file-size limit, an I/O error) ends writing through this
- *   handle: the failed group's callers get its IO_ERROR, and every group queued behind it and every
- *   later write or clear is refused with an IO_ERROR naming it; reads go on. LevelDB 1.20 does not
- *   stop by itself after a failed log append: it has counted the record's bytes as written, while
- *   stdio wrote part of them and dropped the rest, so once the disk had room again its next records
+ *   deferred ops before it are durable too. If a group holding deferred ops fails, they stay in
+ *   the overlay, acknowledged and visible, until writing resumes (below) and writes them first.
+ * - A FAILED WRITE (a full disk, a file-size limit, an I/O error) stops writing through this
+ *   handle: the failed group's durable callers get its IO_ERROR, and every group queued behind it
+ *   and every later write or clear is refused with an IO_ERROR naming it; point reads go on, and
+ *   scans too unless their range holds a deferred op not yet written. LevelDB 1.20 does not stop by
+ *   itself after a failed log append: it has counted the record's bytes as written, while stdio
+ *   wrote part of them and dropped the rest, so once the disk had room again its next records
  *   landed misaligned in the log — acknowledged, then unreadable at the next open (DATA_CORRUPTED;
  *   LevelDB alone would drop them). Refusing leaves the log ending in the torn record, which the
  *   next open discards as it does after a crash.
+ * - RESUMING (`resumeWrites`, also retried on a timer with backoff while writes are refused): once
+ *   the file system has room for the memtable's flush, a compaction of a range that holds no key
+ *   makes LevelDB move to a new log (a new writer, aligned) and flush the memtable to a table,
+ *   after which it deletes the old log, torn record and all. Only then are the deferred ops the
+ *   failure left unwritten written, as one synced batch ahead of anything else, and writes taken
+ *   again. LevelDB reports a failed flush only by stopping all writes for good (its background
+ *   error), so no attempt is made without the room; if the flush fails even so, only a reopen
+ *   helps and the error says so. A close while writes are refused tries once to resume; deferred
+ *   ops still unwritten then are lost, as in a crash before their group's fsync.
  * - `iterate` uses a LevelDB iterator, which reads from an implicit snapshot taken when the
  *   iterator is created (on the consumer's first `next()`); it is closed in `finally`, so a
  *   consumer's early `break` releases it.
@@ -67,10 +77,10 @@
  * DATA_CORRUPTED (with the dir and the engine's or verifier's message), STORE_CLOSED, IO_ERROR.
  * Nothing is swallowed.
  */
-import { mkdir, open, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, stat, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ClassicLevel, type Iterator as LevelIterator } from 'classic-level';
-import { bytesKey } from '../bytes.js';
+import { bytesKey, keyBytes } from '../bytes.js';
 import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
 import { lockHolder, lockedError } from './level-lock.js';
@@ -228,7 +238,34 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
   }
 
   const slotsHeld = (await ballast) !== null;
-  const db = new ClassicLevel<Uint8Array, Uint8Array>(dir, {
+  const handle = (): Level => newLevel(dir, options, slotsHeld);
+  const db = handle();
+  try {
+    await db.open();
+  } catch (e) {
+    throw mapError(e, dir, 'open', false);
+  }
+
+  const dropped = await recoveryDrops(dir);
+  if (dropped.length > 0) {
+    // The DATA_CORRUPTED below is the error that matters; a failing close must not replace it.
+    await db.close().catch(() => undefined);
+    throw await droppedError(dir, dropped);
+  }
+
+  // A seal is trusted only if nothing was written after it (level-seal.ts); reading the sequence
+  // now, with the directory locked and LevelDB's open recorded in the MANIFEST, closes the gap
+  // between our check and our open.
+  const sequence = await lastSequence(dir);
+  const sealed = sequence === null ? null : await takeSeal(dir, sequence);
+  return new LevelEngineImpl(db, handle, dir, options, sealed);
+}
+
+type Level = ClassicLevel<Uint8Array, Uint8Array>;
+
+/** A handle on the database in `dir`, not yet opened. */
+function newLevel(dir: string, options: LevelEngineOptions, slotsHeld: boolean): Level {
+  return new ClassicLevel<Uint8Array, Uint8Array>(dir, {
     keyEncoding: 'view',
     valueEncoding: 'view',
     createIfMissing: true,
@@ -243,38 +280,26 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
     maxFileSize: options.maxFileSize ?? 4 * MiB,
     blockSize: options.blockSize ?? 4096,
   });
-  try {
-    await db.open();
-  } catch (e) {
-    throw mapError(e, dir, 'open', false);
-  }
+}
 
-  // Backstop: whatever LevelDB itself reported dropping during recovery.
-  const dropped = await recoveryDrops(dir);
-  if (dropped.length > 0) {
-    // The DATA_CORRUPTED below is the error that matters; a failing close must not replace it.
-    await db.close().catch(() => undefined);
-    const text = dropped.join('\n');
-    const markerError = await writeFile(
-      join(dir, CORRUPTION_MARKER),
-      `${new Date().toISOString()} LevelDB recovery dropped data:\n${text}\n`,
-    ).then(
-      () => null,
-      (e: unknown) => (e instanceof Error ? e.message : String(e)),
-    );
-    const note = markerError === null ? '' : ` (and the ${CORRUPTION_MARKER} marker could not be written: ${markerError})`;
-    throw new StoreError('DATA_CORRUPTED', `LevelDB dropped corrupted log records while recovering ${dir}: ${dropped[0]}${note}`, {
-      dir,
-      engineMessage: text,
-    });
-  }
-
-  // A seal is trusted only if nothing was written after it (level-seal.ts); reading the sequence
-  // now, with the directory locked and LevelDB's open recorded in the MANIFEST, closes the gap
-  // between our check and our open.
-  const sequence = await lastSequence(dir);
-  const sealed = sequence === null ? null : await takeSeal(dir, sequence);
-  return new LevelEngineImpl(db, dir, options, sealed);
+/**
+ * Backstop after LevelDB opened: the records it reported dropping during recovery (its LOG), as a
+ * DATA_CORRUPTED error, with the marker left so the finding outlives the LOG.
+ */
+async function droppedError(dir: string, dropped: readonly string[]): Promise<StoreError> {
+  const text = dropped.join('\n');
+  const markerError = await writeFile(
+    join(dir, CORRUPTION_MARKER),
+    `${new Date().toISOString()} LevelDB recovery dropped data:\n${text}\n`,
+  ).then(
+    () => null,
+    (e: unknown) => (e instanceof Error ? e.message : String(e)),
+  );
+  const note = markerError === null ? '' : ` (and the ${CORRUPTION_MARKER} marker could not be written: ${markerError})`;
+  return new StoreError('DATA_CORRUPTED', `LevelDB dropped corrupted log records while recovering ${dir}: ${dropped[0]}${note}`, {
+    dir,
+    engineMessage: text,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -304,6 +329,15 @@ interface Group {
 type State = 'open' | 'closing' | 'closed';
 
 const RESOLVED = Promise.resolve();
+/** A range no store key falls in (they start 0x00 or 0x01, key-layout.ts): compacting it compacts only the memtable. */
+const NO_KEY_FIRST = Uint8Array.from([0xff, 0xff, 0xff, 0xfe]);
+const NO_KEY_LAST = Uint8Array.from([0xff, 0xff, 0xff, 0xff]);
+/** Room a resume needs besides what the logs hold (the new log, the MANIFEST's record, slack). */
+const RESUME_MARGIN_BYTES = 4 * 1024 * 1024;
+const FIRST_RESUME_DELAY_MS = 1_000;
+/** How long a reopen waits for open scans to end before it gives up (until the next attempt). */
+const REOPEN_SCAN_WAIT_MS = 5_000;
+const MAX_RESUME_DELAY_MS = 10_000;
 const NO_VALUE = new Uint8Array(0);
 const SYNC = { sync: true } as const;
 
@@ -327,13 +361,26 @@ class LevelEngineImpl implements LevelEngine {
   private readonly overlay = new Map<string, { readonly value: Uint8Array | undefined; readonly group: Group }>();
   /** The newest group holding deferred ops, until it is written. */
   private lastDeferred: Group | null = null;
-  /** Set when a group holding acknowledged deferred ops failed: every later call fails. */
-  private failed: StoreError | null = null;
-  /** Set when any group failed to write: every later write is refused (reads go on). */
+  /** Set when a group failed to write: every later write is refused until writing resumes (reads go on). */
   private writesRefused: StoreError | null = null;
+  /** The resume attempt under way, shared by every caller. */
+  private resuming: Promise<StoreError | null> | null = null;
+  private resumeTimer: NodeJS.Timeout | null = null;
+  private resumeDelayMs = FIRST_RESUME_DELAY_MS;
+  /** LevelDB iterators open (a reopen waits for them to end). */
+  private openIterators = 0;
+  private iteratorWaiters: (() => void)[] = [];
+  /** Set while a reopen is under way: new scans wait for it. */
+  private reopening: Promise<void> | null = null;
+  /** Set while there is no open LevelDB handle (a reopen's swap, or one that could not open): calls fail with it. */
+  private handleGone: StoreError | null = null;
+  /** Set when reopening found LevelDB's recovery dropped data: nothing is tried any more. */
+  private broken: StoreError | null = null;
 
   constructor(
-    private readonly db: ClassicLevel<Uint8Array, Uint8Array>,
+    private db: Level,
+    /** A new handle on the same directory (a reopen). */
+    private readonly handle: () => Level,
     readonly dir: string,
     options: LevelEngineOptions,
     private sealed: Uint8Array | null,
@@ -348,6 +395,7 @@ class LevelEngineImpl implements LevelEngine {
 
   compaction(): LevelCompaction {
     if (this.state !== 'open') throw this.closedError();
+    if (this.handleGone !== null) throw this.handleGone;
     return parseLevelStats(this.db.getProperty('leveldb.stats'));
   }
 
@@ -357,7 +405,7 @@ class LevelEngineImpl implements LevelEngine {
 
   get(key: Uint8Array): Uint8Array | undefined {
     if (this.state !== 'open') throw this.closedError();
-    if (this.failed !== null) throw this.failed;
+    if (this.handleGone !== null) throw this.handleGone;
     if (this.overlay.size !== 0) {
       const e = this.overlay.get(bytesKey(key));
       if (e !== undefined) return e.value;
@@ -374,8 +422,10 @@ class LevelEngineImpl implements LevelEngine {
     if (this.state !== 'open') throw this.closedError();
     // The snapshot must include acknowledged deferred ops: wait until LevelDB has them.
     if (this.lastDeferred !== null) await this.lastDeferred.promise.catch(() => undefined);
-    if (this.failed !== null) throw this.failed;
+    while (this.reopening !== null) await this.reopening;
     if (this.state !== 'open') throw this.closedError();
+    if (this.handleGone !== null) throw this.handleGone;
+    if (this.writesRefused !== null && this.overlay.size !== 0) this.refuseStalledScan(range);
     // highWaterMarkBytes bounds what one native nextv() buffers (default 16 KiB, ~100 small
     // entries per thread-pool round trip); 1 MiB lets the growing batch size take effect.
     const values = range.keysOnly !== true;
@@ -393,6 +443,7 @@ class LevelEngineImpl implements LevelEngine {
     } catch (e) {
       throw mapError(e, this.dir, 'iterate', this.state !== 'open');
     }
+    this.openIterators++;
     try {
       let n = range.expect !== undefined && range.expect > 0 ? Math.min(64, range.expect) : 64;
       for (;;) {
@@ -414,15 +465,23 @@ class LevelEngineImpl implements LevelEngine {
       }
     } finally {
       // Closing an iterator the db already closed (close() mid-iteration) is a no-op.
-      await it.close().catch((e: unknown) => {
-        if (this.state === 'open') throw mapError(e, this.dir, 'iterate', false);
-      });
+      await it
+        .close()
+        .catch((e: unknown) => {
+          if (this.state === 'open') throw mapError(e, this.dir, 'iterate', false);
+        })
+        .finally(() => {
+          if (--this.openIterators === 0 && this.iteratorWaiters.length > 0) {
+            const waiters = this.iteratorWaiters;
+            this.iteratorWaiters = [];
+            for (const w of waiters) w();
+          }
+        });
     }
   }
 
   write(ops: readonly KvOp[], options?: KvWriteOptions): Promise<void> {
     if (this.state !== 'open') return Promise.reject(this.closedError());
-    if (this.failed !== null) return Promise.reject(this.failed);
     if (this.writesRefused !== null) return Promise.reject(this.writesRefused);
     const n = ops.length;
     // Validate the whole call before any op reaches the shared native batch.
@@ -482,17 +541,14 @@ class LevelEngineImpl implements LevelEngine {
   }
 
   private newGroup(): Group {
-    const batch = this.db.batch() as unknown as NativeBatch;
-    // Registered with the db by its constructor; we never call its public write()/close(), which
-    // would detach it, so detach now (the native batch is freed when the object is collected).
-    this.db.detachResource(batch as unknown as Parameters<ClassicLevel['detachResource']>[0]);
+    const batch = this.nativeBatch();
     let resolve!: () => void;
     let reject!: (e: unknown) => void;
     const promise = new Promise<void>((res, rej) => {
       resolve = res;
       reject = rej;
     });
-    // Deferred writers never await the promise; a failure is recorded in `failed` instead.
+    // Deferred writers never await the promise; their ops stay in the overlay if it fails.
     promise.catch(() => undefined);
     const g: Group = { batch, ops: 0, bytes: 0, deferredKeys: null, promise, resolve, reject };
     this.queue.push(g);
@@ -526,12 +582,24 @@ class LevelEngineImpl implements LevelEngine {
     );
   }
 
+  /** A native batch we write ourselves (see the header). */
+  private nativeBatch(): NativeBatch {
+    const batch = this.db.batch() as unknown as NativeBatch;
+    // Registered with the db by its constructor; we never call its public write()/close(), which
+    // would detach it, so detach now (the native batch is freed when the object is collected).
+    this.db.detachResource(batch as unknown as Parameters<ClassicLevel['detachResource']>[0]);
+    return batch;
+  }
+
   private settle(g: Group, err: StoreError | null): void {
     this.inFlight = null;
-    if (err !== null && this.writesRefused === null) this.writesRefused = refusedError(this.dir, err);
+    if (err !== null && this.writesRefused === null) {
+      this.writesRefused = refusedError(this.dir, err);
+      this.scheduleResume();
+    }
     if (g.deferredKeys !== null) {
-      if (err !== null) this.failed ??= err;
-      for (const k of g.deferredKeys) if (this.overlay.get(k)?.group === g) this.overlay.delete(k);
+      // Unwritten deferred ops were acknowledged: they stay in the overlay until resumeWrites writes them.
+      if (err === null) for (const k of g.deferredKeys) if (this.overlay.get(k)?.group === g) this.overlay.delete(k);
       if (this.lastDeferred === g) this.lastDeferred = null;
     }
     if (err === null) g.resolve();
@@ -562,7 +630,7 @@ class LevelEngineImpl implements LevelEngine {
 
   async approximateSize(gte: Uint8Array, lt: Uint8Array): Promise<number> {
     if (this.state !== 'open') throw this.closedError();
-    if (this.failed !== null) throw this.failed;
+    if (this.handleGone !== null) throw this.handleGone;
     try {
       return await this.db.approximateSize(gte, lt);
     } catch (e) {
@@ -593,7 +661,149 @@ class LevelEngineImpl implements LevelEngine {
   }
 
   writeFailure(): StoreError | null {
-    return this.failed ?? this.writesRefused;
+    return this.writesRefused;
+  }
+
+  resumeWrites(): Promise<StoreError | null> {
+    if (this.state === 'closed') return Promise.resolve(this.writesRefused ?? this.closedError());
+    if (this.writesRefused === null) return Promise.resolve(null);
+    if (this.resuming === null) {
+      this.resuming = this.tryResume().finally(() => {
+        this.resuming = null;
+      });
+    }
+    return this.resuming;
+  }
+
+  /** See the header's RESUMING. Never rejects: every failure leaves writes refused. */
+  private async tryResume(): Promise<StoreError | null> {
+    await this.drained();
+    if (this.broken !== null) return this.broken;
+    if (this.state === 'closed' || this.writesRefused === null) return this.writesRefused;
+    try {
+      const before = await logFiles(this.dir);
+      // The flush writes about what the logs hold; a little more for the new log and the MANIFEST.
+      let need = RESUME_MARGIN_BYTES;
+      for (const size of before.values()) need += size;
+      const fsStats = await statfs(this.dir);
+      if (fsStats.bavail * fsStats.bsize < need) return this.writesRefused;
+      if (this.handleGone === null) await this.db.compactRange(NO_KEY_FIRST, NO_KEY_LAST);
+      const after = await logFiles(this.dir);
+      // The old logs still there: LevelDB could not move on (its background error, after a failed
+      // flush or compaction, stops every write for good) — only a new handle clears that.
+      if ([...before.keys()].some((name) => after.has(name)) && !(await this.reopen())) return this.broken ?? this.writesRefused;
+    } catch {
+      return this.writesRefused; // statfs, listing or compaction failed: still refused, retried later
+    }
+    if (this.overlay.size !== 0) {
+      const batch = this.nativeBatch();
+      for (const [k, e] of this.overlay) {
+        if (e.value === undefined) batch._del(keyBytes(k));
+        else batch._put(keyBytes(k), e.value);
+      }
+      try {
+        this.nBatches++;
+        await batch._write(SYNC);
+      } catch (e) {
+        // Torn in the new log: the next attempt moves to another one first.
+        this.writesRefused = refusedError(this.dir, mapError(e, this.dir, 'write', false));
+        return this.writesRefused;
+      }
+      this.overlay.clear();
+    }
+    this.writesRefused = null;
+    this.resumeDelayMs = FIRST_RESUME_DELAY_MS;
+    if (this.resumeTimer !== null) clearTimeout(this.resumeTimer);
+    this.resumeTimer = null;
+    return null;
+  }
+
+  /**
+   * Closes LevelDB's handle and opens a new one on the same files: that clears LevelDB's background
+   * error and replays the log (the torn record at its end dropped, as after a crash). Scans wait for
+   * it, point reads fail during the swap itself. False when it could not be done now.
+   */
+  private async reopen(): Promise<boolean> {
+    let done!: () => void;
+    this.reopening = new Promise<void>((res) => (done = res));
+    try {
+      if (!(await this.iteratorsEnd(REOPEN_SCAN_WAIT_MS)) || this.state === 'closed') return false;
+      this.handleGone = new StoreError(
+        'IO_ERROR',
+        `the store at ${this.dir} is being reopened after a failed write; try again`,
+        { dir: this.dir, reopening: true },
+        { cause: this.writesRefused },
+      );
+      if (this.db.status === 'open') {
+        try {
+          await this.db.close();
+        } catch {
+          if (this.db.status === 'open') this.handleGone = null; // still usable: try again later
+          return false;
+        }
+      }
+      const db = this.handle();
+      try {
+        await db.open();
+      } catch {
+        return false; // no handle until a later attempt opens one (handleGone stays)
+      }
+      const dropped = await recoveryDrops(this.dir);
+      this.db = db;
+      if (dropped.length > 0) {
+        this.broken = await droppedError(this.dir, dropped);
+        this.handleGone = this.broken;
+        this.writesRefused = this.broken;
+        return false;
+      }
+      this.handleGone = null;
+      return true;
+    } finally {
+      this.reopening = null;
+      done();
+    }
+  }
+
+  /** True once no LevelDB iterator is open, false if some still are after `ms`. */
+  private iteratorsEnd(ms: number): Promise<boolean> {
+    if (this.openIterators === 0) return Promise.resolve(true);
+    return new Promise((res) => {
+      const timer = setTimeout(() => res(false), ms);
+      this.iteratorWaiters.push(() => {
+        clearTimeout(timer);
+        res(true);
+      });
+    });
+  }
+
+  /** Retries resumeWrites with backoff while writes are refused (unref'd: it keeps no process alive). */
+  private scheduleResume(): void {
+    if (this.resumeTimer !== null || this.state !== 'open' || this.broken !== null) return;
+    this.resumeTimer = setTimeout(() => {
+      this.resumeTimer = null;
+      void this.resumeWrites().then((still) => {
+        if (still === null) return;
+        this.resumeDelayMs = Math.min(MAX_RESUME_DELAY_MS, this.resumeDelayMs * 2);
+        this.scheduleResume();
+      });
+    }, this.resumeDelayMs);
+    this.resumeTimer.unref();
+  }
+
+  /** Throws when the range holds a deferred op a failed write left unwritten: LevelDB's snapshot lacks it. */
+  private refuseStalledScan(range: KvRange): void {
+    const gte = range.gte === undefined ? null : bytesKey(range.gte);
+    const lt = range.lt === undefined ? null : bytesKey(range.lt);
+    for (const k of this.overlay.keys()) {
+      if ((gte === null || k >= gte) && (lt === null || k < lt)) {
+        throw new StoreError(
+          'IO_ERROR',
+          `a scan of the store at ${this.dir} waits for writing to resume: it would miss acknowledged writes not yet on disk (${this.writesRefused?.message ?? ''})`,
+          { ...this.writesRefused?.details, dir: this.dir, refused: true },
+          { cause: this.writesRefused },
+        );
+      }
+    }
   }
 
   takeSealed(): Uint8Array | null {
@@ -609,10 +819,14 @@ class LevelEngineImpl implements LevelEngine {
 
   private async doClose(seal: Uint8Array | undefined): Promise<void> {
     this.state = 'closing';
+    if (this.resumeTimer !== null) clearTimeout(this.resumeTimer);
+    this.resumeTimer = null;
     await this.drained();
+    // Deferred ops a failed write left unwritten are lost by the close unless writing resumes now.
+    if (this.writesRefused !== null) await this.resumeWrites();
     // Sealed while we still hold the directory and nothing is in flight, so the sequence read is
     // that of our last write. A seal is a shortcut: failing to write one is not an error.
-    if (seal !== undefined && this.failed === null && this.writesRefused === null) {
+    if (seal !== undefined && this.writesRefused === null) {
       const sequence = await lastSequence(this.dir);
       if (sequence !== null) await writeSeal(this.dir, sequence, seal).catch(() => undefined);
     }
@@ -633,10 +847,24 @@ class LevelEngineImpl implements LevelEngine {
 function refusedError(dir: string, first: StoreError): StoreError {
   return new StoreError(
     'IO_ERROR',
-    `writes to the store at ${dir} are refused since one failed (${first.message}); reopen the store to write again`,
+    `writes to the store at ${dir} are refused since one failed (${first.message}); they resume by themselves once the disk has room (retried every few seconds)`,
     { ...first.details, dir, refused: true },
     { cause: first },
   );
+}
+
+/** The log files in `dir`, name → size. */
+async function logFiles(dir: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const name of await readdir(dir)) {
+    if (!name.endsWith('.log')) continue;
+    const size = await stat(join(dir, name)).then(
+      (st) => st.size,
+      () => null, // deleted meanwhile
+    );
+    if (size !== null) out.set(name, size);
+  }
+  return out;
 }
 
 function badOp(index: number, why: string): StoreError {

@@ -37,6 +37,20 @@ function underLimit(dir: string, body: string): Record<string, unknown> {
     import { openStore, Percolator } from ${JSON.stringify(resolve('dist/index.js'))};
     const dir = ${JSON.stringify(dir)};
     const raiseLimit = () => execFileSync('prlimit', ['--pid', String(process.pid), '--fsize=unlimited']);
+    // Smaller than the table a flush of the memtable writes: LevelDB moves to a new log, then its
+    // flush fails, and it takes no write any more (its background error).
+    const lowerLimit = () => execFileSync('prlimit', ['--pid', String(process.pid), '--fsize=20000:unlimited']);
+    /** The store with table t, written row by row (a000000, …) until a write fails. */
+    async function fillUntilFailure() {
+      const store = await openStore('file:' + dir);
+      await store.createTable('t', { families: { f: {} } });
+      const put = (k) => store.mutateRow('t', Buffer.from(k), [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from(k.repeat(300)) } }]);
+      const acked = [];
+      for (let i = 0; ; i++) {
+        const k = 'a' + String(i).padStart(6, '0');
+        try { await put(k); acked.push(k); } catch (first) { return { store, put, acked, first }; }
+      }
+    }
     ${body}`;
   const out = spawnSync('prlimit', ['--fsize=3000000:unlimited', process.execPath, '--input-type=module', '-e', script], {
     encoding: 'utf8',
@@ -69,16 +83,7 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
     const r = underLimit(
       dir,
       `
-      const store = await openStore('file:' + dir);
-      await store.createTable('t', { families: { f: {} } });
-      const value = Buffer.alloc(3000, 7);
-      const put = (k) => store.mutateRow('t', Buffer.from(k), [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value } }]);
-      const acked = [];
-      let first = null;
-      for (let i = 0; first === null; i++) {
-        const k = 'a' + String(i).padStart(6, '0');
-        try { await put(k); acked.push(k); } catch (e) { first = e; }
-      }
+      const { store, put, acked, first } = await fillUntilFailure();
       raiseLimit(); // the disk has room again
       const later = [];
       for (let j = 0; j < 5; j++) {
@@ -104,18 +109,7 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
     expect(r.afterResume).toEqual(Array(5).fill('acknowledged'));
     expect(r.closeError).toBeNull();
 
-    const store = await openStore(`file:${dir}`);
-    try {
-      const found: string[] = [];
-      for await (const row of store.readRows('t')) found.push(row.key.toString());
-      expect(found).toEqual(acked); // every acknowledged write, and none of the failed ones
-      // and the reopened store writes again
-      await store.mutateRow('t', Buffer.from('after'), [
-        { setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from('v') } },
-      ]);
-    } finally {
-      await store.close();
-    }
+    await expectRows(dir, acked); // every acknowledged write, none of the failed ones; and it writes again
   });
 
   it('transactions and observers: writing resumes once there is room, the observers finish, and a reopen finds every acknowledged transaction whole', async () => {
@@ -244,15 +238,8 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
     const durable = r.durable as string[];
     expect(r.scanned).toEqual([...durable, ...deferred]); // 'a…' sorts before 'd…'
 
-    const store = await openStore(`file:${dir}`);
-    try {
-      const found: string[] = [];
-      for await (const row of store.readRows('t')) found.push(row.key.toString());
-      // every deferred write (acknowledged) and every acknowledged durable one; not the failed durable one
-      expect(found).toEqual([...durable, ...deferred]);
-    } finally {
-      await store.close();
-    }
+    // every deferred write (acknowledged) and every acknowledged durable one; not the failed durable one
+    await expectRows(dir, [...durable, ...deferred]);
   });
 
   it('resumes by itself once there is room: nobody needs to call resumeWrites', async () => {
@@ -261,14 +248,7 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
     const r = underLimit(
       dir,
       `
-      const store = await openStore('file:' + dir);
-      await store.createTable('t', { families: { f: {} } });
-      const put = (k) => store.mutateRow('t', Buffer.from(k), [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.alloc(3000, 7) } }]);
-      const acked = [];
-      for (let i = 0; ; i++) {
-        const k = 'a' + String(i).padStart(6, '0');
-        try { await put(k); acked.push(k); } catch { break; }
-      }
+      const { store, put, acked } = await fillUntilFailure();
       raiseLimit();
       const start = Date.now();
       // The engine retries on a timer (first after 1 s): wait for the condition, bounded.
@@ -281,14 +261,7 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
     );
     expect(r.later).toBe('acknowledged');
     expect(r.waitedMs).toBeLessThan(30_000);
-    const store = await openStore(`file:${dir}`);
-    try {
-      const found: string[] = [];
-      for await (const row of store.readRows('t')) found.push(row.key.toString());
-      expect(found).toEqual(r.acked);
-    } finally {
-      await store.close();
-    }
+    await expectRows(dir, r.acked as string[]);
   });
 
   it('a resume LevelDB cannot complete (its flush fails, so does the reopen) leaves no handle until one opens once there is room; nothing is lost', async () => {
@@ -297,18 +270,7 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
     const r = underLimit(
       dir,
       `
-      const store = await openStore('file:' + dir);
-      await store.createTable('t', { families: { f: {} } });
-      const put = (k) => store.mutateRow('t', Buffer.from(k), [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from(k.repeat(300)) } }]);
-      const acked = [];
-      let first = null;
-      for (let i = 0; first === null; i++) {
-        const k = 'a' + String(i).padStart(6, '0');
-        try { await put(k); acked.push(k); } catch (e) { first = e; }
-      }
-      // Smaller than the table the memtable's flush writes: LevelDB moves to a new log, then its
-      // flush fails, and LevelDB takes no write any more (its background error).
-      const lowerLimit = () => execFileSync('prlimit', ['--pid', String(process.pid), '--fsize=20000:unlimited']);
+      const { store, put, acked } = await fillUntilFailure();
       lowerLimit();
       const stuck = await store.resumeWrites();
       let read = null;
@@ -336,18 +298,7 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
     const r = underLimit(
       dir,
       `
-      const store = await openStore('file:' + dir);
-      await store.createTable('t', { families: { f: {} } });
-      const put = (k) => store.mutateRow('t', Buffer.from(k), [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from(k.repeat(300)) } }]);
-      const acked = [];
-      let first = null;
-      for (let i = 0; first === null; i++) {
-        const k = 'a' + String(i).padStart(6, '0');
-        try { await put(k); acked.push(k); } catch (e) { first = e; }
-      }
-      // Smaller than the table the memtable's flush writes: LevelDB moves to a new log, then its
-      // flush fails, and LevelDB takes no write any more (its background error).
-      const lowerLimit = () => execFileSync('prlimit', ['--pid', String(process.pid), '--fsize=20000:unlimited']);
+      const { store, put, acked } = await fillUntilFailure();
       const rows = store.readRows('t')[Symbol.asyncIterator]();
       const scanned = [(await rows.next()).value.key.toString()];
       lowerLimit();

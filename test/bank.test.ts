@@ -6,6 +6,7 @@
  * ignores conflicts; reads that cannot see locks), so a pass cannot come from a checker that sees
  * nothing.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -17,6 +18,8 @@ import { type WriteFate, losingReplies } from '../src/store/unreachable-store.fi
 import type { Store } from '../src/store/store.js';
 import type { CheckAndMutateRequest, Row } from '../src/store/types.js';
 
+const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
+if (!hasPrlimit) console.warn('prlimit (util-linux) is not installed: the full-disk bank test skips');
 const worker = fileURLToPath(new URL('../dist/check/bank-worker.js', import.meta.url));
 let dir: string;
 
@@ -113,6 +116,29 @@ describe('check bank', () => {
     expect(r.gc.versionsCollected).toBeGreaterThan(0);
     expect(r.ok).toBe(true);
   }, 60_000);
+
+  it.skipIf(!hasPrlimit)(
+    'file: on a disk that fills and empties (full-disk), under crashes, keeps the total, leaves no lock, shows no anomaly',
+    async () => {
+      // The supervisor (this process) squeezes its own file-size limit: the store's writes fail as on a
+      // full disk, it refuses writes and resumes; workers report IO_ERRORs as transfers that committed
+      // nothing, which the history check puts to the test.
+      const r = await runBankCheck({
+        seconds: 6,
+        maxSeconds: 16,
+        crash: true,
+        minCrashes: 8,
+        store: `file:${path.join(dir, 'bank-full-disk')}`,
+        fullDisk: true,
+      });
+      expectCleanBank(r);
+      expect(r.squeezes).toBeGreaterThan(0);
+      expect(r.failed).toBeGreaterThan(0); // the squeezes did fail transfers
+      expect(r.committed).toBeGreaterThan(0);
+      expect(r.ok).toBe(true);
+    },
+    60_000,
+  );
 
   it('memory: writes that fail with their reply lost keep the total, leave no lock, show no anomaly', async () => {
     // An IO_ERROR from a transaction is reported as committing nothing (bank-worker.ts): the

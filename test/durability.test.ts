@@ -12,6 +12,9 @@ import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runDurabilityCheck } from '../src/check/durability.js';
 
+const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
+if (!hasPrlimit) console.warn('prlimit (util-linux) is not installed: the --full-disk durability test skips');
+
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -49,6 +52,20 @@ describe('check durability', () => {
     expect(again.lost).toBe(0);
     expect(again.rowsScanned).toBe(again.acknowledged + again.unacknowledgedFound);
   });
+
+  it.skipIf(!hasPrlimit)(
+    'with --full-disk, the squeezed writer meets failed writes, resumes, and still loses nothing across kill -9s',
+    async () => {
+      const r = await runDurabilityCheck({ seconds: 3, crash: true, fullDisk: true });
+      expect(r.kills).toBeGreaterThanOrEqual(3);
+      expect(r.squeezes).toBeGreaterThan(0);
+      expect(r.refusedWrites).toBeGreaterThan(0); // the squeezes did make writes fail
+      expect(r.acknowledged).toBeGreaterThan(0);
+      expect(r.lost).toBe(0);
+      expect(r.corrupted).toBe(0);
+      expect(r.rowsScanned).toBe(r.acknowledged + r.unacknowledgedFound);
+    },
+  );
 
   it('without --crash, stops the writer gracefully instead', async () => {
     const r = await runDurabilityCheck({ seconds: 0.01, crash: false });

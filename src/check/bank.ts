@@ -22,6 +22,12 @@
  *   locks), and at the end, after the workers stopped and every request they sent was served,
  *   the supervisor reads the final state through fresh snapshots until no lock cell is left (or a
  *   deadline passes; leftover locks are reported, not hidden).
+ * - With `fullDisk` (a `file:` store; needs util-linux `prlimit`), the supervisor, which owns the
+ *   store, squeezes its own file-size limit again and again while transfers run (squeeze.ts), so
+ *   the store's writes fail part-way as on a full disk, refuse writes, keep their deferred ones,
+ *   and resume (asked to at once when the room is back). Workers take the IO_ERRORs as transfers
+ *   that committed nothing — the claim the history checker then puts to the test; readers and GC
+ *   passes that meet one (a scan waiting for writing to resume) are counted, not failed.
  * - The history checker (history.ts) then infers each account's version order from the logs and
  *   reports G0, G1a, G1b, G1c, G-single, lost updates, incompatible orders and sums that do not
  *   add up. `totalAfter` is the final snapshot's sum. The check fails (`ok: false`) on any
@@ -38,7 +44,7 @@ import { Oracle } from '../oracle/oracle.js';
 import { type OracleServer, startOracleServer } from '../oracle/server.js';
 import { isStoreError } from '../store/errors.js';
 import { openStore } from '../store/open-store.js';
-import type { Store } from '../store/store.js';
+import { atomicRowsOf, type Store } from '../store/store.js';
 import { isTxnError } from '../txn/errors.js';
 import { LOCK } from '../txn/layout.js';
 import { Percolator } from '../txn/percolator.js';
@@ -57,6 +63,7 @@ import {
 } from './bank-protocol.js';
 import { type Anomaly, checkHistory, type HistoryTxn, type Outcome, type Version } from './history.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
+import { hasPrlimit, squeeze } from './squeeze.js';
 
 export interface BankOptions {
   /** How long transfers run (seconds). */
@@ -119,6 +126,8 @@ export interface BankOptions {
   readonly finalTimeoutMs?: number;
   /** Most anomalies listed in the result (the total is in `anomaliesTotal`). Default 50. */
   readonly maxAnomalies?: number;
+  /** Squeeze the supervisor's file-size limit at random moments, as a disk filling up and emptying (`file:` only). */
+  readonly fullDisk?: boolean;
   /** Progress lines. */
   readonly log?: (line: string) => void;
   /**
@@ -162,6 +171,9 @@ export interface BankResult {
   readonly snapshots: number;
   /** Snapshot reads that gave up on a live lock (KEY_LOCKED) and were not recorded. */
   readonly snapshotsBlocked: number;
+  /** With fullDisk: how often the store's file-size limit was lowered, and the snapshot reads and GC passes that met a refusal. */
+  readonly squeezes: number;
+  readonly snapshotsRefused: number;
   /** Dependency cycles that need two or more anti-dependencies (write skew; legal under SI). */
   readonly g2Cycles: number;
   /** Workers that failed (exit code ≠ 0 without being killed) and errors of the supervisor's readers. */
@@ -235,7 +247,12 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
 
   const temporaryDir = opts.store === undefined ? await mkdtemp(resolve(tmpdir(), 'percolator-bank-')) : null;
   const url = opts.store ?? `file:${temporaryDir}`;
-  const store = await openStore(url);
+  const fullDisk = opts.fullDisk === true;
+  if (fullDisk && !url.startsWith('file:'))
+    throw Object.assign(new Error(`check bank --full-disk squeezes a file: store (got ${url})`), { code: 'INVALID_ARGUMENT' });
+  if (fullDisk && !(await hasPrlimit()))
+    throw Object.assign(new Error('check bank --full-disk needs prlimit (util-linux)'), { code: 'NO_PRLIMIT' });
+  let store = await openStore(url);
   let oracle: Oracle | null = null;
   let server: OracleServer | null = null;
   let db: Percolator | null = null;
@@ -247,7 +264,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     const leaseMs = opts.leaseMs ?? 500;
     // The supervisor's lease also sets how long its readers cache "owner alive" answers (lease / 10).
     db = await Percolator.open({ store, oracle, leaseMs });
-    const theDb = db;
+    let theDb = db;
     const servedStore = opts.workerStore?.(store) ?? store;
 
     // --- a fresh bank -------------------------------------------------------------------------
@@ -437,6 +454,10 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     // --- snapshot readers ---------------------------------------------------------------------------
     const readOnly: HistoryTxn[] = [];
     let snapshotsBlocked = 0;
+    let snapshotsRefused = 0;
+    /** A refusal of the squeezed store (fullDisk): expected, counted. */
+    const refusal = (e: unknown): boolean =>
+      fullDisk && (isStoreError(e, 'IO_ERROR') || isStoreError((e as { cause?: unknown } | null)?.cause, 'IO_ERROR'));
     /** Every account in one snapshot: one scan (locks met are resolved by the snapshot read). */
     const readAll = async (): Promise<Record<string, Version>> => {
       const snap = await theDb.snapshot();
@@ -467,6 +488,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
           readOnly.push({ id: `S${readOnly.length + 1}`, outcome: 'ok', reads, writes: {}, readOnly: true });
         } catch (e) {
           if (isTxnError(e, 'KEY_LOCKED')) snapshotsBlocked++;
+          else if (refusal(e)) snapshotsRefused++;
           else {
             errors.push(`snapshot reader: ${(e as Error).message}`);
             if (errors.length > 20) running = false;
@@ -487,12 +509,25 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
           gcPasses++;
           versionsCollected += r.versionsRemoved;
         } catch (e) {
-          errors.push(`GC pass: ${(e as Error).message}`);
-          if (errors.length > 20) running = false;
+          if (!refusal(e)) {
+            errors.push(`GC pass: ${(e as Error).message}`);
+            if (errors.length > 20) running = false;
+          }
         }
         await sleep(gcIntervalMs);
       }
     })();
+
+    // --- a disk that fills up and empties (fullDisk) -------------------------------------------------
+    const atomic = atomicRowsOf(store);
+    const squeezer = fullDisk
+      ? squeeze(
+          process.pid,
+          url.slice('file:'.length),
+          () => !running,
+          async () => void (await atomic?.resumeWrites()),
+        )
+      : Promise.resolve(0);
 
     // --- run, then stop everything -----------------------------------------------------------------
     const runUntil = runStarted + opts.seconds * 1000;
@@ -518,6 +553,12 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     await killer;
     await reader;
     await collector;
+    const squeezes = await squeezer;
+    // The room is back: the final reads and the lock resolution need a store that takes writes.
+    if (fullDisk) {
+      const still = await atomic?.resumeWrites();
+      if (still !== null && still !== undefined) errors.push(`the store did not resume writing: ${still.message}`);
+    }
     for (const w of live) if (w.proc.connected) w.proc.send({ t: 'bank.stop' } satisfies SupervisorMessage, ignoreSendError);
     const stopDeadline = setTimeout(() => {
       for (const w of live) {
@@ -535,6 +576,19 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     // Every request a worker sent before it died has been received; let them all finish.
     await Promise.all(servers.map((s) => s.idle()));
     for (const s of servers) s.detach();
+
+    // --- a file: store is reopened: the final state is what is on disk, not what a cache remembers --
+    if (url.startsWith('file:')) {
+      await theDb.close();
+      await server.close();
+      await oracle.close();
+      await store.close();
+      [db, server, oracle] = [null, null, null];
+      store = await openStore(url);
+      oracle = await Oracle.open({ markStore: new StoreMarkStore(store) });
+      db = await Percolator.open({ store, oracle, leaseMs });
+      theDb = db;
+    }
 
     // --- resolve every lock and read the final state -----------------------------------------------
     const finalDeadline = performance.now() + (opts.finalTimeoutMs ?? 30_000);
@@ -602,6 +656,8 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
       locksLeft,
       snapshots: readOnly.length,
       snapshotsBlocked,
+      squeezes,
+      snapshotsRefused,
       g2Cycles: checked.stats.g2Cycles,
       errors: errors.slice(0, 20),
       gc: { intervalMs: gcIntervalMs, fullPasses: gcPasses, versionsCollected },

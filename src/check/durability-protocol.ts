@@ -28,6 +28,8 @@ export type WriterMessage =
   | { readonly t: 'writing' }
   /** These row keys were acknowledged by the store. */
   | { readonly t: 'ack'; readonly keys: readonly string[] }
+  /** A write failed with IO_ERROR (the full-disk mode): its keys are not acknowledged. */
+  | { readonly t: 'refused' }
   /** A graceful stop finished: the store was closed. */
   | { readonly t: 'stopped' }
   /** The child failed; it exits after sending this. */

@@ -1,6 +1,7 @@
 /**
  * The writer child of `percolator check durability` (started by durability.ts as
- * `node dist/check/durability-writer.js STORE_URL RUN_ID GENERATION WORKERS` with an IPC channel).
+ * `node dist/check/durability-writer.js STORE_URL RUN_ID GENERATION WORKERS [full-disk]` with an IPC
+ * channel).
  *
  * It opens the store (after a kill -9 of its predecessor, this is where LevelDB recovery runs),
  * creates the table if missing, and runs WORKERS concurrent write loops through the real Store API
@@ -12,11 +13,13 @@
  * resolved, and is sent only then. It may be lost to the kill (the parent then simply does not
  * count those keys), never sent early. Any unexpected outcome (a per-row error, a predicate that
  * matched a row that cannot exist) is reported as `error` and the child exits 1: the parent fails
- * the check instead of guessing.
+ * the check instead of guessing. With `full-disk` (the parent squeezes this process's file-size
+ * limit), an IO_ERROR is expected instead: the keys of that write are not acknowledged, the
+ * failure is reported as `refused`, and the loop asks the store to resume before it writes on.
  */
 import { isStoreError } from '../store/errors.js';
 import { openStore } from '../store/open-store.js';
-import type { Store } from '../store/store.js';
+import { atomicRowsOf, type Store } from '../store/store.js';
 import type { MutateRowsEntry } from '../store/types.js';
 import {
   DURABILITY_FAMILY,
@@ -51,55 +54,77 @@ async function ensureTable(store: Store): Promise<void> {
   }
 }
 
-async function writeLoop(store: Store, runId: string, generation: number, worker: number, onFirstAck: () => void): Promise<void> {
+async function writeLoop(
+  store: Store,
+  runId: string,
+  generation: number,
+  worker: number,
+  fullDisk: boolean,
+  onFirstAck: () => void,
+): Promise<void> {
   let seq = 0;
   const next = (): string => rowKey(runId, generation, worker, seq++);
   while (!stopping) {
-    const r = Math.random();
     let keys: string[];
-    if (r < 0.1) {
-      // Deferred writes resolve before they are durable; the durable write issued after them is
-      // acknowledged only when they are durable too (the store's log is ordered). So all these
-      // keys are acknowledged together, once the durable one resolved.
-      const n = 1 + Math.floor(Math.random() * 8);
-      keys = Array.from({ length: n + 1 }, next);
-      const deferred = keys
-        .slice(0, n)
-        .map((k) => store.mutateRow(DURABILITY_TABLE, Buffer.from(k), rowMutations(k), { durability: 'deferred' }));
-      await Promise.all(deferred);
-      const last = keys[n] as string;
-      await store.mutateRow(DURABILITY_TABLE, Buffer.from(last), rowMutations(last));
-    } else if (r < 0.7) {
-      const n = 1 + Math.floor(Math.random() * 64);
-      keys = Array.from({ length: n }, next);
-      const entries: MutateRowsEntry[] = keys.map((k) => ({ key: Buffer.from(k), mutations: rowMutations(k) }));
-      const results = await store.mutateRows(DURABILITY_TABLE, entries);
-      const failed = results.find((x) => x.error !== undefined);
-      if (failed !== undefined) throw failed.error;
-      if (results.length !== n) throw new Error(`mutateRows returned ${results.length} results for ${n} entries`);
-    } else if (r < 0.9) {
-      const k = next();
-      keys = [k];
-      await store.mutateRow(DURABILITY_TABLE, Buffer.from(k), rowMutations(k));
-    } else {
-      // The row is fresh, so the default predicate ("has a cell") is false: the false branch writes it.
-      const k = next();
-      keys = [k];
-      const matched = await store.checkAndMutateRow(DURABILITY_TABLE, Buffer.from(k), {
-        trueMutations: [{ deleteFromRow: {} }],
-        falseMutations: rowMutations(k),
-      });
-      if (matched) throw new Error(`checkAndMutateRow: the predicate matched fresh row ${k}`);
+    try {
+      keys = await writeSome(store, next);
+    } catch (e) {
+      if (!fullDisk || !isStoreError(e, 'IO_ERROR')) throw e;
+      send({ t: 'refused' });
+      // Writing resumes once the parent gave the room back; until then, a short pause a try.
+      if ((await atomicRowsOf(store)?.resumeWrites()) !== null) await new Promise((r) => setTimeout(r, 10));
+      continue;
     }
     send({ t: 'ack', keys });
     onFirstAck();
   }
 }
 
+/** One write of a random kind; the keys it wrote once the store acknowledged them. */
+async function writeSome(store: Store, next: () => string): Promise<string[]> {
+  const r = Math.random();
+  let keys: string[];
+  if (r < 0.1) {
+    // Deferred writes resolve before they are durable; the durable write issued after them is
+    // acknowledged only when they are durable too (the store's log is ordered). So all these
+    // keys are acknowledged together, once the durable one resolved.
+    const n = 1 + Math.floor(Math.random() * 8);
+    keys = Array.from({ length: n + 1 }, next);
+    const deferred = keys
+      .slice(0, n)
+      .map((k) => store.mutateRow(DURABILITY_TABLE, Buffer.from(k), rowMutations(k), { durability: 'deferred' }));
+    await Promise.all(deferred);
+    const last = keys[n] as string;
+    await store.mutateRow(DURABILITY_TABLE, Buffer.from(last), rowMutations(last));
+  } else if (r < 0.7) {
+    const n = 1 + Math.floor(Math.random() * 64);
+    keys = Array.from({ length: n }, next);
+    const entries: MutateRowsEntry[] = keys.map((k) => ({ key: Buffer.from(k), mutations: rowMutations(k) }));
+    const results = await store.mutateRows(DURABILITY_TABLE, entries);
+    const failed = results.find((x) => x.error !== undefined);
+    if (failed !== undefined) throw failed.error;
+    if (results.length !== n) throw new Error(`mutateRows returned ${results.length} results for ${n} entries`);
+  } else if (r < 0.9) {
+    const k = next();
+    keys = [k];
+    await store.mutateRow(DURABILITY_TABLE, Buffer.from(k), rowMutations(k));
+  } else {
+    // The row is fresh, so the default predicate ("has a cell") is false: the false branch writes it.
+    const k = next();
+    keys = [k];
+    const matched = await store.checkAndMutateRow(DURABILITY_TABLE, Buffer.from(k), {
+      trueMutations: [{ deleteFromRow: {} }],
+      falseMutations: rowMutations(k),
+    });
+    if (matched) throw new Error(`checkAndMutateRow: the predicate matched fresh row ${k}`);
+  }
+  return keys;
+}
+
 async function main(): Promise<void> {
-  const [url, runId, genText, workersText] = process.argv.slice(2);
+  const [url, runId, genText, workersText, mode] = process.argv.slice(2);
   if (url === undefined || runId === undefined || genText === undefined) {
-    throw new Error('usage: durability-writer STORE_URL RUN_ID GENERATION [WORKERS]');
+    throw new Error('usage: durability-writer STORE_URL RUN_ID GENERATION [WORKERS [full-disk]]');
   }
   const generation = Number(genText);
   const workers = Number(workersText ?? '8');
@@ -119,7 +144,8 @@ async function main(): Promise<void> {
     announced = true;
     send({ t: 'writing' });
   };
-  await Promise.all(Array.from({ length: workers }, (_, w) => writeLoop(store, runId, generation, w, onFirstAck)));
+  const fullDisk = mode === 'full-disk';
+  await Promise.all(Array.from({ length: workers }, (_, w) => writeLoop(store, runId, generation, w, fullDisk, onFirstAck)));
   await store.close();
   send({ t: 'stopped' }, () => {
     if (process.connected) process.disconnect();

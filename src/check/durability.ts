@@ -18,6 +18,12 @@
  *   key determines is `corrupted` (wrong bytes, or one cell without the other: a torn row).
  *   Rows present but never acknowledged are fine (the ack died with the child) and are reported
  *   as `unacknowledgedFound`.
+ * - With `fullDisk`, while a child writes the parent squeezes it: again and again it lowers the
+ *   child's file-size limit (RLIMIT_FSIZE, through util-linux `prlimit`) to just above the size of
+ *   the store's current log, so LevelDB's appends, flushes and compactions fail part-way as on a
+ *   full disk, then gives the room back after a random 20–220 ms. The child treats IO_ERRORs as
+ *   expected (their keys are not acknowledged) and asks the store to resume writing; the kills land
+ *   anywhere in that, mid-refusal and mid-reopen included. `squeezes` and `refusedWrites` count it.
  * - `beforeVerify` lets a test damage the store first, proving the verifier can fail.
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -29,6 +35,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
+import { hasPrlimit, squeeze } from './squeeze.js';
 import { COLUMNS, cellValue, DURABILITY_FAMILY, DURABILITY_TABLE, type ParentMessage, type WriterMessage } from './durability-protocol.js';
 
 export interface DurabilityOptions {
@@ -44,6 +51,8 @@ export interface DurabilityOptions {
   readonly writers?: number;
   /** Minimum number of kills (or graceful stops). Default 3. */
   readonly minCycles?: number;
+  /** Squeeze the writer's file-size limit at random moments, as a disk filling up and emptying (needs `prlimit`). */
+  readonly fullDisk?: boolean;
   /** Runs after the last child is gone and the parent opened the store, before the scan. */
   readonly beforeVerify?: (ctx: { store: Store; table: string; acknowledged: ReadonlySet<string> }) => Promise<void>;
 }
@@ -56,6 +65,9 @@ export interface DurabilityResult {
   /** Graceful stops (without --crash). */
   readonly stops: number;
   readonly unacknowledgedFound: number;
+  /** With fullDisk: how often the writer's file-size limit was lowered, and the writes that failed for it. */
+  readonly squeezes: number;
+  readonly refusedWrites: number;
   readonly rowsScanned: number;
   readonly seconds: number;
   readonly dataDir: string;
@@ -83,10 +95,21 @@ interface Child {
   readonly closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   error: { code: string; message: string } | null;
   stderr: string;
+  /** Writes that failed with IO_ERROR (the full-disk mode). */
+  refused: number;
 }
 
-function startWriter(script: string, url: string, runId: string, generation: number, writers: number, acked: Set<string>): Child {
-  const proc = fork(script, [url, runId, String(generation), String(writers)], {
+function startWriter(
+  script: string,
+  url: string,
+  runId: string,
+  generation: number,
+  writers: number,
+  fullDisk: boolean,
+  acked: Set<string>,
+): Child {
+  const args = [url, runId, String(generation), String(writers), ...(fullDisk ? ['full-disk'] : [])];
+  const proc = fork(script, args, {
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     serialization: 'json',
     // Not the parent's flags (e.g. --input-type, test-runner loaders): the writer is plain JS.
@@ -105,6 +128,7 @@ function startWriter(script: string, url: string, runId: string, generation: num
     closed: new Promise((res) => proc.once('close', (code, signal) => res({ code, signal }))),
     error: null,
     stderr: '',
+    refused: 0,
   };
   proc.stderr?.on('data', (d: Buffer) => {
     child.stderr = (child.stderr + d.toString()).slice(-4000);
@@ -119,6 +143,9 @@ function startWriter(script: string, url: string, runId: string, generation: num
         break;
       case 'error':
         child.error = { code: m.code, message: m.message };
+        break;
+      case 'refused':
+        child.refused++;
         break;
       case 'stopped':
         break;
@@ -156,12 +183,18 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
   const acked = new Set<string>();
   let kills = 0;
   let stops = 0;
+  let squeezes = 0;
+  let refusedWrites = 0;
+  const fullDisk = opts.fullDisk === true;
+  if (fullDisk && !(await hasPrlimit())) {
+    throw Object.assign(new Error('check durability --full-disk needs prlimit (util-linux) to squeeze the writer'), { code: 'NO_PRLIMIT' });
+  }
 
   try {
     for (let generation = 0; ; generation++) {
       const elapsed = (performance.now() - started) / 1000;
       if (generation > 0 && kills + stops >= minCycles && elapsed >= opts.seconds) break;
-      const child = startWriter(script, url, runId, generation, writers, acked);
+      const child = startWriter(script, url, runId, generation, writers, fullDisk, acked);
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([
@@ -177,8 +210,14 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
       } finally {
         clearTimeout(timer);
       }
-      const wait = 50 + Math.random() * 650;
+      // Longer lives with a full disk: time for the limit to fall and rise, and for writing to resume.
+      const wait = fullDisk ? 300 + Math.random() * 1700 : 50 + Math.random() * 650;
+      let over = false;
+      const squeezing = fullDisk && child.proc.pid !== undefined ? squeeze(child.proc.pid, dataDir, () => over) : null;
       await sleep(wait);
+      over = true;
+      // A graceful stop gets its room back first (the close writes); a kill lands wherever it lands.
+      if (!opts.crash && squeezing !== null) squeezes += await squeezing;
       if (child.error !== null || child.proc.exitCode !== null) {
         child.proc.kill('SIGKILL');
         await child.closed;
@@ -189,12 +228,15 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
         const { signal } = await child.closed;
         if (signal !== 'SIGKILL') throw childFailure(child, `generation ${generation} ended before the kill`);
         kills++;
+        if (squeezing !== null) squeezes += await squeezing;
+        refusedWrites += child.refused;
         log(`kill ${kills}: generation ${generation} after ${Math.round(wait)} ms writing; ${acked.size} acknowledged so far`);
       } else {
         child.proc.send({ t: 'stop' } satisfies ParentMessage);
         const { code } = await child.closed;
         if (code !== 0) throw childFailure(child, `generation ${generation} did not stop cleanly (exit ${code})`);
         stops++;
+        refusedWrites += child.refused;
         log(`stop ${stops}: generation ${generation} after ${Math.round(wait)} ms writing; ${acked.size} acknowledged so far`);
       }
     }
@@ -257,6 +299,8 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
     kills,
     stops,
     unacknowledgedFound,
+    squeezes,
+    refusedWrites,
     rowsScanned,
     seconds: Math.round((performance.now() - started) / 10) / 100,
     dataDir,

@@ -1,5 +1,5 @@
 /**
- * `percolator check bank [--crash] [--seconds S] [--store URL] [--accounts N] [--workers W] [--gc-interval-ms MS]
+ * `percolator check bank [--crash] [--full-disk] [--seconds S] [--store URL] [--accounts N] [--workers W] [--gc-interval-ms MS]
  *  [--tail N] [--json]`
  *
  * Thin: parses flags and runs src/check/bank.ts. With --json, stdout carries exactly one JSON
@@ -12,6 +12,7 @@ import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parsePosit
 
 interface Flags {
   crash?: boolean;
+  fullDisk?: boolean;
   seconds: number;
   store?: string;
   accounts: number;
@@ -29,6 +30,10 @@ export function register(program: Command): void {
       'concurrent transfers under kill -9; snapshot sums and an Elle-style history check (prints accounts, transfers, committed, crashes, totalBefore, totalAfter, anomalies, locksLeft)',
     )
     .option('--crash', 'SIGKILL workers at commit protocol points and at random moments (without it: no kills)')
+    .option(
+      '--full-disk',
+      "squeeze the store's file-size limit at random moments, as a disk filling up and emptying (file: only; needs prlimit)",
+    )
     .option(
       '--seconds <s>',
       'how long transfers run (with --crash, longer if needed for 50 crashes per 30 s, up to 3×)',
@@ -57,6 +62,7 @@ export function register(program: Command): void {
       const result = await runBankCheck({
         seconds: flags.seconds,
         crash: flags.crash === true,
+        fullDisk: flags.fullDisk === true,
         store: flags.store,
         accounts: flags.accounts,
         workers: flags.workers,

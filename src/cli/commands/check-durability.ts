@@ -1,5 +1,5 @@
 /**
- * `percolator check durability [--crash] [--seconds S] [--data DIR | --store file:DIR] [--json]`
+ * `percolator check durability [--crash] [--full-disk] [--seconds S] [--data DIR | --store file:DIR] [--json]`
  *
  * Thin: parses flags and runs src/check/durability.ts. With --json, stdout carries exactly one
  * JSON object (progress goes to stderr, and only without --json). Exit code 1 when any
@@ -11,6 +11,7 @@ import { commandGroup, parsePositiveNumber, printResult } from '../parent-comman
 
 interface Flags {
   crash?: boolean;
+  fullDisk?: boolean;
   seconds: number;
   data?: string;
   store?: string;
@@ -23,6 +24,7 @@ export function register(program: Command): void {
     .command('durability')
     .description('every acknowledged write survives kill -9 of the writer (prints acknowledged, lost, kills)')
     .option('--crash', 'SIGKILL the writer at random moments (without it: graceful stops)')
+    .option('--full-disk', "squeeze the writer's file-size limit at random moments, as a disk filling up and emptying (needs prlimit)")
     .option('--seconds <s>', 'minimum run time (at least 3 kills happen regardless)', parsePositiveNumber('seconds'), 10)
     .option('--data <dir>', 'store directory (default: a temporary directory, removed when the check passes)')
     .option('--store <url>', 'same as --data, as a file:DIR URL')
@@ -47,6 +49,7 @@ export function register(program: Command): void {
         dataDir,
         seconds: flags.seconds,
         crash: flags.crash === true,
+        fullDisk: flags.fullDisk === true,
         writers: Math.floor(flags.writers ?? 8),
         log: json ? undefined : (line) => process.stderr.write(`${line}\n`),
       });

@@ -46,12 +46,18 @@
  * - RESUMING (`resumeWrites`, also retried on a timer with backoff while writes are refused): once
  *   the file system has room for the memtable's flush, a compaction of a range that holds no key
  *   makes LevelDB move to a new log (a new writer, aligned) and flush the memtable to a table,
- *   after which it deletes the old log, torn record and all. Only then are the deferred ops the
- *   failure left unwritten written, as one synced batch ahead of anything else, and writes taken
- *   again. LevelDB reports a failed flush only by stopping all writes for good (its background
- *   error), so no attempt is made without the room; if the flush fails even so, only a reopen
- *   helps and the error says so. A close while writes are refused tries once to resume; deferred
- *   ops still unwritten then are lost, as in a crash before their group's fsync.
+ *   after which it deletes the old log, torn record and all. A failed flush or compaction (on a
+ *   full disk, a compaction usually fails too) stops LevelDB's writes for good (its background
+ *   error): then the old log stays, and the engine REOPENS — closes its handle and opens a new one
+ *   on the same files, which replays the log without the torn record and clears the error. New
+ *   scans wait for the reopen, the reopen waits (up to 5 s, else it tries later) for the scans
+ *   already open, and point reads fail with IO_ERROR (`details.reopening`) while there is no
+ *   handle. Only then are the deferred ops the failure left unwritten written, as one synced batch
+ *   ahead of anything else, and writes taken again. No attempt is made without the room (a
+ *   failed open leaves no handle until a later attempt). A close while writes are refused tries
+ *   once to resume; deferred ops still unwritten then are lost, as in a crash before their group's
+ *   fsync. If the reopen's recovery dropped data (LevelDB's LOG says so), the engine is broken for
+ *   good: DATA_CORRUPTED for every call.
  * - `iterate` uses a LevelDB iterator, which reads from an implicit snapshot taken when the
  *   iterator is created (on the consumer's first `next()`); it is closed in `finally`, so a
  *   consumer's early `break` releases it.
@@ -748,8 +754,14 @@ class LevelEngineImpl implements LevelEngine {
       } catch {
         return false; // no handle until a later attempt opens one (handleGone stays)
       }
-      const dropped = await recoveryDrops(this.dir);
-      this.db = db;
+      this.db = db; // before anything else can throw: this handle holds the directory's lock now
+      let dropped: string[];
+      try {
+        dropped = await recoveryDrops(this.dir);
+      } catch (e) {
+        this.handleGone = e instanceof StoreError ? e : ioError('cannot read LevelDB info LOG', this.dir, e);
+        return false; // unchecked, so unused: the next attempt reopens again
+      }
       if (dropped.length > 0) {
         this.broken = await droppedError(this.dir, dropped);
         this.handleGone = this.broken;

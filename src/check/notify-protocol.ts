@@ -52,6 +52,8 @@ export interface NotifyWorkerConfig {
   readonly crash: { readonly armMinMs: number; readonly armMaxMs: number } | null;
   /** Extra time the observer spends between its read and its commit (widens the race windows). */
   readonly observerDelayMs: number;
+  /** The store's disk fills up and empties (check notify --full-disk): start again while it refuses writes. */
+  readonly fullDisk: boolean;
 }
 
 /** The protocol points where workers kill themselves (inside the observer's commit). */

@@ -18,6 +18,7 @@
  *   really do race on the same notifications; only the ack protocol keeps them from committing twice.
  */
 
+import { isStoreError } from '../store/errors.js';
 import type { Worker } from '../notify/worker.js';
 import { OracleClient } from '../oracle/client.js';
 import { openStore } from '../store/open-store.js';
@@ -101,13 +102,15 @@ async function main(): Promise<void> {
 
   const store = await openWorkerStore(cfg);
   const oracle = new OracleClient({ port: cfg.oraclePort, timeoutMs: 10_000 });
-  const db = await Percolator.open({
-    store,
-    oracle,
-    leaseMs: cfg.leaseMs,
-    lockTtlMs: cfg.lockTtlMs,
-    onProtocolPoint: cfg.crash === null ? undefined : onProtocolPoint,
-  });
+  const db = await whileRefused(cfg.fullDisk, () =>
+    Percolator.open({
+      store,
+      oracle,
+      leaseMs: cfg.leaseMs,
+      lockTtlMs: cfg.lockTtlMs,
+      onProtocolPoint: cfg.crash === null ? undefined : onProtocolPoint,
+    }),
+  );
   const worker = db.worker({
     threads: cfg.threads,
     scanners: cfg.scanners,
@@ -127,7 +130,7 @@ async function main(): Promise<void> {
     },
     { table: TABLE },
   );
-  await worker.start();
+  await whileRefused(cfg.fullDisk, () => worker.start());
   await send({ t: 'notify.ready' });
   if (cfg.crash !== null) {
     const delay = cfg.crash.armMinMs + Math.random() * (cfg.crash.armMaxMs - cfg.crash.armMinMs);
@@ -142,12 +145,31 @@ async function main(): Promise<void> {
   armed = null;
   await worker.stop();
   const metrics = metricsOf(worker);
-  await db.close();
+  // Closing gives up the liveness lease (a store write), which a store refusing writes fails: the lease lapses.
+  await db.close().catch((e: unknown) => {
+    if (!isStoreError(e, 'IO_ERROR')) throw e;
+  });
   await oracle.close();
   await store.close();
   // IPC is ordered: once this one is handed to the OS, every earlier message is too.
   await send({ t: 'notify.stopped', metrics });
   process.exit(0);
+}
+
+/**
+ * `start()`; with `fullDisk`, again while it fails with IO_ERROR, for up to 60 s: a store on a
+ * disk that filled up refuses the liveness lease's write until it resumes.
+ */
+async function whileRefused<T>(fullDisk: boolean, start: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      return await start();
+    } catch (e) {
+      if (!fullDisk || !isStoreError(e, 'IO_ERROR') || Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }
 
 function codeOf(e: unknown): string {

@@ -23,6 +23,12 @@
  *   of an observed column and no timestamp issued during a full pass); then the workers stop,
  *   every request they sent is served, and the final values and logs are read through one
  *   snapshot (which resolves any lock a dead worker left).
+ * - With `fullDisk` (a `file:` store; util-linux `prlimit`), the supervisor, which owns the store,
+ *   squeezes its own file-size limit while the writers run (squeeze.ts): the store's writes fail
+ *   part-way as on a full disk, it refuses writes, keeps its deferred ones and resumes. A change
+ *   whose transaction fails with IO_ERROR is counted in `writeFailures`, not recorded: it
+ *   committed nothing, a claim the logs put to the test (an observer that processed it would log
+ *   a change nobody recorded).
  * - verifyNotifyLogs then checks, per row: the LAST change was processed (the log's last entry
  *   is it; otherwise `missed`), no change appears twice in the log (`duplicateCommits`), the log
  *   only holds this row's changes (`unknownEntries`) in commit order (`outOfOrder`), and the
@@ -40,9 +46,10 @@ import { Oracle } from '../oracle/oracle.js';
 import { type OracleServer, startOracleServer } from '../oracle/server.js';
 import { isStoreError } from '../store/errors.js';
 import { openStore } from '../store/open-store.js';
-import type { Store } from '../store/store.js';
+import { atomicRowsOf, type Store } from '../store/store.js';
 import { isTxnError } from '../txn/errors.js';
 import { LOCK, NOTIFY } from '../txn/layout.js';
+import { hasPrlimit, squeeze } from './squeeze.js';
 import { Percolator } from '../txn/percolator.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
 import {
@@ -93,6 +100,8 @@ export interface NotifyOptions {
   readonly observerDelayMs?: number;
   /** Deadline for quiescence after the writers stop (default 60 000 ms). */
   readonly quiescenceTimeoutMs?: number;
+  /** Squeeze the supervisor's file-size limit while the writers run, as a disk filling up and emptying (`file:` only). */
+  readonly fullDisk?: boolean;
   /** Progress lines. */
   readonly log?: (line: string) => void;
   /**
@@ -196,8 +205,10 @@ export interface NotifyResult extends NotifyVerdict {
   readonly rows: number;
   /** Rows that received at least one change. */
   readonly rowsChanged: number;
-  /** Writes that gave up (retries exhausted; nothing committed, not recorded as changes). */
+  /** Writes that gave up (retries exhausted, or with fullDisk an IO_ERROR; nothing committed, not recorded as changes). */
   readonly writeFailures: number;
+  /** With fullDisk: how often the store's file-size limit was lowered. */
+  readonly squeezes: number;
   readonly quiescent: boolean;
   /** Time from the writers' stop to quiescence. */
   readonly quiescenceMs: number;
@@ -284,6 +295,11 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
   const script = notifyWorkerScript();
 
   const url = opts.store ?? 'memory:';
+  const fullDisk = opts.fullDisk === true;
+  if (fullDisk && !url.startsWith('file:'))
+    throw Object.assign(new Error(`check notify --full-disk squeezes a file: store (got ${url})`), { code: 'INVALID_ARGUMENT' });
+  if (fullDisk && !(await hasPrlimit()))
+    throw Object.assign(new Error('check notify --full-disk needs prlimit (util-linux)'), { code: 'NO_PRLIMIT' });
   const store = await openStore(url);
   let oracle: Oracle | null = null;
   let server: OracleServer | null = null;
@@ -352,6 +368,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
         lockTtlMs: opts.lockTtlMs ?? 3000,
         crash: selfKills ? { armMinMs: opts.selfKillArmMs?.[0] ?? 500, armMaxMs: opts.selfKillArmMs?.[1] ?? 4000 } : null,
         observerDelayMs: opts.observerDelayMs ?? 3,
+        fullDisk,
       };
       const proc = fork(script, [JSON.stringify(cfg)], { serialization: 'advanced', stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
       // bigtable:// workers open the store themselves; every other store is served from here.
@@ -442,17 +459,38 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
       rowTail.set(row, tail);
       await mine;
     };
+    const atomic = atomicRowsOf(store);
+    /** The row's committed value once the store takes writes again and a reader settled any lock (bounded). */
+    const settledValue = async (row: string): Promise<string | null> => {
+      const deadline = performance.now() + 60_000;
+      for (;;) {
+        await atomic?.resumeWrites();
+        try {
+          return await theDb.getString(TABLE, row, VALUE);
+        } catch (e) {
+          if (performance.now() > deadline) throw e;
+          await sleep(20);
+        }
+      }
+    };
     const writer = async (): Promise<void> => {
       while (writing) {
         const row = keys[Math.floor(Math.random() * keys.length)] as string;
         const id = `c${++changeSeq}`;
         try {
           await withRow(row, async () => {
-            await theDb.transaction(async (tx) => tx.set(TABLE, row, VALUE, id), { maxAttempts: 50, maxBackoffMs: 100 });
+            try {
+              await theDb.transaction(async (tx) => tx.set(TABLE, row, VALUE, id), { maxAttempts: 50, maxBackoffMs: 100 });
+            } catch (e) {
+              // A full disk can leave a commit's outcome unknown for a while: settle it (this row's
+              // writes are serialized here, so its value now is this change or an earlier one).
+              if (!fullDisk || !isTxnError(e, 'COMMIT_UNDETERMINED')) throw e;
+              if ((await settledValue(row)) !== id) throw new NotCommitted();
+            }
             (changesOf.get(row) as string[]).push(id);
           });
         } catch (e) {
-          if (isTxnError(e, 'RETRIES_EXHAUSTED')) writeFailures++;
+          if (isTxnError(e, 'RETRIES_EXHAUSTED') || e instanceof NotCommitted || (fullDisk && isStoreError(e, 'IO_ERROR'))) writeFailures++;
           else {
             // The commit's outcome is unknown: the recorded order can no longer be trusted.
             errors.push(`writer: ${(e as Error).message}`);
@@ -463,6 +501,14 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
       }
     };
     const writers = Array.from({ length: writerCount }, writer);
+    const squeezer = fullDisk
+      ? squeeze(
+          process.pid,
+          url.slice('file:'.length),
+          () => !writing,
+          async () => void (await atomic?.resumeWrites()),
+        )
+      : Promise.resolve(0);
 
     // --- run, then quiesce -----------------------------------------------------------------------
     const runUntil = runStarted + opts.seconds * 1000;
@@ -476,6 +522,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     }
     writing = false;
     await Promise.all(writers);
+    const squeezes = await squeezer; // the room is back; quiescence resumes writing if needed
     killing = false;
     await killer;
     // The kills stop with the writers: quiescence measures convergence, not the restart rate.
@@ -575,6 +622,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
       rows: rowCount,
       rowsChanged: records.filter((r) => r.changes.length > 0).length,
       writeFailures,
+      squeezes,
       quiescent,
       quiescenceMs,
       notificationsLeft,
@@ -610,3 +658,6 @@ async function countCells(store: Store, table: string, family: string): Promise<
   }
   return n;
 }
+
+/** A change whose commit, settled after a full disk, did not take effect. */
+class NotCommitted extends Error {}

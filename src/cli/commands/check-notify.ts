@@ -1,5 +1,5 @@
 /**
- * `percolator check notify [--crash] [--seconds S] [--store URL] [--workers W] [--rows N] [--json]`
+ * `percolator check notify [--crash] [--full-disk] [--seconds S] [--store URL] [--workers W] [--rows N] [--json]`
  *
  * Thin: parses flags and runs src/check/notify.ts. With --json, stdout carries exactly one JSON
  * object (`changes`, `processed`, `missed`, `duplicateCommits`, `crashes`, …); progress goes to
@@ -13,6 +13,7 @@ import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } 
 
 interface Flags {
   crash?: boolean;
+  fullDisk?: boolean;
   seconds: number;
   store?: string;
   workers: number;
@@ -28,6 +29,10 @@ export function register(program: Command): void {
       'observers under kill -9: every change processed, none committed twice (prints changes, processed, missed, duplicateCommits, crashes)',
     )
     .option('--crash', 'SIGKILL workers at random moments and inside observer commits (without it: no kills)')
+    .option(
+      '--full-disk',
+      "squeeze the store's file-size limit while the writers run, as a disk filling up and emptying (file: only; needs prlimit)",
+    )
     .option('--seconds <s>', 'how long writers run', parsePositiveNumber('seconds'), 10)
     .option(
       '--store <url>',
@@ -42,6 +47,7 @@ export function register(program: Command): void {
       const result = await runNotifyCheck({
         seconds: flags.seconds,
         crash: flags.crash === true,
+        fullDisk: flags.fullDisk === true,
         store: flags.store,
         workers: flags.workers,
         rows: flags.rows,

@@ -2,11 +2,13 @@
  * `percolator serve` as a real process (compiled JS under dist/; `npm test` builds first):
  * - kill -9 during a stream of writes: after a restart on the same --data directory, every
  *   write the server acknowledged is there (twice over);
+ * - a full disk (a file-size limit, raised later): /healthz says 503 while the store refuses writes
+ *   and 200 again once it resumed by itself, with no restart, and no acknowledged write is lost;
  * - SIGTERM: an in-flight ReadRows (held back by a paused reader) still completes, late calls
  *   are refused cleanly, the process prints {"stopped":true} and exits 0, the store is closed
  *   (a restart opens it at once) and the oracle's mark survived.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +21,7 @@ import { bigtablePackage, DATA_SERVICE, TABLE_ADMIN_SERVICE } from '../src/serve
 import { rawServerStream } from './support/raw-grpc-stream.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
 const mainJs = join(root, 'dist/cli/main.js');
 const serveJs = join(root, 'dist/cli/commands/serve.js');
 
@@ -39,8 +42,11 @@ interface Spawned {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function startServe(args: string[]): Promise<Spawned> {
-  const child = spawn(process.execPath, serveCommand(args), { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `percolator serve args`; with `fileSizeLimit`, under that file-size limit (util-linux `prlimit`, which execs it: same pid). */
+function startServe(args: string[], fileSizeLimit?: number): Promise<Spawned> {
+  const command = [process.execPath, ...serveCommand(args)];
+  const argv = fileSizeLimit === undefined ? command : ['prlimit', `--fsize=${fileSizeLimit}:unlimited`, ...command];
+  const child = spawn(argv[0] as string, argv.slice(1), { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
   const stdout: string[] = [];
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
@@ -293,6 +299,61 @@ describe('percolator serve as a process', () => {
       await s.exited;
     }
   });
+
+  it.skipIf(!hasPrlimit)(
+    'a full disk: /healthz says 503 while the store refuses writes, 200 again once there is room, without a restart; nothing acknowledged is lost',
+    async () => {
+      const data = tempDir();
+      // A 3 MB file-size limit stands for the disk (Node ignores SIGXFSZ: the log append fails with EFBIG).
+      const s = await startServe(['--data', data, '--port', '0', '--http-port', '0', '--oracle-port', 'off'], 3_000_000);
+      children.push(s.child);
+      const http = `http://127.0.0.1:${s.listening.http}`;
+      const client = new grpc.Client(`127.0.0.1:${s.listening.grpc}`, grpc.credentials.createInsecure());
+      expect(
+        await unary(client, TABLE_ADMIN_SERVICE, 'CreateTable', {
+          parent: 'projects/p/instances/i',
+          tableId: 'f',
+          table: { columnFamilies: { f: {} } },
+        }),
+      ).toBeNull();
+      const acked: string[] = [];
+      const put = (key: string) =>
+        unary(client, DATA_SERVICE, 'MutateRow', { tableName: T('f'), rowKey: Buffer.from(key), mutations: [setCell(key.repeat(300))] });
+      const failures: grpc.ServiceError[] = [];
+      for (let i = 0; failures.length === 0; i += 16) {
+        const keys = Array.from({ length: 16 }, (_, j) => `k${String(i + j).padStart(6, '0')}`);
+        const errs = await Promise.all(keys.map(put));
+        keys.forEach((k, j) => {
+          const e = errs[j];
+          if (e === null || e === undefined) acked.push(k);
+          else failures.push(e);
+        });
+      }
+      expect(failures[0]?.details).toMatch(/File too large|refused/);
+      const health = await fetch(`${http}/healthz`);
+      expect(health.status).toBe(503);
+      expect(await health.text()).toMatch(/the store refuses writes/);
+      // The disk has room again: the store resumes by itself (its first retry after 1 s).
+      const raised = spawnSync('prlimit', ['--pid', String(s.child.pid), '--fsize=unlimited']);
+      expect(raised.status).toBe(0);
+      await until(async () => (await fetch(`${http}/healthz`)).status === 200, 'healthz 200 once the store resumed');
+      expect(await put('z-after')).toBeNull();
+      acked.push('z-after');
+      client.close();
+      s.child.kill('SIGTERM');
+      expect((await s.exited).code).toBe(0);
+      // Every acknowledged write, after a restart without the limit.
+      const again = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', 'off']);
+      children.push(again.child);
+      const reader = new grpc.Client(`127.0.0.1:${again.listening.grpc}`, grpc.credentials.createInsecure());
+      const { err, rows } = await readAll(reader, 'f');
+      reader.close();
+      expect(err).toBeNull();
+      expect([...rows.keys()]).toEqual(acked);
+      again.child.kill('SIGTERM');
+      await again.exited;
+    },
+  );
 
   it('shuts down gracefully on SIGTERM: in-flight calls finish, then the store is closed', async () => {
     const data = tempDir();

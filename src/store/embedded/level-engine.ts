@@ -43,7 +43,10 @@
  *   landed misaligned in the log — acknowledged, then unreadable at the next open (DATA_CORRUPTED;
  *   LevelDB alone would drop them). Refusing leaves the log ending in the torn record, which the
  *   next open discards as it does after a crash.
- * - RESUMING (`resumeWrites`, also retried on a timer with backoff while writes are refused): once
+ * - RESUMING (`resumeWrites`, also retried on a timer with backoff while writes are refused) — only
+ *   after a lack of room (no space, a file-size limit, a quota: the failed record is torn, and a
+ *   replay drops it); after a failed fsync or a device error the record may be whole in the page
+ *   cache, so writes stay refused until the process reopens the store (`details.resumable`). Once
  *   the file system has room for the memtable's flush, a compaction of a range that holds no key
  *   makes LevelDB move to a new log (a new writer, aligned) and flush the memtable to a table,
  *   after which it deletes the old log, torn record and all. A failed flush or compaction (on a
@@ -601,7 +604,7 @@ class LevelEngineImpl implements LevelEngine {
     this.inFlight = null;
     if (err !== null && this.writesRefused === null) {
       this.writesRefused = refusedError(this.dir, err);
-      this.scheduleResume();
+      if (this.writesRefused.details.resumable === true) this.scheduleResume();
     }
     if (g.deferredKeys !== null) {
       // Unwritten deferred ops were acknowledged: they stay in the overlay until resumeWrites writes them.
@@ -685,7 +688,7 @@ class LevelEngineImpl implements LevelEngine {
   private async tryResume(): Promise<StoreError | null> {
     await this.drained();
     if (this.broken !== null) return this.broken;
-    if (this.state === 'closed' || this.writesRefused === null) return this.writesRefused;
+    if (this.state === 'closed' || this.writesRefused === null || this.writesRefused.details.resumable !== true) return this.writesRefused;
     try {
       const before = await logFiles(this.dir);
       // The flush writes about what the logs hold; a little more for the new log and the MANIFEST.
@@ -790,7 +793,7 @@ class LevelEngineImpl implements LevelEngine {
 
   /** Retries resumeWrites with backoff while writes are refused (unref'd: it keeps no process alive). */
   private scheduleResume(): void {
-    if (this.resumeTimer !== null || this.state !== 'open' || this.broken !== null) return;
+    if (this.resumeTimer !== null || this.state !== 'open' || this.writesRefused?.details.resumable !== true) return;
     this.resumeTimer = setTimeout(() => {
       this.resumeTimer = null;
       void this.resumeWrites().then((still) => {
@@ -857,13 +860,25 @@ class LevelEngineImpl implements LevelEngine {
  * its details (the engine's message) are kept.
  */
 function refusedError(dir: string, first: StoreError): StoreError {
+  const resumable = OUT_OF_ROOM.test(first.message);
+  const then = resumable
+    ? 'they resume by themselves once the disk has room (retried every few seconds)'
+    : 'restart the process (reopen the store) to write again: after a failed fsync or a device error the failed write may be on disk or not, and writing on in place could make it appear later';
   return new StoreError(
     'IO_ERROR',
-    `writes to the store at ${dir} are refused since one failed (${first.message}); they resume by themselves once the disk has room (retried every few seconds)`,
-    { ...first.details, dir, refused: true },
+    `writes to the store at ${dir} are refused since one failed (${first.message}); ${then}`,
+    { ...first.details, dir, refused: true, resumable },
     { cause: first },
   );
 }
+
+/**
+ * The failures writing resumes from in place: a lack of room (a full disk, a file-size limit, a
+ * quota) fails the log append part-way, so the failed record is torn and a replay drops it. Any
+ * other (EIO from fdatasync, a failing device) may leave the record whole in the page cache: a
+ * reopen would replay it, and a write its caller was told failed would appear after the fact.
+ */
+const OUT_OF_ROOM = /No space left on device|File too large|Disk quota exceeded/;
 
 /** The log files in `dir`, name → size. */
 async function logFiles(dir: string): Promise<Map<string, number>> {

@@ -15,6 +15,7 @@
  *   twice, which the pipeline takes as an unchanged re-crawl.
  */
 import { whileOutOfReach } from '../../store/while-out-of-reach.js';
+import { isOracleError } from '../../oracle/errors.js';
 import { isTxnError } from '../../txn/errors.js';
 import type { Percolator } from '../../txn/percolator.js';
 import type { Transaction } from '../../txn/transaction.js';
@@ -102,11 +103,17 @@ export async function loadDocuments(
 
 const STORE_OUTAGE_MS = 60_000;
 
-/** Writes one fetch, again while the store is out of reach (IO_ERROR, COMMIT_UNDETERMINED) for up to `outageMs`. */
+/**
+ * Writes one fetch, again while the store or its oracle is out of reach (IO_ERROR,
+ * COMMIT_UNDETERMINED, ORACLE_UNAVAILABLE) for up to `outageMs`. A transaction that got no
+ * timestamp committed nothing: its start or its commit timestamp comes before the commit point.
+ * (A server restart takes both away; one that took longer than the oracle client's 5 s wait
+ * failed the load.)
+ */
 function commitFetch(db: Percolator, doc: CrawledDoc, nowMs: () => number, outageMs: number): Promise<void> {
   return whileOutOfReach(() => db.transaction(async (tx) => writeFetch(tx, doc, nowMs())), {
     forMs: outageMs,
-    alsoRetry: (e) => isTxnError(e, 'COMMIT_UNDETERMINED'),
+    alsoRetry: (e) => isTxnError(e, 'COMMIT_UNDETERMINED') || isOracleError(e, 'ORACLE_UNAVAILABLE'),
   });
 }
 

@@ -19,6 +19,7 @@
  * - Balances never go negative: the amount is drawn from [0, balance read].
  */
 import { OracleClient } from '../oracle/client.js';
+import { isOracleError } from '../oracle/errors.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { isTxnError } from '../txn/errors.js';
@@ -179,7 +180,9 @@ async function main(): Promise<void> {
         // A store error (the store out of reach, a reply lost) is a transaction that committed
         // nothing: the transaction layer settles the commit point first, and says
         // COMMIT_UNDETERMINED when it cannot (transaction.ts) — the claim the check puts to the test.
-        const nothingCommitted = isTxnError(e, 'RETRIES_EXHAUSTED') || isStoreError(e, 'IO_ERROR');
+        // So is an oracle error: the start or commit timestamp comes before the commit point (the
+        // supervisor's oracle keeps its mark in the store, which a full disk makes refuse writes).
+        const nothingCommitted = isTxnError(e, 'RETRIES_EXHAUSTED') || isStoreError(e, 'IO_ERROR') || isOracleError(e);
         if (pending !== null) {
           if (nothingCommitted) void send({ t: 'bank.fail', id: pending, code: codeOf(e) });
           else void send({ t: 'bank.info', id: pending, code: codeOf(e), message: String((e as Error)?.message ?? e) });

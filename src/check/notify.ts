@@ -42,6 +42,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ObservedColumns } from '../notify/observed-columns.js';
 import { StoreMarkStore } from '../oracle/mark-store.js';
+import { isOracleError } from '../oracle/errors.js';
 import { Oracle } from '../oracle/oracle.js';
 import { type OracleServer, startOracleServer } from '../oracle/server.js';
 import { isStoreError } from '../store/errors.js';
@@ -490,7 +491,13 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
             (changesOf.get(row) as string[]).push(id);
           });
         } catch (e) {
-          if (isTxnError(e, 'RETRIES_EXHAUSTED') || e instanceof NotCommitted || (fullDisk && isStoreError(e, 'IO_ERROR'))) writeFailures++;
+          if (
+            isTxnError(e, 'RETRIES_EXHAUSTED') ||
+            e instanceof NotCommitted ||
+            // A full disk refuses the store's writes, and the oracle's mark is one of them (no timestamp: nothing committed).
+            (fullDisk && (isStoreError(e, 'IO_ERROR') || isOracleError(e)))
+          )
+            writeFailures++;
           else {
             // The commit's outcome is unknown: the recorded order can no longer be trusted.
             errors.push(`writer: ${(e as Error).message}`);

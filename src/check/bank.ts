@@ -257,6 +257,9 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
   let server: OracleServer | null = null;
   let db: Percolator | null = null;
   const live = new Set<WorkerHandle>();
+  /** Ends the full-disk squeeze however the run ends (this process's own file-size limit). */
+  let squeezeOver = false;
+  let squeezing: Promise<number> = Promise.resolve(0);
   let passed = false;
   try {
     oracle = await Oracle.open({ markStore: new StoreMarkStore(store) });
@@ -520,14 +523,14 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
 
     // --- a disk that fills up and empties (fullDisk) -------------------------------------------------
     const atomic = atomicRowsOf(store);
-    const squeezer = fullDisk
+    const squeezer = (squeezing = fullDisk
       ? squeeze(
           process.pid,
           url.slice('file:'.length),
-          () => !running,
+          () => squeezeOver || !running,
           async () => void (await atomic?.resumeWrites()),
         )
-      : Promise.resolve(0);
+      : Promise.resolve(0));
 
     // --- run, then stop everything -----------------------------------------------------------------
     const runUntil = runStarted + opts.seconds * 1000;
@@ -674,6 +677,8 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     passed = ok;
     return result;
   } finally {
+    squeezeOver = true;
+    await squeezing; // the limit is unlimited again
     for (const w of live) w.proc.kill('SIGKILL');
     await db?.close().catch(() => undefined);
     await server?.close().catch(() => undefined);

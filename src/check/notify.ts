@@ -307,6 +307,9 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
   let db: Percolator | null = null;
   let blind: Percolator | null = null;
   const live = new Set<WorkerHandle>();
+  /** Ends the full-disk squeeze however the run ends (this process's own file-size limit). */
+  let squeezeOver = false;
+  let squeezing: Promise<number> = Promise.resolve(0);
   try {
     oracle = await Oracle.open({ markStore: new StoreMarkStore(store) });
     server = await startOracleServer({ oracle });
@@ -508,14 +511,14 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
       }
     };
     const writers = Array.from({ length: writerCount }, writer);
-    const squeezer = fullDisk
+    const squeezer = (squeezing = fullDisk
       ? squeeze(
           process.pid,
           url.slice('file:'.length),
-          () => !writing,
+          () => squeezeOver || !writing,
           async () => void (await atomic?.resumeWrites()),
         )
-      : Promise.resolve(0);
+      : Promise.resolve(0));
 
     // --- run, then quiesce -----------------------------------------------------------------------
     const runUntil = runStarted + opts.seconds * 1000;
@@ -645,6 +648,8 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     );
     return result;
   } finally {
+    squeezeOver = true;
+    await squeezing; // the limit is unlimited again
     for (const w of live) w.proc.kill('SIGKILL');
     await blind?.close().catch(() => undefined);
     await db?.close().catch(() => undefined);

@@ -63,7 +63,7 @@ import {
 } from './bank-protocol.js';
 import { type Anomaly, checkHistory, type HistoryTxn, type Outcome, type Version } from './history.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
-import { hasPrlimit, squeeze } from './squeeze.js';
+import { hasPrlimit, squeezeOwnStore } from './squeeze.js';
 
 export interface BankOptions {
   /** How long transfers run (seconds). */
@@ -523,14 +523,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
 
     // --- a disk that fills up and empties (fullDisk) -------------------------------------------------
     const atomic = atomicRowsOf(store);
-    const squeezer = (squeezing = fullDisk
-      ? squeeze(
-          process.pid,
-          url.slice('file:'.length),
-          () => squeezeOver || !running,
-          async () => void (await atomic?.resumeWrites()),
-        )
-      : Promise.resolve(0));
+    const squeezer = (squeezing = fullDisk ? squeezeOwnStore(url, store, () => squeezeOver || !running) : Promise.resolve(0));
 
     // --- run, then stop everything -----------------------------------------------------------------
     const runUntil = runStarted + opts.seconds * 1000;

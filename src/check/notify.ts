@@ -50,7 +50,7 @@ import { openStore } from '../store/open-store.js';
 import { atomicRowsOf, type Store } from '../store/store.js';
 import { isTxnError } from '../txn/errors.js';
 import { LOCK, NOTIFY } from '../txn/layout.js';
-import { hasPrlimit, squeeze } from './squeeze.js';
+import { hasPrlimit, squeezeOwnStore } from './squeeze.js';
 import { Percolator } from '../txn/percolator.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
 import {
@@ -511,14 +511,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
       }
     };
     const writers = Array.from({ length: writerCount }, writer);
-    const squeezer = (squeezing = fullDisk
-      ? squeeze(
-          process.pid,
-          url.slice('file:'.length),
-          () => squeezeOver || !writing,
-          async () => void (await atomic?.resumeWrites()),
-        )
-      : Promise.resolve(0));
+    const squeezer = (squeezing = fullDisk ? squeezeOwnStore(url, store, () => squeezeOver || !writing) : Promise.resolve(0));
 
     // --- run, then quiesce -----------------------------------------------------------------------
     const runUntil = runStarted + opts.seconds * 1000;

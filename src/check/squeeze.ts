@@ -12,6 +12,7 @@
 import { execFile } from 'node:child_process';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { atomicRowsOf, type Store } from '../store/store.js';
 
 /** Whether `prlimit` can be run here. */
 export function hasPrlimit(): Promise<boolean> {
@@ -56,4 +57,10 @@ export async function squeeze(pid: number, dir: string, done: () => boolean, rel
   }
   await setFileSizeLimit(pid, 'unlimited');
   return squeezes;
+}
+
+/** Squeezes this process's own `file:` store at `url` until `done()`, asking it to resume writing each time the room is back. */
+export function squeezeOwnStore(url: string, store: Store, done: () => boolean): Promise<number> {
+  const atomic = atomicRowsOf(store);
+  return squeeze(process.pid, url.slice('file:'.length), done, async () => void (await atomic?.resumeWrites()));
 }

@@ -247,8 +247,9 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
   }
 
   const slotsHeld = (await ballast) !== null;
-  const handle = (): Level => newLevel(dir, options, slotsHeld);
-  const db = handle();
+  const db = newLevel(dir, options, slotsHeld, true);
+  // A reopen never creates: a directory emptied under a running store must not become a new one.
+  const handle = (): Level => newLevel(dir, options, slotsHeld, false);
   try {
     await db.open();
   } catch (e) {
@@ -272,12 +273,12 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
 
 type Level = ClassicLevel<Uint8Array, Uint8Array>;
 
-/** A handle on the database in `dir`, not yet opened. */
-function newLevel(dir: string, options: LevelEngineOptions, slotsHeld: boolean): Level {
+/** A handle on the database in `dir`, not yet opened (`create`: LevelDB may create it where there is none). */
+function newLevel(dir: string, options: LevelEngineOptions, slotsHeld: boolean, create: boolean): Level {
   return new ClassicLevel<Uint8Array, Uint8Array>(dir, {
     keyEncoding: 'view',
     valueEncoding: 'view',
-    createIfMissing: true,
+    createIfMissing: create,
     errorIfExists: false,
     compression: options.compression ?? true,
     // Memory budgets (docs/durability.md): ~64 MiB of block cache, up to 2 × 32 MiB of memtables,

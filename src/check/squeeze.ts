@@ -10,8 +10,7 @@
  * squeezed only when they would outgrow the current log.
  */
 import { execFile } from 'node:child_process';
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { logFiles } from '../store/embedded/store-files.js';
 import { atomicRowsOf, type Store } from '../store/store.js';
 
 /** Whether `prlimit` can be run here. */
@@ -24,18 +23,10 @@ export function setFileSizeLimit(pid: number, bytes: number | 'unlimited'): Prom
   return new Promise((res) => execFile('prlimit', ['--pid', String(pid), `--fsize=${bytes}:unlimited`], (err) => res(err === null)));
 }
 
-/** The size of the largest log file in `dir` (0 if none). */
+/** The size of the largest log file in `dir` (0 if none, or if it cannot be listed). */
 async function largestLog(dir: string): Promise<number> {
-  let max = 0;
-  for (const name of await readdir(dir).catch(() => [] as string[])) {
-    if (!name.endsWith('.log')) continue;
-    const size = await stat(join(dir, name)).then(
-      (st) => st.size,
-      () => 0,
-    );
-    max = Math.max(max, size);
-  }
-  return max;
+  const logs = await logFiles(dir).catch(() => new Map<string, number>());
+  return Math.max(0, ...logs.values());
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

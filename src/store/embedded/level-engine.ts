@@ -94,7 +94,7 @@ import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
 import { lockHolder, lockedError } from './level-lock.js';
 import { takeSeal, writeSeal } from './level-seal.js';
-import { CORRUPTION_MARKER, isDataFile, isStoreEntry } from './store-files.js';
+import { CORRUPTION_MARKER, isDataFile, isStoreEntry, logFiles } from './store-files.js';
 import { type LevelCompaction, parseLevelStats } from './level-stats.js';
 import { LEVELDB_MMAP_LIMIT, holdMmapSlots } from './mmap-ballast.js';
 
@@ -880,20 +880,6 @@ function refusedError(dir: string, first: StoreError): StoreError {
  * reopen would replay it, and a write its caller was told failed would appear after the fact.
  */
 const OUT_OF_ROOM = /No space left on device|File too large|Disk quota exceeded/;
-
-/** The log files in `dir`, name → size. */
-async function logFiles(dir: string): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const name of await readdir(dir)) {
-    if (!name.endsWith('.log')) continue;
-    const size = await stat(join(dir, name)).then(
-      (st) => st.size,
-      () => null, // deleted meanwhile
-    );
-    if (size !== null) out.set(name, size);
-  }
-  return out;
-}
 
 function badOp(index: number, why: string): StoreError {
   return new StoreError('INVALID_ARGUMENT', `engine write op ${index}: ${why}`, { index });

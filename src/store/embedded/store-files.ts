@@ -5,6 +5,8 @@
  * creates a database among such files (level-engine.ts `create`) and never removes them
  * (remove-store-dir.ts).
  */
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { SEAL_FILE } from './level-seal.js';
 
 /** Name of the marker file left when corruption was detected after LevelDB had already opened. */
@@ -19,3 +21,17 @@ export const isStoreEntry = (name: string): boolean => STORE_ENTRY.test(name);
 
 /** LevelDB's files that hold data: tables and logs (a MANIFEST only lists them). */
 export const isDataFile = (name: string): boolean => /^\d+\.(?:ldb|sst|log)$/.test(name);
+
+/** LevelDB's log files in `dir` (N.log), name → size; one deleted while listed is left out. */
+export async function logFiles(dir: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const name of await readdir(dir)) {
+    if (!/^\d+\.log$/.test(name)) continue;
+    const size = await stat(join(dir, name)).then(
+      (st) => st.size,
+      () => null,
+    );
+    if (size !== null) out.set(name, size);
+  }
+  return out;
+}

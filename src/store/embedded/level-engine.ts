@@ -382,10 +382,12 @@ class LevelEngineImpl implements LevelEngine {
   private iteratorWaiters: (() => void)[] = [];
   /** Set while a reopen is under way: new scans wait for it. */
   private reopening: Promise<void> | null = null;
-  /** Set while there is no open LevelDB handle (a reopen's swap, or one that could not open): calls fail with it. */
+  /**
+   * Set while there is no open LevelDB handle (a reopen's swap, or one that could not open): calls
+   * fail with it. A reopen whose recovery dropped data sets it, and the refusal, to that
+   * DATA_CORRUPTED for good (not resumable: nothing is tried any more).
+   */
   private handleGone: StoreError | null = null;
-  /** Set when reopening found LevelDB's recovery dropped data: nothing is tried any more. */
-  private broken: StoreError | null = null;
 
   constructor(
     private db: Level,
@@ -688,7 +690,6 @@ class LevelEngineImpl implements LevelEngine {
   /** See the header's RESUMING. Never rejects: every failure leaves writes refused. */
   private async tryResume(): Promise<StoreError | null> {
     await this.drained();
-    if (this.broken !== null) return this.broken;
     if (this.state === 'closed' || this.writesRefused === null || this.writesRefused.details.resumable !== true) return this.writesRefused;
     try {
       const before = await logFiles(this.dir);
@@ -701,7 +702,7 @@ class LevelEngineImpl implements LevelEngine {
       const after = await logFiles(this.dir);
       // The old logs still there: LevelDB could not move on (its background error, after a failed
       // flush or compaction, stops every write for good) — only a new handle clears that.
-      if ([...before.keys()].some((name) => after.has(name)) && !(await this.reopen())) return this.broken ?? this.writesRefused;
+      if ([...before.keys()].some((name) => after.has(name)) && !(await this.reopen())) return this.writesRefused;
     } catch {
       return this.writesRefused; // statfs, listing or compaction failed: still refused, retried later
     }
@@ -767,9 +768,9 @@ class LevelEngineImpl implements LevelEngine {
         return false; // unchecked, so unused: the next attempt reopens again
       }
       if (dropped.length > 0) {
-        this.broken = await droppedError(this.dir, dropped);
-        this.handleGone = this.broken;
-        this.writesRefused = this.broken;
+        const corrupted = await droppedError(this.dir, dropped);
+        this.handleGone = corrupted;
+        this.writesRefused = corrupted; // no `resumable`: never retried
         return false;
       }
       this.handleGone = null;

@@ -428,6 +428,82 @@ describe('the wire protocol, seen raw', () => {
     expect(ping.err).toBeNull();
   });
 
+  it('answers as Cloud Bigtable where clients send int64 bounds past 2^53, odd increments, empty families and no-op drops', async () => {
+    await inner.createTable('wide', { families: { f: {} } });
+    const put = (ts: number, v: string) => ({
+      setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: String(ts), value: Buffer.from(v) },
+    });
+    expect(
+      (
+        await raw.call(DATA_SERVICE, 'MutateRow', {
+          tableName: T('wide'),
+          rowKey: Buffer.from('r'),
+          mutations: [put(1000, 'v1'), put(2000, 'v2'), put(3000, 'v3')],
+        })
+      ).err,
+    ).toBeNull();
+    const read = async (filter?: object, rowsLimit = '0') => {
+      const r = await raw.call(DATA_SERVICE, 'ReadRows', { tableName: T('wide'), ...(filter === undefined ? {} : { filter }), rowsLimit });
+      expect(r.err).toBeNull();
+      return assembleChunks(r.messages).flatMap((row) => row.cells.map((c) => c.value.toString()));
+    };
+    // HBase's "latest timestamp" (the Java adapter sends it as is) is past every stored timestamp.
+    const LATEST = '9223372036854775000';
+    expect(await read({ timestampRangeFilter: { startTimestampMicros: '2000', endTimestampMicros: LATEST } })).toEqual(['v3', 'v2']);
+    expect(await read({ timestampRangeFilter: { startTimestampMicros: LATEST } })).toEqual([]);
+    expect(await read({ timestampRangeFilter: { startTimestampMicros: LATEST, endTimestampMicros: '9223372036854775807' } })).toEqual([]);
+    expect(await read(undefined, '9223372036854775807')).toEqual(['v3', 'v2', 'v1']);
+    const inverted = await raw.call(DATA_SERVICE, 'ReadRows', {
+      tableName: T('wide'),
+      filter: { timestampRangeFilter: { startTimestampMicros: LATEST, endTimestampMicros: '5000' } },
+    });
+    expect(inverted.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    const del = await raw.call(DATA_SERVICE, 'MutateRow', {
+      tableName: T('wide'),
+      rowKey: Buffer.from('r'),
+      mutations: [
+        {
+          deleteFromColumn: {
+            familyName: 'f',
+            columnQualifier: Buffer.from('q'),
+            timeRange: { startTimestampMicros: '2000', endTimestampMicros: LATEST },
+          },
+        },
+      ],
+    });
+    expect(del.err).toBeNull();
+    expect(await read()).toEqual(['v1']);
+    // A timestamp the store cannot hold is still refused where it would be stored.
+    const tooBigTs = await raw.call(DATA_SERVICE, 'MutateRow', {
+      tableName: T('wide'),
+      rowKey: Buffer.from('r'),
+      mutations: [put(2 ** 53 + 2, 'x')],
+    });
+    expect(tooBigTs.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+
+    const inc = await raw.call(DATA_SERVICE, 'ReadModifyWriteRow', {
+      tableName: T('wide'),
+      rowKey: Buffer.from('r'),
+      rules: [{ familyName: 'f', columnQualifier: Buffer.from('q'), incrementAmount: '1' }],
+    });
+    expect(inc.err?.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(inc.err?.metadata.get('percolator-error-code')).toEqual(['NOT_AN_INT64']);
+    expect(inc.err?.details).toMatch(/^NOT_AN_INT64: cannot increment a value of 2 bytes/);
+
+    const emptyFamily = await raw.call(DATA_SERVICE, 'MutateRow', {
+      tableName: T('wide'),
+      rowKey: Buffer.from('r'),
+      mutations: [{ setCell: { familyName: '', columnQualifier: Buffer.from('q'), value: Buffer.from('v') } }],
+    });
+    expect(emptyFamily.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+
+    const noop = await raw.call(TABLE_ADMIN_SERVICE, 'DropRowRange', { name: T('wide'), deleteAllDataFromTable: false });
+    expect(noop.err).toBeNull();
+    expect(await read()).toEqual(['v1']);
+    const missing = await raw.call(TABLE_ADMIN_SERVICE, 'DropRowRange', { name: T('nope'), deleteAllDataFromTable: false });
+    expect(missing.err?.code).toBe(grpc.status.NOT_FOUND);
+  });
+
   it('answers MutateRows with one status per entry, in order, with ErrorInfo details', async () => {
     const r = await raw.call(DATA_SERVICE, 'MutateRows', {
       tableName: T('rawt'),

@@ -190,7 +190,9 @@ export function tableAdminService(ctx: AdminServiceContext): UntypedServiceImple
     if (req.target === 'rowKeyPrefix') await store.dropRowRange(t.table, { rowKeyPrefix: req.rowKeyPrefix ?? new Uint8Array(0) });
     else if (req.target === 'deleteAllDataFromTable' && req.deleteAllDataFromTable === true)
       await store.dropRowRange(t.table, { deleteAllDataFromTable: true });
-    else throw invalidArgument('DropRowRange needs row_key_prefix or delete_all_data_from_table = true');
+    // "Setting this to false is a no-op" (bigtable_table_admin.proto); the table must still exist.
+    else if (req.target === 'deleteAllDataFromTable') await store.getTable(t.table);
+    else throw invalidArgument('DropRowRange needs row_key_prefix or delete_all_data_from_table');
     return {};
   }
 

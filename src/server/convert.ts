@@ -106,6 +106,31 @@ export function int64(value: string | number | undefined, what: string): number 
   return Number(big);
 }
 
+/**
+ * An int64 that only bounds something the store holds fewer than 2^53 of (timestamps, rows): a
+ * value past that bound is as far as `Number.MAX_SAFE_INTEGER`, and returned as `null` for the
+ * caller to map. Clients send such values on purpose — HBase's "latest timestamp" arrives as
+ * 9223372036854775000 µs in the time ranges of filters and deletes, `rows_limit` as 2^63 − 1.
+ */
+function int64Bound(value: string | number | undefined, what: string): number | null {
+  if (typeof value === 'string' && value.length > 15 && !value.startsWith('-')) {
+    let big: bigint;
+    try {
+      big = BigInt(value);
+    } catch {
+      throw invalidArgument(`${what} is not an integer: ${JSON.stringify(value)}`);
+    }
+    if (big > MAX_SAFE) return null;
+  }
+  if (typeof value === 'number' && value > Number.MAX_SAFE_INTEGER && Number.isInteger(value)) return null;
+  return int64(value, what);
+}
+
+/** `rows_limit`: 0 = none; a limit past 2^53 is none either (no table holds that many rows). */
+export function rowsLimitFromWire(value: string | number | undefined): number {
+  return int64Bound(value, 'rows_limit') ?? 0;
+}
+
 /** The full signed 64-bit value (ReadModifyWrite increments). */
 export function int64Big(value: string | undefined): bigint {
   if (value === undefined) return 0n;
@@ -123,11 +148,22 @@ function bytes(b: Buffer | undefined): Bytes {
 // ---------------------------------------------------------------------------------------------
 // Row sets, ranges, timestamps
 
+/**
+ * A time range of a filter or a delete. Stored timestamps are below 2^53, so a bound past that is
+ * exact when mapped: an end past it is no end (0), and a start past it (with no end, or one past
+ * it too) selects nothing — the empty range [2^53 − 1, 2^53 − 1). An end before its start is left
+ * for the store to refuse (INVALID_RANGE), as for any other range.
+ */
 export function timestampRangeFromWire(r: WireTimestampRange, what: string): TimestampRange {
-  return {
-    startTimestampMicros: int64(r.startTimestampMicros, `${what}.start_timestamp_micros`),
-    endTimestampMicros: int64(r.endTimestampMicros, `${what}.end_timestamp_micros`),
-  };
+  const start = int64Bound(r.startTimestampMicros, `${what}.start_timestamp_micros`);
+  const end = int64Bound(r.endTimestampMicros, `${what}.end_timestamp_micros`);
+  if (start === null) {
+    if (end !== null && end !== 0) {
+      throw invalidArgument(`${what}: start_timestamp_micros ${String(r.startTimestampMicros)} is after end_timestamp_micros ${end}`);
+    }
+    return { startTimestampMicros: Number.MAX_SAFE_INTEGER, endTimestampMicros: Number.MAX_SAFE_INTEGER };
+  }
+  return { startTimestampMicros: start, endTimestampMicros: end ?? 0 };
 }
 
 function rowRangeFromWire(r: WireRowRange): RowRange {

@@ -21,13 +21,13 @@ import type { ServerWritableStream, UntypedServiceImplementation } from '@grpc/g
 import type { Store } from '../store/store.js';
 import type { Bytes, MutateRowsEntry, Mutation, ReadRowsOptions } from '../store/types.js';
 import {
-  int64,
   mutationsFromWire,
   parseInstanceName,
   parseTableName,
   rowFilterFromWire,
   rowSetFromWire,
   rowToWire,
+  rowsLimitFromWire,
   ruleFromWire,
   type TableRef,
   type WireRowOut,
@@ -87,7 +87,7 @@ export function checkAndMutateRowHandler(ctx: Pick<DataServiceContext, 'store' |
 }
 
 function readRowsOptions(req: ReadRowsRequest): ReadRowsOptions {
-  const rowsLimit = int64(req.rowsLimit, 'rows_limit');
+  const rowsLimit = rowsLimitFromWire(req.rowsLimit);
   if (rowsLimit < 0) throw invalidArgument(`rows_limit must be ≥ 0, got ${rowsLimit}`);
   const rows = rowSetFromWire(req.rows);
   return {

@@ -1186,7 +1186,7 @@ export class EngineStore implements AtomicRowsStore {
               if (latest !== undefined) {
                 if (latest.value.byteLength !== 8) {
                   throw new StoreError(
-                    'INVALID_ARGUMENT',
+                    'NOT_AN_INT64',
                     `cannot increment a value of ${latest.value.byteLength} bytes: it must be a 64-bit big-endian integer`,
                     {
                       table,

@@ -32,6 +32,8 @@ export type StoreErrorCode =
   | 'INVALID_REGEX'
   | 'INVALID_RANGE'
   | 'INVALID_ARGUMENT'
+  /** An increment of a cell whose value is not 8 bytes (a big-endian int64): the request is valid, the data is not. */
+  | 'NOT_AN_INT64'
   | 'INVALID_STORE_URL'
   | 'STORE_CLOSED'
   | 'STORE_LOCKED'
@@ -56,6 +58,8 @@ const statusOf: Record<StoreErrorCode, number> = {
   INVALID_REGEX: GrpcStatus.INVALID_ARGUMENT,
   INVALID_RANGE: GrpcStatus.INVALID_ARGUMENT,
   INVALID_ARGUMENT: GrpcStatus.INVALID_ARGUMENT,
+  // Cloud Bigtable's status for it (googleapis/google-cloud-go#1455).
+  NOT_AN_INT64: GrpcStatus.FAILED_PRECONDITION,
   INVALID_STORE_URL: GrpcStatus.INVALID_ARGUMENT,
   STORE_CLOSED: GrpcStatus.UNAVAILABLE,
   STORE_LOCKED: GrpcStatus.UNAVAILABLE,
@@ -63,6 +67,11 @@ const statusOf: Record<StoreErrorCode, number> = {
   DATA_CORRUPTED: GrpcStatus.DATA_LOSS,
   IO_ERROR: GrpcStatus.INTERNAL,
 };
+
+/** Whether `s` is one of the codes above (a code that travelled over the wire, say). */
+export function isStoreErrorCode(s: string): s is StoreErrorCode {
+  return Object.hasOwn(statusOf, s);
+}
 
 export class StoreError extends Error {
   readonly code: StoreErrorCode;

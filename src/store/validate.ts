@@ -70,6 +70,8 @@ export function validateTimeRange(range: TimestampRange | undefined, evidence: C
 }
 
 function checkFamily(spec: TableSpec, table: string, family: string, row: Uint8Array): void {
+  // No family has an empty name: malformed, not missing (Cloud Bigtable: INVALID_ARGUMENT).
+  if (family === '') throw new StoreError('INVALID_MUTATION', 'a column family name must not be empty', { table, row: keyHex(row) });
   if (typeof family !== 'string' || !Object.hasOwn(spec.families, family)) {
     throw new StoreError('FAMILY_NOT_FOUND', `column family ${JSON.stringify(family)} does not exist in table ${table}`, {
       table,

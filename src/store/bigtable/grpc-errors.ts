@@ -12,34 +12,10 @@
  *    server trouble (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, …) → IO_ERROR.
  * The original status code and message stay in `details` (grpcCode, grpcMessage).
  */
-import { StoreError, type StoreErrorCode } from '../errors.js';
+import { StoreError, type StoreErrorCode, isStoreErrorCode } from '../errors.js';
 
 export const ERROR_CODE_METADATA = 'percolator-error-code';
 const ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo';
-
-const STORE_CODES: ReadonlySet<string> = new Set<StoreErrorCode>([
-  'TABLE_NOT_FOUND',
-  'TABLE_EXISTS',
-  'FAMILY_NOT_FOUND',
-  'FAMILY_EXISTS',
-  'INVALID_NAME',
-  'EMPTY_ROW_KEY',
-  'ROW_KEY_TOO_LARGE',
-  'VALUE_TOO_LARGE',
-  'TOO_MANY_MUTATIONS',
-  'INVALID_MUTATION',
-  'INVALID_TIMESTAMP',
-  'INVALID_FILTER',
-  'INVALID_REGEX',
-  'INVALID_RANGE',
-  'INVALID_ARGUMENT',
-  'INVALID_STORE_URL',
-  'STORE_CLOSED',
-  'STORE_LOCKED',
-  'NOT_A_STORE',
-  'DATA_CORRUPTED',
-  'IO_ERROR',
-]);
 
 export const Status = {
   OK: 0,
@@ -115,7 +91,7 @@ export function codeFromStatusDetails(details: readonly AnyDetail[] | null | und
     const url = d.type_url ?? d.typeUrl;
     if (url === ERROR_INFO_TYPE && d.value) {
       const info = decodeErrorInfo(d.value);
-      if (info.domain === 'percolator' && info.reason !== undefined && STORE_CODES.has(info.reason)) return info.reason as StoreErrorCode;
+      if (info.domain === 'percolator' && info.reason !== undefined && isStoreErrorCode(info.reason)) return info.reason;
     }
   }
   return undefined;
@@ -126,7 +102,7 @@ function codeFromMetadata(metadata: unknown): StoreErrorCode | undefined {
   if (md === undefined || md === null || typeof md.get !== 'function') return undefined;
   const v = md.get(ERROR_CODE_METADATA)[0];
   const s = typeof v === 'string' ? v : v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : undefined;
-  return s !== undefined && STORE_CODES.has(s) ? (s as StoreErrorCode) : undefined;
+  return s !== undefined && isStoreErrorCode(s) ? s : undefined;
 }
 
 function guess(code: number, message: string): StoreErrorCode {
@@ -146,6 +122,7 @@ function guess(code: number, message: string): StoreErrorCode {
       if (/regex|regexp|error parsing/.test(m)) return 'INVALID_REGEX';
       if (/filter/.test(m)) return 'INVALID_FILTER';
       if (/row key|rowkey/.test(m) && /empty/.test(m)) return 'EMPTY_ROW_KEY';
+      if (code === Status.FAILED_PRECONDITION && /increment/.test(m)) return 'NOT_AN_INT64';
       if (code === Status.INVALID_ARGUMENT || code === Status.FAILED_PRECONDITION || code === Status.OUT_OF_RANGE)
         return 'INVALID_ARGUMENT';
       if (/increment|non-64-bit|mutation/.test(m)) return 'INVALID_ARGUMENT';

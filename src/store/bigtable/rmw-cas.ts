@@ -70,7 +70,7 @@ export function applyRules(
       if (prev !== undefined) {
         if (prev.value.byteLength !== 8) {
           throw new StoreError(
-            'INVALID_ARGUMENT',
+            'NOT_AN_INT64',
             `cannot increment a value of ${prev.value.byteLength} bytes: it must be a 64-bit big-endian integer`,
             {
               table,

@@ -1156,10 +1156,41 @@ const MIDDLE = 3;
 const LAST = 4;
 
 /**
+ * The payload length for which the record at `pos` — whose length field runs past the end of the
+ * log — is whole after all, or null. A torn append (the writer died mid-record) ends the file
+ * inside its record, and its checksum is of bytes never written. A damaged length field (one
+ * flipped bit) leaves a whole record behind it, and often acknowledged records after it, which
+ * LevelDB would drop silently. The two are told apart by the checksum: it holds for a shorter
+ * payload that is followed by the end of the block or by another record whose checksum holds.
+ * A torn append passes that only by matching two independent CRC32Cs by chance (or one, within
+ * the last 6 bytes of the file).
+ */
+function damagedLength(buf: Buffer, pos: number, blockEnd: number): number | null {
+  const expected = unmask(buf.readUInt32LE(pos));
+  const T = CRC_TABLE;
+  // Over the type byte, then the payload one byte at a time: each length's checksum in one pass.
+  let crc = T[(~0 ^ (buf[pos + 6] as number)) & 0xff] ^ (~0 >>> 8);
+  for (let end = pos + LOG_HEADER; end <= blockEnd; end++) {
+    if (end > pos + LOG_HEADER) crc = T[(crc ^ (buf[end - 1] as number)) & 0xff] ^ (crc >>> 8);
+    if (~crc >>> 0 === expected && wholeRecordAt(buf, end, blockEnd)) return end - pos - LOG_HEADER;
+  }
+  return null;
+}
+
+/** Whether the block ends at `at` (fewer bytes than a header left) or a record with a valid checksum starts there. */
+function wholeRecordAt(buf: Buffer, at: number, blockEnd: number): boolean {
+  if (blockEnd - at < LOG_HEADER) return true;
+  const len = (buf[at + 4] as number) | ((buf[at + 5] as number) << 8);
+  if (at + LOG_HEADER + len > blockEnd) return false;
+  return unmask(buf.readUInt32LE(at)) === crc32c(buf, at + 6, at + LOG_HEADER + len);
+}
+
+/**
  * The logical records of a log file, mirroring leveldb::log::Reader with paranoid checks on:
  * a checksum mismatch, a bad length inside a complete block, an unknown type or a broken
  * fragment sequence is a problem; a file that ends inside a record (a crash mid-append) is not,
- * and that record is ignored, exactly as LevelDB ignores it.
+ * and that record is ignored, exactly as LevelDB ignores it — unless its length field is what is
+ * damaged (damagedLength), which LevelDB cannot tell from a torn append and we can.
  */
 function readLogRecords(buf: Buffer, name: string, problems: string[]): Buffer[] {
   const out: Buffer[] = [];
@@ -1176,8 +1207,13 @@ function readLogRecords(buf: Buffer, name: string, problems: string[]): Buffer[]
     const len = buf[pos + 4] | (buf[pos + 5] << 8);
     const type = buf[pos + 6];
     if (pos + LOG_HEADER + len > blockEnd) {
-      if (lastBlock) break; // the writer died mid-record: not a corruption
-      problems.push(`${name}: bad record length at offset ${pos}`);
+      const held = lastBlock ? damagedLength(buf, pos, blockEnd) : null;
+      if (lastBlock && held === null) break; // the writer died mid-record: not a corruption
+      problems.push(
+        held === null
+          ? `${name}: bad record length at offset ${pos}`
+          : `${name}: bad record length at offset ${pos} (${len} bytes would run past the end of the log, but its checksum holds for ${held}: a damaged length, not a torn append)`,
+      );
       pos = blockEnd;
       frags = null;
       continue;

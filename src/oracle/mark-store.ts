@@ -22,6 +22,7 @@ import { crc32 } from 'node:zlib';
 import { isStoreError } from '../store/errors.js';
 import type { Store } from '../store/store.js';
 import { OracleError } from './errors.js';
+import { makeDirs } from '../util/make-dirs.js';
 import { pidAlive } from '../util/pid-alive.js';
 
 export interface MarkStore {
@@ -126,7 +127,7 @@ export class FileMarkStore implements MarkStore {
 
   async load(): Promise<number> {
     this.assertOpen();
-    await fsp.mkdir(path.dirname(this.file), { recursive: true }).catch((e: unknown) => {
+    await makeDirs(path.dirname(this.file)).catch((e: unknown) => {
       throw this.ioError('create the directory of', e);
     });
     if (this.useLock && this.lockToken === null) await this.acquireLock();

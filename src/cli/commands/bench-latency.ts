@@ -4,13 +4,14 @@
  * recomputation in back-to-back rounds, at crawl rates of 1–100 % of the repository per hour
  * (time compressed). See src/bench/latency-bench.ts. Progress goes to stderr.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULT_RATES, type LatencyBenchResult, runLatencyBench } from '../../bench/latency-bench.js';
 import { checkedSvg, renderLineChart } from '../../bench/svg-plot.js';
 import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
+import { makeDirs } from '../../util/make-dirs.js';
 
 /** The Figure-7-style plot: median latency vs crawl rate, both pipelines, log-log. */
 export function latencySvg(r: LatencyBenchResult): string {
@@ -103,7 +104,7 @@ export function register(program: Command): void {
           log: (line) => process.stderr.write(`[bench latency] ${line}\n`),
         });
         if (opts.svg !== undefined) {
-          await mkdir(dirname(opts.svg), { recursive: true });
+          await makeDirs(dirname(opts.svg));
           await writeFile(opts.svg, latencySvg(result));
         }
         if (opts.json === true) printResult(result, true);

@@ -3,7 +3,7 @@
  * [--window N] [--light-docs N] [--light-rate R] [--load-rates LIST|none] [--load-seconds S]
  * [--svg FILE] [--size-svg FILE] [--gc-interval-ms MS] [--full-gc-interval-ms MS] [--stages]`
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { checkedSvg, renderLineChart } from '../../bench/svg-plot.js';
@@ -16,6 +16,7 @@ import {
 import { DEFAULT_LOADERS, DEFAULT_REMOTE_THREADS, DEFAULT_THREADS } from '../../apps/webindex/run.js';
 import { UsageError } from '../usage-error.js';
 import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { makeDirs } from '../../util/make-dirs.js';
 
 /** Offered loads of the default load curve, documents per second: light load to past saturation. */
 export const DEFAULT_LOAD_RATES: readonly number[] = [20, 50, 100, 150, 200, 300];
@@ -174,11 +175,11 @@ export function register(program: Command): void {
           log: opts.json === true ? undefined : (line) => process.stderr.write(`bench webindex: ${line}\n`),
         });
         if (opts.svg !== undefined) {
-          await mkdir(dirname(opts.svg), { recursive: true });
+          await makeDirs(dirname(opts.svg));
           await writeFile(opts.svg, webIndexSvg(result));
         }
         if (opts.sizeSvg !== undefined) {
-          await mkdir(dirname(opts.sizeSvg), { recursive: true });
+          await makeDirs(dirname(opts.sizeSvg));
           await writeFile(opts.sizeSvg, webIndexSizeSvg(result));
         }
         printResult(result, opts.json === true);

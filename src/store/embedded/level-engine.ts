@@ -86,8 +86,9 @@
  * DATA_CORRUPTED (with the dir and the engine's or verifier's message), STORE_CLOSED, IO_ERROR.
  * Nothing is swallowed.
  */
-import { mkdir, open, readdir, readFile, stat, statfs, writeFile } from 'node:fs/promises';
+import { open, readdir, readFile, stat, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { makeDirs } from '../../util/make-dirs.js';
 import { ClassicLevel, type Iterator as LevelIterator } from 'classic-level';
 import { bytesKey, keyBytes } from '../bytes.js';
 import { StoreError } from '../errors.js';
@@ -205,7 +206,7 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
     });
   }
   try {
-    await mkdir(dir, { recursive: true });
+    await makeDirs(dir);
   } catch (e) {
     throw ioError(`cannot create the store directory ${dir}`, dir, e);
   }

@@ -3,9 +3,11 @@
  * is one line on stderr with the stable code INVALID_ARGUMENT and exit 1, not a stack trace.
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 
@@ -15,7 +17,12 @@ function run(...args: string[]): { code: number | null; stdout: string; stderr: 
 }
 
 it.each([
-  [['bench', 'webindex', '--docs', '-5'], '--docs must be a positive number, got -5'],
+  [['bench', 'webindex', '--docs', '-5'], '--docs must be a positive integer, got -5'],
+  [['demo', '--docs', '1.5'], '--docs must be a positive integer, got 1.5'],
+  [['demo', '--serve', '--port', '70000'], '--port must be an integer in [1, 65535], got 70000'],
+  [['worker', '--observers', 'x.mjs', '--threads', '1.5'], '--threads must be a positive integer, got 1.5'],
+  [['check', 'durability', '--writers', '0.5'], '--writers must be a positive integer, got 0.5'],
+  [['serve', '--port', '65535'], '--port 65535 leaves no room for the default --http-port (port + 1): give --http-port'],
   [['bench', 'webindex', '--loaders', '2.5'], '--loaders must be a positive integer, got 2.5'],
   [['bench', 'webindex', '--store', 'bigtable://127.0.0.1:1'], '--store must be file:, memory: or serve, got bigtable://127.0.0.1:1'],
   [['bench', 'overhead', '--seconds', 'abc'], '--seconds must be a positive number, got abc'],
@@ -29,4 +36,43 @@ it.each([
   expect(r.code).toBe(1);
   expect(r.stderr).toBe(`percolator: INVALID_ARGUMENT: ${message}\n`);
   expect(r.stdout).toBe('');
+});
+
+const dir = mkdtempSync(join(tmpdir(), 'cli-usage-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+it.each([
+  ['throws when loaded', 'throw new Error("boom at load");\n', /failed to load: Error: boom at load \(at .*bad0\.mjs:1:7\)$/],
+  ['is not JavaScript', 'this is not javascript\n', /failed to load: SyntaxError: /],
+  [
+    'throws in register',
+    'export default () => { throw new Error("boom in register"); };\n',
+    /registering its observers failed: boom in register \(at .*bad2\.mjs:1:30\)$/,
+  ],
+])('worker: an observers module that %s is one line, INVALID_OBSERVERS_MODULE', (_what, source, message) => {
+  const file = join(dir, `bad${['throws when loaded', 'is not JavaScript', 'throws in register'].indexOf(_what)}.mjs`);
+  writeFileSync(file, source);
+  const r = run('worker', '--observers', file, '--store', `file:${join(dir, 'store')}`);
+  expect(r.code).toBe(1);
+  const lines = r.stderr.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^percolator: INVALID_OBSERVERS_MODULE: /);
+  expect(lines[0]).toMatch(message);
+});
+
+it('worker: an observer name used twice is a typed one-line error', () => {
+  const file = join(dir, 'twice.mjs');
+  writeFileSync(file, 'export default (w) => { const f = async () => {}; w.observe("a:b", "n", f); w.observe("a:c", "n", f); };\n');
+  const r = run('worker', '--observers', file, '--store', `file:${join(dir, 'store2')}`);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toBe('percolator: INVALID_ARGUMENT: an observer named n is already registered\n');
+});
+
+it.skipIf(!existsSync('/dev/full'))('an output that cannot be written (a full disk) is a one-line IO_ERROR', () => {
+  const r = spawnSync('sh', ['-c', `"${process.execPath}" "${mainJs}" demo --docs 3 --data "${join(dir, 'demo')}" --json > /dev/full`], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  expect(r.stderr).toMatch(/^percolator: IO_ERROR: cannot write the output: ENOSPC/);
+  expect(r.status).toBe(1);
 });

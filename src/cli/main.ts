@@ -19,9 +19,11 @@ for (const register of commands) register(program);
 
 // A reader that stops early (`percolator scan t | head`) closes the pipe: that ends the output,
 // it is not an error worth a stack trace.
+// Any other failure to write it (a full disk, /dev/full) fails the command in one line.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code !== 'EPIPE') throw err;
-  process.exit(process.exitCode ?? 0);
+  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  process.stderr.write(`percolator: IO_ERROR: cannot write the output: ${err.message}\n`);
+  process.exit(1);
 });
 
 program.parseAsync(process.argv).catch((err: unknown) => {

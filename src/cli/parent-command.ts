@@ -49,6 +49,15 @@ export function parsePositiveInteger(name: string) {
   };
 }
 
+/** A TCP port to listen on: an integer in [1, 65535] (checked before anything else happens). */
+export function parsePortNumber(name: string) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1 || n > 65535) throw new UsageError(`--${name} must be an integer in [1, 65535], got ${raw}`);
+    return n;
+  };
+}
+
 export function parseNonNegativeInteger(name: string) {
   return (raw: string): number => {
     const n = Number(raw);

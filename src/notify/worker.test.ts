@@ -533,6 +533,14 @@ describe('observers', () => {
       expect(() => worker.observe('doc:x', 'ok', fn, { collapseMs: 1_000 })).not.toThrow();
       for (const bad of [-0.1, Number.NaN])
         expect(() => db.worker({ busyUtilization: bad })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+      expect(() => worker.observe('doc:y', 'ok', fn)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' })); // the name again
+    });
+
+    it('takes threads, scanners and queueSize as integers from 1 to a bound (a typo of 1e9 fails instead of filling memory)', () => {
+      for (const key of ['threads', 'scanners', 'queueSize'] as const)
+        for (const bad of [0, 1.5, -1, 1e9, Number.NaN])
+          expect(() => db.worker({ [key]: bad })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+      expect(() => db.worker({ threads: 4096, scanners: 1, queueSize: 1 })).not.toThrow();
     });
 
     it('are moved ahead by a strong notification', async () => {

@@ -129,6 +129,9 @@ const BUSY_TAU_MS = 300;
 /** busyUtilization's default. */
 const BUSY_UTILIZATION = 0.85;
 
+/** The most runners (and scanners) a worker starts: far more than any store serves at once. */
+const MAX_THREADS = 4096;
+
 /** A bad worker or observer option, with the stable code callers test for. */
 function invalidOption(message: string): Error {
   return Object.assign(new Error(message), { code: 'INVALID_ARGUMENT' });
@@ -247,10 +250,19 @@ export class Worker {
     private readonly host: WorkerHost,
     options: WorkerOptions = {},
   ) {
-    this.threads = Math.max(1, options.threads ?? 4);
+    for (const [name, value, max] of [
+      ['threads', options.threads, MAX_THREADS],
+      ['scanners', options.scanners, MAX_THREADS],
+      ['queueSize', options.queueSize, MAX_THREADS * 1024],
+    ] as const) {
+      // Each runner and scanner is a loop started at once: a typo of 1e9 would exhaust memory, not fail.
+      if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= max))
+        throw invalidOption(`${name} must be an integer from 1 to ${max}, not ${value}`);
+    }
+    this.threads = options.threads ?? 4;
     this.idleRunners = Math.max(1, Math.floor(this.threads / 4));
-    this.scannerCount = Math.max(1, options.scanners ?? 2);
-    this.queueSize = Math.max(1, options.queueSize ?? this.threads * 4);
+    this.scannerCount = options.scanners ?? 2;
+    this.queueSize = options.queueSize ?? this.threads * 4;
     this.maxFailures = Math.max(1, options.maxFailures ?? 5);
     this.rowLockTtlMs = options.rowLockTtlMs ?? 30_000;
     this.weakDelayMs = Math.max(0, options.weakDelayMs ?? WEAK_DELAY_MS);
@@ -269,8 +281,8 @@ export class Worker {
    */
   observe(column: string, name: string, fn: ObserverFn, options: { table?: string; collapseMs?: number } = {}): this {
     encodeColumn(column);
-    if (this.isRunning) throw new Error('observe() must be called before start()');
-    if (this.observers.some((o) => o.name === name)) throw new Error(`an observer named ${name} is already registered`);
+    if (this.isRunning) throw Object.assign(new Error('observe() must be called before start()'), { code: 'WORKER_STARTED' });
+    if (this.observers.some((o) => o.name === name)) throw invalidOption(`an observer named ${name} is already registered`);
     const collapseMs = options.collapseMs ?? 0;
     if (!Number.isFinite(collapseMs) || collapseMs < 0 || collapseMs > this.rowLockTtlMs / 3) {
       throw invalidOption(`collapseMs must be a number of ms from 0 to a third of rowLockTtlMs (${this.rowLockTtlMs}), not ${collapseMs}`);

@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULT_RATES, type LatencyBenchResult, runLatencyBench } from '../../bench/latency-bench.js';
 import { checkedSvg, renderLineChart } from '../../bench/svg-plot.js';
-import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
 import { makeDirs } from '../../util/make-dirs.js';
 
@@ -69,12 +69,12 @@ export function register(program: Command): void {
   commandGroup(program, 'bench')
     .command('latency')
     .description('Figure 7: median crawl-to-index latency, incremental vs batch recomputation, at crawl rates 1-100 %/h (time compressed)')
-    .option('--docs <n>', 'repository size (synthetic documents)', parsePositiveNumber('docs'), 1000)
+    .option('--docs <n>', 'repository size (synthetic documents)', parsePositiveInteger('docs'), 1000)
     .option('--seed <n>', 'corpus and schedule seed', Number, 42)
     .option('--hour-seconds <s>', 'real seconds per compressed hour (compression = 3600 / s)', parsePositiveNumber('hour-seconds'), 10)
     .option('--rates <list>', 'crawl rates, % of the repository per hour, comma-separated', DEFAULT_RATES.join(','))
     .option('--min-samples <n>', 're-crawls per rate at least (low rates run several hours)', parsePositiveNumber('min-samples'), 20)
-    .option('--threads <n>', 'concurrent observer runs', parsePositiveNumber('threads'), 16)
+    .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 16)
     .option('--store <kind>', 'file: (a fresh temporary directory) or memory:', 'file:')
     .option('--svg <file>', 'write the Figure-7-style plot (log-log) to this file')
     .option('--json', 'print one JSON object')

@@ -2,14 +2,14 @@
 import { writeFileSync } from 'node:fs';
 import { type Command, Option } from 'commander';
 import { type TxnKeyForm, overheadSvg, runOverheadBench } from '../../bench/overhead-bench.js';
-import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 export function register(program: Command): void {
   commandGroup(program, 'bench')
     .command('overhead')
     .description("Figure 8: Percolator's transactional reads/writes vs raw store reads/writes on one backend")
     .option('--seconds <s>', 'seconds per phase', parsePositiveNumber('seconds'), 3)
-    .option('--clients <n>', 'concurrent clients on each side', parsePositiveNumber('clients'), 32)
+    .option('--clients <n>', 'concurrent clients on each side', parsePositiveInteger('clients'), 32)
     .option('--store <url>', 'backend: file: (a temporary directory), memory:, or a URL', 'file:')
     .addOption(
       new Option('--txn-keys <form>', "the transactional reads' row keys: as strings, or as the raw side's bytes")

@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { peersSvg, runPeersBench } from '../../bench/peers-bench.js';
-import { commandGroup, parseNonNegativeInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
 
 export function register(program: Command): void {
@@ -14,14 +14,14 @@ export function register(program: Command): void {
     .command('peers')
     .description('bank transfers/s: Percolator (file:) vs PostgreSQL REPEATABLE READ on loopback, same clients (target ratio >= 1.0)')
     .option('--seconds <s>', 'measured seconds per side and round', parsePositiveNumber('seconds'), 10)
-    .option('--clients <n>', 'concurrent clients on each side', parsePositiveNumber('clients'), 16)
-    .option('--accounts <n>', 'accounts (equal initial balances)', parsePositiveNumber('accounts'), 1000)
+    .option('--clients <n>', 'concurrent clients on each side', parsePositiveInteger('clients'), 16)
+    .option('--accounts <n>', 'accounts (equal initial balances)', parsePositiveInteger('accounts'), 1000)
     .option('--warmup <s>', 'unmeasured warm-up seconds per side (default: min(2, seconds/5))', (raw: string) => {
       const n = Number(raw);
       if (!Number.isFinite(n) || n < 0) throw new UsageError(`--warmup must be a number >= 0, got ${raw}`);
       return n;
     })
-    .option('--rounds <n>', 'rounds; each measures both sides, alternating which goes first', parsePositiveNumber('rounds'), 1)
+    .option('--rounds <n>', 'rounds; each measures both sides, alternating which goes first', parsePositiveInteger('rounds'), 1)
     .option('--postgres <url>', 'use this PostgreSQL server (postgres://...) instead of a private throwaway cluster')
     .option(
       '--gc-interval-ms <ms>',

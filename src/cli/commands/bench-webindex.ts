@@ -95,7 +95,7 @@ export function register(program: Command): void {
     .description(
       'the web indexer on the synthetic corpus (3 clustering keys, ~3.3 docs per cluster): documents/s at saturation, crawl-to-index latency at light load, peak RSS',
     )
-    .option('--docs <n>', 'documents (saturation phase)', parsePositiveNumber('docs'), 2000)
+    .option('--docs <n>', 'documents (saturation phase)', parsePositiveInteger('docs'), 2000)
     .option(
       '--store <kind>',
       'file: (a fresh temporary directory), memory:, or serve (a percolator serve process on a fresh directory, the pipeline its bigtable:// client)',
@@ -104,7 +104,7 @@ export function register(program: Command): void {
     .option(
       '--threads <n>',
       `concurrent observer runs (default: ${DEFAULT_THREADS}; ${DEFAULT_REMOTE_THREADS} with --store serve, whose client batches the calls of concurrent runs)`,
-      parsePositiveNumber('threads'),
+      parsePositiveInteger('threads'),
     )
     .option('--loaders <n>', 'concurrent loader transactions', parsePositiveInteger('loaders'), DEFAULT_LOADERS)
     .option('--seed <n>', 'corpus seed', Number, 42)

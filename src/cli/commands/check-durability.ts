@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander';
 import { runDurabilityCheck } from '../../check/durability.js';
-import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 interface Flags {
   crash?: boolean;
@@ -28,7 +28,7 @@ export function register(program: Command): void {
     .option('--seconds <s>', 'minimum run time (at least 3 kills happen regardless)', parsePositiveNumber('seconds'), 10)
     .option('--data <dir>', 'store directory (default: a temporary directory, removed when the check passes)')
     .option('--store <url>', 'same as --data, as a file:DIR URL')
-    .option('--writers <n>', 'concurrent write loops in the writer process', parsePositiveNumber('writers'), 8)
+    .option('--writers <n>', 'concurrent write loops in the writer process', parsePositiveInteger('writers'), 8)
     .option('--json', 'print one JSON object')
     .action(async (flags: Flags) => {
       let dataDir = flags.data;

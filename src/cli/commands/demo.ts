@@ -13,7 +13,7 @@ import { type SearchResult, search } from '../../apps/webindex/search.js';
 import { webIndexStatusSources } from '../../apps/webindex/status.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import { type StatusServer, startStatusServer } from '../../status/server.js';
-import { parsePositiveNumber } from '../parent-command.js';
+import { parsePortNumber, parsePositiveInteger } from '../parent-command.js';
 
 interface DemoOptions {
   corpus: string;
@@ -135,7 +135,7 @@ export function register(program: Command): void {
     .command('demo')
     .description('the incremental web indexer of the Percolator paper: load a corpus, cluster duplicates, invert links, search')
     .option('--corpus <name>', 'local (documentation under node_modules) or synthetic', 'local')
-    .option('--docs <n>', 'documents (local: at most this many files, default all; synthetic: default 2000)', parsePositiveNumber('docs'))
+    .option('--docs <n>', 'documents (local: at most this many files, default all; synthetic: default 2000)', parsePositiveInteger('docs'))
     .option(
       '--data <dir>',
       'data directory (its store is removed first unless --keep; a directory holding other files is refused)',
@@ -143,9 +143,9 @@ export function register(program: Command): void {
     )
     .option('--json', 'print one JSON object')
     .option('--serve', 'serve a live status page while indexing, and keep serving until Ctrl-C')
-    .option('--port <port>', 'status page port (with --serve)', parsePositiveNumber('port'), 8087)
+    .option('--port <port>', 'status page port (with --serve)', parsePortNumber('port'), 8087)
     .option('--keep', 'keep existing data (re-crawl into it) instead of starting clean')
-    .option('--threads <n>', 'concurrent observer runs', parsePositiveNumber('threads'), 16)
+    .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 16)
     .option('--seed <n>', 'synthetic corpus seed', Number, 42)
     .action(async (opts: DemoOptions) => {
       const t0 = performance.now();

@@ -63,6 +63,14 @@ export function register(program: Command): void {
       return n;
     })
     .action(async (opts: ServeOptions) => {
+      for (const [name, given, offset] of [
+        ['http-port', opts.httpPort, 1],
+        ['oracle-port', opts.oraclePort, 2],
+      ] as const) {
+        if (given === undefined && opts.port !== 0 && opts.port + offset > 65535) {
+          throw new UsageError(`--port ${opts.port} leaves no room for the default --${name} (port + ${offset}): give --${name}`);
+        }
+      }
       const authToken = opts.authToken ?? (process.env.PERCOLATOR_AUTH_TOKEN || undefined);
       const storeUrl = opts.store ?? `file:${opts.data}`;
       const server = await startServer({

@@ -12,19 +12,43 @@ import type { Command } from 'commander';
 import type { Worker } from '../../notify/worker.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import { Percolator } from '../../txn/percolator.js';
-import { parsePositiveNumber } from '../parent-command.js';
+import { parsePositiveInteger } from '../parent-command.js';
 
 export type RegisterObservers = (worker: Worker, db: Percolator) => void | Promise<void>;
 
+function invalidModule(message: string): Error {
+  return Object.assign(new Error(message), { code: 'INVALID_OBSERVERS_MODULE' });
+}
+
+/** The first place in the user's module an error names (`file:line:col`), if any: where to look. */
+function whereIn(url: string, e: unknown): string {
+  const line = (e instanceof Error ? (e.stack ?? '') : '').split('\n').find((l) => l.includes(url));
+  const at = line?.match(/file:\/\/[^\s)]+/)?.[0];
+  return at === undefined ? '' : ` (at ${at.replace('file://', '')})`;
+}
+
 export async function loadObservers(file: string): Promise<RegisterObservers> {
-  const mod = (await import(pathToFileURL(resolve(file)).href)) as { default?: unknown; register?: unknown };
+  const url = pathToFileURL(resolve(file)).href;
+  let mod: { default?: unknown; register?: unknown };
+  try {
+    mod = (await import(url)) as typeof mod;
+  } catch (e) {
+    // A missing file, a syntax error, a throw at load: the user's to fix, not a bug of ours.
+    throw invalidModule(`${file} failed to load: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}${whereIn(url, e)}`);
+  }
   const fn = typeof mod.register === 'function' ? mod.register : mod.default;
   if (typeof fn !== 'function') {
-    throw Object.assign(new Error(`${file} must export a function (default or named "register") that registers observers`), {
-      code: 'INVALID_OBSERVERS_MODULE',
-    });
+    throw invalidModule(`${file} must export a function (default or named "register") that registers observers`);
   }
-  return fn as RegisterObservers;
+  return async (worker, db) => {
+    try {
+      await (fn as RegisterObservers)(worker, db);
+    } catch (e) {
+      // A typed error (an observer option out of range, a name used twice) says it all already.
+      if (typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'string') throw e;
+      throw invalidModule(`${file}: registering its observers failed: ${e instanceof Error ? e.message : String(e)}${whereIn(url, e)}`);
+    }
+  };
 }
 
 export function register(program: Command): void {
@@ -33,7 +57,7 @@ export function register(program: Command): void {
     .description('run the observers of a module until SIGTERM')
     .requiredOption('--observers <file>', 'module exporting (worker, db) => { worker.observe(...) }')
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
-    .option('--threads <n>', 'concurrent observer runs', parsePositiveNumber('threads'), 4)
+    .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 4)
     .action(async (opts: { observers: string; store: string; threads: number }) => {
       const registerObservers = await loadObservers(opts.observers);
       const db = await Percolator.open({ store: opts.store });

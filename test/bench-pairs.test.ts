@@ -51,7 +51,7 @@ it('says which build, round and message when a run fails, and checks the baselin
   const bad = run('bench', 'pairs', '--baseline', root, '--rounds', '1', '--', 'webindex', '--docs', '-3');
   expect(bad.code).toBe(1);
   expect(bad.stderr).toBe(
-    'percolator: BENCH_RUN_FAILED: candidate run 1 exited with 1: percolator: INVALID_ARGUMENT: --docs must be a positive number, got -3\n',
+    'percolator: BENCH_RUN_FAILED: candidate run 1 exited with 1: percolator: INVALID_ARGUMENT: --docs must be a positive integer, got -3\n',
   );
   const empty = await mkdtemp(join(tmpdir(), 'pairs-baseline-'));
   try {

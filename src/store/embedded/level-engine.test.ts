@@ -420,6 +420,11 @@ describe('LevelEngine: locking', () => {
     await w.close();
     const r = await open(made, { create: false });
     expect(Buffer.from((await r.get(s('k'))) as Uint8Array).toString()).toBe('v');
+    await r.close();
+    // A store that lost its CURRENT is damaged, not absent: `search` and `scan` must not say "no store".
+    unlinkSync(join(made, 'CURRENT'));
+    const damaged = await openLevelEngine(made, { create: false }).catch((err: unknown) => err);
+    expect(isStoreError(damaged, 'DATA_CORRUPTED'), String(damaged)).toBe(true);
   });
 
   it("create: 'if-empty' creates only where nothing is, and opens a store among other files", async () => {

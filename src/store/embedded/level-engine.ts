@@ -187,9 +187,12 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
   if (isDir === false) throw new StoreError('NOT_A_STORE', `${dir} is not a directory; nothing was created`, { dir });
   const found = await stat(join(dir, 'CURRENT')).then(
     (st) => st.isFile(),
-    () => false,
+    (e: NodeJS.ErrnoException) => {
+      // Only a missing CURRENT means "no store": an unreadable directory is not an empty one.
+      if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return false;
+      throw ioError(`cannot read the store directory ${dir}`, dir, e);
+    },
   );
-  if (!found && create === false) throw new StoreError('NOT_A_STORE', `no store at ${dir} (nothing was created)`, { dir });
   const entries = found ? [] : await readdir(dir).catch(() => [] as string[]);
   const foreign = entries.filter((name) => !isStoreEntry(name));
   if (create === 'if-empty' && foreign.length > 0) {
@@ -199,12 +202,15 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
     });
   }
   const orphans = found ? [] : await dataWithoutCurrent(dir, entries);
+  // Before "no store": a store that lost its CURRENT is a damaged store, which a user must not
+  // take for an absent one (and, say, recreate over it).
   if (orphans.length > 0) {
     throw new StoreError('DATA_CORRUPTED', `store ${dir} is corrupted: ${orphans.join('; ')}; nothing was created`, {
       dir,
       problems: orphans,
     });
   }
+  if (!found && create === false) throw new StoreError('NOT_A_STORE', `no store at ${dir} (nothing was created)`, { dir });
   try {
     await makeDirs(dir);
   } catch (e) {

@@ -817,6 +817,46 @@ describe('bearer token', () => {
   });
 });
 
+describe('bearer token, for our own clients', () => {
+  it('lets a bigtable:// store, transactions and the lock service in with PERCOLATOR_AUTH_TOKEN, and fails without it at once (UNAUTHENTICATED)', async () => {
+    const backing = await openStore('memory:');
+    const s = await startServer({ store: backing, port: 0, httpPort: null, authToken: 'tok', log: () => undefined });
+    const before = process.env.PERCOLATOR_AUTH_TOKEN;
+    const url = `bigtable://127.0.0.1:${s.port}`;
+    try {
+      delete process.env.PERCOLATOR_AUTH_TOKEN;
+      const anon = await openStore(url);
+      const started = Date.now();
+      await expect(anon.listTables()).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+      expect(Date.now() - started).toBeLessThan(5_000); // not retried as a server out of reach
+      await anon.close();
+
+      process.env.PERCOLATOR_AUTH_TOKEN = 'tok';
+      const db = await Percolator.open({ store: url, oracle: new OracleClient({ host: '127.0.0.1', port: s.oraclePort as number }) });
+      try {
+        await db.createTable('docs');
+        const worker = db.worker({ threads: 2 });
+        worker.observe('raw:x', 'copy', async (tx, row) => {
+          tx.set('docs', row, 'out:y', (await tx.getString('docs', row, 'raw:x')) ?? '');
+        });
+        await worker.start();
+        await db.transaction(async (tx) => tx.set('docs', 'r', 'raw:x', 'v'));
+        await db.waitForQuiescence({ timeoutMs: 20_000 });
+        expect(await db.getString('docs', 'r', 'out:y')).toBe('v');
+        expect(worker.metrics.commits).toBeGreaterThan(0);
+        await worker.stop();
+      } finally {
+        await db.close();
+      }
+    } finally {
+      if (before === undefined) delete process.env.PERCOLATOR_AUTH_TOKEN;
+      else process.env.PERCOLATOR_AUTH_TOKEN = before;
+      await s.close();
+      await backing.close();
+    }
+  });
+});
+
 describe('a store that refuses writes', () => {
   it('turns /healthz to 503 with the reason and names it in /status.json, while reads go on', async () => {
     // The engine of a file: store after a write failed (a full disk): refuses writes until reopened.

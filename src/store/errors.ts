@@ -12,6 +12,7 @@ export const GrpcStatus = {
   ALREADY_EXISTS: 6,
   FAILED_PRECONDITION: 9,
   UNAVAILABLE: 14,
+  UNAUTHENTICATED: 16,
   DATA_LOSS: 15,
   INTERNAL: 13,
 } as const;
@@ -40,6 +41,8 @@ export type StoreErrorCode =
   /** A directory named as a store's is not one: it holds files the store did not write (so nothing is removed), or no database where one must exist (so nothing is created). */
   | 'NOT_A_STORE'
   | 'DATA_CORRUPTED'
+  /** A server refused the call's credentials (`percolator serve --auth-token`): retrying cannot help. */
+  | 'UNAUTHENTICATED'
   | 'IO_ERROR';
 
 const statusOf: Record<StoreErrorCode, number> = {
@@ -65,6 +68,7 @@ const statusOf: Record<StoreErrorCode, number> = {
   STORE_LOCKED: GrpcStatus.UNAVAILABLE,
   NOT_A_STORE: GrpcStatus.FAILED_PRECONDITION,
   DATA_CORRUPTED: GrpcStatus.DATA_LOSS,
+  UNAUTHENTICATED: GrpcStatus.UNAUTHENTICATED,
   IO_ERROR: GrpcStatus.INTERNAL,
 };
 

@@ -15,6 +15,7 @@ import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
 import { Oracle } from '../oracle/oracle.js';
 import { NetworkLockService } from '../server/lock-client.js';
+import { localAuthToken } from '../store/bigtable/url.js';
 import { StoreMarkStore } from '../oracle/mark-store.js';
 import type { ActiveRegistration, TimestampSource } from '../oracle/types.js';
 import { resolveConflictLock } from './actions/resolve-lock.js';
@@ -215,7 +216,9 @@ export class Percolator {
       };
       const lockService =
         options.lockService ??
-        (server !== null ? new NetworkLockService({ address: `${server.host}:${server.port}` }) : new InProcessLockService());
+        (server !== null
+          ? new NetworkLockService({ address: `${server.host}:${server.port}`, authToken: localAuthToken() })
+          : new InProcessLockService());
       db = new Percolator(
         store,
         oracle,

@@ -71,6 +71,7 @@ export function register(program: Command): void {
           throw new UsageError(`--port ${opts.port} leaves no room for the default --${name} (port + ${offset}): give --${name}`);
         }
       }
+      if (opts.authToken === '') throw new UsageError('--auth-token must not be empty');
       const authToken = opts.authToken ?? (process.env.PERCOLATOR_AUTH_TOKEN || undefined);
       const storeUrl = opts.store ?? `file:${opts.data}`;
       const server = await startServer({

@@ -58,7 +58,7 @@ import { type ReadGroup, ReadRowBatcher } from './read-row-batcher.js';
 import { ChunkMerger, remainingRowSet, rowSetToProto, sortCells } from './read-rows.js';
 import { applyRules, columnKey, newestVersionsFilter, ruleColumns, setCellsOf, unchangedCondition } from './rmw-cas.js';
 import { TimestampMapping, truncateToMillis } from './timestamps.js';
-import { type BigtableUrl, parseBigtableUrl } from './url.js';
+import { type BigtableUrl, localAuthToken, parseBigtableUrl } from './url.js';
 
 /** Cloud Bigtable's cap on mutations in one MutateRows request (all entries together). */
 export const MAX_MUTATIONS_PER_REQUEST = 100_000;
@@ -73,10 +73,11 @@ const CAS_ATTEMPTS = 100;
  * its first row; we resume ourselves (`stream`). `reverseScans` sends the feature flag servers
  * demand before they serve reversed reads (google.bigtable.v2.FeatureFlags{reverse_scans: true}).
  */
-function streamOptions(reverseScans = false): Record<string, unknown> {
+function streamOptions(reverseScans: boolean, headers: Readonly<Record<string, string>>): Record<string, unknown> {
+  const all = reverseScans ? { ...headers, 'bigtable-features': 'CAE=' } : headers;
   return {
     retryRequestOptions: { retries: 0, noResponseRetries: 0 },
-    ...(reverseScans ? { otherArgs: { headers: { 'bigtable-features': 'CAE=' } } } : {}),
+    ...(Object.keys(all).length > 0 ? { otherArgs: { headers: { ...all } } } : {}),
   };
 }
 
@@ -200,6 +201,8 @@ export class BigtableStore implements Store {
   );
   private batchClient: (Client & Record<string, RawUnary>) | null = null;
   private closed = false;
+  /** `authorization` for a local server with a token (localAuthToken), else nothing. */
+  private readonly authHeaders: Readonly<Record<string, string>>;
 
   private constructor(config: BigtableUrl, options: BigtableStoreOptions) {
     this.url = config.url;
@@ -211,6 +214,8 @@ export class BigtableStore implements Store {
     this.maxMutationsPerRequest = Math.min(options.maxMutationsPerRequest ?? MAX_MUTATIONS_PER_REQUEST, MAX_MUTATIONS_PER_REQUEST);
     this.maxRequestBytes = options.maxRequestBytes ?? MAX_REQUEST_BYTES;
     this.clients = createClients(config);
+    const token = config.host !== undefined ? localAuthToken() : undefined;
+    this.authHeaders = token === undefined ? {} : { authorization: `Bearer ${token}` };
     // Groups of reads in one call need a server with ReadRowsMany; the emulator's reads may be
     // filtered on this side (emulatorUnsafe), which only the per-group path does.
     this.pointReads = new ReadRowBatcher(
@@ -297,7 +302,7 @@ export class BigtableStore implements Store {
     }
     let groups: string | undefined;
     const t = await new Promise<protos.google.bigtable.admin.v2.ITable>((resolve, reject) => {
-      const call = getTable.call(stub, request, new Metadata(), { deadline: Date.now() + 60_000 }, (err: unknown, res: unknown) =>
+      const call = getTable.call(stub, request, this.callMetadata(), { deadline: Date.now() + 60_000 }, (err: unknown, res: unknown) =>
         err ? reject(err) : resolve(res as protos.google.bigtable.admin.v2.ITable),
       );
       call?.on?.('metadata', (md: Metadata) => {
@@ -332,7 +337,7 @@ export class BigtableStore implements Store {
     const fn = stub[method];
     if (typeof fn !== 'function') throw new StoreError('IO_ERROR', `the Bigtable client has no ${method} stub`, {});
     return new Promise((resolve, reject) => {
-      fn.call(stub, request, new Metadata(), { deadline: Date.now() + 60_000 }, (err: unknown, res: unknown) =>
+      fn.call(stub, request, this.callMetadata(), { deadline: Date.now() + 60_000 }, (err: unknown, res: unknown) =>
         err ? reject(err) : resolve(res),
       );
     });
@@ -342,7 +347,7 @@ export class BigtableStore implements Store {
   private async readRowsCall(request: protos.google.bigtable.v2.IReadRowsRequest, reversed: boolean): Promise<AsyncIterable<unknown>> {
     return this.config.host !== undefined
       ? this.rawReadRows(request, reversed)
-      : this.clients.data.readRows(request, streamOptions(reversed));
+      : this.clients.data.readRows(request, streamOptions(reversed, this.authHeaders));
   }
 
   /**
@@ -355,7 +360,7 @@ export class BigtableStore implements Store {
     const stub = (await this.dataStub) as unknown as Record<string, RawStream>;
     const fn = stub.readRows;
     if (typeof fn !== 'function') throw new StoreError('IO_ERROR', 'the Bigtable client has no readRows stub', {});
-    const md = new Metadata();
+    const md = this.callMetadata();
     if (reversed) md.set('bigtable-features', 'CAE=');
     return fn.call(stub, request, md, {});
   }
@@ -374,7 +379,7 @@ export class BigtableStore implements Store {
     const client = this.batchClient;
     return new Promise((resolve, reject) => {
       const request = deferred ? { entries: requests, deferred } : { entries: requests };
-      (client[method] as RawUnary).call(client, request, new Metadata(), { deadline: Date.now() + 60_000 }, (err, res) =>
+      (client[method] as RawUnary).call(client, request, this.callMetadata(), { deadline: Date.now() + 60_000 }, (err, res) =>
         err ? reject(err) : resolve((res as { entries?: E[] } | null)?.entries ?? []),
       );
     });
@@ -437,9 +442,17 @@ export class BigtableStore implements Store {
    * server that is down fails the call within about two seconds instead of after gax's 60–600 s
    * budgets meant for Cloud Bigtable.
    */
-  private unary(extra?: Record<string, unknown>): Record<string, unknown> | undefined {
+  private unary(extra?: { otherArgs?: { headers?: Record<string, string> } }): Record<string, unknown> | undefined {
     if (this.config.host === undefined) return extra;
-    return { maxRetries: 2, ...extra };
+    if (this.authHeaders.authorization === undefined) return { maxRetries: 2, ...extra };
+    return { maxRetries: 2, ...extra, otherArgs: { ...extra?.otherArgs, headers: { ...extra?.otherArgs?.headers, ...this.authHeaders } } };
+  }
+
+  /** Metadata for a raw gRPC call: the token, if any. */
+  private callMetadata(): Metadata {
+    const md = new Metadata();
+    for (const [k, v] of Object.entries(this.authHeaders)) md.set(k, v);
+    return md;
   }
 
   private remember(table: string, spec: TableSpec): void {
@@ -701,7 +714,7 @@ export class BigtableStore implements Store {
           tableName: this.tableName(table),
           ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
         },
-        streamOptions(),
+        streamOptions(false, this.authHeaders),
       );
       for await (const r of s as AsyncIterable<protos.google.bigtable.v2.ISampleRowKeysResponse>) {
         out.push({ key: Buffer.from(r.rowKey ?? Buffer.alloc(0)), offsetBytes: Number(String(r.offsetBytes ?? 0)) });
@@ -892,7 +905,7 @@ export class BigtableStore implements Store {
             entries: pending.map((p) => ({ rowKey: Buffer.from(asBuffer(p.key)), mutations: p.mutations })),
             ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
           },
-          streamOptions(),
+          streamOptions(false, this.authHeaders),
         );
         for await (const resp of s as AsyncIterable<protos.google.bigtable.v2.IMutateRowsResponse>) {
           for (const e of resp.entries ?? []) {

@@ -112,6 +112,8 @@ function guess(code: number, message: string): StoreErrorCode {
       return /famil/.test(m) && !/table .* not found/.test(m) ? 'FAMILY_NOT_FOUND' : 'TABLE_NOT_FOUND';
     case Status.ALREADY_EXISTS:
       return /famil/.test(m) ? 'FAMILY_EXISTS' : 'TABLE_EXISTS';
+    case Status.UNAUTHENTICATED:
+      return 'UNAUTHENTICATED';
     case Status.INVALID_ARGUMENT:
     case Status.UNKNOWN:
     case Status.INTERNAL:

@@ -53,6 +53,15 @@ function flag(url: string, name: string, v: string): boolean {
   throw bad(url, `${name} must be 1/true or 0/false, got ${JSON.stringify(v)}`);
 }
 
+/**
+ * The bearer token a local server was started with (`percolator serve --auth-token`, or
+ * PERCOLATOR_AUTH_TOKEN there): read from PERCOLATOR_AUTH_TOKEN here too, and sent with every call
+ * to a `bigtable://HOST:PORT` (never to Cloud Bigtable, which takes Google credentials).
+ */
+export function localAuthToken(): string | undefined {
+  return process.env.PERCOLATOR_AUTH_TOKEN || undefined;
+}
+
 export function parseBigtableUrl(url: string): BigtableUrl {
   if (typeof url !== 'string' || !url.startsWith('bigtable://')) throw bad(String(url), 'not a bigtable:// URL');
   let rest = url.slice('bigtable://'.length);

@@ -19,6 +19,10 @@ function run(...args: string[]): { code: number | null; stdout: string; stderr: 
 it.each([
   [['bench', 'webindex', '--docs', '-5'], '--docs must be a positive integer, got -5'],
   [['demo', '--docs', '1.5'], '--docs must be a positive integer, got 1.5'],
+  [['demo', '--seed', 'abc'], '--seed must be a non-negative integer, got abc'],
+  [['bench', 'webindex', '--light-docs', '-1'], '--light-docs must be a non-negative integer, got -1'],
+  [['scan', 't', '--store', 'memory:', '--limit', '1.5'], '--limit must be a positive integer, got 1.5'],
+  [['serve', '--auth-token', ''], '--auth-token must not be empty'],
   [['demo', '--serve', '--port', '70000'], '--port must be an integer in [1, 65535], got 70000'],
   [['worker', '--observers', 'x.mjs', '--threads', '1.5'], '--threads must be a positive integer, got 1.5'],
   [['check', 'durability', '--writers', '0.5'], '--writers must be a positive integer, got 0.5'],

@@ -107,14 +107,14 @@ export function register(program: Command): void {
       parsePositiveInteger('threads'),
     )
     .option('--loaders <n>', 'concurrent loader transactions', parsePositiveInteger('loaders'), DEFAULT_LOADERS)
-    .option('--seed <n>', 'corpus seed', Number, 42)
+    .option('--seed <n>', 'corpus seed', parseNonNegativeInteger('seed'), 42)
     .option(
       '--window <n>',
       'saturation: documents loaded but not yet searchable before loaders wait',
       parsePositiveNumber('window'),
       DEFAULT_SATURATION_WINDOW,
     )
-    .option('--light-docs <n>', 'light-load phase: documents (0 skips it)', Number, 200)
+    .option('--light-docs <n>', 'light-load phase: documents (0 skips it)', parseNonNegativeInteger('light-docs'), 200)
     .option('--light-rate <n>', 'light-load phase: documents arriving per second', parsePositiveNumber('light-rate'), 20)
     .option(
       '--load-rates <list>',

@@ -13,7 +13,7 @@ import { type SearchResult, search } from '../../apps/webindex/search.js';
 import { webIndexStatusSources } from '../../apps/webindex/status.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import { type StatusServer, startStatusServer } from '../../status/server.js';
-import { parsePortNumber, parsePositiveInteger } from '../parent-command.js';
+import { parseNonNegativeInteger, parsePortNumber, parsePositiveInteger } from '../parent-command.js';
 
 interface DemoOptions {
   corpus: string;
@@ -146,7 +146,7 @@ export function register(program: Command): void {
     .option('--port <port>', 'status page port (with --serve)', parsePortNumber('port'), 8087)
     .option('--keep', 'keep existing data (re-crawl into it) instead of starting clean')
     .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 16)
-    .option('--seed <n>', 'synthetic corpus seed', Number, 42)
+    .option('--seed <n>', 'synthetic corpus seed', parseNonNegativeInteger('seed'), 42)
     .action(async (opts: DemoOptions) => {
       const t0 = performance.now();
       if (opts.corpus !== 'local' && opts.corpus !== 'synthetic') {

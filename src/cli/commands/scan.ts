@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { prefixEnd } from '../../store/key-layout.js';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE, openStore } from '../../store/open-store.js';
 import type { RowSet } from '../../store/types.js';
-import { parsePositiveNumber } from '../parent-command.js';
+import { parsePositiveInteger } from '../parent-command.js';
 import { printable } from '../printable.js';
 
 export function register(program: Command): void {
@@ -12,7 +12,7 @@ export function register(program: Command): void {
     .argument('<table>', 'table name')
     .description('print the rows of a table (every cell, every version)')
     .option('--prefix <p>', 'only rows whose key starts with this')
-    .option('--limit <n>', 'at most this many rows', parsePositiveNumber('limit'))
+    .option('--limit <n>', 'at most this many rows', parsePositiveInteger('limit'))
     .option('--raw', 'show every column, system columns included (the default for store tables)')
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
     .option('--json', 'one JSON object per row')

@@ -11,7 +11,7 @@ import { INDEX } from '../../apps/webindex/schema.js';
 import { isStoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
 import { Percolator } from '../../txn/percolator.js';
-import { parsePositiveNumber, printResult } from '../parent-command.js';
+import { parsePositiveInteger, printResult } from '../parent-command.js';
 
 export function register(program: Command): void {
   program
@@ -19,7 +19,7 @@ export function register(program: Command): void {
     .description('search the web index built by `percolator demo`')
     .argument('<query...>', 'terms (all must match)')
     .option('--data <dir>', 'data directory', DEFAULT_STORE_URL.slice('file:'.length))
-    .option('--limit <n>', 'results to show', parsePositiveNumber('limit'), 10)
+    .option('--limit <n>', 'results to show', parsePositiveInteger('limit'), 10)
     .option('--json', 'print one JSON object')
     .action(async (words: string[], opts: { data: string; limit: number; json?: boolean }) => {
       const db = await Percolator.open({ store: `file:${opts.data}`, storeOptions: ONE_SHOT_STORE }).catch((e: unknown) => {

@@ -26,6 +26,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'percolator-cli-get-'));
   const db = await Percolator.open({ store: `file:${dir}` });
   await db.createTable('t');
+  await db.store.createTable('raw', { families: { f: {} } }); // a plain Bigtable table
   await db.transaction(async (tx) => tx.set('t', 'row', 'c:v', 'first'));
   await db.transaction(async (tx) => tx.set('t', 'row', 'c:v', 'second'));
   await db.transaction(async (tx) => tx.set('t', 'bin', 'c:v', Uint8Array.from([0, 1, 255])));
@@ -67,6 +68,9 @@ it('bad input is a typed one-line error and exit 1', () => {
   const missing = get('missing', 'row', 'c:v');
   expect(missing.code).toBe(1);
   expect(missing.stderr).toMatch(/^percolator: TABLE_NOT_FOUND: /);
+  const raw = get('raw', 'row', 'f:q');
+  expect(raw.code).toBe(1);
+  expect(raw.stderr).toMatch(/^percolator: NOT_A_PERCOLATOR_TABLE: table raw is not a Percolator table/);
 });
 
 it('a directory without a store is a typed error for every reading command, and gets no database', () => {

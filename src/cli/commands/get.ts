@@ -6,6 +6,8 @@
  */
 import type { Command } from 'commander';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
+import { TxnError } from '../../txn/errors.js';
+import { PERCOLATOR_TABLE_SPEC } from '../../txn/layout.js';
 import { Percolator } from '../../txn/percolator.js';
 import { printable } from '../printable.js';
 
@@ -21,6 +23,16 @@ export function register(program: Command): void {
     .action(async (table: string, row: string, column: string, opts: { store: string; json?: boolean }) => {
       const db = await Percolator.open({ store: opts.store, storeOptions: ONE_SHOT_STORE });
       try {
+        // A table without the system families (a raw Bigtable table, the oracle's) has no committed
+        // cells to read: say so, rather than print nothing as for an absent cell.
+        const families = (await db.store.getTable(table)).families;
+        const missing = Object.keys(PERCOLATOR_TABLE_SPEC.families).find((f) => !Object.hasOwn(families, f));
+        if (missing !== undefined) {
+          throw new TxnError('NOT_A_PERCOLATOR_TABLE', `table ${table} is not a Percolator table (it lacks the system family ${missing})`, {
+            table,
+            family: missing,
+          });
+        }
         const v = await db.get(table, row, column);
         if (opts.json) process.stdout.write(`${JSON.stringify({ table, row, column, value: v === null ? null : printable(v) })}\n`);
         else if (v !== null) process.stdout.write(`${printable(v)}\n`);

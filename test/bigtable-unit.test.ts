@@ -462,7 +462,7 @@ describe('read-modify-write by compare-and-set', () => {
     expect(out.get(columnKey('f', b('s')))?.timestamp).toBe(5000);
     const bad = new Map<string, Cell>([[columnKey('f', b('n')), makeCell('f', b('n'), 1000, b('abc'))]]);
     expect(() => applyRules([{ familyName: 'f', columnQualifier: b('n'), incrementAmount: 1n }], bad, 5000, 't', b('r'))).toThrow(
-      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      expect.objectContaining({ code: 'NOT_AN_INT64' }),
     );
   });
 });

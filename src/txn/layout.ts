@@ -388,7 +388,9 @@ export function decodeWrite(v: Uint8Array): WriteRecord {
     const len = (((v[11] as number) << 24) | ((v[12] as number) << 16) | ((v[13] as number) << 8) | (v[14] as number)) >>> 0;
     end = WRITE_HEADER + 4 + len;
     if (end > n) throw corruptWrite('truncated write record');
-    value = { mode, value: Buffer.from(v.buffer, v.byteOffset + WRITE_HEADER + 4, len) };
+    // A copy, not a view: this value is handed to readers, and a view would let one that writes
+    // into it change the store's cached row — and, with the row's next rewrite, what is on disk.
+    value = { mode, value: Uint8Array.prototype.slice.call(v, WRITE_HEADER + 4, end) as Buffer };
   } else {
     value = mode === 'none' ? NO_VALUE : IN_DATA;
   }

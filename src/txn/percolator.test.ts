@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cleanup } from './actions/cleanup.js';
 import { isTxnError } from './errors.js';
@@ -811,6 +814,50 @@ describe('waitForQuiescence through a store out of reach', () => {
       }
     } finally {
       await other.close();
+    }
+  });
+});
+
+describe('values belong to whoever holds them', () => {
+  it('writing into a value after set, or into a value read, changes nothing committed, even after its row is rewritten and reopened', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'percolator-values-'));
+    try {
+      let db = await Percolator.open({ store: `file:${dir}`, gcIntervalMs: 0 });
+      await db.createTable('t');
+      const mine = Buffer.from('100');
+      await db.transaction(async (tx) => {
+        tx.set('t', 'r', 'f:balance', mine);
+        mine.write('999'); // reused before the commit: what was set is what commits
+      });
+      const read = (await db.get('t', 'r', 'f:balance')) as Uint8Array;
+      read.set(Buffer.from('777')); // a reader writes into what it got
+      const scanned = await db.transaction(async (tx) => {
+        for await (const row of tx.scan('t', {})) (row.columns.get('f:balance') as Uint8Array).fill(0x21);
+        tx.set('t', 'r', 'f:other', 'x'); // the row is rewritten from the store's cells
+      });
+      expect(scanned).toBeUndefined();
+      const raw = await db.store.readRow('t', Buffer.from('r'));
+      for (const c of raw?.cells ?? []) c.value.fill(0x23); // the raw store's cells too
+      await db.close();
+      db = await Percolator.open({ store: `file:${dir}`, gcIntervalMs: 0 });
+      expect(await db.getString('t', 'r', 'f:balance')).toBe('100');
+      expect(await db.getString('t', 'r', 'f:other')).toBe('x');
+      await db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a value that is neither a string nor a Uint8Array is INVALID_VALUE, and nothing commits', async () => {
+    const db = await Percolator.open({ store: 'memory:' });
+    try {
+      await db.createTable('t');
+      for (const bad of [new ArrayBuffer(8), new DataView(new ArrayBuffer(4)), new Uint16Array([1, 2]), { byteLength: 64 }, 42, null]) {
+        await expect(db.transaction(async (tx) => tx.set('t', 'r', 'f:q', bad as never))).rejects.toMatchObject({ code: 'INVALID_VALUE' });
+      }
+      expect(await db.get('t', 'r', 'f:q')).toBeNull();
+    } finally {
+      await db.close();
     }
   });
 });

@@ -102,6 +102,23 @@ export function toBytes(v: Value): Uint8Array {
 }
 
 /**
+ * A value to buffer until commit: a string as UTF-8, bytes copied — the caller may reuse its
+ * buffer after `set` returns, and must not change what commits. Anything else (an ArrayBuffer,
+ * another typed array, a DataView, a number) is INVALID_VALUE: its bytes are ambiguous, and taken
+ * as they were they committed the wrong ones.
+ */
+function ownedValue(v: unknown, table: string, column: string): Uint8Array {
+  if (typeof v === 'string') return utf8(v);
+  if (v instanceof Uint8Array) return Uint8Array.prototype.slice.call(v);
+  throw new TxnError('INVALID_VALUE', `a value must be a string or a Uint8Array (a Buffer), not ${describeValue(v)}`, { table, column });
+}
+
+function describeValue(v: unknown): string {
+  if (v === null || typeof v !== 'object') return v === null ? 'null' : typeof v;
+  return (v as object).constructor?.name ?? 'an object';
+}
+
+/**
  * A row as the store's synchronous point reads take it: an ASCII string as itself (it is its own
  * bytesKey), anything else as bytes. A cache hit then makes no bytes for the row.
  */
@@ -354,7 +371,7 @@ export class Transaction extends Snapshot {
 
   /** Buffers a write (visible to this transaction's reads at once, to others after commit). */
   set(table: string, row: RowKey, column: string, value: Value): void {
-    this.put(table, row, column, 'put', toBytes(value));
+    this.put(table, row, column, 'put', ownedValue(value, table, column));
   }
 
   setJson(table: string, row: RowKey, column: string, value: unknown): void {

@@ -47,18 +47,6 @@ export class CellRecord implements Cell {
   }
 }
 
-/** The cells with their qualifier and value bytes copied (what a store hands out: callers may write into them). */
-export function detachCells(cells: readonly Cell[]): Cell[] {
-  const out: Cell[] = new Array(cells.length);
-  for (let i = 0; i < cells.length; i++) {
-    const c = cells[i] as Cell;
-    out[i] = new CellRecord(c.family, copyBytes(c.qualifier), c.timestamp, copyBytes(c.value), c.labels);
-  }
-  return out;
-}
-
-const copyBytes = (b: Uint8Array): Uint8Array => (b.byteLength === 0 ? b : Uint8Array.prototype.slice.call(b));
-
 export function makeCell(family: string, qualifier: Uint8Array, timestamp: number, value: Uint8Array): Cell {
   return new CellRecord(family, qualifier, timestamp, value);
 }

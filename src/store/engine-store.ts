@@ -17,7 +17,7 @@
  */
 import { applyMutations } from './apply-mutations.js';
 import { bytesKey, compareBytes, keyBytes } from './bytes.js';
-import { cellsBytes, detachCells, makeCell, mergeGroups, upsertCell } from './cells.js';
+import { cellsBytes, makeCell, mergeGroups, upsertCell } from './cells.js';
 import { StoreError, keyHex } from './errors.js';
 import { compileFilter, type CompiledFilter } from './filter/row-filter.js';
 import { collectColumn, gcRuleHasMaxAge, validateGcRule } from './gc-rule.js';
@@ -805,12 +805,6 @@ export class EngineStore implements AtomicRowsStore {
     return this.readRowSync(table, key, filter);
   }
 
-  /**
-   * A row's cells are copies, not views into the cached row (or an engine buffer an unsynced
-   * write still holds): a caller that writes into a value must change only its own copy, never
-   * what other readers and the row's next rewrite see. (readCellsSync and readDerivedSync, the
-   * internal reads, hand out views.)
-   */
   readRowSync(table: string, key: Bytes, filter?: RowFilter): Row | null {
     const t = this.table(table);
     validateRowKey(key, this.limits, table);
@@ -819,7 +813,7 @@ export class EngineStore implements AtomicRowsStore {
     if (groups.length === 0) return null;
     const cells = this.collect(t, this.loadRow(t, key, groups));
     const out = f === null ? cells : f.apply(key, cells);
-    return out.length === 0 ? null : { key, cells: detachCells(out) };
+    return out.length === 0 ? null : { key, cells: out };
   }
 
   /**
@@ -899,7 +893,7 @@ export class EngineStore implements AtomicRowsStore {
         const cells = this.collect(t, this.loadRow(t, iv.point, groups));
         const out = f === null ? cells : f.apply(iv.point, cells);
         if (out.length > 0) {
-          yield { key: iv.point, cells: detachCells(out) };
+          yield { key: iv.point, cells: out };
           if (++emitted === limit) return;
         }
         continue;
@@ -923,7 +917,7 @@ export class EngineStore implements AtomicRowsStore {
             const cells = this.collect(t, this.decode(t, e.value, key), now);
             const out = f === null ? cells : f.apply(key, cells);
             if (out.length === 0) continue;
-            yield { key, cells: detachCells(out) };
+            yield { key, cells: out };
             if (++emitted === limit) return;
           }
         }
@@ -933,7 +927,7 @@ export class EngineStore implements AtomicRowsStore {
         const cells = this.collect(t, cells0);
         const out = f === null ? cells : f.apply(key, cells);
         if (out.length === 0) continue;
-        yield { key, cells: detachCells(out) };
+        yield { key, cells: out };
         if (++emitted === limit) return;
       }
     }

@@ -50,7 +50,12 @@ export interface Store {
   dropRowRange(name: string, request: DropRowRangeRequest): Promise<void>;
 
   // --- data --------------------------------------------------------------------------------
-  /** The filtered row, or null if no cell survives the filter. */
+  /**
+   * The filtered row, or null if no cell survives the filter. Its qualifiers and values may be
+   * views into the store's cached row: read-only — copy one before writing into it, or the
+   * cache (and, on an embedded store, the row's next rewrite) takes the change. The same holds
+   * for `readRows`. (Percolator's reads hand out their own copies: docs/transactions.md.)
+   */
   readRow(table: string, key: Bytes, filter?: RowFilter): Promise<Row | null>;
   /** Rows in key order (descending if `reversed`); rows left with no cells are skipped. */
   readRows(table: string, options?: ReadRowsOptions): AsyncIterable<Row>;

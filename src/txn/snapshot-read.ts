@@ -100,11 +100,12 @@ function committedValue(
   if (sync === undefined) {
     return readDataCell(store, table, row, q, w.startTs).then((value) => {
       if (value === undefined) throw missingData(table, row, q, w, readTs, commitTs);
-      return value;
+      return Uint8Array.prototype.slice.call(value);
     });
   }
   for (const c of sync.readCellsSync(table, row, DATA_ONLY)) {
-    if (c.timestamp === w.startTs && c.family === DATA && bytesEqual(c.qualifier, q)) return c.value;
+    // A copy: the cell is the store's cached row, and a reader may write into what it gets.
+    if (c.timestamp === w.startTs && c.family === DATA && bytesEqual(c.qualifier, q)) return Uint8Array.prototype.slice.call(c.value);
   }
   throw missingData(table, row, q, w, readTs, commitTs);
 }

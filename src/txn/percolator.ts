@@ -16,7 +16,6 @@ import { OracleClient } from '../oracle/client.js';
 import { Oracle } from '../oracle/oracle.js';
 import { NetworkLockService } from '../server/lock-client.js';
 import { localAuthToken } from '../store/bigtable/url.js';
-import { StoreMarkStore } from '../oracle/mark-store.js';
 import type { ActiveRegistration, TimestampSource } from '../oracle/types.js';
 import { resolveConflictLock } from './actions/resolve-lock.js';
 import { TxnError, isTxnError } from './errors.js';
@@ -28,6 +27,7 @@ import { type GcResult, collectGarbage } from './gc.js';
 import { RecentCommits, collectRecent } from './gc-recent.js';
 import { Liveness } from './liveness.js';
 import { LocalCommits } from './local-commits.js';
+import { acquireOracle, releaseOracle } from './shared-oracle.js';
 import { memLocksOf } from './mem-locks.js';
 import { type ReadContext, readResolvedNow } from './snapshot-read.js';
 import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, rowKeyOf } from './transaction.js';
@@ -147,6 +147,7 @@ export class Percolator {
     const ownsStore = typeof options.store !== 'object';
     const store =
       typeof options.store === 'object' ? options.store : await openStore(options.store ?? DEFAULT_STORE_URL, options.storeOptions);
+    let sharedOracle: Oracle | null = null;
     try {
       // One oracle per deployment: over a shared server (`bigtable://HOST:PORT`, i.e. `percolator
       // serve`) use the oracle and lock service it hosts — an in-process oracle per client process
@@ -161,11 +162,11 @@ export class Percolator {
           },
         );
       }
+      if (options.oracle === undefined && server === null) sharedOracle = await acquireOracle(store);
       const oracle =
         options.oracle ??
-        (server !== null
-          ? new OracleClient({ host: server.host, port: server.port + 2 })
-          : await Oracle.open({ markStore: new StoreMarkStore(store) }));
+        sharedOracle ??
+        new OracleClient({ host: (server as ServerAddress).host, port: (server as ServerAddress).port + 2 });
       const nowMs = options.nowMs ?? Date.now;
       const liveness = new Liveness(store, { leaseMs: options.leaseMs, nowMs });
       const owner = await liveness.register();
@@ -236,6 +237,7 @@ export class Percolator {
       db.startBackgroundGc(options.gcIntervalMs ?? DEFAULT_GC_INTERVAL_MS, options.fullGcIntervalMs ?? 0);
       return db;
     } catch (e) {
+      if (sharedOracle !== null) await releaseOracle(store).catch(() => undefined);
       if (ownsStore) await store.close().catch(() => undefined);
       throw e;
     }
@@ -614,7 +616,7 @@ export class Percolator {
     await this.observed.close();
     if (this.owns.lockService) await this.lockService.close();
     await this.liveness.close();
-    if (this.owns.oracle) await this.oracle.close();
+    if (this.owns.oracle) await (this.oracle instanceof Oracle ? releaseOracle(this.store) : this.oracle.close());
     if (this.owns.store) await this.store.close();
   }
 }
@@ -634,7 +636,9 @@ function issuedCount(oracle: TimestampSource): number | null {
  * lock service on PORT, see docs/server.md); null for local stores, Cloud Bigtable and Google's
  * emulator (`?emulator=1`), which host no oracle.
  */
-function serverAddress(url: string): { host: string; port: number } | null {
+type ServerAddress = { host: string; port: number };
+
+function serverAddress(url: string): ServerAddress | null {
   if (/[?&]emulator=(1|true)(&|$)/.test(url)) return null;
   const m = /^bigtable:\/\/(\[[^\]]+\]|[^/:?]+):(\d+)/.exec(url);
   return m === null ? null : { host: (m[1] as string).replace(/^\[|\]$/g, ''), port: Number(m[2]) };

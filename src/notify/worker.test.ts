@@ -699,6 +699,44 @@ describe('observers', () => {
     await worker.stop();
   });
 
+  it('start() called again while starting is one start; stop() or close() during a start leave nothing running', async () => {
+    let running = 0;
+    let most = 0;
+    const observer = async (tx: Transaction, row: Uint8Array) => {
+      most = Math.max(most, ++running);
+      await new Promise((r) => setImmediate(r));
+      running--;
+      tx.set('docs', row, 'doc:out', '1');
+    };
+    const w = db.worker({ threads: 2, scanners: 1 });
+    w.observe('doc:in', 'o', observer, { table: 'docs' });
+    await Promise.all([w.start(), w.start(), w.start()]);
+    await db.transaction(async (tx) => {
+      for (let i = 0; i < 20; i++) tx.set('docs', `r${i}`, 'doc:in', 'v');
+    });
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(most).toBeLessThanOrEqual(2); // threads, not three starts' worth
+    await w.stop();
+
+    const late = db.worker({ threads: 1, scanners: 1 });
+    let runs = 0;
+    late.observe('doc:in2', 'late', async () => void runs++, { table: 'docs' });
+    const starting = late.start();
+    await late.stop(); // during the start
+    await starting;
+    await db.transaction(async (tx) => tx.set('docs', 'x', 'doc:in2', 'v'));
+    late.hint('docs', 'x');
+    // Nothing runs it: a worker that did start would, at once (hinted), well within this wait.
+    await expect(db.waitForQuiescence({ timeoutMs: 1_500 })).rejects.toMatchObject({ code: 'QUIESCENCE_TIMEOUT' });
+    expect(runs).toBe(0);
+
+    const other = await Percolator.open({ store: db.store, leaseMs: 1000 });
+    const closing = other.worker({ threads: 1 });
+    closing.observe('doc:in3', 'c', async () => undefined, { table: 'docs' });
+    void closing.start();
+    await other.close(); // returns: the start is waited for, and nothing it started keeps running
+  });
+
   it('stop() is graceful: a running observer finishes and commits', async () => {
     const started = signal();
     const release = signal();

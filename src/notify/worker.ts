@@ -221,6 +221,9 @@ export class Worker {
   private readonly failuresOf = new Map<string, FailureState>();
   private tasks: Promise<void>[] = [];
   private isRunning = false;
+  /** A start in progress (start()), and whether a stop() came during it. */
+  private starting: Promise<void> | null = null;
+  private stopAsked = false;
   private active = 0;
   /** When a runner last took a job that was not a waiting row (Date.now()). */
   private lastStrongAt = 0;
@@ -281,7 +284,8 @@ export class Worker {
    */
   observe(column: string, name: string, fn: ObserverFn, options: { table?: string; collapseMs?: number } = {}): this {
     encodeColumn(column);
-    if (this.isRunning) throw Object.assign(new Error('observe() must be called before start()'), { code: 'WORKER_STARTED' });
+    if (this.isRunning || this.starting !== null)
+      throw Object.assign(new Error('observe() must be called before start()'), { code: 'WORKER_STARTED' });
     if (this.observers.some((o) => o.name === name)) throw invalidOption(`an observer named ${name} is already registered`);
     const collapseMs = options.collapseMs ?? 0;
     if (!Number.isFinite(collapseMs) || collapseMs < 0 || collapseMs > this.rowLockTtlMs / 3) {
@@ -292,9 +296,22 @@ export class Worker {
   }
 
   /** Records the observed columns (so writers start notifying) and starts scanners and runners. */
-  async start(): Promise<void> {
-    if (this.isRunning) return;
+  /**
+   * Registers the observed columns, then starts the scanners and runners. Concurrent calls share
+   * one start; a `stop()` (or the database's close) during it waits for it and leaves nothing running.
+   */
+  start(): Promise<void> {
+    if (this.isRunning) return Promise.resolve();
+    this.starting ??= this.begin().finally(() => {
+      this.starting = null;
+    });
+    return this.starting;
+  }
+
+  private async begin(): Promise<void> {
+    this.stopAsked = false;
     for (const o of this.observers) await this.host.observed.register(o.table, o.column, o.name);
+    if (this.stopAsked) return;
     this.isRunning = true;
     const scannerHost = this.scannerHost();
     // Each scanner is its own advisory-lock owner, so scanners of one process exclude each other too.
@@ -308,6 +325,10 @@ export class Worker {
   }
 
   async stop(): Promise<void> {
+    if (this.starting !== null) {
+      this.stopAsked = true;
+      await this.starting.catch(() => undefined);
+    }
     if (!this.isRunning) return;
     this.isRunning = false;
     if (this.wakeTimer !== null) clearTimeout(this.wakeTimer);

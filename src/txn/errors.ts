@@ -26,6 +26,8 @@ export type TxnErrorCode =
   | 'READ_ONLY'
   /** A column name is not `family:qualifier` with a valid family. */
   | 'INVALID_COLUMN'
+  /** An argument out of its range (e.g. a scan's limit). */
+  | 'INVALID_ARGUMENT'
   /** A value to write is neither a string nor a Uint8Array. */
   | 'INVALID_VALUE'
   /** A table is not a Percolator table (missing system families). */

@@ -288,6 +288,47 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
     snap.release();
   });
 
+  it("a transaction's scan sees its own writes: new rows, changed and deleted columns, in row order, within range, limit and columns", async () => {
+    await db.transaction(async (tx) => {
+      for (const k of ['a1', 'a3', 'a5']) {
+        tx.set('t', k, 'c:v', k);
+        tx.set('t', k, 'd:w', `${k}!`);
+      }
+    });
+    const show = (r: { row: Uint8Array; columns: Map<string, Uint8Array> }) =>
+      `${Buffer.from(r.row).toString()}:${[...r.columns]
+        .map(([c, v]) => `${c}=${Buffer.from(v).toString()}`)
+        .sort()
+        .join(',')}`;
+    const seen = await db.transaction(async (tx) => {
+      tx.set('t', 'a2', 'c:v', 'new'); // a row only this transaction has
+      tx.set('t', 'a3', 'c:v', 'changed');
+      tx.delete('t', 'a5', 'c:v');
+      tx.delete('t', 'a5', 'd:w'); // every column of a5: the row is gone
+      tx.set('t', 'b1', 'c:v', 'outside'); // not in the prefix
+      const all: string[] = [];
+      for await (const r of tx.scan('t', { prefix: 'a' })) all.push(show(r));
+      const two: string[] = [];
+      for await (const r of tx.scan('t', { prefix: 'a' }, { limit: 2 })) two.push(show(r));
+      const onlyD: string[] = [];
+      for await (const r of tx.scan('t', { prefix: 'a' }, { columns: ['d:'] })) onlyD.push(show(r));
+      return { all, two, onlyD };
+    });
+    expect(seen.all).toEqual(['a1:c:v=a1,d:w=a1!', 'a2:c:v=new', 'a3:c:v=changed,d:w=a3!']);
+    expect(seen.two).toEqual(['a1:c:v=a1,d:w=a1!', 'a2:c:v=new']);
+    expect(seen.onlyD).toEqual(['a1:d:w=a1!', 'a3:d:w=a3!']);
+    const snap = await db.snapshot();
+    const after: string[] = [];
+    for await (const r of snap.scan('t', { prefix: 'a' })) after.push(show(r));
+    expect(after).toEqual(seen.all); // what the transaction saw is what it committed
+    await expect(
+      (async () => {
+        for await (const _ of snap.scan('t', {}, { limit: 0 })) void _;
+      })(),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    snap.release();
+  });
+
   it('getVersion gives the commit timestamp of the write a value comes from', async () => {
     const commit = async (fn: (tx: Transaction) => void): Promise<number> => {
       const tx = await db.begin();

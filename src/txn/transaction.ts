@@ -13,7 +13,7 @@
  * Concurrency contract: one transaction object is used by one logical task; its reads may run
  * concurrently with each other, but not with commit.
  */
-import { asciiKey, bytesKey, keyBytes, utf8 } from '../store/bytes.js';
+import { asciiKey, bytesKey, compareBytes, keyBytes, utf8 } from '../store/bytes.js';
 import type { AtomicRowsStore, Store } from '../store/store.js';
 import type { Mutation, RowFilter, RowRange } from '../store/types.js';
 import { cleanup } from './actions/cleanup.js';
@@ -158,6 +158,13 @@ export function toRowRange(r: ScanRange): RowRange {
 const columnFilters = new Map<string, RowFilter>();
 
 /** Restricts a scan to some columns: whole families (`family:`) or exact columns. */
+/** A scan's `limit`: absent (every row) or a positive integer (`limit: 0` used to yield one row). */
+function checkScanLimit(limit: number | undefined): void {
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0)) {
+    throw new TxnError('INVALID_ARGUMENT', `a scan's limit must be a positive integer, not ${limit}`, { limit });
+  }
+}
+
 function columnsFilter(columns: readonly string[] | undefined): RowFilter | undefined {
   if (columns === undefined || columns.length === 0) return undefined;
   const key = JSON.stringify(columns);
@@ -334,6 +341,7 @@ export class Snapshot {
     options: { columns?: readonly string[]; limit?: number } = {},
   ): AsyncGenerator<ScannedRow> {
     this.checkActive();
+    checkScanLimit(options.limit);
     yield* scanAt(this.env.store, table, toRowRange(range), this.startTs, this.env.read, columnsFilter(options.columns), options.limit);
   }
 
@@ -445,7 +453,71 @@ export class Transaction extends Snapshot {
     const r = this.rows.get(`${table}\u0000${rowBytesKey(row)}`);
     const c = r?.get(column);
     if (c === undefined) return undefined;
-    return c.kind === 'delete' ? null : c.value;
+    // A copy: what the caller does with it must not change what commits.
+    return c.kind === 'delete' || c.value === null ? null : Uint8Array.prototype.slice.call(c.value);
+  }
+
+  /**
+   * The snapshot's rows of the range with this transaction's own writes laid over them, in row
+   * order: a row it wrote appears (or changes, or disappears when it deleted every column), like
+   * every other read of a transaction (read-your-writes).
+   */
+  override async *scan(
+    table: string,
+    range: ScanRange = {},
+    options: { columns?: readonly string[]; limit?: number } = {},
+  ): AsyncGenerator<ScannedRow> {
+    this.checkActive();
+    const mine = this.ownRowsIn(table, toRowRange(range));
+    if (mine.length === 0) {
+      yield* super.scan(table, range, options);
+      return;
+    }
+    checkScanLimit(options.limit);
+    const wanted = options.columns !== undefined && options.columns.length > 0 ? options.columns : null;
+    const overlay = (columns: Map<string, Uint8Array>, r: RowBuffer): Map<string, Uint8Array> => {
+      for (const c of r.cells) {
+        if (wanted !== null && !wanted.some((w) => (w.endsWith(':') ? c.column.startsWith(w) : c.column === w))) continue;
+        if (c.kind === 'delete' || c.value === null) columns.delete(c.column);
+        else columns.set(c.column, Uint8Array.prototype.slice.call(c.value));
+      }
+      return columns;
+    };
+    const limit = options.limit;
+    let emitted = 0;
+    let i = 0;
+    // The snapshot's scan without the limit: rows this transaction deleted do not count.
+    for await (const r of super.scan(table, range, wanted === null ? {} : { columns: wanted })) {
+      for (; i < mine.length && compareBytes((mine[i] as RowBuffer).row, r.row) < 0; i++) {
+        const own = overlay(new Map(), mine[i] as RowBuffer);
+        if (own.size === 0) continue;
+        yield { row: (mine[i] as RowBuffer).row, columns: own };
+        if (++emitted === limit) return;
+      }
+      let columns = r.columns;
+      if (i < mine.length && compareBytes((mine[i] as RowBuffer).row, r.row) === 0) columns = overlay(columns, mine[i++] as RowBuffer);
+      if (columns.size === 0) continue;
+      yield { row: r.row, columns };
+      if (++emitted === limit) return;
+    }
+    for (; i < mine.length; i++) {
+      const own = overlay(new Map(), mine[i] as RowBuffer);
+      if (own.size === 0) continue;
+      yield { row: (mine[i] as RowBuffer).row, columns: own };
+      if (++emitted === limit) return;
+    }
+  }
+
+  /** This transaction's buffered rows of `table` inside `range`, in row order. */
+  private ownRowsIn(table: string, range: RowRange): RowBuffer[] {
+    const out: RowBuffer[] = [];
+    for (const r of this.rows.values()) {
+      if (r.table !== table) continue;
+      if (range.startKeyClosed !== undefined && compareBytes(r.row, range.startKeyClosed) < 0) continue;
+      if (range.endKeyOpen !== undefined && compareBytes(r.row, range.endKeyOpen) >= 0) continue;
+      out.push(r);
+    }
+    return out.sort((a, b) => compareBytes(a.row, b.row));
   }
 
   /** Number of buffered cells. */

@@ -737,6 +737,19 @@ describe('observers', () => {
     await other.close(); // returns: the start is waited for, and nothing it started keeps running
   });
 
+  it('a hint for a row of a missing table (or a key no table takes) is dropped: no runner stops, nothing waits', async () => {
+    const w = db.worker({ threads: 2, scanners: 1, log: () => undefined });
+    w.observe('doc:in', 'o', async (tx, row) => tx.set('docs', row, 'doc:out', 'x')); // every table
+    await w.start();
+    for (let i = 0; i < 16; i++) w.hint('dropped', `row${i}`);
+    w.hint('docs', '');
+    await db.transaction(async (tx) => tx.set('docs', 'after', 'doc:in', 'v'));
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(str(await db.get('docs', 'after', 'doc:out'))).toBe('x');
+    expect(w.metrics.restarts).toBe(0);
+    await w.stop();
+  });
+
   it('stop() is graceful: a running observer finishes and commits', async () => {
     const started = signal();
     const release = signal();

@@ -39,6 +39,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { bytesKey } from '../store/bytes.js';
+import { isStoreError } from '../store/errors.js';
 import { clearNotifications, encodeColumn } from '../txn/layout.js';
 import type { NotifiedWrite } from '../txn/transaction.js';
 import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
@@ -783,7 +784,15 @@ export class Worker {
   private async process(job: Job): Promise<void> {
     // Re-read the row's notifications now that we hold its lock: the scan may have been stale
     // (another runner may have processed and cleared them meanwhile).
-    const fresh = await this.host.store.readRow(job.table, job.row, NOTIFY_FILTER);
+    let fresh: Awaited<ReturnType<typeof this.host.store.readRow>>;
+    try {
+      fresh = await this.host.store.readRow(job.table, job.row, NOTIFY_FILTER);
+    } catch (e) {
+      // A hint for a row that cannot hold notifications (a table dropped meanwhile, a key no
+      // table takes) has nothing to run: dropped, instead of stopping this runner for a backoff.
+      if (isStoreError(e, 'TABLE_NOT_FOUND') || isStoreError(e, 'EMPTY_ROW_KEY') || isStoreError(e, 'ROW_KEY_TOO_LARGE')) return;
+      throw e;
+    }
     if (fresh === null) return;
     // Every observed column notified now (not only those the scanner saw): newer notifications
     // are as good, and each cell's clearing bound (maxTs) comes from this read.

@@ -859,6 +859,27 @@ describe('waitForQuiescence through a store out of reach', () => {
   });
 });
 
+describe('bad options are typed errors', () => {
+  it('durations a timer cannot take, a NaN timeout, zero attempts, a snapshot at NaN or in the future', async () => {
+    for (const options of [{ lockTtlMs: -1 }, { leaseMs: 1e10 }, { gcIntervalMs: Number.NaN }, { lockWaitMs: Number.POSITIVE_INFINITY }]) {
+      await expect(Percolator.open({ store: 'memory:', ...options })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    }
+    const db = await Percolator.open({ store: 'memory:' });
+    try {
+      await expect(db.waitForQuiescence({ timeoutMs: Number.NaN })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      await expect(db.transaction(async () => 1, { maxAttempts: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      for (const ts of [Number.NaN, -1, 1.5, Number.POSITIVE_INFINITY])
+        await expect(db.snapshot(ts)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      const now = await db.snapshot();
+      await expect(db.snapshot(now.startTs + 1e9)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      (await db.snapshot(now.startTs)).release();
+      now.release();
+    } finally {
+      await db.close();
+    }
+  });
+});
+
 describe('values belong to whoever holds them', () => {
   it('writing into a value after set, or into a value read, changes nothing committed, even after its row is rewritten and reopened', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'percolator-values-'));

@@ -144,6 +144,23 @@ export class Percolator {
   }
 
   static async open(options: PercolatorOptions = {}): Promise<Percolator> {
+    // Durations a timer takes: past 2^31 − 1 ms Node fires a timer at once, every time (a lease
+    // of 1e10 ms rewrote the lease ~700 times a second).
+    for (const [name, value, min] of [
+      ['lockTtlMs', options.lockTtlMs, 1],
+      ['lockWaitMs', options.lockWaitMs, 0],
+      ['leaseMs', options.leaseMs, 1],
+      ['observedRefreshMs', options.observedRefreshMs, 0],
+      ['gcIntervalMs', options.gcIntervalMs, 0],
+      ['fullGcIntervalMs', options.fullGcIntervalMs, 0],
+    ] as const) {
+      if (value !== undefined && !(Number.isFinite(value) && value >= min && value <= MAX_TIMER_MS)) {
+        throw new TxnError('INVALID_CONFIG', `${name} must be a number of milliseconds from ${min} to ${MAX_TIMER_MS}, not ${value}`, {
+          option: name,
+          value,
+        });
+      }
+    }
     const ownsStore = typeof options.store !== 'object';
     const store =
       typeof options.store === 'object' ? options.store : await openStore(options.store ?? DEFAULT_STORE_URL, options.storeOptions);
@@ -280,6 +297,9 @@ export class Percolator {
    */
   async transaction<T>(fn: (tx: Transaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const maxAttempts = options.maxAttempts ?? 20;
+    if (!(Number.isSafeInteger(maxAttempts) && maxAttempts >= 1)) {
+      throw new TxnError('INVALID_ARGUMENT', `maxAttempts must be a positive integer, not ${maxAttempts}`, { maxAttempts });
+    }
     const base = options.baseBackoffMs ?? 2;
     const cap = options.maxBackoffMs ?? 200;
     let last: unknown;
@@ -384,6 +404,16 @@ export class Percolator {
 
   private async snapshotAt(ts: number | undefined): Promise<Snapshot & { release(): void }> {
     this.checkOpen();
+    if (ts !== undefined) {
+      if (!(Number.isSafeInteger(ts) && ts >= 0)) {
+        throw new TxnError('INVALID_ARGUMENT', `a snapshot timestamp must be a non-negative integer, not ${ts}`, { startTs: ts });
+      }
+      // Past every timestamp issued, commits could still land below it: its reads would not repeat.
+      const issued = await this.oracle.getTimestamp();
+      if (ts > issued) {
+        throw new TxnError('INVALID_ARGUMENT', `snapshot at ${ts} is after every timestamp issued (${issued})`, { startTs: ts, issued });
+      }
+    }
     const reg = ts === undefined ? await this.oracle.getStartTimestamp() : this.oracle.registerActive(ts);
     if (ts !== undefined) {
       // Registered first, checked second: a watermark at or below ts now stays there while we
@@ -531,7 +561,9 @@ export class Percolator {
    */
   async waitForQuiescence(options: QuiescenceOptions = {}): Promise<void> {
     this.checkOpen();
-    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    if (!(timeoutMs > 0)) throw new TxnError('INVALID_ARGUMENT', `timeoutMs must be a positive number, not ${timeoutMs}`, { timeoutMs });
+    const deadline = Date.now() + timeoutMs;
     let delay = 2;
     // A count the store could not answer (IO_ERROR) is null, and its error is kept.
     let failed: unknown = null;
@@ -620,6 +652,9 @@ export class Percolator {
     if (this.owns.store) await this.store.close();
   }
 }
+
+/** The longest delay a Node timer takes (2^31 − 1 ms, ~24.8 days). */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /** Above every timestamp: `get`'s read of a cell's newest committed version. */
 const LATEST = Number.MAX_SAFE_INTEGER;

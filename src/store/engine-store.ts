@@ -1181,6 +1181,14 @@ export class EngineStore implements AtomicRowsStore {
             let value: Uint8Array;
             if ('appendValue' in r) {
               value = latest === undefined ? Uint8Array.prototype.slice.call(r.appendValue) : Buffer.concat([latest.value, r.appendValue]);
+              // The limit a SetCell has holds for what an append makes, too.
+              if (value.byteLength > this.limits.maxValueBytes) {
+                throw new StoreError(
+                  'VALUE_TOO_LARGE',
+                  `appending makes a value of ${value.byteLength} bytes, over the limit of ${this.limits.maxValueBytes}`,
+                  { table, row: keyHex(key), family: r.familyName, size: value.byteLength, limit: this.limits.maxValueBytes },
+                );
+              }
             } else {
               let base = 0n;
               if (latest !== undefined) {

@@ -462,17 +462,24 @@ export class Transaction extends Snapshot {
    * order: a row it wrote appears (or changes, or disappears when it deleted every column), like
    * every other read of a transaction (read-your-writes).
    */
-  override async *scan(
+  override scan(
     table: string,
     range: ScanRange = {},
     options: { columns?: readonly string[]; limit?: number } = {},
   ): AsyncGenerator<ScannedRow> {
+    // Without own rows in the range (most scans: observers read before they write), the
+    // snapshot's scan itself, with no generator layered over it.
+    const mine = this.rows.size === 0 ? [] : this.ownRowsIn(table, toRowRange(range));
+    return mine.length === 0 ? super.scan(table, range, options) : this.scanOver(mine, table, range, options);
+  }
+
+  private async *scanOver(
+    mine: readonly RowBuffer[],
+    table: string,
+    range: ScanRange,
+    options: { columns?: readonly string[]; limit?: number },
+  ): AsyncGenerator<ScannedRow> {
     this.checkActive();
-    const mine = this.ownRowsIn(table, toRowRange(range));
-    if (mine.length === 0) {
-      yield* super.scan(table, range, options);
-      return;
-    }
     checkScanLimit(options.limit);
     const wanted = options.columns !== undefined && options.columns.length > 0 ? options.columns : null;
     const overlay = (columns: Map<string, Uint8Array>, r: RowBuffer): Map<string, Uint8Array> => {

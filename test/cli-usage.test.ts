@@ -80,3 +80,9 @@ it.skipIf(!existsSync('/dev/full'))('an output that cannot be written (a full di
   expect(r.stderr).toMatch(/^percolator: IO_ERROR: cannot write the output: ENOSPC/);
   expect(r.status).toBe(1);
 });
+
+it('--version prints the package version', () => {
+  const r = run('--version');
+  expect(r.code).toBe(0);
+  expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+});

@@ -5,12 +5,17 @@
  * stderr (`percolator: CODE: message`, also with --json) and exit 1; anything else is a bug and
  * prints its stack.
  */
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { commands } from './commands/index.js';
+
+// dist/cli/main.js → the package's own package.json.
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 const program = new Command();
 program
   .name('percolator')
+  .version(version)
   .description('Percolator for TypeScript: incremental processing over a Bigtable-model store')
   .showHelpAfterError()
   .enablePositionalOptions();

@@ -860,7 +860,7 @@ describe('waitForQuiescence through a store out of reach', () => {
 });
 
 describe('bad options are typed errors', () => {
-  it('durations a timer cannot take, a NaN timeout, zero attempts, a snapshot at NaN or in the future', async () => {
+  it('durations a timer cannot take, a NaN timeout, zero attempts, a snapshot at NaN or in the future or released, a row key that is not one', async () => {
     for (const options of [{ lockTtlMs: -1 }, { leaseMs: 1e10 }, { gcIntervalMs: Number.NaN }, { lockWaitMs: Number.POSITIVE_INFINITY }]) {
       await expect(Percolator.open({ store: 'memory:', ...options })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
     }
@@ -874,6 +874,15 @@ describe('bad options are typed errors', () => {
       await expect(db.snapshot(now.startTs + 1e9)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
       (await db.snapshot(now.startTs)).release();
       now.release();
+      // A released snapshot reads nothing more (GC may have collected what it would read).
+      await expect(now.get('t', 'r', 'f:q')).rejects.toMatchObject({ code: 'TXN_FINISHED' });
+      await db.createTable('t');
+      for (const row of [5, {}, null]) {
+        await expect(db.transaction(async (tx) => tx.set('t', row as never, 'f:q', 'v'))).rejects.toMatchObject({
+          code: 'INVALID_ARGUMENT',
+        });
+      }
+      await expect(db.transaction(async (tx) => tx.getMany('t', 5 as never))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     } finally {
       await db.close();
     }

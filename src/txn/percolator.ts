@@ -682,6 +682,9 @@ function serverAddress(url: string): ServerAddress | null {
 /** A snapshot whose `release()` ends its registration (so GC can advance past it). */
 function releasable(snap: Snapshot, reg: ActiveRegistration): Snapshot & { release(): void } {
   const r = snap as Snapshot & { release(): void };
-  r.release = () => reg.release();
+  r.release = () => {
+    snap.endReads();
+    reg.release();
+  };
   return r;
 }

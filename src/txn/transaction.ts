@@ -98,7 +98,10 @@ export interface TxnEnvironment {
 }
 
 export function toBytes(v: Value): Uint8Array {
-  return typeof v === 'string' ? utf8(v) : v;
+  if (typeof v === 'string') return utf8(v);
+  if (v instanceof Uint8Array) return v;
+  // A number or an object as a row key reached the store as a TypeError of its own.
+  throw new TxnError('INVALID_ARGUMENT', `a row key must be a string or a Uint8Array, not ${describeValue(v)}`, {});
 }
 
 /**
@@ -211,6 +214,15 @@ export class Snapshot {
     return this.allowReserved ? { column, q: encodeColumn(column) } : userColumn(column);
   }
 
+  /**
+   * Ends the snapshot's reads (Percolator's `release()` of a snapshot): later reads fail with
+   * TXN_FINISHED instead of reading below a watermark that may have moved past them, where GC
+   * may have collected what they would read (they returned null).
+   */
+  endReads(): void {
+    this.finished = true;
+  }
+
   protected checkActive(): void {
     if (this.finished) throw new TxnError('TXN_FINISHED', `transaction ${this.startTs} has already finished`, { startTs: this.startTs });
   }
@@ -276,6 +288,7 @@ export class Snapshot {
   /** Several cells, one store read per distinct row, in parallel. Values in the order asked. */
   async getMany(table: string, cells: readonly { row: RowKey; column: string }[]): Promise<(Uint8Array | null)[]> {
     this.checkActive();
+    if (!Array.isArray(cells)) throw new TxnError('INVALID_ARGUMENT', 'getMany needs an array of { row, column }', { table });
     if (cells.length === 1) {
       // The common point read, without the grouping machinery below.
       const c = cells[0] as { row: RowKey; column: string };

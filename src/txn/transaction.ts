@@ -160,7 +160,6 @@ export function toRowRange(r: ScanRange): RowRange {
 /** One filter object per column selection (layout.ts scanFilter), bounded like layout's read filters. */
 const columnFilters = new Map<string, RowFilter>();
 
-/** Restricts a scan to some columns: whole families (`family:`) or exact columns. */
 /** A scan's `limit`: absent (every row) or a positive integer (`limit: 0` used to yield one row). */
 function checkScanLimit(limit: number | undefined): void {
   if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0)) {
@@ -168,6 +167,7 @@ function checkScanLimit(limit: number | undefined): void {
   }
 }
 
+/** Restricts a scan to some columns: whole families (`family:`) or exact columns. */
 function columnsFilter(columns: readonly string[] | undefined): RowFilter | undefined {
   if (columns === undefined || columns.length === 0) return undefined;
   const key = JSON.stringify(columns);

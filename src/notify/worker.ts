@@ -296,9 +296,8 @@ export class Worker {
     return this;
   }
 
-  /** Records the observed columns (so writers start notifying) and starts scanners and runners. */
   /**
-   * Registers the observed columns, then starts the scanners and runners. Concurrent calls share
+   * Records the observed columns (so writers start notifying), then starts the scanners and runners. Concurrent calls share
    * one start; a `stop()` (or the database's close) during it waits for it and leaves nothing running.
    */
   start(): Promise<void> {

@@ -750,6 +750,24 @@ describe('observers', () => {
     await w.stop();
   });
 
+  it("a stopped worker's parked cell is pending again: quiescence waits for the worker that now runs it", async () => {
+    const broken = db.worker({ threads: 1, scanners: 1, maxFailures: 2, log: () => undefined });
+    broken.observe('doc:in', 'copy', async () => {
+      throw new Error('bug in version 1');
+    });
+    await broken.start();
+    await db.transaction(async (tx) => tx.set('docs', 'r', 'doc:in', 'hello'));
+    await db.waitForQuiescence({ timeoutMs: 10_000 }); // returns once the cell is parked
+    expect(broken.parkedCells()).toHaveLength(1);
+    await broken.stop();
+    const fixed = db.worker({ threads: 1, scanners: 1 });
+    fixed.observe('doc:in', 'copy', async (tx, row) => tx.set('docs', row, 'doc:out', (await tx.getString('docs', row, 'doc:in')) ?? ''));
+    await fixed.start();
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(str(await db.get('docs', 'r', 'doc:out'))).toBe('hello');
+    await fixed.stop();
+  });
+
   it('stop() is graceful: a running observer finishes and commits', async () => {
     const started = signal();
     const release = signal();

@@ -607,6 +607,11 @@ export class Worker {
 
   private preferHint = true;
 
+  /** Whether the worker runs (started, not stopped). */
+  get running(): boolean {
+    return this.isRunning;
+  }
+
   /** Cells parked after too many failures: `table/rowhex/column`. */
   parkedCells(): string[] {
     return [...this.failuresOf.entries()].filter(([, s]) => s.parked).map(([k]) => k);

@@ -550,7 +550,7 @@ export class Percolator {
 
   /**
    * Resolves once the system is quiescent: a full pass over every Percolator table found no
-   * pending notification of an observed column (other than cells this process's workers parked)
+   * pending notification of an observed column (other than cells this process's running workers parked)
    * and no timestamp was issued by anyone during that pass (when the oracle can tell; see
    * docs/observers.md), and everything written so far is durable (observers commit with deferred
    * durability). A pass that fails with IO_ERROR (a remote store out of reach for a while) counts
@@ -614,7 +614,8 @@ export class Percolator {
   /** pendingNotifications, but the pass stops once it has counted `atMost`. */
   private async countPending(atMost: number): Promise<number> {
     const parked = new Set<string>();
-    for (const w of this.workers) for (const k of w.parkedCells()) parked.add(k);
+    // A stopped worker's parked cells are pending again: another worker (a fixed observer) may run them.
+    for (const w of this.workers) if (w.running) for (const k of w.parkedCells()) parked.add(k);
     let pending = 0;
     for (const table of await this.percolatorTables()) {
       for await (const r of this.store.readRows(table, { filter: { familyNameRegexFilter: NOTIFY } })) {

@@ -49,13 +49,22 @@ export function parsePositiveInteger(name: string) {
   };
 }
 
-/** A TCP port to listen on: an integer in [1, 65535] (checked before anything else happens). */
-export function parsePortNumber(name: string) {
-  return (raw: string): number => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1 || n > 65535) throw new UsageError(`--${name} must be an integer in [1, 65535], got ${raw}`);
-    return n;
-  };
+/** A TCP port to listen on: an integer in [min, 65535] (0 = "pick one", where a command takes it). */
+function checkPort(name: string, raw: string, min: 0 | 1, orOff: string): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > 65535)
+    throw new UsageError(`--${name} must be an integer in [${min}, 65535]${orOff}, got ${raw}`);
+  return n;
+}
+
+/** A port (checked before anything else happens); `min` 0 where 0 picks a free one. */
+export function parsePortNumber(name: string, min: 0 | 1 = 1) {
+  return (raw: string): number => checkPort(name, raw, min, '');
+}
+
+/** A port, 0 to pick one, or "off" (also "none"). Commander turns a parser's null into '', so "off" is returned as the string. */
+export function parsePortOrOff(name: string) {
+  return (raw: string): number | 'off' => (raw === 'off' || raw === 'none' ? 'off' : checkPort(name, raw, 0, ' or "off"'));
 }
 
 export function parseNonNegativeInteger(name: string) {

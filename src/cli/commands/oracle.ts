@@ -12,14 +12,7 @@ import { FileMarkStore, type MarkStore, StoreMarkStore } from '../../oracle/mark
 import { startOracleServer } from '../../oracle/server.js';
 import { openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
-import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
-import { UsageError } from '../usage-error.js';
-
-function parsePort(raw: string): number {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`--port must be an integer in [0, 65535], got ${raw}`);
-  return n;
-}
+import { commandGroup, parsePortNumber, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 /** Finds or creates the shared `bench` command group. */
 export function benchCommand(program: Command): Command {
@@ -31,7 +24,7 @@ export function register(program: Command): void {
     .command('oracle')
     .description('run the timestamp oracle as a network service (lean framed TCP protocol; see docs/oracle.md)')
     .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--port <port>', 'TCP port (0 = pick one)', parsePort, 8088)
+    .option('--port <port>', 'TCP port (0 = pick one)', parsePortNumber('port', 0), 8088)
     .option('--mark <file>', 'durable high-water mark file', './percolator-oracle.mark')
     .option('--store <url>', 'keep the mark in this store (table _percolator_oracle) instead of --mark')
     .action(async (opts: { host: string; port: number; mark: string; store?: string }) => {

@@ -14,18 +14,8 @@
  */
 import type { Command } from 'commander';
 import { startServer } from '../../server/server.js';
+import { parsePortNumber, parsePortOrOff } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
-
-/** Commander turns a parser's null into '', so "off" is returned as the string 'off'. */
-function parsePort(name: string, allowOff: boolean) {
-  return (raw: string): number | 'off' => {
-    if (allowOff && (raw === 'off' || raw === 'none')) return 'off';
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 0 || n > 65535)
-      throw new UsageError(`--${name} must be an integer in [0, 65535]${allowOff ? ' or "off"' : ''}, got ${raw}`);
-    return n;
-  };
-}
 
 function parseBytes(raw: string): number {
   const n = Number(raw);
@@ -52,9 +42,9 @@ export function register(program: Command): void {
     .option('--data <dir>', 'directory of the embedded store', './percolator-data')
     .option('--store <url>', 'serve this store URL instead of --data (e.g. memory:)')
     .option('--host <host>', 'address to bind (every port)', '127.0.0.1')
-    .option('--port <port>', 'gRPC port: Bigtable API + lock service (0 = pick one)', parsePort('port', false), 8086)
-    .option('--http-port <port>', 'HTTP status/metrics port, or "off" (default: port + 1)', parsePort('http-port', true))
-    .option('--oracle-port <port>', 'timestamp oracle port, or "off" (default: port + 2)', parsePort('oracle-port', true))
+    .option('--port <port>', 'gRPC port: Bigtable API + lock service (0 = pick one)', parsePortNumber('port', 0), 8086)
+    .option('--http-port <port>', 'HTTP status/metrics port, or "off" (default: port + 1)', parsePortOrOff('http-port'))
+    .option('--oracle-port <port>', 'timestamp oracle port, or "off" (default: port + 2)', parsePortOrOff('oracle-port'))
     .option('--auth-token <token>', 'require "authorization: Bearer <token>" (default: $PERCOLATOR_AUTH_TOKEN)')
     .option('--max-message-bytes <n>', 'largest gRPC message in either direction', parseBytes)
     .option('--shutdown-grace-ms <ms>', 'how long in-flight calls may run after SIGTERM', (raw: string) => {

@@ -22,6 +22,7 @@ import { isStoreError } from '../store/errors.js';
 import type { Worker } from '../notify/worker.js';
 import { OracleClient } from '../oracle/client.js';
 import { openStore } from '../store/open-store.js';
+import { whileOutOfReach } from '../store/while-out-of-reach.js';
 import type { Store } from '../store/store.js';
 import { Percolator } from '../txn/percolator.js';
 import type { ProtocolPoint } from '../txn/transaction.js';
@@ -157,19 +158,11 @@ async function main(): Promise<void> {
 }
 
 /**
- * `start()`; with `fullDisk`, again while it fails with IO_ERROR, for up to 60 s: a store on a
- * disk that filled up refuses the liveness lease's write until it resumes.
+ * `start()`; with `fullDisk`, again every 50 ms while it fails with IO_ERROR, for up to 60 s: a
+ * store on a disk that filled up refuses the liveness lease's write until it resumes.
  */
-async function whileRefused<T>(fullDisk: boolean, start: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      return await start();
-    } catch (e) {
-      if (!fullDisk || !isStoreError(e, 'IO_ERROR') || Date.now() > deadline) throw e;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+function whileRefused<T>(fullDisk: boolean, start: () => Promise<T>): Promise<T> {
+  return fullDisk ? whileOutOfReach(start, { forMs: 60_000, firstPauseMs: 50, maxPauseMs: 50 }) : start();
 }
 
 function codeOf(e: unknown): string {

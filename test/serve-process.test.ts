@@ -108,6 +108,14 @@ function unary(client: grpc.Client, service: string, method: string, req: object
     );
   });
 }
+/** CreateTable of `tableId` with one family `f`. */
+function createTable(client: grpc.Client, tableId: string): Promise<grpc.ServiceError | null> {
+  return unary(client, TABLE_ADMIN_SERVICE, 'CreateTable', {
+    parent: 'projects/p/instances/i',
+    tableId,
+    table: { columnFamilies: { f: {} } },
+  });
+}
 function readAll(
   client: grpc.Client,
   table: string,
@@ -179,13 +187,7 @@ describe('percolator serve as a process', () => {
       children.push(s.child);
       const client = new grpc.Client(`127.0.0.1:${s.listening.grpc}`, grpc.credentials.createInsecure());
       if (round === 0) {
-        expect(
-          await unary(client, TABLE_ADMIN_SERVICE, 'CreateTable', {
-            parent: 'projects/p/instances/i',
-            tableId: 'd',
-            table: { columnFamilies: { f: {} } },
-          }),
-        ).toBeNull();
+        expect(await createTable(client, 'd')).toBeNull();
       } else {
         // everything acknowledged before the previous kill is there
         const { err, rows } = await readAll(client, 'd');
@@ -309,13 +311,7 @@ describe('percolator serve as a process', () => {
       children.push(s.child);
       const http = `http://127.0.0.1:${s.listening.http}`;
       const client = new grpc.Client(`127.0.0.1:${s.listening.grpc}`, grpc.credentials.createInsecure());
-      expect(
-        await unary(client, TABLE_ADMIN_SERVICE, 'CreateTable', {
-          parent: 'projects/p/instances/i',
-          tableId: 'f',
-          table: { columnFamilies: { f: {} } },
-        }),
-      ).toBeNull();
+      expect(await createTable(client, 'f')).toBeNull();
       const acked: string[] = [];
       const put = (key: string) =>
         unary(client, DATA_SERVICE, 'MutateRow', { tableName: T('f'), rowKey: Buffer.from(key), mutations: [setCell(key.repeat(300))] });
@@ -364,13 +360,7 @@ describe('percolator serve as a process', () => {
     const client = new grpc.Client(`127.0.0.1:${s.listening.grpc}`, grpc.credentials.createInsecure(), {
       'grpc.max_receive_message_length': -1,
     });
-    expect(
-      await unary(client, TABLE_ADMIN_SERVICE, 'CreateTable', {
-        parent: 'projects/p/instances/i',
-        tableId: 'g',
-        table: { columnFamilies: { f: {} } },
-      }),
-    ).toBeNull();
+    expect(await createTable(client, 'g')).toBeNull();
     // 15 MB: more than the server buffers for a paused reader (~5 MB), so the
     // ReadRows below is still in its handler, blocked on flow control, when SIGTERM arrives.
     const ROWS = 150;

@@ -163,6 +163,16 @@ const setCell = (v: string) => ({
 
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
+
+/** A fresh server on `data` (gRPC only) and every row of `table` it serves; the server keeps running. */
+async function restartAndRead(data: string, table: string) {
+  const server = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', 'off']);
+  children.push(server.child);
+  const client = new grpc.Client(`127.0.0.1:${server.listening.grpc}`, grpc.credentials.createInsecure());
+  const { err, rows } = await readAll(client, table);
+  client.close();
+  return { server, err, rows };
+}
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -220,11 +230,7 @@ describe('percolator serve as a process', () => {
     }
     expect(acked.size).toBeGreaterThan(100);
     // final verification after the second kill
-    const s = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', 'off']);
-    children.push(s.child);
-    const client = new grpc.Client(`127.0.0.1:${s.listening.grpc}`, grpc.credentials.createInsecure());
-    const { err, rows } = await readAll(client, 'd');
-    client.close();
+    const { server: s, err, rows } = await restartAndRead(data, 'd');
     expect(err).toBeNull();
     expect([...acked].filter(([k, v]) => rows.get(k) !== v)).toEqual([]);
     s.child.kill('SIGKILL');
@@ -339,11 +345,7 @@ describe('percolator serve as a process', () => {
       s.child.kill('SIGTERM');
       expect((await s.exited).code).toBe(0);
       // Every acknowledged write, after a restart without the limit.
-      const again = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', 'off']);
-      children.push(again.child);
-      const reader = new grpc.Client(`127.0.0.1:${again.listening.grpc}`, grpc.credentials.createInsecure());
-      const { err, rows } = await readAll(reader, 'f');
-      reader.close();
+      const { server: again, err, rows } = await restartAndRead(data, 'f');
       expect(err).toBeNull();
       expect([...rows.keys()]).toEqual(acked);
       again.child.kill('SIGTERM');

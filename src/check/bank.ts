@@ -109,7 +109,7 @@ export interface BankOptions {
    * happened. Default 0; the CLI asks for the issue's 50 per 30 s.
    */
   readonly minCrashes?: number;
-  /** The longest a run may go on for `minCrashes` (default 3 × seconds). */
+  /** The longest a run may go on for `minCrashes` or its first acknowledged transfer (default 3 × seconds). */
   readonly maxSeconds?: number;
   /** Idle spare workers kept ready to replace dead ones (default 2 with crashes). */
   readonly standbys?: number;
@@ -292,6 +292,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     const errors: string[] = [];
     const crashesAt: Record<string, number> = {};
     let crashes = 0;
+    let acknowledged = 0;
     let startFailures = 0;
     let incarnations = 0;
     let running = true;
@@ -311,7 +312,10 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
         case 'bank.fail': {
           const a = attempts.get(m.id);
           if (a === undefined) errors.push(`worker ${w.incarnation} reported ${m.t} for ${m.id}, which it never invoked`);
-          else a.outcome = m.t === 'bank.ok' ? 'ok' : 'fail';
+          else {
+            a.outcome = m.t === 'bank.ok' ? 'ok' : 'fail';
+            if (a.outcome === 'ok') acknowledged++;
+          }
           break;
         }
         case 'bank.info':
@@ -528,13 +532,18 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     // --- run, then stop everything -----------------------------------------------------------------
     const runUntil = runStarted + opts.seconds * 1000;
     // With a crash quota, run on past `seconds` until it is met (the durability check does the
-    // same), up to three times as long: a starved machine starts processes slowly.
+    // same), up to three times as long: a starved machine starts processes slowly. Likewise until
+    // one transfer was acknowledged: on a starved machine, workers killed every second or so can
+    // spend a short run starting up, and a run that committed nothing proves nothing (it fails).
     const minCrashes = opts.crash ? (opts.minCrashes ?? 0) : 0;
     const hardUntil = runStarted + (opts.maxSeconds ?? opts.seconds * 3) * 1000;
-    const more = (): boolean => performance.now() < runUntil || (crashes < minCrashes && performance.now() < hardUntil);
+    const more = (): boolean =>
+      performance.now() < runUntil || ((crashes < minCrashes || acknowledged === 0) && performance.now() < hardUntil);
     let lastLog = performance.now();
     while (running && more()) {
-      await sleep(Math.min(250, Math.max(1, runUntil - performance.now())));
+      // Past `seconds`, waiting on a quota: poll at 50 ms, not in a 1 ms loop.
+      const left = runUntil - performance.now();
+      await sleep(left > 0 ? Math.min(250, left) : 50);
       if (performance.now() - lastLog >= 2000) {
         lastLog = performance.now();
         let ok = 0;

@@ -92,6 +92,7 @@ export function yieldingStore(inner: Store): Store {
     };
   return {
     url: inner.url,
+    limits: inner.limits,
     createTable: after(inner.createTable),
     deleteTable: after(inner.deleteTable),
     listTables: after(inner.listTables),

@@ -23,7 +23,7 @@
 import type { ChildProcess } from 'node:child_process';
 import * as v8 from 'node:v8';
 import { StoreError, type StoreErrorCode } from '../store/errors.js';
-import { type Store, atomicRowsOf } from '../store/store.js';
+import { DEFAULT_LIMITS, type Store, type StoreLimits, atomicRowsOf } from '../store/store.js';
 import type {
   Bytes,
   CheckAndMutateRequest,
@@ -318,6 +318,8 @@ async function handle(store: Store, m: StoreRequest): Promise<unknown> {
 
 /** The worker side: a Store whose every call is answered by the supervisor's store. */
 export class IpcStore implements Store {
+  /** The supervisors open their stores with the default limits (bank.ts, notify.ts): not asked over the channel. */
+  readonly limits: StoreLimits = DEFAULT_LIMITS;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   private closed = false;

@@ -143,7 +143,7 @@ export type EngineReadsByGroup = Record<string, { readonly found: number; readon
 export class EngineStore implements AtomicRowsStore {
   readonly url: string;
   private readonly engine: KvEngine;
-  private readonly limits: StoreLimits;
+  readonly limits: StoreLimits;
   private readonly splitBytes: number;
   private readonly now: () => number;
   private readonly cache: RowCache;
@@ -164,7 +164,7 @@ export class EngineStore implements AtomicRowsStore {
   private constructor(engine: KvEngine, url: string, options: EngineStoreOptions) {
     this.engine = engine;
     this.url = url;
-    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.limits = Object.freeze({ ...DEFAULT_LIMITS, ...options.limits });
     this.splitBytes = options.tabletSplitBytes ?? DEFAULT_SPLIT_BYTES;
     this.now = options.nowMicros ?? (() => Date.now() * 1000);
     const cacheBytes = options.cacheBytes ?? DEFAULT_CACHE_BYTES;

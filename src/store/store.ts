@@ -35,6 +35,12 @@ import type {
 export interface Store {
   /** The URL it was opened with, e.g. `file:./data`. */
   readonly url: string;
+  /**
+   * What one call may carry, as this store enforces it (ROW_KEY_TOO_LARGE, VALUE_TOO_LARGE,
+   * TOO_MANY_MUTATIONS): the transaction layer checks a commit against them before it writes
+   * anything, so a row too large fails whole instead of leaving some of its locks behind.
+   */
+  readonly limits: StoreLimits;
 
   // --- admin -------------------------------------------------------------------------------
   /** Throws TABLE_EXISTS, INVALID_NAME. */
@@ -168,9 +174,12 @@ export interface StoreOptions {
   readonly nowMicros?: () => number;
 }
 
+/** Per-call limits; the defaults are Cloud Bigtable's. */
 export interface StoreLimits {
   readonly maxRowKeyBytes: number;
+  /** One cell's value (a SetCell's, or what an append makes). */
   readonly maxValueBytes: number;
+  /** One row mutation (MutateRow, a MutateRows entry, each branch of a CheckAndMutateRow). */
   readonly maxMutationsPerRow: number;
 }
 

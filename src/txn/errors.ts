@@ -44,7 +44,15 @@ export type TxnErrorCode =
    */
   | 'LOCK_NOT_FOUND'
   /** `snapshot(ts)` asked for a timestamp below the GC watermark: its versions may be collected. */
-  | 'SNAPSHOT_TOO_OLD';
+  | 'SNAPSHOT_TOO_OLD'
+  /**
+   * A row of the commit needs more mutations in one row mutation (to prewrite, commit or roll it
+   * back) than the store allows (`details`: table, row, cells, limit and each step's count).
+   * Found before anything is written; retrying cannot help — split the row's writes.
+   */
+  | 'TOO_MANY_MUTATIONS'
+  /** A value to commit is larger than the store takes (`details`: table, row, column, size, limit). Found before anything is written. */
+  | 'VALUE_TOO_LARGE';
 
 export interface CellRef {
   readonly table: string;
@@ -74,7 +82,12 @@ export function isTxnError(e: unknown, code?: TxnErrorCode): e is TxnError {
 
 /** Printable cell reference for messages and evidence. */
 export function describeCell(c: CellRef): string {
-  const row = Buffer.from(c.row);
+  return `${describeRow(c.table, c.row)}/${c.column}`;
+}
+
+/** Printable row reference for messages. */
+export function describeRow(table: string, key: Uint8Array): string {
+  const row = Buffer.from(key);
   const printable = /^[\x20-\x7e]*$/.test(row.toString('latin1')) ? row.toString('latin1') : `0x${row.toString('hex')}`;
-  return `${c.table}/${printable}/${c.column}`;
+  return `${table}/${printable}`;
 }

@@ -21,6 +21,7 @@ import { commitOnePhase } from './actions/commit-one-phase.js';
 import { commitPrimary, commitSecondary } from './actions/commit.js';
 import { type LockTemplate, prewrite } from './actions/prewrite.js';
 import { rollBackRows } from './actions/roll-back.js';
+import { checkRowLimits } from './actions/row-limits.js';
 import type { BufferedCell, BufferedRow, SideWrite } from './actions/types.js';
 import { TxnError, describeCell } from './errors.js';
 import type { CommittedTxn } from './gc-recent.js';
@@ -560,8 +561,9 @@ export class Transaction extends Snapshot {
   /**
    * Two-phase commit. Returns the commit timestamp (null if nothing was written).
    * Throws WRITE_CONFLICT / KEY_LOCKED / TXN_ABORTED (retryable) — nothing was committed then;
-   * a store error — nothing was committed either; COMMIT_UNDETERMINED — committed or not, the
-   * store could not say (readers settle it).
+   * TOO_MANY_MUTATIONS / VALUE_TOO_LARGE — a row or a value the store cannot take (row-limits.ts),
+   * found before anything was written; a store error — nothing was committed either;
+   * COMMIT_UNDETERMINED — committed or not, the store could not say (readers settle it).
    */
   async commit(): Promise<number | null> {
     this.checkActive();
@@ -584,6 +586,8 @@ export class Transaction extends Snapshot {
       ttlMs: env.lockTtlMs,
       owner: env.owner,
     };
+    // A row the store cannot take whole fails here, before any lock of either protocol is written.
+    checkRowLimits(rows, env.store.limits);
     // Readers of this process blocked on our locks are woken when the commit ends (local-commits.ts).
     const onePhase = this.onePhase();
     if (onePhase !== null) return this.commitInOnePhase(env, onePhase.store, onePhase.memLocks, rows);

@@ -183,7 +183,7 @@ export class BigtableStore implements Store {
   readonly url: string;
   readonly config: BigtableUrl;
   private readonly clients: BigtableClients;
-  private readonly limits: StoreLimits;
+  readonly limits: StoreLimits;
   private readonly now: () => number;
   /** Stamps "server time" on our side (null: send -1 and let the server do it). */
   private readonly clientTime: (() => number) | null;
@@ -207,7 +207,7 @@ export class BigtableStore implements Store {
   private constructor(config: BigtableUrl, options: BigtableStoreOptions) {
     this.url = config.url;
     this.config = config;
-    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.limits = Object.freeze({ ...DEFAULT_LIMITS, ...options.limits });
     this.now = options.nowMicros ?? (() => Date.now() * 1000);
     this.ts = new TimestampMapping(config.timestampScale, config.emulator || config.host === undefined);
     this.clientTime = options.nowMicros !== undefined || config.timestampScale !== 1 ? () => truncateToMillis(this.now()) : null;

@@ -21,14 +21,15 @@
  * Returns: when every row is committed (durable, unless the caller deferred it: then visible, and
  *   durable with the store's next group commit).
  * Throws: KEY_LOCKED (another transaction's lock; `details.lock`/`lockTs` let the caller resolve
- *   it), WRITE_CONFLICT (a commit at or after S); nothing was written then. Store errors pass
+ *   it), WRITE_CONFLICT (a commit at or after S), TOO_MANY_MUTATIONS (a row's write, with the side
+ *   writes merged into it, over the store's limit); nothing was written then. Store errors pass
  *   through (nothing was acknowledged; the transaction is not committed).
  * Idempotent: not needed — it writes all or nothing, and a caller retries with a new start ts.
  */
 import type { AtomicRowsStore } from '../../store/store.js';
 import { bytesKey, compareBytes } from '../../store/bytes.js';
 import type { Cell, Mutation, RowVeto } from '../../store/types.js';
-import { TxnError } from '../errors.js';
+import { TxnError, describeRow } from '../errors.js';
 import { DATA, LOCK, WRITE, valueRefFor } from '../layout.js';
 import { committedCellMutations } from './commit.js';
 import { conflictError } from './prewrite.js';
@@ -102,6 +103,18 @@ export async function commitOnePhase(
       }
       for (const m of s.mutations) e.mutations.push(m);
     }
+  }
+  // The rows passed checkRowLimits; their side writes may still tip one over the store's limit.
+  const limit = store.limits.maxMutationsPerRow;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i] as (typeof entries)[number];
+    if (e.mutations.length <= limit) continue;
+    const cells = i < rows.length ? (rows[i] as BufferedRow).cells.length : 0;
+    throw new TxnError(
+      'TOO_MANY_MUTATIONS',
+      `row ${describeRow(e.table, e.key)}: its one-phase commit takes ${e.mutations.length} mutations in one row mutation, over the store's limit of ${limit}`,
+      { table: e.table, row: e.key, cells, limit, onePhase: e.mutations.length },
+    );
   }
   const vetoed = await store.checkAndMutateRows(entries, { durability });
   if (vetoed < 0) return;

@@ -81,6 +81,13 @@ export function commitMutations(row: BufferedRow, startTs: number, commitTs: num
   return mutations;
 }
 
+/** The length of commitMutations(row, …), without making them. */
+export function commitMutationCount(row: BufferedRow): number {
+  let n = 0;
+  for (const c of row.cells) n += c.notify ? 3 : 2;
+  return n;
+}
+
 export async function commitPrimary(
   store: Store,
   row: BufferedRow,

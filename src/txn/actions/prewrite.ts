@@ -57,6 +57,13 @@ export function prewriteMutations(row: BufferedRow, startTs: number, template: L
   return mutations;
 }
 
+/** The length of prewriteMutations(row, …) for a row that is (`secondary`) or is not the primary's, without making them. */
+export function prewriteMutationCount(row: BufferedRow, secondary: boolean): number {
+  let n = 0;
+  for (const c of row.cells) n += 1 + (secondary && c.notify ? 1 : 0) + (valueRefFor(c.kind, c.value).mode === 'data' ? 1 : 0);
+  return n;
+}
+
 export async function prewrite(store: Store, row: BufferedRow, startTs: number, template: LockTemplate): Promise<void> {
   const qualifiers = row.cells.map((c) => c.q);
   const conflicted = await store.checkAndMutateRow(row.table, row.row, {

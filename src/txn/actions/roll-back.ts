@@ -45,6 +45,13 @@ export function rollBackCellMutations(q: Uint8Array, startTs: number): Mutation[
   ];
 }
 
+/** The mutations rollBackRows writes for `row` (one row mutation), without making them. */
+export function rollBackMutationCount(row: BufferedRow): number {
+  let n = 0;
+  for (const c of row.cells) n += c.notify ? 4 : 3;
+  return n;
+}
+
 export async function rollBackRows(store: Store, rows: readonly BufferedRow[], startTs: number): Promise<void> {
   const atS = { startTimestampMicros: startTs, endTimestampMicros: startTs + 1 };
   const byTable = new Map<string, MutateRowsEntry[]>();

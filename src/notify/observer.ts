@@ -6,11 +6,24 @@
  */
 import type { Transaction } from '../txn/transaction.js';
 
+/** What an observer run is told besides its cell (the fifth argument of an ObserverFn). */
+export interface ObserverContext {
+  /**
+   * Fires when the worker begins to stop (`Worker.stop()`, `Percolator.close()`): an observer
+   * waiting on something slow (a fetch, a queue) should end — throw `signal.reason`, or pass the
+   * signal on. Its reason is an Error with code WORKER_STOPPING; a run that throws it is not
+   * counted as a failure, and its notification stays. A run still going when the stop's grace
+   * period ends is abandoned: its transaction is aborted and can never commit.
+   */
+  readonly signal: AbortSignal;
+}
+
 /**
- * Called with the transaction to work in, the row and column that changed, and the table.
+ * Called with the transaction to work in, the row and column that changed, the table, and the
+ * run's context (an observer written for four arguments still fits: the fifth is extra).
  * Throwing aborts the transaction; the notification stays and is retried with backoff.
  */
-export type ObserverFn = (tx: Transaction, row: Uint8Array, column: string, table: string) => Promise<void>;
+export type ObserverFn = (tx: Transaction, row: Uint8Array, column: string, table: string, context: ObserverContext) => Promise<void>;
 
 export interface ObserverRegistration {
   /** Unique per observer; names its ack column. */

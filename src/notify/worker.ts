@@ -34,8 +34,15 @@
  * collapse into one run; with the loop not busy it runs at once (docs/observers.md › Brief
  * waits). Rows found by scanners and rows hinted with hint() do not wait.
  *
- * stop() is graceful: scanners stop, queued jobs are dropped (their notifications stay), running
- * observer transactions finish (commit or abort) before it resolves.
+ * Stopping: stop() ends dispatching at once — scanners stop, queued jobs are dropped (their
+ * notifications stay) — and fires the observers' signal (ObserverContext.signal), then waits for
+ * the running observer transactions to finish (commit or abort) for up to a grace period
+ * (`stopGraceMs`, or stop's `graceMs`). Runs still going then are abandoned (RunControl): their
+ * transactions are aborted, so none of them commits afterwards; their rows' advisory locks are let
+ * go, so their notifications — never cleared — are run again by another worker or the next start;
+ * stop() resolves with how many it abandoned (and logs them). Each start has its own Epoch: a
+ * loop of an earlier start that wakes up late (an abandoned run returning) ends, and touches
+ * nothing of the worker's present state.
  */
 import { performance } from 'node:perf_hooks';
 import { bytesKey } from '../store/bytes.js';
@@ -45,7 +52,7 @@ import type { NotifiedWrite } from '../txn/transaction.js';
 import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
 import type { LockService } from './lock-service.js';
 import type { ObserverFn, ObserverRegistration } from './observer.js';
-import { type ObserverHost, runObserver } from './run-observer.js';
+import { ObserverFailure, type ObserverHost, RunControl, runObserver } from './run-observer.js';
 import { type Job, NOTIFY_FILTER, type NotifiedCell, type ScannerHost, type ScannerStats, notificationsOf, scanLoop } from './scanner.js';
 import { Queue } from '../util/queue.js';
 
@@ -73,6 +80,12 @@ export interface WorkerOptions {
    * saturated web index: 0.95–0.97). 0: always busy; above 1: never.
    */
   readonly busyUtilization?: number;
+  /**
+   * How long stop() (and the database's close()) waits for running observers before abandoning
+   * them (see stop). An integer of ms from 0. Default 10 000: within a container's usual 30 s
+   * between SIGTERM and SIGKILL, and less than the default lock TTL.
+   */
+  readonly stopGraceMs?: number;
   /** Called for parked cells and observer errors (default: console.error). */
   readonly log?: (message: string, error?: unknown) => void;
 }
@@ -93,9 +106,21 @@ export interface WorkerMetrics {
   cleared: number;
   /** Scanner and runner loops started again after an unexpected error (a store or lock service unreachable). */
   restarts: number;
+  /** Rows whose observer runs a stop() abandoned after its grace period (they did not commit). */
+  abandoned: number;
   /** Per-observer run latency (ms): last and total, for status pages. */
   readonly observerMs: Record<string, { runs: number; totalMs: number; lastMs: number; commits?: number; conflicts?: number }>;
   readonly scanner: ScannerStats;
+}
+
+export interface StopOptions {
+  /** How long to wait for running observers before abandoning them (ms, an integer from 0). Default: the worker's stopGraceMs. */
+  readonly graceMs?: number;
+}
+
+export interface StopResult {
+  /** Rows whose observer runs were still going after the grace period: abandoned, not committed. */
+  readonly abandoned: number;
 }
 
 /** What a worker needs from its Percolator instance. */
@@ -129,6 +154,12 @@ const BUSY_SAMPLE_MS = 100;
 const BUSY_TAU_MS = 300;
 /** busyUtilization's default. */
 const BUSY_UTILIZATION = 0.85;
+
+/** stopGraceMs's default. */
+export const DEFAULT_STOP_GRACE_MS = 10_000;
+
+/** The longest delay a Node timer takes (2^31 − 1 ms): longer grace periods would fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /** The most runners (and scanners) a worker starts: far more than any store serves at once. */
 const MAX_THREADS = 4096;
@@ -168,6 +199,23 @@ interface FailureState {
 }
 
 const DEFERRED = { durability: 'deferred' } as const;
+
+/**
+ * One start() to stop() of a worker: its loops, the rows its runners are on, and the control of
+ * its observer runs. `stopped` ends its loops; nothing of it is reused by a later start.
+ */
+class Epoch {
+  readonly control = new RunControl();
+  readonly tasks: Promise<void>[] = [];
+  readonly inFlight = new Set<Job>();
+  stopped = false;
+}
+
+/** A grace period (ms) a timer can wait: an integer from 0 to MAX_TIMER_MS. */
+function checkGraceMs(name: string, value: number): void {
+  if (!(Number.isInteger(value) && value >= 0 && value <= MAX_TIMER_MS))
+    throw invalidOption(`${name} must be an integer of ms from 0 to ${MAX_TIMER_MS}, not ${value}`);
+}
 
 /** A scanner or runner loop stopped by an error starts again after this pause, doubled while errors go on… */
 const RESTART_MIN_PAUSE_MS = 50;
@@ -220,11 +268,15 @@ export class Worker {
   private readonly idleWaiters = new Set<() => void>();
   private readonly sleepers = new Set<() => void>();
   private readonly failuresOf = new Map<string, FailureState>();
-  private tasks: Promise<void>[] = [];
   private isRunning = false;
+  /** The present (or last) start's loops and runs; null before the first start. */
+  private epoch: Epoch | null = null;
+  private readonly stopGraceMs: number;
   /** A start in progress (start()), and whether a stop() came during it. */
   private starting: Promise<void> | null = null;
   private stopAsked = false;
+  /** A stop in progress: concurrent stop() calls share it, and a start() waits for it. */
+  private stopping: Promise<StopResult> | null = null;
   private active = 0;
   /** When a runner last took a job that was not a waiting row (Date.now()). */
   private lastStrongAt = 0;
@@ -246,6 +298,7 @@ export class Worker {
     parked: 0,
     cleared: 0,
     restarts: 0,
+    abandoned: 0,
     observerMs: {},
     scanner: { rowsScanned: 0, notificationsFound: 0, jumps: 0, emptyPasses: 0 },
   };
@@ -275,6 +328,8 @@ export class Worker {
       throw invalidOption(`busyUtilization must be a number from 0, not ${this.busyUtilization}`);
     }
     this.waitLockTtlMs = Math.max(this.rowLockTtlMs, 3 * this.weakDelayMs);
+    this.stopGraceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+    checkGraceMs('stopGraceMs', this.stopGraceMs);
     this.log = options.log ?? ((m, e) => console.error(`percolator worker: ${m}`, e ?? ''));
     this.hintOwner = `${host.owner}/${workerSeq++}/hint`;
   }
@@ -298,11 +353,13 @@ export class Worker {
 
   /**
    * Records the observed columns (so writers start notifying), then starts the scanners and runners. Concurrent calls share
-   * one start; a `stop()` (or the database's close) during it waits for it and leaves nothing running.
+   * one start; a `stop()` (or the database's close) during it waits for it and leaves nothing running. A start during a
+   * stop begins once the stop has ended.
    */
   start(): Promise<void> {
     if (this.isRunning) return Promise.resolve();
-    this.starting ??= this.begin().finally(() => {
+    const stopping = this.stopping;
+    this.starting ??= (stopping === null ? this.begin() : stopping.then(() => this.begin())).finally(() => {
       this.starting = null;
     });
     return this.starting;
@@ -313,24 +370,53 @@ export class Worker {
     for (const o of this.observers) await this.host.observed.register(o.table, o.column, o.name);
     if (this.stopAsked) return;
     this.isRunning = true;
-    const scannerHost = this.scannerHost();
+    const epoch = (this.epoch = new Epoch());
+    const scannerHost = this.scannerHost(epoch);
     // Each scanner is its own advisory-lock owner, so scanners of one process exclude each other too.
     // Owners start with the process's liveness id: a server's lock service takes the locks of a
     // process whose lease lapsed over by it (server.ts, ownerGoneIn).
     for (let i = 0; i < this.scannerCount; i++) {
       const owner = `${this.host.owner}/${workerSeq++}/${i}`;
-      this.tasks.push(this.guard(() => scanLoop(scannerHost, owner), 'scanner'));
+      epoch.tasks.push(this.guard(epoch, () => scanLoop(scannerHost, owner), 'scanner'));
     }
-    for (let i = 0; i < this.threads; i++) this.tasks.push(this.guard(() => this.runner(), 'runner'));
+    for (let i = 0; i < this.threads; i++) epoch.tasks.push(this.guard(epoch, () => this.runner(epoch), 'runner'));
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops dispatching at once and fires the observers' signal, then waits for the running observer
+   * runs for up to `graceMs` (default: the worker's stopGraceMs); those still going then are
+   * abandoned — they never commit, their notifications stay. Resolves with how many rows' runs it
+   * abandoned. A stop() during another shares it (and its grace period).
+   * Throws: INVALID_ARGUMENT for a graceMs that is not an integer from 0 to 2^31 − 1.
+   */
+  stop(options: StopOptions = {}): Promise<StopResult> {
+    const graceMs = options.graceMs ?? this.stopGraceMs;
+    try {
+      checkGraceMs('graceMs', graceMs);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    this.stopping ??= this.halt(graceMs).finally(() => {
+      this.stopping = null;
+    });
+    return this.stopping;
+  }
+
+  private async halt(graceMs: number): Promise<StopResult> {
     if (this.starting !== null) {
       this.stopAsked = true;
       await this.starting.catch(() => undefined);
     }
-    if (!this.isRunning) return;
+    const epoch = this.epoch;
+    if (!this.isRunning || epoch === null) return { abandoned: 0 };
     this.isRunning = false;
+    epoch.stopped = true;
+    // The grace period counts from here: a stop must end within it whatever hangs.
+    let graceTimer: ReturnType<typeof setTimeout> | undefined;
+    const graceOver = new Promise<false>((resolve) => {
+      graceTimer = setTimeout(() => resolve(false), graceMs);
+    });
+    epoch.control.requestStop();
     if (this.wakeTimer !== null) clearTimeout(this.wakeTimer);
     this.wakeTimer = null;
     for (const w of this.jobWaiters.splice(0)) w();
@@ -341,10 +427,38 @@ export class Worker {
     for (const w of this.waiting.drain()) if (w.held.waits === 'long' && w.held.job !== null) waited.push(w.held.job);
     for (const w of this.brief.drain()) if (w.held.waits === 'brief' && w.held.job !== null) waited.push(w.held.job);
     const dropped = [...this.queue.splice(0), ...this.hinted.drain().map((h) => h.job), ...waited];
-    for (const job of dropped) await this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner).catch(() => undefined);
     this.held.clear();
-    await Promise.all(this.tasks);
-    this.tasks = [];
+    const unlocks = (async () => {
+      for (const job of dropped) await this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner).catch(() => undefined);
+    })();
+    const ended = await Promise.race([Promise.all([unlocks, ...epoch.tasks]).then(() => true), graceOver]);
+    clearTimeout(graceTimer);
+    if (ended) return { abandoned: 0 };
+    return { abandoned: this.abandon(epoch, graceMs) };
+  }
+
+  /**
+   * The grace period is over: the runs still going are abandoned (none of them commits from now
+   * on) and their rows let go, so that another worker, or the next start, runs their
+   * notifications. Returns how many rows were abandoned.
+   */
+  private abandon(epoch: Epoch, graceMs: number): number {
+    epoch.control.abandon();
+    const rows = [...epoch.inFlight];
+    epoch.inFlight.clear();
+    // Its runners will not count themselves out (they end without touching the worker's state).
+    this.active -= rows.length;
+    this.metrics.abandoned += rows.length;
+    // Not waited for: a lock service out of reach must not hold the stop past its grace period
+    // (a lock not let go lapses at its TTL).
+    for (const job of rows) void this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner).catch(() => undefined);
+    const keys = rows.map((j) => `${j.table}/${Buffer.from(j.row).toString('hex')}`);
+    this.log(
+      rows.length > 0
+        ? `stop: ${rows.length} row(s) still running after ${graceMs} ms abandoned (${keys.slice(0, 10).join(', ')}${rows.length > 10 ? ', …' : ''}): they will not commit; their notifications stay`
+        : `stop: a scanner or runner still busy after ${graceMs} ms (no observer run) left behind`,
+    );
+    return rows.length;
   }
 
   /**
@@ -629,15 +743,15 @@ export class Worker {
    * left with fewer runners, or no scanner, for good. (The row a runner was on keeps its
    * notification — nothing cleared it — and its advisory lock was let go or lapses.)
    */
-  private async guard(loop: () => Promise<void>, what: string): Promise<void> {
+  private async guard(epoch: Epoch, loop: () => Promise<void>, what: string): Promise<void> {
     let pauseMs = RESTART_MIN_PAUSE_MS;
-    while (this.isRunning) {
+    while (!epoch.stopped) {
       const started = Date.now();
       try {
         await loop();
         return;
       } catch (e) {
-        if (!this.isRunning) return;
+        if (epoch.stopped) return;
         // A loop that ran well for a while before failing starts the pauses over.
         if (Date.now() - started > 2 * RESTART_MAX_PAUSE_MS) pauseMs = RESTART_MIN_PAUSE_MS;
         this.metrics.restarts++;
@@ -684,13 +798,14 @@ export class Worker {
     return `${table}/${Buffer.from(row).toString('hex')}/${column}`;
   }
 
-  private scannerHost(): ScannerHost {
+  private scannerHost(epoch: Epoch): ScannerHost {
     const tablesCache = { at: 0, tables: [] as string[] };
+    const live = () => !epoch.stopped;
     return {
       store: this.host.store,
       rowLockTtlMs: this.rowLockTtlMs,
       stats: this.metrics.scanner,
-      running: () => this.isRunning,
+      running: live,
       tables: async () => {
         if (Date.now() - tablesCache.at > 1000) {
           const all = await this.host.percolatorTables();
@@ -716,7 +831,7 @@ export class Worker {
         const lockKey = this.lockKey(job.table, job.row);
         const held = this.held.get(lockKey);
         if (
-          this.isRunning &&
+          live() &&
           held !== undefined &&
           job.cells !== undefined &&
           job.cells.every((c) => !c.strong) &&
@@ -728,7 +843,7 @@ export class Worker {
             // process may take the row in between; then it is theirs to run.
             await this.host.lockService.unlock(lockKey, job.lockOwner);
             const ok = await this.host.lockService.tryLock(lockKey, job.lockOwner, this.waitLockTtlMs);
-            if (!ok || !this.isRunning) {
+            if (!ok || !live()) {
               if (this.held.get(lockKey) === held) this.held.delete(lockKey);
               if (ok) await this.host.lockService.unlock(lockKey, job.lockOwner);
               return;
@@ -740,9 +855,9 @@ export class Worker {
             return;
           }
         }
-        while (this.isRunning && this.queue.length >= this.queueSize) await new Promise<void>((r) => this.spaceWaiters.push(r));
-        if (!this.isRunning) {
-          this.held.delete(lockKey);
+        while (live() && this.queue.length >= this.queueSize) await new Promise<void>((r) => this.spaceWaiters.push(r));
+        if (!live()) {
+          if (this.held.get(lockKey) === held) this.held.delete(lockKey);
           await this.host.lockService.unlock(lockKey, job.lockOwner);
           return;
         }
@@ -754,38 +869,56 @@ export class Worker {
     };
   }
 
-  private async runner(): Promise<void> {
-    while (this.isRunning) {
+  private async runner(epoch: Epoch): Promise<void> {
+    while (!epoch.stopped) {
       // Yield to timers and I/O between rows. With a store that answers in microtasks (memory:,
       // cached rows) runners fed by local hints would otherwise never leave the microtask queue:
       // timers (lock-wait backoff, conflict retries, the loaders' pacing) then fire seconds late.
       await new Promise<void>((r) => setImmediate(r));
-      if (!this.isRunning) break;
+      if (epoch.stopped) break;
       const job = this.nextJob();
       if (job === undefined) {
         await new Promise<void>((r) => this.jobWaiters.push(r));
         continue;
       }
       this.active++;
+      epoch.inFlight.add(job);
       const lockKey = this.lockKey(job.table, job.row);
       const entry = this.held.get(lockKey);
       if (entry !== undefined) entry.started = true;
+      let failure: { readonly error: unknown } | null = null;
       try {
-        await this.process(job);
-      } finally {
-        this.active--;
-        // Unreachable lock service: the lock lapses at its TTL; this runner goes on.
-        await this.host.lockService.unlock(lockKey, job.lockOwner).catch((e: unknown) => this.log(`unlock of a row failed`, e));
+        await this.process(job, epoch);
+      } catch (error) {
+        failure = { error };
+      }
+      if (epoch.control.abandoned) {
+        // stop() gave up on this row while it ran, let its lock go and counted it out: what the
+        // run did afterwards is only told (its transaction could not commit).
+        this.log(`a run abandoned by stop() ended on ${job.table}/${Buffer.from(job.row).toString('hex')}`, failure?.error);
+        return;
+      }
+      epoch.inFlight.delete(job);
+      this.active--;
+      // Unreachable lock service: the lock lapses at its TTL; this runner goes on.
+      await this.host.lockService.unlock(lockKey, job.lockOwner).catch((e: unknown) => this.log(`unlock of a row failed`, e));
+      // Stopped: `held` was cleared, and may be a later start's by now.
+      if (!epoch.stopped) {
         const held = this.held.get(lockKey);
         this.held.delete(lockKey);
         // A local commit notified this row while it ran (e.g. an observer of the row wrote a
         // column another observer of the row watches): run it again now.
         if (held !== undefined && held.again !== 'no') this.offer(job.table, job.row, held.again, held.briefMs);
       }
+      if (failure !== null) throw failure.error;
     }
   }
 
-  private async process(job: Job): Promise<void> {
+  /**
+   * Runs the observers of `job`'s notified cells, then clears what they covered. Once its worker
+   * stops, it starts no further observer; once the stop abandons it, it does nothing more at all.
+   */
+  private async process(job: Job, epoch: Epoch): Promise<void> {
     // Re-read the row's notifications now that we hold its lock: the scan may have been stale
     // (another runner may have processed and cleared them meanwhile).
     let fresh: Awaited<ReturnType<typeof this.host.store.readRow>>;
@@ -797,7 +930,7 @@ export class Worker {
       if (isStoreError(e, 'TABLE_NOT_FOUND') || isStoreError(e, 'EMPTY_ROW_KEY') || isStoreError(e, 'ROW_KEY_TOO_LARGE')) return;
       throw e;
     }
-    if (fresh === null) return;
+    if (fresh === null || epoch.stopped) return;
     // Every observed column notified now (not only those the scanner saw): newer notifications
     // are as good, and each cell's clearing bound (maxTs) comes from this read.
     const now = Date.now();
@@ -810,16 +943,24 @@ export class Worker {
       .sort((a, b) => this.registrationIndex(job.table, a.column) - this.registrationIndex(job.table, b.column));
     const clears: { column: string; maxTs: number }[] = [];
     for (const cell of cells) {
+      // Stopping: the cells not begun keep their notifications.
+      if (epoch.stopped) break;
       const key = this.cellKey(job.table, job.row, cell.column);
       let ok = true;
       let cleared = false;
       const observers = this.observersOf(job.table, cell.column);
       for (const obs of observers) {
+        if (epoch.stopped) {
+          ok = false;
+          break;
+        }
         const t0 = performance.now();
         try {
           // The cell's only observer may clear its notifications with its own commit.
           const clearUpTo = observers.length === 1 ? cell.maxTs : undefined;
-          const r = await runObserver(this.host, obs, job.table, job.row, cell.weak, { clearUpTo });
+          const r = await runObserver(this.host, obs, job.table, job.row, cell.weak, { clearUpTo, control: epoch.control });
+          // Abandoned meanwhile (its commit was in flight): the row is no longer this runner's.
+          if (epoch.control.abandoned) return;
           cleared = r.cleared;
           this.metrics.conflicts += r.conflicts - r.staleRetries;
           this.metrics.staleRetries += r.staleRetries;
@@ -837,8 +978,10 @@ export class Worker {
             m.totalMs += m.lastMs;
           } else this.metrics.skipped++;
         } catch (e) {
+          if (epoch.control.abandoned) throw e;
           ok = false;
-          this.fail(key, e);
+          // An observer that ended because the worker stops (it threw its signal's reason) did not fail.
+          if (!(epoch.stopped && e instanceof ObserverFailure && e.cause === epoch.control.stopping.reason)) this.fail(key, e);
           break;
         }
       }

@@ -639,9 +639,19 @@ export class Percolator {
     return this.env.owner;
   }
 
-  async close(): Promise<void> {
+  /**
+   * Stops this instance's workers — all at once, each waiting for its running observers for up to
+   * `graceMs` (default: each worker's stopGraceMs) before abandoning them (Worker.stop) — then
+   * releases what it opened. A stuck observer never keeps it from closing.
+   * Throws: INVALID_ARGUMENT for a graceMs that is not an integer from 0 to 2^31 − 1.
+   */
+  async close(options: { readonly graceMs?: number } = {}): Promise<void> {
     if (this.closed) return;
-    for (const w of this.workers) await w.stop();
+    const { graceMs } = options;
+    if (graceMs !== undefined && !(Number.isInteger(graceMs) && graceMs >= 0 && graceMs <= MAX_TIMER_MS)) {
+      throw new TxnError('INVALID_ARGUMENT', `graceMs must be an integer of ms from 0 to ${MAX_TIMER_MS}, not ${graceMs}`, { graceMs });
+    }
+    await Promise.all([...this.workers].map((w) => w.stop(graceMs === undefined ? {} : { graceMs })));
     this.closed = true;
     if (this.gcTimer !== null) clearInterval(this.gcTimer);
     await this.gcRunning;

@@ -6,6 +6,7 @@ import { cleanup } from './actions/cleanup.js';
 import { isTxnError } from './errors.js';
 import { encodeColumn } from './layout.js';
 import { isStoreError } from '../store/errors.js';
+import { openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import type { Oracle } from '../oracle/oracle.js';
 import { frozenWriter } from './frozen-writer.fixture.js';
@@ -825,6 +826,21 @@ describe('Percolator.open', () => {
       expect(await plain.get('t', long, 'c:x')).not.toBeNull();
     } finally {
       await plain.close();
+    }
+  });
+
+  it('two close() calls at once close once: the oracle another Percolator on the same store shares stays open', async () => {
+    const store = await openStore('memory:');
+    const a = await Percolator.open({ store });
+    const b = await Percolator.open({ store });
+    try {
+      await a.createTable('t');
+      await Promise.all([a.close(), a.close()]);
+      await b.transaction(async (tx) => tx.set('t', 'r', 'c:x', 'v'));
+      expect(str(await b.get('t', 'r', 'c:x'))).toBe('v');
+    } finally {
+      await b.close();
+      await store.close();
     }
   });
 });

@@ -105,6 +105,8 @@ export interface TransactionOptions {
 
 export class Percolator {
   private closed = false;
+  /** A close in progress (close()), shared by concurrent calls. */
+  private closing: Promise<void> | null = null;
 
   private readonly workers = new Set<Worker>();
   /** Observer transactions and the worker running them (run-observer hands it what their commits notified). */
@@ -651,6 +653,12 @@ export class Percolator {
     if (graceMs !== undefined && !(Number.isInteger(graceMs) && graceMs >= 0 && graceMs <= MAX_TIMER_MS)) {
       throw new TxnError('INVALID_ARGUMENT', `graceMs must be an integer of ms from 0 to ${MAX_TIMER_MS}, not ${graceMs}`, { graceMs });
     }
+    // Concurrent calls share one close: a second one must not close the store (or the oracle) again.
+    this.closing ??= this.shutDown(graceMs);
+    return this.closing;
+  }
+
+  private async shutDown(graceMs: number | undefined): Promise<void> {
     await Promise.all([...this.workers].map((w) => w.stop(graceMs === undefined ? {} : { graceMs })));
     this.closed = true;
     if (this.gcTimer !== null) clearInterval(this.gcTimer);

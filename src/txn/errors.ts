@@ -46,6 +46,12 @@ export type TxnErrorCode =
   /** `snapshot(ts)` asked for a timestamp below the GC watermark: its versions may be collected. */
   | 'SNAPSHOT_TOO_OLD'
   /**
+   * A version GC pass could not collect some rows; it collected the others (`details`: kind,
+   * failedRows, the first failed row's table and row, stopped — it gave up after too many — and
+   * result, what it did). The first row's error is the `cause`. The rows wait for a later pass.
+   */
+  | 'GC_INCOMPLETE'
+  /**
    * A row of the commit needs more mutations in one row mutation (to prewrite, commit or roll it
    * back) than the store allows (`details`: table, row, cells, limit and each step's count).
    * Found before anything is written; retrying cannot help — split the row's writes.

@@ -21,10 +21,12 @@ describe('recentVersions', () => {
     const done = new Set([85, 35, 25, 5]);
     const r = recentVersions(cells, 50, (ts) => done.has(ts));
     expect(r.versions).toBe(2);
-    const ranges = r.mutations.map((m) => {
-      const d = (m as { deleteFromColumn: { familyName: string; timeRange: { startTimestampMicros: number } } }).deleteFromColumn;
-      return `${d.familyName}@${d.timeRange.startTimestampMicros}`;
-    });
+    const ranges = r.deletions
+      .flatMap((g) => g.mutations)
+      .map((m) => {
+        const d = (m as { deleteFromColumn: { familyName: string; timeRange: { startTimestampMicros: number } } }).deleteFromColumn;
+        return `${d.familyName}@${d.timeRange.startTimestampMicros}`;
+      });
     expect(ranges).toEqual(['write@30', 'data@25', 'write@10', 'data@5']);
     expect(r.pending).toBe(true); // 90 is above the watermark: look again later
   });
@@ -150,6 +152,30 @@ describe.each(['embedded', 'remote-like'] as const)('Percolator.collectRecentGar
     // The row stayed dirty (newer versions were above the watermark): the next pass collects.
     expect((await db.collectRecentGarbage()).versionsRemoved).toBe(2);
     expect(await cells('a')).toBe(2);
+  });
+
+  it('a row that fails does not stop the pass: the others are collected, it stays dirty, and the pass reports it', async () => {
+    const rows = 100; // r0 is handed over first, with more than a pool's width of rows after it
+    for (let v = 0; v < 3; v++) {
+      await db.transaction(async (tx) => {
+        for (let i = 0; i < rows; i++) tx.set('t', `r${i}`, 'c:v', `${v}-${i}`.padEnd(300, '.'));
+      });
+    }
+    const real = store.mutateRow.bind(store);
+    const failing = vi.spyOn(store, 'mutateRow').mockImplementation(async (t, key, m, options) => {
+      if (Buffer.from(key).toString() === 'r0') throw new Error('disk on fire');
+      return real(t, key, m, options);
+    });
+    const e = await db.collectRecentGarbage().catch((error: unknown) => error);
+    failing.mockRestore();
+    expect(e).toMatchObject({
+      code: 'GC_INCOMPLETE',
+      details: { kind: 'recent', failedRows: 1, stopped: false, table: 't', row: new Uint8Array(Buffer.from('r0')) },
+    });
+    expect(((e as Error).cause as Error).message).toBe('disk on fire');
+    for (let i = 0; i < rows; i++) expect(await cells(`r${i}`), `r${i}`).toBe(i === 0 ? 6 : 2);
+    expect(await db.collectRecentGarbage()).toMatchObject({ versionsRemoved: 2, rowsRewritten: 1 });
+    expect(await cells('r0')).toBe(2);
   });
 
   it("leaves other processes' versions and incompletely committed transactions to the full pass", async () => {

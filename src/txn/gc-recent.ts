@@ -30,6 +30,7 @@ import { BoundedPool } from '../util/bounded-pool.js';
 import { FifoSet } from '../util/fifo-set.js';
 import { IntFifoSet } from '../util/int-fifo-set.js';
 import type { GcResult } from './gc.js';
+import { type DeletionGroup, GcFailures, chunkDeletions } from './gc-rows.js';
 import { DATA, WRITE, decodeWrite, exactColumn } from './layout.js';
 
 /** What the committer reports after a commit: the cells it wrote and whether every cell committed. */
@@ -166,16 +167,16 @@ export class RecentCommits {
 
 /**
  * One row's deletions (write cells in canonical order: per column, newest first): the versions
- * older than the one visible at `watermark` whose transactions `isDone`. `pending` says the row
- * holds versions that may become collectable once the watermark passes its newer ones.
+ * older than the one visible at `watermark` whose transactions `isDone`, one group per version
+ * (its write record, then its `data` cell: deleted together). `pending` says the row holds
+ * versions that may become collectable once the watermark passes its newer ones.
  */
 export function recentVersions(
   cells: readonly Cell[],
   watermark: number,
   isDone: (startTs: number) => boolean,
-): { mutations: Mutation[]; versions: number; pending: boolean } {
-  const mutations: Mutation[] = [];
-  let versions = 0;
+): { deletions: DeletionGroup[]; versions: number; pending: boolean } {
+  const deletions: DeletionGroup[] = [];
   let pending = false;
   let i = 0;
   while (i < cells.length) {
@@ -198,15 +199,15 @@ export function recentVersions(
       }
       if (!isDone(w.startTs)) continue;
       const at = (ts: number) => ({ startTimestampMicros: ts, endTimestampMicros: ts + 1 });
-      mutations.push({ deleteFromColumn: { familyName: WRITE, columnQualifier: q, timeRange: at(c.timestamp) } });
+      const mutations: Mutation[] = [{ deleteFromColumn: { familyName: WRITE, columnQualifier: q, timeRange: at(c.timestamp) } }];
       if (w.value.mode === 'data') mutations.push({ deleteFromColumn: { familyName: DATA, columnQualifier: q, timeRange: at(w.startTs) } });
-      versions++;
+      deletions.push({ mutations, versions: 1 });
     }
     // Older versions under a newer one the watermark has not passed yet: look again next pass.
     if (newerThanWatermark && j - i > 1) pending = true;
     i = j;
   }
-  return { mutations, versions, pending };
+  return { deletions, versions: deletions.length, pending };
 }
 
 const WIDTH = 32;
@@ -241,10 +242,12 @@ function writeCellsOf(qualifiers: ReadonlySet<string>): RowFilter {
  * Collects the dirty columns of `recent` at `watermark` (the oracle's GC watermark), reading
  * only those columns' write cells; at most about `maxCells` columns per call (the rest waits).
  * Deletions are deferred writes, up to 32 rows at once (a lost deletion only leaves a version the
- * next pass or a full pass collects).
+ * next pass or a full pass collects); a row's go in as many row mutations as the store's per-row
+ * limit needs, each version's record and `data` cell together (gc-rows.ts).
  * Returns: what it did (`locksResolved` is always 0: it never touches locks).
- * Throws: the first store error, after the rows in flight have settled; the columns of a failed
- * pass are marked dirty again.
+ * Throws: GC_INCOMPLETE when some rows failed (the first one's error as its `cause`), after the
+ * other rows were collected; the failed rows' columns are marked dirty again, and so are those of
+ * the rows a pass that gave up (too many failures) left.
  */
 export async function collectRecent(
   store: Store,
@@ -254,35 +257,42 @@ export async function collectRecent(
 ): Promise<GcResult> {
   const dirty = recent.take(maxCells);
   const sync = atomicRowsOf(store);
+  const limit = store.limits.maxMutationsPerRow;
   let versionsRemoved = 0;
   let rowsRewritten = 0;
+  const failures = new GcFailures();
   const pool = new BoundedPool(WIDTH);
   const again = (table: string, row: string, cols: ReadonlySet<string>): void => {
     for (const q of cols) recent.markDirty(table, row, q);
   };
   for (const [table, rows] of dirty) {
     for (const [key, cols] of rows) {
-      if (pool.failed) {
+      if (failures.stop()) {
         again(table, key, cols);
         continue;
       }
       await pool.add(async () => {
+        const row = Buffer.from(key, 'latin1');
         try {
-          const row = Buffer.from(key, 'latin1');
           const cells = await readWriteCells(store, sync, table, row, cols);
-          const { mutations, versions, pending } = recentVersions(cells, watermark, (ts) => recent.isDone(ts));
+          const { deletions, pending } = recentVersions(cells, watermark, (ts) => recent.isDone(ts));
           if (pending) again(table, key, cols);
-          if (mutations.length === 0) return;
-          await store.mutateRow(table, row, mutations, DEFERRED);
-          versionsRemoved += versions;
+          if (deletions.length === 0) return;
+          for (const chunk of chunkDeletions(deletions, limit)) {
+            await store.mutateRow(table, row, chunk.mutations, DEFERRED);
+            versionsRemoved += chunk.versions;
+          }
           rowsRewritten++;
         } catch (e) {
           again(table, key, cols);
-          throw e;
+          failures.add(table, row, e);
         }
       });
     }
   }
   await pool.drain();
-  return { watermark, effectiveWatermark: watermark, locksResolved: 0, versionsRemoved, rowsRewritten };
+  const result = { watermark, effectiveWatermark: watermark, locksResolved: 0, versionsRemoved, rowsRewritten };
+  const incomplete = failures.error('recent', result);
+  if (incomplete !== null) throw incomplete;
+  return result;
 }

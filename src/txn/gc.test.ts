@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { commitPrimary } from './actions/commit.js';
 import { prewrite } from './actions/prewrite.js';
+import { MAX_FAILED_ROWS } from './gc-rows.js';
 import { encodeColumn } from './layout.js';
 import { DEFAULT_GC_INTERVAL_MS, Percolator } from './percolator.js';
 
@@ -83,6 +84,80 @@ describe('collectGarbage', () => {
     });
     await expect(db.collectGarbage()).rejects.toThrow('disk on fire');
     failing.mockRestore();
+  });
+
+  describe('a row that fails does not stop the pass', () => {
+    async function manyRows(rows: number): Promise<void> {
+      for (let v = 0; v < 2; v++) {
+        await db.transaction(async (tx) => {
+          for (let i = 0; i < rows; i++) tx.set('t', `r${i}`, 'c:v', `${v}-${i}`.padEnd(300, '.'));
+        });
+      }
+    }
+    const versionsOf = async (row: string): Promise<number> =>
+      (await db.store.readRow('t', Buffer.from(row), { familyNameRegexFilter: 'write' }))?.cells.length ?? 0;
+
+    it('its deletion: the rows after it are collected, and the pass rejects with GC_INCOMPLETE naming it', async () => {
+      const rows = 200; // r150 comes in the middle of the scan (r0, r1, r10, r100…), with more than a pool's width after it
+      await manyRows(rows);
+      const real = db.store.mutateRow.bind(db.store);
+      const failing = vi.spyOn(db.store, 'mutateRow').mockImplementation(async (t, key, m, options) => {
+        if (Buffer.from(key).toString() === 'r150') throw new Error('disk on fire');
+        return real(t, key, m, options);
+      });
+      const e = await db.collectGarbage().catch((error: unknown) => error);
+      failing.mockRestore();
+      expect(e).toMatchObject({
+        code: 'GC_INCOMPLETE',
+        details: { kind: 'full', failedRows: 1, stopped: false, table: 't', row: new Uint8Array(Buffer.from('r150')) },
+      });
+      expect((e as Error).message).toContain('t/r150: disk on fire');
+      expect(((e as Error).cause as Error).message).toBe('disk on fire');
+      expect((e as { details: { result: unknown } }).details.result).toMatchObject({ versionsRemoved: rows - 1, rowsRewritten: rows - 1 });
+      for (let i = 0; i < rows; i++) expect(await versionsOf(`r${i}`), `r${i}`).toBe(i === 150 ? 2 : 1);
+      // Its versions wait for the next pass.
+      expect(await db.collectGarbage()).toMatchObject({ versionsRemoved: 1, rowsRewritten: 1 });
+      const s = await db.snapshot();
+      expect((await s.getString('t', 'r150', 'c:v'))?.startsWith('1-150.')).toBe(true);
+      s.release();
+    });
+
+    it('a lock it cannot resolve: the pass collects below that lock, as below a live one, and reports the row', async () => {
+      await writeVersions(2);
+      const s0 = await db.snapshot();
+      const lockTs = s0.startTs;
+      s0.release();
+      // A lock record no one can decode (CORRUPTED_RECORD at every resolution).
+      await db.store.mutateRow('t', Buffer.from('bad'), [
+        { setCell: { familyName: 'lock', columnQualifier: encodeColumn('c:v'), timestampMicros: lockTs, value: Buffer.from('garbage') } },
+      ]);
+      for (const v of ['late0', 'late1']) await db.transaction(async (tx) => tx.set('t', 'k', 'c:v', v));
+      const e = await db.collectGarbage().catch((error: unknown) => error);
+      expect(e).toMatchObject({ code: 'GC_INCOMPLETE', details: { failedRows: 1, table: 't', row: new Uint8Array(Buffer.from('bad')) } });
+      expect((e as Error).cause).toMatchObject({ code: 'CORRUPTED_RECORD' });
+      // The two versions below the lock: the newer is what a reader at its start ts would see.
+      expect((e as { details: { result: unknown } }).details.result).toMatchObject({ effectiveWatermark: lockTs, versionsRemoved: 1 });
+      expect(await writeRecords()).toBe(3);
+      const s = await db.snapshot();
+      expect(await s.getString('t', 'k', 'c:v')).toBe('late1');
+      s.release();
+    });
+
+    it('but it stops after MAX_FAILED_ROWS of them (a store refusing every write), and says so', async () => {
+      await manyRows(300);
+      let calls = 0;
+      const failing = vi.spyOn(db.store, 'mutateRow').mockImplementation(async () => {
+        calls++;
+        throw new Error('read-only');
+      });
+      const e = await db.collectGarbage().catch((error: unknown) => error);
+      failing.mockRestore();
+      expect(e).toMatchObject({ code: 'GC_INCOMPLETE', details: { stopped: true } });
+      const failed = (e as { details: { failedRows: number } }).details.failedRows;
+      expect(failed).toBeGreaterThanOrEqual(MAX_FAILED_ROWS);
+      expect(calls).toBe(failed);
+      expect(calls).toBeLessThan(300);
+    });
   });
 
   it('never collects a version a registered snapshot can still read', async () => {

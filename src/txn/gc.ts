@@ -15,12 +15,19 @@
  * Concurrency: safe alongside running transactions. New locks and commits all have timestamps
  * above W (transactions register their start ts before using it), so deleting the range below
  * the kept version never races with a writer.
+ *
+ * A row's deletions go in as many row mutations as the store's per-row limit needs, a column's
+ * record range and data range always together (gc-rows.ts). A row that fails — a lock it cannot
+ * resolve, a deletion the store refuses — does not end the pass: the others are collected, then
+ * the pass rejects with GC_INCOMPLETE. A lock that failed to resolve counts as one still held (it
+ * lowers the effective watermark to its start ts), so phase 2 keeps whatever it may need.
  */
 import type { Store } from '../store/store.js';
 import type { Cell, Mutation } from '../store/types.js';
 import { BoundedPool } from '../util/bounded-pool.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { ResolveContext } from './actions/types.js';
+import { type DeletionGroup, GcFailures, chunkDeletions } from './gc-rows.js';
 import { DATA, LOCK, WRITE, decodeWrite } from './layout.js';
 import { lockedCell } from './snapshot-read.js';
 
@@ -36,55 +43,88 @@ export async function collectGarbage(store: Store, tables: readonly string[], wa
   let effective = watermark;
   let locksResolved = 0;
   if (!(watermark > 0)) return { watermark, effectiveWatermark: watermark, locksResolved: 0, versionsRemoved: 0, rowsRewritten: 0 };
+  const failures = new GcFailures();
   // Phase 1: resolve old locks.
-  for (const table of tables) {
+  locks: for (const table of tables) {
     const old = store.readRows(table, {
       filter: { chain: [{ familyNameRegexFilter: LOCK }, { timestampRangeFilter: { endTimestampMicros: watermark } }] },
     });
     for await (const r of old) {
+      if (failures.stop()) break locks;
+      let failed: { readonly error: unknown } | null = null;
       for (const c of r.cells) {
-        const outcome = await resolveLock(store, lockedCell(table, r.key, c), ctx);
-        if (outcome === 'locked') effective = Math.min(effective, c.timestamp);
-        else locksResolved++;
+        try {
+          if ((await resolveLock(store, lockedCell(table, r.key, c), ctx)) !== 'locked') {
+            locksResolved++;
+            continue;
+          }
+        } catch (error) {
+          failed ??= { error };
+        }
+        effective = Math.min(effective, c.timestamp);
       }
+      if (failed !== null) failures.add(table, r.key, failed.error);
     }
+  }
+  // Phase 2 runs only after every lock below the watermark was seen: one left unseen would not
+  // have lowered the effective watermark.
+  if (failures.hasStopped) {
+    throw failures.error('full', {
+      watermark,
+      effectiveWatermark: effective,
+      locksResolved,
+      versionsRemoved: 0,
+      rowsRewritten: 0,
+    }) as Error;
   }
   // Phase 2: collect versions shadowed at the effective watermark. The deletions are deferred
   // (a crash that loses one only leaves versions the next pass collects; the store's log is
   // ordered, so no later durable write can survive without them) and up to PHASE2_WIDTH rows are
   // rewritten at once: a pass costs a few group commits instead of one fsync per row, which is
-  // what keeps hot rows short under a steady load.
+  // what keeps hot rows short under a steady load. A row's chunks go one after the other.
   let versionsRemoved = 0;
   let rowsRewritten = 0;
+  const limit = store.limits.maxMutationsPerRow;
   const pool = new BoundedPool(PHASE2_WIDTH);
-  for (const table of tables) {
-    const rows = store.readRows(table, { filter: { familyNameRegexFilter: WRITE } });
-    for await (const r of rows) {
-      if (pool.failed) break;
-      const mutations = shadowedVersions(r.cells, effective);
-      if (mutations.length === 0) continue;
-      await pool.add(async () => {
-        await store.mutateRow(
-          table,
-          r.key,
-          mutations.map((m) => m.mutation),
-          DEFERRED,
-        );
-        versionsRemoved += mutations.reduce((n, m) => n + m.versions, 0);
-        rowsRewritten++;
-      });
+  try {
+    rows: for (const table of tables) {
+      const rows = store.readRows(table, { filter: { familyNameRegexFilter: WRITE } });
+      for await (const r of rows) {
+        if (failures.stop()) break rows;
+        const deletions = shadowedVersions(r.cells, effective);
+        if (deletions.length === 0) continue;
+        await pool.add(async () => {
+          try {
+            for (const chunk of chunkDeletions(deletions, limit)) {
+              await store.mutateRow(table, r.key, chunk.mutations, DEFERRED);
+              versionsRemoved += chunk.versions;
+            }
+            rowsRewritten++;
+          } catch (e) {
+            failures.add(table, r.key, e);
+          }
+        });
+      }
     }
+  } finally {
+    // The row tasks catch their errors: this waits for them, before a scan's error goes up.
+    await pool.drain();
   }
-  await pool.drain();
-  return { watermark, effectiveWatermark: effective, locksResolved, versionsRemoved, rowsRewritten };
+  const result = { watermark, effectiveWatermark: effective, locksResolved, versionsRemoved, rowsRewritten };
+  const incomplete = failures.error('full', result);
+  if (incomplete !== null) throw incomplete;
+  return result;
 }
 
 const PHASE2_WIDTH = 32;
 const DEFERRED = { durability: 'deferred' } as const;
 
-/** The deletions for one row's write cells (canonical order: per column, newest first). */
-export function shadowedVersions(cells: readonly Cell[], watermark: number): { mutation: Mutation; versions: number }[] {
-  const out: { mutation: Mutation; versions: number }[] = [];
+/**
+ * The deletions for one row's write cells (canonical order: per column, newest first): per column
+ * with old versions, one group of its record range and its data range (deleted together).
+ */
+export function shadowedVersions(cells: readonly Cell[], watermark: number): DeletionGroup[] {
+  const out: DeletionGroup[] = [];
   let i = 0;
   while (i < cells.length) {
     const q = (cells[i] as Cell).qualifier;
@@ -103,23 +143,20 @@ export function shadowedVersions(cells: readonly Cell[], watermark: number): { m
     if (keep >= 0 && keep + 1 < j) {
       const kept = cells[keep] as Cell;
       const keptStart = decodeWrite(kept.value).startTs;
-      out.push({
-        mutation: {
+      const mutations: Mutation[] = [
+        {
           deleteFromColumn: {
             familyName: WRITE,
             columnQualifier: q,
             timeRange: { startTimestampMicros: 0, endTimestampMicros: kept.timestamp },
           },
         },
-        versions: j - keep - 1,
-      });
-      // Data cells of older versions all sit below the kept version's start ts.
-      out.push({
-        mutation: {
+        // Data cells of older versions all sit below the kept version's start ts.
+        {
           deleteFromColumn: { familyName: DATA, columnQualifier: q, timeRange: { startTimestampMicros: 0, endTimestampMicros: keptStart } },
         },
-        versions: 0,
-      });
+      ];
+      out.push({ mutations, versions: j - keep - 1 });
     }
     i = j;
   }

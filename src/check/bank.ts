@@ -463,8 +463,13 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     let snapshotsBlocked = 0;
     let snapshotsRefused = 0;
     /** A refusal of the squeezed store (fullDisk): expected, counted. */
-    const refusal = (e: unknown): boolean =>
-      fullDisk && (isStoreError(e, 'IO_ERROR') || isStoreError((e as { cause?: unknown } | null)?.cause, 'IO_ERROR'));
+    const refusal = (e: unknown): boolean => {
+      // The refusal may sit a few causes deep (GC_INCOMPLETE ← a lock resolution ← IO_ERROR).
+      for (let c = e, depth = 0; fullDisk && c !== null && c !== undefined && depth < 5; c = (c as { cause?: unknown }).cause, depth++) {
+        if (isStoreError(c, 'IO_ERROR')) return true;
+      }
+      return false;
+    };
     /** Every account in one snapshot: one scan (locks met are resolved by the snapshot read). */
     const readAll = async (): Promise<Record<string, Version>> => {
       const snap = await theDb.snapshot();

@@ -56,7 +56,7 @@ it.each([
 ])('worker: an observers module that %s is one line, INVALID_OBSERVERS_MODULE', (_what, source, message) => {
   const file = join(dir, `bad${['throws when loaded', 'is not JavaScript', 'throws in register'].indexOf(_what)}.mjs`);
   writeFileSync(file, source);
-  const r = run('worker', '--observers', file, '--store', `file:${join(dir, 'store')}`);
+  const r = run('worker', '--observers', file, '--store', 'memory:');
   expect(r.code).toBe(1);
   const lines = r.stderr.trimEnd().split('\n');
   expect(lines).toHaveLength(1);
@@ -67,7 +67,7 @@ it.each([
 it('worker: an observer name used twice is a typed one-line error', () => {
   const file = join(dir, 'twice.mjs');
   writeFileSync(file, 'export default (w) => { const f = async () => {}; w.observe("a:b", "n", f); w.observe("a:c", "n", f); };\n');
-  const r = run('worker', '--observers', file, '--store', `file:${join(dir, 'store2')}`);
+  const r = run('worker', '--observers', file, '--store', 'memory:');
   expect(r.code).toBe(1);
   expect(r.stderr).toBe('percolator: INVALID_ARGUMENT: an observer named n is already registered\n');
 });

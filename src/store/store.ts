@@ -168,14 +168,18 @@ export interface StoreOptions {
   readonly nowMicros?: () => number;
 }
 
+/** Cloud Bigtable's limits by default (its quotas page: row keys 4 KB, column qualifiers 16 KB). */
 export interface StoreLimits {
   readonly maxRowKeyBytes: number;
+  /** A longer qualifier in a mutation or a read-modify-write rule is INVALID_MUTATION. */
+  readonly maxQualifierBytes: number;
   readonly maxValueBytes: number;
   readonly maxMutationsPerRow: number;
 }
 
 export const DEFAULT_LIMITS: StoreLimits = {
   maxRowKeyBytes: 4 * 1024,
+  maxQualifierBytes: 16 * 1024,
   maxValueBytes: 10 * 1024 * 1024,
   maxMutationsPerRow: 100_000,
 };

@@ -2,13 +2,14 @@
  * `percolator get` as a real process (compiled JS under dist/; `npm test` builds first): the
  * latest committed value of a cell, a cell left behind by a writer that died after its commit
  * point (rolled forward), an absent cell (exit 1), and bad input (a typed error, exit 1); and, for
- * every reading command, a directory holding no store (a typed error, no database left there);
+ * every command that reads or processes an existing store (get, scan, wait, search, worker), a
+ * directory holding no store, or a missing one (a typed error, no database left there);
  * and `serve` over a directory of other files (a typed error, no database left among them).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { frozenWriter } from '../src/txn/frozen-writer.fixture.js';
@@ -75,15 +76,21 @@ it('bad input is a typed one-line error and exit 1', () => {
 
 it('a directory without a store is a typed error for every reading command, and gets no database', () => {
   const empty = mkdtempSync(join(tmpdir(), 'percolator-cli-empty-'));
+  const observers = join(mkdtempSync(join(tmpdir(), 'percolator-cli-observers-')), 'observers.mjs');
+  writeFileSync(observers, 'export default (w) => { w.observe("c:v", "n", async () => {}); };\n');
   try {
-    for (const args of [
-      ['get', 't', 'row', 'c:v', '--store', `file:${empty}`],
-      ['scan', 't', '--store', `file:${empty}`],
-      ['wait', '--store', `file:${empty}`, '--timeout', '5'],
-    ]) {
-      const r = spawnSync(process.execPath, [mainJs, ...args], { encoding: 'utf8', timeout: 30_000 });
-      expect(r.status, args.join(' ')).toBe(1);
-      expect(r.stderr).toBe(`percolator: NOT_A_STORE: no store at ${empty} (nothing was created)\n`);
+    for (const store of [empty, join(empty, 'typo')]) {
+      for (const args of [
+        ['get', 't', 'row', 'c:v', '--store', `file:${store}`],
+        ['scan', 't', '--store', `file:${store}`],
+        ['wait', '--store', `file:${store}`, '--timeout', '5'],
+        // A worker processes what others wrote: over a mistyped directory it polled a new, empty store forever.
+        ['worker', '--observers', observers, '--store', `file:${store}`],
+      ]) {
+        const r = spawnSync(process.execPath, [mainJs, ...args], { encoding: 'utf8', timeout: 30_000 });
+        expect(r.status, args.join(' ')).toBe(1);
+        expect(r.stderr).toBe(`percolator: NOT_A_STORE: no store at ${store} (nothing was created)\n`);
+      }
     }
     const s = spawnSync(process.execPath, [mainJs, 'search', 'x', '--data', empty], { encoding: 'utf8', timeout: 30_000 });
     expect(s.status).toBe(1);
@@ -91,6 +98,7 @@ it('a directory without a store is a typed error for every reading command, and 
     expect(readdirSync(empty)).toEqual([]);
   } finally {
     rmSync(empty, { recursive: true, force: true });
+    rmSync(dirname(observers), { recursive: true, force: true });
   }
 });
 

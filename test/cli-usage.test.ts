@@ -1,13 +1,16 @@
 /**
  * Bad option values on the command line (compiled JS under dist/; `npm test` builds first): each
- * is one line on stderr with the stable code INVALID_ARGUMENT and exit 1, not a stack trace.
+ * is one line on stderr with the stable code INVALID_ARGUMENT and exit 1, not a stack trace. So
+ * are a bad observers module (INVALID_OBSERVERS_MODULE), a port `serve` cannot bind
+ * (LISTEN_FAILED) and an output that cannot be written (IO_ERROR).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { type AddressInfo, type Server, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 
@@ -56,7 +59,7 @@ it.each([
 ])('worker: an observers module that %s is one line, INVALID_OBSERVERS_MODULE', (_what, source, message) => {
   const file = join(dir, `bad${['throws when loaded', 'is not JavaScript', 'throws in register'].indexOf(_what)}.mjs`);
   writeFileSync(file, source);
-  const r = run('worker', '--observers', file, '--store', `file:${join(dir, 'store')}`);
+  const r = run('worker', '--observers', file, '--store', 'memory:');
   expect(r.code).toBe(1);
   const lines = r.stderr.trimEnd().split('\n');
   expect(lines).toHaveLength(1);
@@ -67,9 +70,35 @@ it.each([
 it('worker: an observer name used twice is a typed one-line error', () => {
   const file = join(dir, 'twice.mjs');
   writeFileSync(file, 'export default (w) => { const f = async () => {}; w.observe("a:b", "n", f); w.observe("a:c", "n", f); };\n');
-  const r = run('worker', '--observers', file, '--store', `file:${join(dir, 'store2')}`);
+  const r = run('worker', '--observers', file, '--store', 'memory:');
   expect(r.code).toBe(1);
   expect(r.stderr).toBe('percolator: INVALID_ARGUMENT: an observer named n is already registered\n');
+});
+
+describe('serve on a port in use', () => {
+  let holder: Server;
+  let port: number;
+  beforeAll(async () => {
+    holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    port = (holder.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+
+  // Another port of the three would fail too if it happened to be in use: each is off but the one under test.
+  it.each([
+    ['gRPC', (p: number) => ['--port', String(p), '--http-port', 'off', '--oracle-port', 'off']],
+    ['oracle', (p: number) => ['--port', '0', '--http-port', 'off', '--oracle-port', String(p)]],
+    ['HTTP', (p: number) => ['--port', '0', '--http-port', String(p), '--oracle-port', 'off']],
+  ])('fails as one line, LISTEN_FAILED, when its %s port is taken: no log line of grpc-js before it', (role, ports) => {
+    const r = run('serve', '--store', 'memory:', ...ports(port));
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    const lines = r.stderr.trimEnd().split('\n');
+    expect(lines).toEqual([
+      expect.stringMatching(new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(${role}\\): .*EADDRINUSE`)),
+    ]);
+  });
 });
 
 it.skipIf(!existsSync('/dev/full'))('an output that cannot be written (a full disk) is a one-line IO_ERROR', () => {

@@ -504,6 +504,52 @@ describe('the wire protocol, seen raw', () => {
     expect(missing.err?.code).toBe(grpc.status.NOT_FOUND);
   });
 
+  it("refuses a qualifier over 16 KiB and a row key over 4 KiB (Cloud Bigtable's limits) with INVALID_ARGUMENT", async () => {
+    const set = (q: Buffer) => ({ setCell: { familyName: 'a', columnQualifier: q, timestampMicros: '1000', value: Buffer.from('v') } });
+    const q16k = Buffer.alloc(16 * 1024, 0x71);
+    const over = Buffer.alloc(16 * 1024 + 1, 0x71);
+    const ok = await raw.call(DATA_SERVICE, 'MutateRow', { tableName: T('rawt'), rowKey: Buffer.from('lq'), mutations: [set(q16k)] });
+    expect(ok.err).toBeNull();
+    for (const [method, request] of [
+      ['MutateRow', { rowKey: Buffer.from('lq'), mutations: [{ deleteFromRow: {} }, set(over)] }],
+      ['MutateRow', { rowKey: Buffer.from('lq'), mutations: [{ deleteFromColumn: { familyName: 'a', columnQualifier: over } }] }],
+      ['CheckAndMutateRow', { rowKey: Buffer.from('lq'), trueMutations: [{ deleteFromRow: {} }, set(over)] }],
+      [
+        'ReadModifyWriteRow',
+        { rowKey: Buffer.from('lq'), rules: [{ familyName: 'a', columnQualifier: over, appendValue: Buffer.from('x') }] },
+      ],
+    ] as const) {
+      const r = await raw.call(DATA_SERVICE, method, { tableName: T('rawt'), ...request });
+      expect(r.err?.code, method).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(r.err?.metadata.get('percolator-error-code')).toEqual(['INVALID_MUTATION']);
+      expect(r.err?.details).toMatch(/16385 bytes exceeds the limit of 16384/);
+    }
+    const longKey = Buffer.alloc(4097, 0x6b);
+    for (const [method, request] of [
+      ['MutateRow', { mutations: [set(Buffer.from('q'))] }],
+      ['CheckAndMutateRow', { falseMutations: [set(Buffer.from('q'))] }],
+      ['ReadModifyWriteRow', { rules: [{ familyName: 'a', columnQualifier: Buffer.from('q'), appendValue: Buffer.from('x') }] }],
+    ] as const) {
+      const r = await raw.call(DATA_SERVICE, method, { tableName: T('rawt'), rowKey: longKey, ...request });
+      expect(r.err?.code, method).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(r.err?.metadata.get('percolator-error-code')).toEqual(['ROW_KEY_TOO_LARGE']);
+    }
+    const rows = await raw.call(DATA_SERVICE, 'MutateRows', {
+      tableName: T('rawt'),
+      entries: [
+        { rowKey: Buffer.from('lq'), mutations: [set(over)] },
+        { rowKey: longKey, mutations: [set(Buffer.from('q'))] },
+      ],
+    });
+    expect(rows.err).toBeNull();
+    expect(rows.messages.flatMap((m) => m.entries).map((e) => e.status?.code ?? 0)).toEqual([
+      grpc.status.INVALID_ARGUMENT,
+      grpc.status.INVALID_ARGUMENT,
+    ]);
+    const row = await inner.readRow('rawt', Buffer.from('lq'));
+    expect(row?.cells.map((c) => c.qualifier.length)).toEqual([16 * 1024]);
+  });
+
   it('answers MutateRows with one status per entry, in order, with ErrorInfo details', async () => {
     const r = await raw.call(DATA_SERVICE, 'MutateRows', {
       tableName: T('rawt'),

@@ -117,6 +117,23 @@ function grpcAddress(host: string, port: number): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
+/**
+ * A port that cannot be bound (in use, not ours to take, no such address), whichever of the three:
+ * LISTEN_FAILED naming the address, the port's role and the system's reason (the first cause in
+ * the chain: the oracle wraps it in ORACLE_UNAVAILABLE, HTTP gives it bare).
+ */
+function listenFailed(role: 'gRPC' | 'oracle' | 'HTTP', host: string, port: number, e: unknown): Error {
+  const reason = e instanceof Error && e.cause instanceof Error ? e.cause : e;
+  const message = reason instanceof Error ? reason.message : String(reason);
+  return Object.assign(new Error(`cannot listen on ${grpcAddress(host, port)} (${role}): ${message}`), {
+    code: 'LISTEN_FAILED',
+    host,
+    port,
+    role,
+    cause: e,
+  });
+}
+
 /** Per-second rates from counters sampled once a second. */
 class Rates {
   private last = new Map<string, { value: number; at: number }>();
@@ -226,16 +243,15 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
         err ? reject(err) : resolve(p),
       );
     }).catch((e: unknown) => {
-      throw Object.assign(new Error(`cannot listen on ${grpcAddress(host, port)} (gRPC): ${(e as Error).message}`), {
-        code: 'LISTEN_FAILED',
-        cause: e,
-      });
+      throw listenFailed('gRPC', host, port, e);
     });
 
     // --- oracle -----------------------------------------------------------------------------
     const oraclePort = options.oraclePort === undefined ? (port === 0 ? 0 : port + 2) : options.oraclePort;
     if (oraclePort !== null) {
-      oracle = await startOracleServer({ host, port: oraclePort, markStore: new StoreMarkStore(store) });
+      oracle = await startOracleServer({ host, port: oraclePort, markStore: new StoreMarkStore(store) }).catch((e: unknown) => {
+        throw listenFailed('oracle', host, oraclePort, e);
+      });
     }
 
     const writeFailure = (): StoreError | null => atomicRowsOf(store)?.writeFailure() ?? null;
@@ -294,6 +310,8 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
         log,
         ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
         extraRoutes: [dashboard.route, ...(options.httpExtraRoutes ?? [])],
+      }).catch((e: unknown) => {
+        throw listenFailed('HTTP', host, httpPort, e);
       });
     }
 

@@ -53,7 +53,16 @@ import type {
   TableSpec,
   WriteOptions,
 } from './types.js';
-import { validateFamilyName, validateMutations, validateRowKey, validateRules, validateTableName } from './validate.js';
+import {
+  validateCheckAndMutateRequest,
+  validateDropRowRange,
+  validateFamilyName,
+  validateMutations,
+  validateReadRowsOptions,
+  validateRowKey,
+  validateRules,
+  validateTableName,
+} from './validate.js';
 
 const EMPTY_CELLS: readonly Cell[] = Object.freeze([]);
 /** The engine's data keys (key-layout.ts): every row of every table, not the catalog. */
@@ -769,17 +778,7 @@ export class EngineStore implements AtomicRowsStore {
   async dropRowRange(name: string, request: DropRowRangeRequest): Promise<void> {
     await this.admin(async () => {
       const t = this.table(name);
-      let prefixKey: Uint8Array | null = null;
-      if ('rowKeyPrefix' in request) {
-        if (!(request.rowKeyPrefix instanceof Uint8Array) || request.rowKeyPrefix.byteLength === 0) {
-          throw new StoreError('INVALID_ARGUMENT', 'dropRowRange needs a non-empty rowKeyPrefix or deleteAllDataFromTable', {
-            table: name,
-          });
-        }
-        prefixKey = request.rowKeyPrefix;
-      } else if (!('deleteAllDataFromTable' in request) || request.deleteAllDataFromTable !== true) {
-        throw new StoreError('INVALID_ARGUMENT', 'dropRowRange needs rowKeyPrefix or deleteAllDataFromTable', { table: name });
-      }
+      const prefixKey = validateDropRowRange(request, name);
       await this.exclusive(t, async () => {
         for (const gid of new Set(Object.values(t.groups))) {
           const gp = t.prefix(gid);
@@ -866,6 +865,7 @@ export class EngineStore implements AtomicRowsStore {
   readRows(table: string, options: ReadRowsOptions = {}): AsyncIterable<Row> {
     // Validate eagerly so bad input fails at the call, not at the first iteration.
     const t = this.table(table);
+    validateReadRowsOptions(options, table);
     const f = this.compile(options.filter);
     const plan = planRowSet(options.rows, table);
     const limit = options.rowsLimit ?? 0;
@@ -1015,6 +1015,8 @@ export class EngineStore implements AtomicRowsStore {
     return Promise.all(
       entries.map(async (e, index): Promise<MutateRowsResult> => {
         try {
+          // As bigtable:// answers it: that entry fails, the others go on.
+          if (e === null || typeof e !== 'object') throw new StoreError('INVALID_MUTATION', 'an entry must be an object', { table, index });
           await this.mutateRow(table, e.key, e.mutations, options);
           return { index };
         } catch (err) {
@@ -1028,6 +1030,7 @@ export class EngineStore implements AtomicRowsStore {
   async checkAndMutateRow(table: string, key: Bytes, request: CheckAndMutateRequest): Promise<boolean> {
     const spec = this.table(table).spec;
     validateRowKey(key, this.limits, table);
+    validateCheckAndMutateRequest(request, table, key);
     const trueM = request.trueMutations ?? [];
     const falseM = request.falseMutations ?? [];
     validateMutations(trueM, spec, table, key, this.limits, true);

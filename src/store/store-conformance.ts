@@ -25,6 +25,8 @@ import { collectRows, type Store, type StoreOptions } from './store.js';
 import type {
   Bytes,
   Cell,
+  CheckAndMutateRequest,
+  DropRowRangeRequest,
   GcRule,
   MutateRowsEntry,
   Mutation,
@@ -32,6 +34,8 @@ import type {
   ReadRowsOptions,
   Row,
   RowFilter,
+  RowRange,
+  RowSet,
   TableSpec,
   TimestampRange,
 } from './types.js';
@@ -1645,7 +1649,7 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         expect(byKey(await scan(s, t))).toEqual({ ok: ['f:q@1000=v'] });
       });
 
-      it('ROW_KEY_TOO_LARGE above 4096 bytes by default', async () => {
+      it('ROW_KEY_TOO_LARGE above 4096 bytes by default, whatever writes or reads the row', async () => {
         const t = await mkTable('bigkey', { f: null });
         const k4096 = new Uint8Array(4096).fill(0x6b);
         const k4097 = new Uint8Array(4097).fill(0x6b);
@@ -1654,8 +1658,92 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         expect(row?.key.length).toBe(4096);
         await expectError(() => s.mutateRow(t, k4097, [setCell('f', 'q', 1000, 'v')]), 'ROW_KEY_TOO_LARGE');
         await expectError(() => s.readModifyWriteRow(t, k4097, [append('f', 'q', 'v')]), 'ROW_KEY_TOO_LARGE');
+        await expectError(() => s.checkAndMutateRow(t, k4097, { falseMutations: [setCell('f', 'q', 1000, 'v')] }), 'ROW_KEY_TOO_LARGE');
+        const results = await s.mutateRows(t, [{ key: k4097, mutations: [setCell('f', 'q', 1000, 'v')] }]);
+        expect(results.map((r) => r.error?.code ?? 'OK')).toEqual(['ROW_KEY_TOO_LARGE']);
+        await expectError(() => s.readRow(t, k4097), 'ROW_KEY_TOO_LARGE');
+        // A longer key names no row, as the empty key does: a row set may hold one and read nothing for it.
+        expect(await scan(s, t, { rows: { rowKeys: [k4097] } })).toEqual([]);
         const rows = await scan(s, t);
         expect(rows.map((r) => r.key.length)).toEqual([4096]);
+      });
+
+      it('column qualifiers up to 16 KiB (Cloud Bigtable: 16 384 bytes); a longer one is INVALID_MUTATION, whatever writes it', async () => {
+        const t = await mkTable('bigqualifier', { f: null });
+        const q16k = new Uint8Array(16 * 1024).fill(0x71);
+        const over = new Uint8Array(16 * 1024 + 1).fill(0x71);
+        await s.mutateRow(t, b('r'), [setCell('f', q16k, 1000, 'v')]);
+        expect((await s.readRow(t, b('r')))?.cells.map((c) => c.qualifier.length)).toEqual([16 * 1024]);
+        const e = await expectError(() => s.mutateRow(t, b('r'), [delRow, setCell('f', over, 2000, 'v')]), 'INVALID_MUTATION');
+        expect(e.message).toMatch(/16385 bytes exceeds the limit of 16384/);
+        expect(e.details).toMatchObject({ family: 'f', size: 16385, limit: 16384 });
+        await expectError(() => s.mutateRow(t, b('r'), [delRow, delColumn('f', over)]), 'INVALID_MUTATION');
+        await expectError(
+          () => s.checkAndMutateRow(t, b('r'), { trueMutations: [delRow, setCell('f', over, 2000, 'v')] }),
+          'INVALID_MUTATION',
+        );
+        await expectError(() => s.readModifyWriteRow(t, b('r'), [append('f', over, 'v')]), 'INVALID_MUTATION');
+        const results = await s.mutateRows(t, [
+          { key: b('r'), mutations: [delRow, setCell('f', over, 2000, 'v')] },
+          { key: b('ok'), mutations: [setCell('f', 'q', 1000, 'v')] },
+        ]);
+        expect(results.map((r) => r.error?.code ?? 'OK')).toEqual(['INVALID_MUTATION', 'OK']);
+        expect((await s.readRow(t, b('r')))?.cells.map((c) => c.qualifier.length)).toEqual([16 * 1024]);
+      });
+
+      it('input of the wrong runtime type, or ambiguous, is a typed error and writes nothing', async () => {
+        const t = await mkTable('badtypes', { f: null });
+        await s.mutateRow(t, b('a'), [setCell('f', 'q', 1000, 'v')]);
+        await s.mutateRow(t, b('z'), [setCell('f', 'q', 1000, 'v')]);
+        const any = <T>(x: unknown): T => x as T;
+        // Bytes given as strings: a string bound used to read as an absent one (the whole table).
+        for (const rows of [
+          { rowRanges: [{ startKeyClosed: any<Bytes>('m') }] },
+          { rowRanges: [{ endKeyOpen: any<Bytes>('b') }] },
+          { rowRanges: [any<RowRange>(null)] },
+          { rowKeys: [any<Bytes>('a')] },
+          { rowKeys: any<Bytes[]>('a') },
+          any<RowSet>(5),
+        ]) {
+          await expectError(() => scan(s, t, { rows }), 'INVALID_ARGUMENT');
+        }
+        await expectError(() => scan(s, t, { reversed: any<boolean>('yes') }), 'INVALID_ARGUMENT');
+        await expectError(() => scan(s, t, any<ReadRowsOptions>(5)), 'INVALID_ARGUMENT');
+        // A mutation of two kinds: the first one checked used to win, and the other was dropped.
+        const both = any<Mutation>({
+          setCell: { familyName: 'f', columnQualifier: b('q'), timestampMicros: 2000, value: b('w') },
+          deleteFromRow: {},
+        });
+        const e = await expectError(() => s.mutateRow(t, b('a'), [both]), 'INVALID_MUTATION');
+        expect(e.details).toMatchObject({ kinds: ['setCell', 'deleteFromRow'] });
+        await expectError(() => s.mutateRow(t, b('a'), [any<Mutation>({ setCell: null })]), 'INVALID_MUTATION');
+        await expectError(() => s.mutateRow(t, b('a'), [any<Mutation>({ deleteFromFamily: undefined })]), 'INVALID_MUTATION');
+        await expectError(() => s.mutateRow(t, b('a'), [delColumn('f', 'q', any<TimestampRange>(null))]), 'INVALID_RANGE');
+        await expectError(
+          () =>
+            s.mutateRow(t, b('a'), [
+              any<Mutation>({ setCell: { familyName: 7, columnQualifier: b('q'), timestampMicros: 2000, value: b('w') } }),
+            ]),
+          'INVALID_MUTATION',
+        );
+        await expectError(
+          () =>
+            s.readModifyWriteRow(t, b('a'), [
+              any<ReadModifyWriteRule>({ familyName: 'f', columnQualifier: b('n'), appendValue: b('x'), incrementAmount: 1n }),
+            ]),
+          'INVALID_MUTATION',
+        );
+        await expectError(() => s.readModifyWriteRow(t, b('a'), [any<ReadModifyWriteRule>(null)]), 'INVALID_MUTATION');
+        await expectError(() => s.checkAndMutateRow(t, b('a'), any<CheckAndMutateRequest>(null)), 'INVALID_ARGUMENT');
+        const results = await s.mutateRows(t, [any<MutateRowsEntry>(null), { key: b('ok'), mutations: [setCell('f', 'q', 1000, 'v')] }]);
+        expect(results.map((r) => r.error?.code ?? 'OK')).toEqual(['INVALID_MUTATION', 'OK']);
+        // One of them drops every row: which one was meant is anyone's guess.
+        await expectError(
+          () => s.dropRowRange(t, any<DropRowRangeRequest>({ rowKeyPrefix: b('a'), deleteAllDataFromTable: true })),
+          'INVALID_ARGUMENT',
+        );
+        await expectError(() => s.dropRowRange(t, any<DropRowRangeRequest>(null)), 'INVALID_ARGUMENT');
+        expect(byKey(await scan(s, t))).toEqual({ a: ['f:q@1000=v'], ok: ['f:q@1000=v'], z: ['f:q@1000=v'] });
       });
 
       it('configured limits: ROW_KEY_TOO_LARGE, VALUE_TOO_LARGE, TOO_MANY_MUTATIONS', async () => {

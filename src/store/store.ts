@@ -174,9 +174,11 @@ export interface StoreOptions {
   readonly nowMicros?: () => number;
 }
 
-/** Per-call limits; the defaults are Cloud Bigtable's. */
+/** Per-call limits; the defaults are Cloud Bigtable's (its quotas page: row keys 4 KB, column qualifiers 16 KB). */
 export interface StoreLimits {
   readonly maxRowKeyBytes: number;
+  /** A longer qualifier in a mutation or a read-modify-write rule is INVALID_MUTATION. */
+  readonly maxQualifierBytes: number;
   /** One cell's value (a SetCell's, or what an append makes). */
   readonly maxValueBytes: number;
   /** One row mutation (MutateRow, a MutateRows entry, each branch of a CheckAndMutateRow). */
@@ -185,6 +187,7 @@ export interface StoreLimits {
 
 export const DEFAULT_LIMITS: StoreLimits = {
   maxRowKeyBytes: 4 * 1024,
+  maxQualifierBytes: 16 * 1024,
   maxValueBytes: 10 * 1024 * 1024,
   maxMutationsPerRow: 100_000,
 };

@@ -1,11 +1,27 @@
 /**
  * Input validation, done before any latch is taken or byte written, so bad input never leaves a
  * partial write. Every failure is a StoreError with a stable code and the evidence.
+ *
+ * JavaScript callers can pass anything, so what the types promise is checked at run time, with
+ * cheap type tests: bytes are Uint8Arrays (a string bound would otherwise read as "unbounded"),
+ * a mutation is exactly one of its four kinds and a read-modify-write rule exactly one of its two
+ * (a key present counts, even set to undefined: the backends dispatch on `in`). Wrong types in read arguments
+ * are INVALID_ARGUMENT; in mutations INVALID_MUTATION. Sizes follow Cloud Bigtable's limits:
+ * row keys up to 4 KiB, qualifiers up to 16 KiB (`StoreLimits`).
  */
 import { compareBytes } from './bytes.js';
 import { StoreError, keyHex } from './errors.js';
 import type { StoreLimits } from './store.js';
-import type { Mutation, ReadModifyWriteRule, RowRange, TableSpec, TimestampRange } from './types.js';
+import type {
+  CheckAndMutateRequest,
+  DropRowRangeRequest,
+  Mutation,
+  ReadModifyWriteRule,
+  ReadRowsOptions,
+  RowRange,
+  TableSpec,
+  TimestampRange,
+} from './types.js';
 
 const TABLE_NAME = /^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}$/;
 const FAMILY_NAME = /^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,63}$/;
@@ -55,6 +71,9 @@ type LazyContext = () => Context;
 export function validateTimeRange(range: TimestampRange | undefined, evidence: Context | LazyContext): void {
   if (range === undefined) return;
   const context = (): Context => (typeof evidence === 'function' ? evidence() : evidence);
+  if (range === null || typeof range !== 'object') {
+    throw new StoreError('INVALID_RANGE', `a timestamp range must be an object, not ${describe(range)}`, context());
+  }
   const start = range.startTimestampMicros ?? 0;
   const end = range.endTimestampMicros ?? 0;
   if (!isTimestamp(start) || !isTimestamp(end)) {
@@ -69,10 +88,19 @@ export function validateTimeRange(range: TimestampRange | undefined, evidence: C
   }
 }
 
+/** What a value is, for messages: `null`, `string`, `Object`, `Array`… */
+function describe(v: unknown): string {
+  if (v === null || typeof v !== 'object') return v === null ? 'null' : typeof v;
+  return (v as object).constructor?.name ?? 'an object';
+}
+
 function checkFamily(spec: TableSpec, table: string, family: string, row: Uint8Array): void {
   // No family has an empty name: malformed, not missing (Cloud Bigtable: INVALID_ARGUMENT).
   if (family === '') throw new StoreError('INVALID_MUTATION', 'a column family name must not be empty', { table, row: keyHex(row) });
-  if (typeof family !== 'string' || !Object.hasOwn(spec.families, family)) {
+  if (typeof family !== 'string') {
+    throw new StoreError('INVALID_MUTATION', `a column family name must be a string, not ${describe(family)}`, { table, row: keyHex(row) });
+  }
+  if (!Object.hasOwn(spec.families, family)) {
     throw new StoreError('FAMILY_NOT_FOUND', `column family ${JSON.stringify(family)} does not exist in table ${table}`, {
       table,
       family,
@@ -82,8 +110,65 @@ function checkFamily(spec: TableSpec, table: string, family: string, row: Uint8A
 }
 
 function checkBytes(b: unknown, what: string, context: LazyContext): void {
-  if (!(b instanceof Uint8Array)) throw new StoreError('INVALID_MUTATION', `${what} must be a Uint8Array`, context());
+  if (!(b instanceof Uint8Array)) throw new StoreError('INVALID_MUTATION', `${what} must be a Uint8Array, not ${describe(b)}`, context());
 }
+
+/** A column qualifier: bytes, at most `limits.maxQualifierBytes` of them (Cloud Bigtable: 16 KiB). */
+function checkQualifier(q: unknown, family: string, limits: StoreLimits, context: LazyContext): void {
+  // The test alone here, the error apart: inlined, it costs next to nothing per mutation.
+  if (!(q instanceof Uint8Array) || q.length > limits.maxQualifierBytes) throw qualifierError(q, family, limits, context);
+}
+
+function qualifierError(q: unknown, family: string, limits: StoreLimits, context: LazyContext): StoreError {
+  if (!(q instanceof Uint8Array))
+    return new StoreError('INVALID_MUTATION', `columnQualifier must be a Uint8Array, not ${describe(q)}`, context());
+  return new StoreError(
+    'INVALID_MUTATION',
+    `a column qualifier of ${q.byteLength} bytes exceeds the limit of ${limits.maxQualifierBytes}`,
+    {
+      ...context(),
+      family,
+      size: q.byteLength,
+      limit: limits.maxQualifierBytes,
+    },
+  );
+}
+
+const MUTATION_KINDS = ['setCell', 'deleteFromColumn', 'deleteFromFamily', 'deleteFromRow'] as const;
+
+/** A mutation as JavaScript may pass it: any of the kinds' fields, of any type. */
+type MutationFields = { readonly [K in (typeof MUTATION_KINDS)[number]]?: unknown };
+
+/**
+ * A mutation with no kind, or with two (ambiguous: the first one checked used to win silently,
+ * and the other was dropped), or whose payload is not an object: INVALID_MUTATION.
+ */
+function badMutation(m: object, context: LazyContext): StoreError {
+  const x = m as MutationFields;
+  const kinds = MUTATION_KINDS.filter((k) => k in x);
+  if (kinds.length === 0) {
+    return new StoreError(
+      'INVALID_MUTATION',
+      `a mutation needs one of ${MUTATION_KINDS.join(', ')}; got the keys ${JSON.stringify(Object.keys(m))}`,
+      context(),
+    );
+  }
+  if (kinds.length > 1) {
+    return new StoreError(
+      'INVALID_MUTATION',
+      `a mutation must be one of ${MUTATION_KINDS.join(', ')}; this one is ${kinds.join(' and ')}`,
+      {
+        ...context(),
+        kinds,
+      },
+    );
+  }
+  const kind = kinds[0] as (typeof MUTATION_KINDS)[number];
+  return new StoreError('INVALID_MUTATION', `${kind} must be an object, not ${describe(x[kind])}`, context());
+}
+
+/** Whether a value typed as an object is one at run time (JavaScript callers pass anything). */
+const isObject = <T>(v: T): v is T & object => typeof v === 'object' && v !== null;
 
 /** Validates one row's mutations against the table's families and the limits. */
 export function validateMutations(
@@ -107,10 +192,18 @@ export function validateMutations(
   const ctx = (): Context => ({ table, row: keyHex(row) });
   for (const m of mutations) {
     if (m === null || typeof m !== 'object') throw new StoreError('INVALID_MUTATION', 'a mutation must be an object', ctx());
-    if ('setCell' in m) {
-      const s = m.setCell;
+    // Presence by `in`, as the backends dispatch on it: a kind set to undefined still counts.
+    // (Plain tests, not a loop over the kind names: keyed lookups cost more than the rest.)
+    const set = 'setCell' in m;
+    const column = 'deleteFromColumn' in m;
+    const family = 'deleteFromFamily' in m;
+    const whole = 'deleteFromRow' in m;
+    if ((set ? 1 : 0) + (column ? 1 : 0) + (family ? 1 : 0) + (whole ? 1 : 0) !== 1) throw badMutation(m, ctx);
+    if (set) {
+      const s = (m as Extract<Mutation, { setCell: unknown }>).setCell;
+      if (!isObject(s)) throw badMutation(m, ctx);
       checkFamily(spec, table, s.familyName, row);
-      checkBytes(s.columnQualifier, 'columnQualifier', ctx);
+      checkQualifier(s.columnQualifier, s.familyName, limits, ctx);
       checkBytes(s.value, 'value', ctx);
       if (!(s.timestampMicros === -1 || isTimestamp(s.timestampMicros))) {
         throw new StoreError('INVALID_TIMESTAMP', `setCell timestamp must be -1 or a non-negative safe integer, got ${s.timestampMicros}`, {
@@ -126,18 +219,17 @@ export function validateMutations(
           limit: limits.maxValueBytes,
         });
       }
-    } else if ('deleteFromColumn' in m) {
-      const d = m.deleteFromColumn;
+    } else if (column) {
+      const d = (m as Extract<Mutation, { deleteFromColumn: unknown }>).deleteFromColumn;
+      if (!isObject(d)) throw badMutation(m, ctx);
       checkFamily(spec, table, d.familyName, row);
-      checkBytes(d.columnQualifier, 'columnQualifier', ctx);
+      checkQualifier(d.columnQualifier, d.familyName, limits, ctx);
       validateTimeRange(d.timeRange, ctx);
-    } else if ('deleteFromFamily' in m) {
-      checkFamily(spec, table, m.deleteFromFamily.familyName, row);
-    } else if ('deleteFromRow' in m) {
-      // nothing to check
-    } else {
-      throw new StoreError('INVALID_MUTATION', `unknown mutation ${JSON.stringify(Object.keys(m))}`, ctx());
-    }
+    } else if (family) {
+      const f = (m as Extract<Mutation, { deleteFromFamily: unknown }>).deleteFromFamily;
+      if (!isObject(f)) throw badMutation(m, ctx);
+      checkFamily(spec, table, f.familyName, row);
+    } else if (!isObject((m as Extract<Mutation, { deleteFromRow: unknown }>).deleteFromRow)) throw badMutation(m, ctx);
   }
 }
 
@@ -158,10 +250,18 @@ export function validateRules(
     });
   }
   for (const r of rules) {
+    if (r === null || typeof r !== 'object')
+      throw new StoreError('INVALID_MUTATION', `a rule must be an object, not ${describe(r)}`, ctx());
     checkFamily(spec, table, r.familyName, row);
-    checkBytes(r.columnQualifier, 'columnQualifier', ctx);
-    if ('appendValue' in r) checkBytes(r.appendValue, 'appendValue', ctx);
-    else if ('incrementAmount' in r) {
+    checkQualifier(r.columnQualifier, r.familyName, limits, ctx);
+    // Presence by `in`, as the backends dispatch on it.
+    const append = 'appendValue' in r;
+    const increment = 'incrementAmount' in r;
+    if (append && increment) {
+      throw new StoreError('INVALID_MUTATION', 'a rule must have appendValue or incrementAmount, not both', ctx());
+    }
+    if (append) checkBytes(r.appendValue, 'appendValue', ctx);
+    else if (increment) {
       if (typeof r.incrementAmount !== 'bigint' || BigInt.asIntN(64, r.incrementAmount) !== r.incrementAmount) {
         throw new StoreError('INVALID_MUTATION', 'incrementAmount must be a bigint in the signed 64-bit range', ctx());
       }
@@ -169,8 +269,22 @@ export function validateRules(
   }
 }
 
-/** Checks a range's bounds: at most one bound per side, start ≤ end. */
+function checkBound(b: unknown, name: string, table: string): void {
+  if (b !== undefined && !(b instanceof Uint8Array)) {
+    throw new StoreError('INVALID_ARGUMENT', `a row range's ${name} must be a Uint8Array, not ${describe(b)}`, { table, bound: name });
+  }
+}
+
+/** Checks a range's bounds: bytes, at most one bound per side, start ≤ end. */
 export function validateRowRange(r: RowRange, table: string): void {
+  if (r === null || typeof r !== 'object') {
+    throw new StoreError('INVALID_ARGUMENT', `a row range must be an object, not ${describe(r)}`, { table });
+  }
+  // A bound of another type (a string) was taken for an absent one: the scan read the whole table.
+  checkBound(r.startKeyClosed, 'startKeyClosed', table);
+  checkBound(r.startKeyOpen, 'startKeyOpen', table);
+  checkBound(r.endKeyClosed, 'endKeyClosed', table);
+  checkBound(r.endKeyOpen, 'endKeyOpen', table);
   if (r.startKeyClosed !== undefined && r.startKeyOpen !== undefined) {
     throw new StoreError('INVALID_RANGE', 'a row range has both startKeyClosed and startKeyOpen', { table });
   }
@@ -188,4 +302,71 @@ export function validateRowRange(r: RowRange, table: string): void {
         end: keyHex(end),
       });
   }
+}
+
+/**
+ * `readRows` options: an object (or absent), its row set an object of arrays of bytes keys and
+ * valid ranges, `reversed` a boolean. (`rowsLimit` and the filter are each backend's to check.)
+ * A key longer than the row-key limit names no row, like the empty key: it reads nothing.
+ */
+export function validateReadRowsOptions(options: ReadRowsOptions, table: string): void {
+  if (options === null || typeof options !== 'object') {
+    throw new StoreError('INVALID_ARGUMENT', `readRows options must be an object, not ${describe(options)}`, { table });
+  }
+  const { rows, reversed } = options;
+  if (reversed !== undefined && typeof reversed !== 'boolean') {
+    throw new StoreError('INVALID_ARGUMENT', `reversed must be a boolean, not ${describe(reversed)}`, { table });
+  }
+  if (rows === undefined) return;
+  if (rows === null || typeof rows !== 'object') {
+    throw new StoreError('INVALID_ARGUMENT', `a row set must be an object, not ${describe(rows)}`, { table });
+  }
+  const { rowKeys, rowRanges } = rows;
+  if (rowKeys !== undefined) {
+    if (!Array.isArray(rowKeys)) throw new StoreError('INVALID_ARGUMENT', `rowKeys must be an array, not ${describe(rowKeys)}`, { table });
+    for (const k of rowKeys) {
+      if (!(k instanceof Uint8Array))
+        throw new StoreError('INVALID_ARGUMENT', `a row key must be a Uint8Array, not ${describe(k)}`, { table });
+    }
+  }
+  if (rowRanges !== undefined) {
+    if (!Array.isArray(rowRanges)) {
+      throw new StoreError('INVALID_ARGUMENT', `rowRanges must be an array, not ${describe(rowRanges)}`, { table });
+    }
+    for (const r of rowRanges) validateRowRange(r, table);
+  }
+}
+
+/** A `checkAndMutateRow` request: an object (its mutations are checked with the table's families). */
+export function validateCheckAndMutateRequest(request: CheckAndMutateRequest, table: string, row: Uint8Array): void {
+  if (request === null || typeof request !== 'object') {
+    throw new StoreError('INVALID_ARGUMENT', `a checkAndMutateRow request must be an object, not ${describe(request)}`, {
+      table,
+      row: keyHex(row),
+    });
+  }
+}
+
+/**
+ * A `dropRowRange` request: exactly one of a non-empty `rowKeyPrefix` (bytes) and
+ * `deleteAllDataFromTable: true`. Returns the prefix, or null to drop every row.
+ */
+export function validateDropRowRange(request: DropRowRangeRequest, table: string): Uint8Array | null {
+  if (request === null || typeof request !== 'object') {
+    throw new StoreError('INVALID_ARGUMENT', `a dropRowRange request must be an object, not ${describe(request)}`, { table });
+  }
+  const prefix = (request as { rowKeyPrefix?: unknown }).rowKeyPrefix;
+  const all = (request as { deleteAllDataFromTable?: unknown }).deleteAllDataFromTable;
+  if (prefix !== undefined && all !== undefined) {
+    // Which one was meant is anyone's guess, and one of them deletes the whole table.
+    throw new StoreError('INVALID_ARGUMENT', 'dropRowRange takes rowKeyPrefix or deleteAllDataFromTable, not both', { table });
+  }
+  if (prefix !== undefined) {
+    if (!(prefix instanceof Uint8Array) || prefix.byteLength === 0) {
+      throw new StoreError('INVALID_ARGUMENT', 'dropRowRange needs a non-empty rowKeyPrefix or deleteAllDataFromTable', { table });
+    }
+    return prefix;
+  }
+  if (all !== true) throw new StoreError('INVALID_ARGUMENT', 'dropRowRange needs rowKeyPrefix or deleteAllDataFromTable', { table });
+  return null;
 }

@@ -123,11 +123,51 @@ function describeValue(v: unknown): string {
 }
 
 /**
+ * A table name must be a string. Another type reached the store as TABLE_NOT_FOUND at best ("table
+ * 5 does not exist"), and a write buffered under it failed only at commit.
+ */
+function checkTable(table: unknown): void {
+  if (typeof table !== 'string') throw new TxnError('INVALID_ARGUMENT', `a table name must be a string, not ${describeValue(table)}`, {});
+}
+
+/** `setJson`'s text: JSON.stringify's, or INVALID_VALUE where it throws (a BigInt, a cycle) or gives none (undefined, a function, a symbol). */
+function jsonText(value: unknown, table: string, column: string): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (e) {
+    throw new TxnError(
+      'INVALID_VALUE',
+      `setJson cannot encode the value as JSON: ${e instanceof Error ? e.message : String(e)}`,
+      { table, column },
+      { cause: e },
+    );
+  }
+  if (text === undefined) throw new TxnError('INVALID_VALUE', `setJson cannot encode ${describeValue(value)} as JSON`, { table, column });
+  return text;
+}
+
+/** A scan's options: an object with a valid `limit` and `columns` an array of column names. */
+function checkScanOptions(options: { columns?: readonly string[]; limit?: number }): void {
+  if (options === null || typeof options !== 'object') {
+    throw new TxnError('INVALID_ARGUMENT', `a scan's options must be an object, not ${describeValue(options)}`, {});
+  }
+  checkScanLimit(options.limit);
+  const columns: unknown = options.columns;
+  if (columns === undefined) return;
+  if (!Array.isArray(columns))
+    throw new TxnError('INVALID_ARGUMENT', `a scan's columns must be an array, not ${describeValue(columns)}`, {});
+  for (const c of columns) {
+    if (typeof c !== 'string') throw new TxnError('INVALID_COLUMN', `a column must be a string, not ${describeValue(c)}`, { column: c });
+  }
+}
+
+/**
  * A row as the store's synchronous point reads take it: an ASCII string as itself (it is its own
  * bytesKey), anything else as bytes. A cache hit then makes no bytes for the row.
  */
 export function rowKeyOf(row: RowKey): Uint8Array | string {
-  return typeof row === 'string' ? (asciiKey(row) ?? utf8(row)) : row;
+  return typeof row === 'string' ? (asciiKey(row) ?? utf8(row)) : row instanceof Uint8Array ? row : toBytes(row);
 }
 
 /** The row's bytesKey (`bytes`: the row as bytes, if made): an ASCII string row is its own, without bytes. */
@@ -143,6 +183,9 @@ export interface ScanRange {
 }
 
 export function toRowRange(r: ScanRange): RowRange {
+  // A number or null was read as "no bounds": the scan covered the whole table.
+  if (r === null || typeof r !== 'object')
+    throw new TxnError('INVALID_ARGUMENT', `a scan range must be an object, not ${describeValue(r)}`, {});
   if (r.prefix !== undefined) {
     const p = toBytes(r.prefix);
     let i = p.length - 1;
@@ -235,6 +278,7 @@ export class Snapshot {
     // newest commit with the version's promise, already resolved: readResolvedNow).
     try {
       this.checkActive();
+      checkTable(table);
       const own = this.buffered(table, row, column);
       if (own !== undefined) return Promise.resolve(own);
       const ref = this.columnRef(column);
@@ -258,6 +302,7 @@ export class Snapshot {
     column: string,
   ): Promise<{ readonly value: Uint8Array | null; readonly commitTs: number | null }> {
     this.checkActive();
+    checkTable(table);
     const own = this.buffered(table, row, column);
     if (own !== undefined) return { value: own, commitTs: null };
     const key = toBytes(row);
@@ -281,6 +326,7 @@ export class Snapshot {
   /** `get` from one store read, or undefined when a lock is in the way (tryReadVersion). Internal (Percolator.get). */
   async tryGet(table: string, row: RowKey, column: string): Promise<Uint8Array | null | undefined> {
     this.checkActive();
+    checkTable(table);
     const own = this.buffered(table, row, column);
     if (own !== undefined) return own;
     return (await tryReadVersion(this.env.store, table, toBytes(row), this.columnRef(column), this.startTs, this.env.read))?.value;
@@ -289,7 +335,15 @@ export class Snapshot {
   /** Several cells, one store read per distinct row, in parallel. Values in the order asked. */
   async getMany(table: string, cells: readonly { row: RowKey; column: string }[]): Promise<(Uint8Array | null)[]> {
     this.checkActive();
+    checkTable(table);
     if (!Array.isArray(cells)) throw new TxnError('INVALID_ARGUMENT', 'getMany needs an array of { row, column }', { table });
+    for (const c of cells) {
+      if (c === null || typeof c !== 'object') {
+        throw new TxnError('INVALID_ARGUMENT', `getMany needs an array of { row, column }, not of ${describeValue(c)}`, { table });
+      }
+      // Rows are grouped by their bytes below, which takes only bytes: any other row is refused here.
+      if (typeof c.row !== 'string' && !(c.row instanceof Uint8Array)) toBytes(c.row);
+    }
     if (cells.length === 1) {
       // The common point read, without the grouping machinery below.
       const c = cells[0] as { row: RowKey; column: string };
@@ -355,7 +409,8 @@ export class Snapshot {
     options: { columns?: readonly string[]; limit?: number } = {},
   ): AsyncGenerator<ScannedRow> {
     this.checkActive();
-    checkScanLimit(options.limit);
+    checkTable(table);
+    checkScanOptions(options);
     yield* scanAt(this.env.store, table, toRowRange(range), this.startTs, this.env.read, columnsFilter(options.columns), options.limit);
   }
 
@@ -396,8 +451,9 @@ export class Transaction extends Snapshot {
     this.put(table, row, column, 'put', ownedValue(value, table, column));
   }
 
+  /** `set` of the value's JSON text; INVALID_VALUE for a value JSON cannot encode (undefined, a function, a BigInt, a cycle). */
   setJson(table: string, row: RowKey, column: string, value: unknown): void {
-    this.set(table, row, column, JSON.stringify(value));
+    this.set(table, row, column, jsonText(value, table, column));
   }
 
   delete(table: string, row: RowKey, column: string): void {
@@ -413,6 +469,7 @@ export class Transaction extends Snapshot {
    */
   notify(table: string, row: RowKey, column: string): void {
     this.checkActive();
+    checkTable(table);
     encodeUserColumn(column);
     const key = toBytes(row);
     if (key.byteLength === 0) throw new TxnError('INVALID_COLUMN', 'empty row key', { table });
@@ -447,6 +504,7 @@ export class Transaction extends Snapshot {
 
   private put(table: string, row: RowKey, column: string, kind: 'put' | 'delete', value: Uint8Array | null, internal = false): void {
     this.checkActive();
+    checkTable(table);
     const q = internal ? encodeColumn(column) : encodeUserColumn(column);
     const key = toBytes(row);
     if (key.byteLength === 0) throw new TxnError('INVALID_COLUMN', 'empty row key', { table });
@@ -494,7 +552,7 @@ export class Transaction extends Snapshot {
     options: { columns?: readonly string[]; limit?: number },
   ): AsyncGenerator<ScannedRow> {
     this.checkActive();
-    checkScanLimit(options.limit);
+    checkScanOptions(options);
     const wanted = options.columns !== undefined && options.columns.length > 0 ? options.columns : null;
     const overlay = (columns: Map<string, Uint8Array>, r: RowBuffer): Map<string, Uint8Array> => {
       for (const c of r.cells) {

@@ -4,7 +4,8 @@
  * transactions finish; queued work stays notified for the next worker).
  *
  * The module exports (default or named `register`) a function `(worker, db) => void | Promise<void>`
- * that calls `worker.observe(column, name, fn)`; it may also create tables through `db`.
+ * that calls `worker.observe(column, name, fn)`; it may also create tables through `db`. A `file:`
+ * store must already exist (NOT_A_STORE otherwise): the worker processes what others write there.
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -60,7 +61,9 @@ export function register(program: Command): void {
     .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 4)
     .action(async (opts: { observers: string; store: string; threads: number }) => {
       const registerObservers = await loadObservers(opts.observers);
-      const db = await Percolator.open({ store: opts.store });
+      // The store must exist (NOT_A_STORE otherwise): a worker over a mistyped directory would
+      // create an empty store there and poll it forever, finding no notification.
+      const db = await Percolator.open({ store: opts.store, storeOptions: { level: { create: false } } });
       const worker = db.worker({ threads: opts.threads });
       await registerObservers(worker, db);
       await worker.start();

@@ -45,7 +45,15 @@ import type {
   TableSpec,
   WriteOptions,
 } from '../types.js';
-import { validateMutations, validateRowKey, validateRowRange, validateRules, validateTableName } from '../validate.js';
+import {
+  validateCheckAndMutateRequest,
+  validateDropRowRange,
+  validateMutations,
+  validateReadRowsOptions,
+  validateRowKey,
+  validateRules,
+  validateTableName,
+} from '../validate.js';
 import { checkModifications, tableSpecFromProto, tableSpecToProto, validateTableSpec } from './admin-convert.js';
 import { type BigtableClients, createClients } from './clients.js';
 import { emulatorUnsafe, type ProtoRowFilter, toProtoFilter } from './filter-translate.js';
@@ -570,22 +578,11 @@ export class BigtableStore implements Store {
   async dropRowRange(name: string, request: DropRowRangeRequest): Promise<void> {
     this.checkOpen();
     this.checkTableRef(name);
-    let req: protos.google.bigtable.admin.v2.IDropRowRangeRequest;
-    if (request !== null && typeof request === 'object' && 'rowKeyPrefix' in request) {
-      if (!(request.rowKeyPrefix instanceof Uint8Array) || request.rowKeyPrefix.byteLength === 0) {
-        throw new StoreError('INVALID_ARGUMENT', 'dropRowRange needs a non-empty rowKeyPrefix or deleteAllDataFromTable', { table: name });
-      }
-      req = { name: this.tableName(name), rowKeyPrefix: Buffer.from(asBuffer(request.rowKeyPrefix)) };
-    } else if (
-      request !== null &&
-      typeof request === 'object' &&
-      'deleteAllDataFromTable' in request &&
-      request.deleteAllDataFromTable === true
-    ) {
-      req = { name: this.tableName(name), deleteAllDataFromTable: true };
-    } else {
-      throw new StoreError('INVALID_ARGUMENT', 'dropRowRange needs rowKeyPrefix or deleteAllDataFromTable', { table: name });
-    }
+    const prefix = validateDropRowRange(request, name);
+    const req: protos.google.bigtable.admin.v2.IDropRowRangeRequest =
+      prefix === null
+        ? { name: this.tableName(name), deleteAllDataFromTable: true }
+        : { name: this.tableName(name), rowKeyPrefix: Buffer.from(asBuffer(prefix)) };
     await this.call({ table: name }, () => this.clients.admin.dropRowRange(req, this.unary()));
   }
 
@@ -617,7 +614,7 @@ export class BigtableStore implements Store {
     this.checkOpen();
     this.checkTableRef(table);
     const compiled = options.filter === undefined ? null : compileFilter(options.filter);
-    for (const r of options.rows?.rowRanges ?? []) validateRowRange(r, table);
+    validateReadRowsOptions(options, table);
     const limit = options.rowsLimit ?? 0;
     if (!Number.isSafeInteger(limit) || limit < 0)
       throw new StoreError('INVALID_ARGUMENT', `rowsLimit must be a non-negative integer, got ${limit}`, { table });
@@ -965,6 +962,7 @@ export class BigtableStore implements Store {
     this.checkTableRef(table);
     await this.schema(table);
     validateRowKey(key, this.limits, table);
+    validateCheckAndMutateRequest(request, table, key);
     const trueM = request.trueMutations ?? [];
     const falseM = request.falseMutations ?? [];
     const { spec } = await this.withSchema(table, (s) => {

@@ -70,7 +70,7 @@ describe('mutation counts (what checkRowLimits holds a row to)', () => {
 });
 
 describe('checkRowLimits', () => {
-  const limits = { maxRowKeyBytes: 4096, maxValueBytes: 1000, maxMutationsPerRow: 20 };
+  const limits = { maxRowKeyBytes: 4096, maxQualifierBytes: 16384, maxValueBytes: 1000, maxMutationsPerRow: 20 };
 
   it('holds an observed column to 4 mutations a cell (its rollback), on the primary as on a secondary', () => {
     const observedCells = (n: number) => Array.from({ length: n }, (_, i) => ({ ...(shapes[1] as BufferedCell), column: `c:${i}` }));

@@ -30,7 +30,7 @@ import { LocalCommits } from './local-commits.js';
 import { acquireOracle, releaseOracle } from './shared-oracle.js';
 import { memLocksOf } from './mem-locks.js';
 import { type ReadContext, readResolvedNow } from './snapshot-read.js';
-import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, rowKeyOf } from './transaction.js';
+import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, checkTable, rowKeyOf } from './transaction.js';
 
 export interface PercolatorOptions {
   /** A store URL (`memory:`, `file:DIR`, `bigtable://…`) or an open Store. Default `file:./percolator-data`. */
@@ -298,12 +298,24 @@ export class Percolator {
    * RETRIES_EXHAUSTED (with the last conflict as `cause`).
    */
   async transaction<T>(fn: (tx: Transaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    if (typeof fn !== 'function')
+      throw new TxnError('INVALID_ARGUMENT', `transaction needs a function (tx) => Promise, not ${fn === null ? 'null' : typeof fn}`, {});
+    if (options === null || typeof options !== 'object')
+      throw new TxnError('INVALID_ARGUMENT', 'transaction options must be an object', {});
     const maxAttempts = options.maxAttempts ?? 20;
     if (!(Number.isSafeInteger(maxAttempts) && maxAttempts >= 1)) {
       throw new TxnError('INVALID_ARGUMENT', `maxAttempts must be a positive integer, not ${maxAttempts}`, { maxAttempts });
     }
     const base = options.baseBackoffMs ?? 2;
     const cap = options.maxBackoffMs ?? 200;
+    for (const [name, v] of [
+      ['baseBackoffMs', base],
+      ['maxBackoffMs', cap],
+    ] as const) {
+      if (!(Number.isFinite(v) && v >= 0 && v <= MAX_TIMER_MS)) {
+        throw new TxnError('INVALID_ARGUMENT', `${name} must be a number of ms from 0 to ${MAX_TIMER_MS}, not ${v}`, { [name]: v });
+      }
+    }
     let last: unknown;
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       const tx = await this.begin();
@@ -344,6 +356,7 @@ export class Percolator {
     // (readResolvedNow says why it is cheaper).
     try {
       this.checkOpen();
+      checkTable(table);
       const ctx = this.env.read;
       if (ctx.syncStore !== undefined) {
         const now = readResolvedNow(table, rowKeyOf(row), userColumn(column), LATEST, ctx);

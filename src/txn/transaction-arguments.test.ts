@@ -103,4 +103,22 @@ describe('a snapshot and the Percolator reads', () => {
     expect(await failure(() => db.get('t', any(5), 'c:v'))).toBe('TxnError INVALID_ARGUMENT');
     expect(await failure(() => db.getJson('t', any({}), 'c:v'))).toBe('TxnError INVALID_ARGUMENT');
   });
+
+  it('db.get with a table that is a number is a TxnError INVALID_ARGUMENT (it was the store\'s TABLE_NOT_FOUND for table "5")', async () => {
+    expect(await failure(() => db.get(any(5), 'r', 'c:v'))).toBe('TxnError INVALID_ARGUMENT');
+  });
+});
+
+describe('db.transaction', () => {
+  it.each<[string, () => unknown]>([
+    ['a body that is not a function', () => db.transaction(any('not a function'))],
+    ['a body that is null', () => db.transaction(any(null))],
+    ['options that are null', () => db.transaction(async () => undefined, any(null))],
+    ['a baseBackoffMs that is NaN', () => db.transaction(async () => undefined, { baseBackoffMs: NaN })],
+    ['a maxBackoffMs below 0', () => db.transaction(async () => undefined, { maxBackoffMs: -1 })],
+  ])('with %s is a TxnError INVALID_ARGUMENT, and runs nothing', async (_what, call) => {
+    const before = await db.get('t', 'r', 'c:v');
+    expect(await failure(call)).toBe('TxnError INVALID_ARGUMENT');
+    expect(await db.get('t', 'r', 'c:v')).toEqual(before);
+  });
 });

@@ -126,7 +126,7 @@ function describeValue(v: unknown): string {
  * A table name must be a string. Another type reached the store as TABLE_NOT_FOUND at best ("table
  * 5 does not exist"), and a write buffered under it failed only at commit.
  */
-function checkTable(table: unknown): void {
+export function checkTable(table: unknown): void {
   if (typeof table !== 'string') throw new TxnError('INVALID_ARGUMENT', `a table name must be a string, not ${describeValue(table)}`, {});
 }
 

@@ -28,7 +28,12 @@ it.each(['memory:', 'bigtable://127.0.0.1:1'])(
       expect(s.limits).toEqual({ ...DEFAULT_LIMITS, maxMutationsPerRow: 7 });
       expect(Object.isFrozen(s.limits)).toBe(true);
       // The defaults are Cloud Bigtable's limits.
-      expect(DEFAULT_LIMITS).toEqual({ maxRowKeyBytes: 4096, maxValueBytes: 10 * 1024 * 1024, maxMutationsPerRow: 100_000 });
+      expect(DEFAULT_LIMITS).toEqual({
+        maxRowKeyBytes: 4096,
+        maxQualifierBytes: 16 * 1024,
+        maxValueBytes: 10 * 1024 * 1024,
+        maxMutationsPerRow: 100_000,
+      });
     } finally {
       await s.close();
     }

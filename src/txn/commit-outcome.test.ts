@@ -9,6 +9,7 @@ import { losingReplies, unreachableAt } from '../store/unreachable-store.fixture
 import { isTxnError } from './errors.js';
 import { Percolator } from './percolator.js';
 import { remoteLike } from './remote-like.fixture.js';
+import { commitOrError } from './txn.fixture.js';
 
 const str = (v: Uint8Array | null) => (v === null ? null : Buffer.from(v).toString());
 
@@ -69,13 +70,7 @@ async function flakyClient(
 async function writeNew(client: Percolator): Promise<unknown> {
   const tx = await client.begin();
   for (const r of ['p', 's1', 's2']) tx.set('t', r, 'c:v', 'new');
-  try {
-    return await tx.commit();
-  } catch (e) {
-    return e;
-  } finally {
-    tx.release();
-  }
+  return commitOrError(tx);
 }
 
 /** What a fresh transaction of `on` reads of the three rows (resolving any lock left behind). */

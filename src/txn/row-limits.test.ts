@@ -12,6 +12,7 @@ import { isTxnError } from './errors.js';
 import { LOCK } from './layout.js';
 import { Percolator } from './percolator.js';
 import { remoteLike } from './remote-like.fixture.js';
+import { commitOrError } from './txn.fixture.js';
 
 let db: Percolator | null = null;
 afterEach(async () => {
@@ -44,13 +45,7 @@ async function commitWide(p: Percolator, cells: number, bigFirst: boolean, value
   if (!bigFirst) tx.set('t', 'small', 'c:v', 'new');
   for (let i = 0; i < cells; i++) tx.set('t', 'big', `c:${i}`, value(i));
   if (bigFirst) tx.set('t', 'small', 'c:v', 'new');
-  try {
-    return await tx.commit();
-  } catch (e) {
-    return e;
-  } finally {
-    tx.release();
-  }
+  return commitOrError(tx);
 }
 
 async function writeOld(p: Percolator): Promise<void> {

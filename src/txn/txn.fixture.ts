@@ -5,6 +5,7 @@ import type { Store } from '../store/store.js';
 import type { BufferedRow, LockedCell, ResolveContext } from './actions/types.js';
 import type { LockTemplate } from './actions/prewrite.js';
 import { PERCOLATOR_TABLE_SPEC, decodeLock, encodeColumn, LOCK } from './layout.js';
+import type { Transaction } from './transaction.js';
 
 export interface Fixture {
   store: Store;
@@ -56,4 +57,15 @@ export async function makeFixture(): Promise<Fixture> {
       return { table: 't', row: Buffer.from(row), column, q, startTs: c.timestamp, lock: decodeLock(c.value) };
     },
   };
+}
+
+/** Commits `tx` and releases it; what the commit returned, or what it threw (tests compare either). */
+export async function commitOrError(tx: Transaction & { release(): void }): Promise<unknown> {
+  try {
+    return await tx.commit();
+  } catch (e) {
+    return e;
+  } finally {
+    tx.release();
+  }
 }

@@ -18,7 +18,7 @@ import { NetworkLockService } from '../server/lock-client.js';
 import { localAuthToken } from '../store/bigtable/url.js';
 import type { ActiveRegistration, TimestampSource } from '../oracle/types.js';
 import { resolveConflictLock } from './actions/resolve-lock.js';
-import { TxnError, isTxnError } from './errors.js';
+import { TxnError, describeRow, isTxnError } from './errors.js';
 import { NOTIFY, PERCOLATOR_TABLE_SPEC, notifiedColumn, userColumn } from './layout.js';
 import { InProcessLockService, type LockService } from '../notify/lock-service.js';
 import { ObservedColumns } from '../notify/observed-columns.js';
@@ -92,7 +92,37 @@ export const DEFAULT_GC_INTERVAL_MS = 1_000;
 export interface QuiescenceOptions {
   /** Give up with QUIESCENCE_TIMEOUT after this long. Default 60 000 ms. */
   readonly timeoutMs?: number;
+  /**
+   * Wait for the notifications of these Percolator tables only (default: every one): a check of
+   * its own tables must not wait for other tables' backlog (a user's parked rows). A name that is
+   * not a Percolator table is NOT_A_PERCOLATOR_TABLE.
+   */
+  readonly tables?: readonly string[];
 }
+
+/** Evidence of a QUIESCENCE_TIMEOUT (its `details`, but for `cause`). */
+export interface PendingEvidence {
+  /** Pending notifications of observed columns (those of this process's running workers' parked cells excluded). */
+  readonly pending: number;
+  /** The tables waited for (null: every Percolator table). */
+  readonly tables: readonly string[] | null;
+  /** Per table and column, most pending first (at most PENDING_GROUPS), with the observers the registry names. */
+  readonly byColumn: readonly {
+    readonly table: string;
+    readonly column: string;
+    readonly pending: number;
+    readonly observers: readonly string[];
+  }[];
+  /** Groups beyond those listed. */
+  readonly moreColumns: number;
+  /** A few pending cells (at most PENDING_EXAMPLES), the row printable (`0x…` when binary). */
+  readonly examples: readonly { readonly table: string; readonly row: string; readonly column: string }[];
+}
+
+/** Table/column groups a QUIESCENCE_TIMEOUT lists in details (its message: the first PENDING_IN_MESSAGE). */
+const PENDING_GROUPS = 20;
+const PENDING_EXAMPLES = 5;
+const PENDING_IN_MESSAGE = 5;
 
 export interface TransactionOptions {
   /** Attempts before giving up with RETRIES_EXHAUSTED. Default 20. */
@@ -524,7 +554,8 @@ export class Percolator {
 
   /** Tables that carry the Percolator system families (cached for `maxAgeMs`). */
   async percolatorTables(maxAgeMs = 1_000): Promise<string[]> {
-    if (Date.now() - this.tablesCache.at <= maxAgeMs) return this.tablesCache.tables;
+    // `<`: maxAgeMs 0 (a fresh listing) must not take one made within the same millisecond.
+    if (Date.now() - this.tablesCache.at < maxAgeMs) return this.tablesCache.tables;
     const tables: string[] = [];
     for (const name of await this.store.listTables()) {
       // A table dropped since the listing is not one; any other failure fails the listing: a
@@ -564,25 +595,29 @@ export class Percolator {
   }
 
   /**
-   * Resolves once the system is quiescent: a full pass over every Percolator table found no
-   * pending notification of an observed column (other than cells this process's running workers parked)
-   * and no timestamp was issued by anyone during that pass (when the oracle can tell; see
-   * docs/observers.md), and everything written so far is durable (observers commit with deferred
-   * durability). A pass that fails with IO_ERROR (a remote store out of reach for a while) counts
-   * as not quiescent. Throws QUIESCENCE_TIMEOUT after `timeoutMs` (`cause`: the last pass's
+   * Resolves once the system is quiescent: a full pass over every Percolator table (or those of
+   * `tables`) found no pending notification of an observed column (other than cells this
+   * process's running workers parked) and no timestamp was issued by anyone during that pass (when
+   * the oracle can tell; see docs/observers.md), and everything written so far is durable
+   * (observers commit with deferred durability). A pass that fails with IO_ERROR (a remote store
+   * out of reach for a while) counts as not quiescent. Throws QUIESCENCE_TIMEOUT after
+   * `timeoutMs`, with what is pending in `details` (PendingEvidence: per table and column, the
+   * observers the registry names, a few rows) and the message (`cause`: the last pass's
    * IO_ERROR, if it failed); the store's IO_ERROR at once when an embedded store refuses writes
    * (a full disk: docs/durability.md) while notifications are pending — no observer can commit
-   * until the store is reopened.
+   * until the store is reopened. INVALID_ARGUMENT for a bad `timeoutMs` or `tables`,
+   * NOT_A_PERCOLATOR_TABLE for a name in `tables` that is none.
    */
   async waitForQuiescence(options: QuiescenceOptions = {}): Promise<void> {
     this.checkOpen();
     const timeoutMs = options.timeoutMs ?? 60_000;
     if (!(timeoutMs > 0)) throw new TxnError('INVALID_ARGUMENT', `timeoutMs must be a positive number, not ${timeoutMs}`, { timeoutMs });
+    const only = quiescenceTables(options.tables);
     const deadline = Date.now() + timeoutMs;
     let delay = 2;
     // A count the store could not answer (IO_ERROR) is null, and its error is kept.
     let failed: unknown = null;
-    const orOutOfReach = (count: Promise<number>): Promise<number | null> =>
+    const orOutOfReach = <T>(count: Promise<T>): Promise<T | null> =>
       count.catch((e: unknown) => {
         if (!isStoreError(e, 'IO_ERROR')) throw e;
         failed = e;
@@ -593,7 +628,7 @@ export class Percolator {
       const before = issuedCount(this.oracle);
       // Whether any is pending, not how many: with a backlog the pass stops at the first one
       // instead of reading every notification at every poll (5 % of a web index run's thread).
-      const pending = await orOutOfReach(this.countPending(1));
+      const pending = await orOutOfReach(this.scanPending(1, only));
       const after = issuedCount(this.oracle);
       if (pending === 0 && before === after) {
         // Observers commit with deferred durability: quiescent also means durable.
@@ -607,11 +642,13 @@ export class Percolator {
         if (refused !== null) throw refused;
       }
       if (Date.now() > deadline) {
-        const all = failed === null ? await orOutOfReach(this.pendingNotifications()) : null;
+        const evidence = failed === null ? await orOutOfReach(this.pendingEvidence(only)) : null;
         throw new TxnError(
           'QUIESCENCE_TIMEOUT',
-          `not quiescent after ${options.timeoutMs ?? 60_000} ms: ${all === null ? 'the store is out of reach' : `${all} notifications pending`}`,
-          { pending: all },
+          `not quiescent after ${timeoutMs} ms${only === null ? '' : ` (tables ${only.join(', ')})`}: ${
+            evidence === null ? 'the store is out of reach' : describePending(evidence)
+          }`,
+          evidence === null ? { pending: null, tables: only } : { ...evidence },
           failed === null ? undefined : { cause: failed },
         );
       }
@@ -623,16 +660,45 @@ export class Percolator {
 
   /** Notifications of observed columns still pending (parked cells of local workers excluded). */
   pendingNotifications(): Promise<number> {
-    return this.countPending(Number.POSITIVE_INFINITY);
+    return this.scanPending(Number.POSITIVE_INFINITY, null);
   }
 
-  /** pendingNotifications, but the pass stops once it has counted `atMost`. */
-  private async countPending(atMost: number): Promise<number> {
+  /** What is pending, per table and column, with a few examples (a QUIESCENCE_TIMEOUT's evidence; a full pass). */
+  private async pendingEvidence(only: readonly string[] | null): Promise<PendingEvidence> {
+    const groups = new Map<string, { table: string; column: string; pending: number }>();
+    const examples: { table: string; row: string; column: string }[] = [];
+    const pending = await this.scanPending(Number.POSITIVE_INFINITY, only, (table, row, column) => {
+      const key = `${table}\u0000${column}`;
+      const g = groups.get(key);
+      if (g === undefined) groups.set(key, { table, column, pending: 1 });
+      else g.pending++;
+      if (examples.length < PENDING_EXAMPLES) examples.push({ table, row: describeRow(table, row).slice(table.length + 1), column });
+    });
+    const sorted = [...groups.values()].sort((a, b) => b.pending - a.pending);
+    const byColumn = [];
+    for (const g of sorted.slice(0, PENDING_GROUPS)) {
+      // The registry names the observers that should run them (whether any runs is not known here).
+      const observers = await this.observed.observersOf(g.table, g.column);
+      byColumn.push({ ...g, observers });
+    }
+    return { pending, tables: only, byColumn, moreColumns: sorted.length - byColumn.length, examples };
+  }
+
+  /**
+   * Counts the pending notifications of observed columns in `only` (null: every Percolator
+   * table), this process's running workers' parked cells excluded; the pass stops once it has
+   * counted `atMost`. `each` is told every one counted.
+   */
+  private async scanPending(
+    atMost: number,
+    only: readonly string[] | null,
+    each?: (table: string, row: Uint8Array, column: string) => void,
+  ): Promise<number> {
     const parked = new Set<string>();
     // A stopped worker's parked cells are pending again: another worker (a fixed observer) may run them.
     for (const w of this.workers) if (w.running) for (const k of w.parkedCells()) parked.add(k);
     let pending = 0;
-    for (const table of await this.percolatorTables()) {
+    for (const table of only === null ? await this.percolatorTables() : await this.namedPercolatorTables(only)) {
       for await (const r of this.store.readRows(table, { filter: { familyNameRegexFilter: NOTIFY } })) {
         // A column's strong and weak notify cells are under two qualifiers (layout.ts): counted once.
         const seen = new Set<string>();
@@ -642,11 +708,25 @@ export class Percolator {
           seen.add(column);
           if (!this.observed.has(table, column)) continue;
           if (parked.has(`${table}/${Buffer.from(r.key).toString('hex')}/${column}`)) continue;
+          each?.(table, r.key, column);
           if (++pending >= atMost) return pending;
         }
       }
     }
     return pending;
+  }
+
+  /** `names`, each checked to be a Percolator table (the cached listing first, a fresh one before saying no). */
+  private async namedPercolatorTables(names: readonly string[]): Promise<readonly string[]> {
+    let known = await this.percolatorTables();
+    if (names.some((t) => !known.includes(t))) known = await this.percolatorTables(0);
+    const missing = names.find((t) => !known.includes(t));
+    if (missing !== undefined) {
+      throw new TxnError('NOT_A_PERCOLATOR_TABLE', `cannot wait for quiescence of ${missing}: it is not a Percolator table`, {
+        table: missing,
+      });
+    }
+    return names;
   }
 
   /** This process's liveness owner id (written into its locks). */
@@ -709,6 +789,35 @@ function serverAddress(url: string): ServerAddress | null {
   if (/[?&]emulator=(1|true)(&|$)/.test(url)) return null;
   const m = /^bigtable:\/\/(\[[^\]]+\]|[^/:?]+):(\d+)/.exec(url);
   return m === null ? null : { host: (m[1] as string).replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+}
+
+/** waitForQuiescence's `tables`, checked: undefined → null (every table); else a non-empty array of distinct table names. */
+function quiescenceTables(tables: unknown): readonly string[] | null {
+  if (tables === undefined) return null;
+  if (!Array.isArray(tables) || tables.length === 0 || tables.some((t) => typeof t !== 'string' || t === '')) {
+    throw new TxnError('INVALID_ARGUMENT', `tables must be a non-empty array of table names, not ${describeArgument(tables)}`, {
+      option: 'tables',
+    });
+  }
+  return [...new Set(tables as string[])];
+}
+
+function describeArgument(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map((x) => (typeof x === 'string' ? JSON.stringify(x) : typeof x)).join(', ')}]`.slice(0, 200);
+  return v === null ? 'null' : typeof v;
+}
+
+/** A QUIESCENCE_TIMEOUT's account of what is pending, bounded: the biggest groups and a few rows. */
+function describePending(e: PendingEvidence): string {
+  // The last poll found one, or saw timestamps issued during its pass (a transaction running): gone by this count.
+  if (e.pending === 0)
+    return '0 notifications pending now, but the last pass was not quiescent (one was pending, or timestamps were issued during it)';
+  const groups = e.byColumn
+    .slice(0, PENDING_IN_MESSAGE)
+    .map((g) => `${g.table}/${g.column} ${g.pending}${g.observers.length > 0 ? ` (observer ${g.observers.join(', ')})` : ''}`);
+  const more = e.byColumn.length - groups.length + e.moreColumns;
+  const rows = e.examples.slice(0, 3).map((x) => `${x.table}/${x.row}/${x.column}`);
+  return `${e.pending} notifications pending: ${groups.join(', ')}${more > 0 ? `, and ${more} more column(s)` : ''}; e.g. ${rows.join(', ')}`;
 }
 
 /** A snapshot whose `release()` ends its registration (so GC can advance past it). */

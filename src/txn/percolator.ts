@@ -15,7 +15,7 @@ import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
 import { Oracle } from '../oracle/oracle.js';
 import { NetworkLockService } from '../server/lock-client.js';
-import { localAuthToken } from '../store/bigtable/url.js';
+import { type HostPort, localAuthToken, parseBigtableUrl, parseHostPort } from '../store/bigtable/url.js';
 import type { ActiveRegistration, TimestampSource } from '../oracle/types.js';
 import { resolveConflictLock } from './actions/resolve-lock.js';
 import { TxnError, describeRow, isTxnError } from './errors.js';
@@ -37,7 +37,11 @@ export interface PercolatorOptions {
   readonly store?: string | Store;
   /** How to open `store` when it is a URL (caches, LevelDB budgets; see `openStore`). */
   readonly storeOptions?: OpenStoreOptions;
-  /** A timestamp source (e.g. an OracleClient); default: an in-process oracle whose mark lives in the store. */
+  /**
+   * A timestamp source (e.g. an OracleClient). Default: an in-process oracle whose mark lives in
+   * the store, for `memory:` and `file:`; for `bigtable://`, the oracle the URL names
+   * (`?oracle=HOST:PORT`) or else a `percolator serve`'s at PORT+2 (deploymentServices).
+   */
   readonly oracle?: TimestampSource;
   /** Lock time-to-live (ms): a lock older than this may be rolled back even if its owner looks alive. Default 30 000. */
   readonly lockTtlMs?: number;
@@ -49,7 +53,10 @@ export interface PercolatorOptions {
   readonly nowMs?: () => number;
   /** Crash-injection hook: called at each protocol point of every commit. */
   readonly onProtocolPoint?: (point: ProtocolPoint) => void | Promise<void>;
-  /** The advisory lock service for workers (default: in-process; `percolator serve` hosts a shared one). */
+  /**
+   * The advisory lock service for workers. Default: for `bigtable://`, the one the URL names
+   * (`?lockService=HOST:PORT`) or else a `percolator serve`'s on its gRPC port; in-process otherwise.
+   */
   readonly lockService?: LockService;
   /** How often the observed-columns registry is reloaded (ms). Default 1 000. */
   readonly observedRefreshMs?: number;
@@ -199,23 +206,26 @@ export class Percolator {
     let sharedOracle: Oracle | null = null;
     try {
       // One oracle per deployment: over a shared server (`bigtable://HOST:PORT`, i.e. `percolator
-      // serve`) use the oracle and lock service it hosts — an in-process oracle per client process
-      // would hand out the same timestamps twice.
-      const server = serverAddress(store.url);
-      if (server === null && store.url.startsWith('bigtable://') && options.oracle === undefined) {
+      // serve`) use the oracle and lock service it hosts, or those the URL names — an in-process
+      // oracle per client process would hand out the same timestamps twice.
+      const services = deploymentServices(store.url);
+      if (services !== null && services.oracle === null && options.oracle === undefined) {
         throw new TxnError(
           'INVALID_CONFIG',
-          `a store at ${store.url} is shared by many processes: pass the deployment's oracle (an OracleClient) in options.oracle`,
-          {
-            url: store.url,
-          },
+          `a store at ${store.url} is shared by many processes: name the deployment's oracle with ?oracle=HOST:PORT in the URL, or pass an OracleClient in options.oracle`,
+          { url: store.url },
         );
       }
-      if (options.oracle === undefined && server === null) sharedOracle = await acquireOracle(store);
+      if (options.oracle === undefined && services === null) sharedOracle = await acquireOracle(store);
+      const oracleAt = services?.oracle ?? null;
       const oracle =
         options.oracle ??
         sharedOracle ??
-        new OracleClient({ host: (server as ServerAddress).host, port: (server as ServerAddress).port + 2 });
+        new OracleClient({
+          host: (oracleAt as ServiceAddress).host,
+          port: (oracleAt as ServiceAddress).port,
+          addressSource: oracleAt?.source,
+        });
       const nowMs = options.nowMs ?? Date.now;
       const liveness = new Liveness(store, { leaseMs: options.leaseMs, nowMs });
       const owner = await liveness.register();
@@ -266,8 +276,8 @@ export class Percolator {
       };
       const lockService =
         options.lockService ??
-        (server !== null
-          ? new NetworkLockService({ address: `${server.host}:${server.port}`, authToken: localAuthToken() })
+        (services !== null && services.lockService !== null
+          ? new NetworkLockService({ address: services.lockService, authToken: localAuthToken() })
           : new InProcessLockService());
       db = new Percolator(
         store,
@@ -778,17 +788,35 @@ function issuedCount(oracle: TimestampSource): number | null {
   return typeof n === 'number' ? n : null;
 }
 
-/**
- * `bigtable://HOST:PORT…` → the `percolator serve` address (its oracle listens on PORT+2 and its
- * lock service on PORT, see docs/server.md); null for local stores, Cloud Bigtable and Google's
- * emulator (`?emulator=1`), which host no oracle.
- */
-type ServerAddress = { host: string; port: number };
+/** Where a deployment service listens, and where that address came from (for error messages). */
+interface ServiceAddress extends HostPort {
+  readonly source: string;
+}
 
-function serverAddress(url: string): ServerAddress | null {
-  if (/[?&]emulator=(1|true)(&|$)/.test(url)) return null;
-  const m = /^bigtable:\/\/(\[[^\]]+\]|[^/:?]+):(\d+)/.exec(url);
-  return m === null ? null : { host: (m[1] as string).replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+/**
+ * The oracle and lock service of a `bigtable://` store's deployment; null for embedded stores
+ * (`memory:`, `file:`), whose oracle is in-process. `?oracle=HOST:PORT` and `?lockService=HOST:PORT`
+ * name them; otherwise a `percolator serve` at HOST:PORT hosts them — its oracle on PORT+2 (its
+ * default `--oracle-port`, which a client cannot see: `--port 0` or `--oracle-port P` need
+ * `?oracle=`) and its lock service on PORT itself (docs/server.md). Google's emulator
+ * (`?emulator=1`) and Cloud Bigtable host neither: no oracle (null) unless named, and an
+ * in-process lock service (null) unless named.
+ */
+function deploymentServices(url: string): { oracle: ServiceAddress | null; lockService: string | null } | null {
+  if (!url.startsWith('bigtable://')) return null;
+  const u = parseBigtableUrl(url);
+  const served = u.host !== undefined && !u.emulator ? parseHostPort(u.host) : null;
+  let oracle: ServiceAddress | null = null;
+  if (u.oracle !== undefined) {
+    oracle = { ...(parseHostPort(u.oracle) as HostPort), source: `named by ?oracle= in ${url}` };
+  } else if (served !== null) {
+    oracle = {
+      host: served.host,
+      port: served.port + 2,
+      source: `PORT+2 of ${url}, the default; set ?oracle=HOST:PORT if the server's oracle listens elsewhere (serve --port 0 or --oracle-port)`,
+    };
+  }
+  return { oracle, lockService: u.lockService ?? (served !== null ? (u.host as string) : null) };
 }
 
 /** waitForQuiescence's `tables`, checked: undefined → null (every table); else a non-empty array of distinct table names. */

@@ -330,6 +330,28 @@ describe.skipIf(binary === null)('bigtable:// backend on the emulator', () => {
     }
   }, 60_000);
 
+  it('the emulator with ?oracle=HOST:PORT: Percolator.open takes its timestamps from the oracle the URL names', async () => {
+    const { Percolator } = await import('../src/txn/percolator.js');
+    const { MemoryMarkStore } = await import('../src/oracle/mark-store.js');
+    const { startOracleServer } = await import('../src/oracle/server.js');
+    const url = `bigtable://${emu.host}:${emu.port}/named/o1?emulator=1&timestampScale=1000`;
+    await expect(Percolator.open({ store: url })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining('?oracle=HOST:PORT'),
+    });
+    const server = await startOracleServer({ port: 0, markStore: new MemoryMarkStore() });
+    const db = await Percolator.open({ store: `${url}&oracle=127.0.0.1:${server.port}`, lockWaitMs: 500, leaseMs: 2000 });
+    try {
+      await db.createTable('named');
+      await db.transaction(async (tx) => tx.set('named', 'r', 'c:v', 'x'));
+      expect(await db.getString('named', 'r', 'c:v')).toBe('x');
+      expect(server.stats().timestamps).toBeGreaterThan(0);
+    } finally {
+      await db.close();
+      await server.close();
+    }
+  }, 60_000);
+
   it('sampleRowKeys ends with the empty key', async () => {
     const s = await open('');
     const t = await table(s);

@@ -12,6 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type NotifyResult, type RowRecord, runNotifyCheck, verifyNotifyLogs } from '../src/check/notify.js';
+import { ObservedColumns } from '../src/notify/observed-columns.js';
+import { openStore } from '../src/store/open-store.js';
+import { Percolator } from '../src/txn/percolator.js';
 
 const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
 if (!hasPrlimit) console.warn('prlimit (util-linux) is not installed: the full-disk notify check test skips');
@@ -67,6 +70,30 @@ describe('check notify --crash', () => {
     },
     120_000,
   );
+
+  it("waits for its own table only: another table's pending notifications (a user's parked rows) do not fail it", async () => {
+    // A user's table whose observed column has notifications no worker of the check runs.
+    const dir = mkdtempSync(join(tmpdir(), 'notify-check-other-table-'));
+    dirs.push(dir);
+    const store = await openStore(`file:${dir}`);
+    const registry = new ObservedColumns(store);
+    await registry.open(0);
+    await registry.register('user_t', 'c:x', 'user-thrower');
+    await registry.close();
+    const db = await Percolator.open({ store });
+    await db.createTable('user_t');
+    await db.transaction(async (tx) => {
+      for (let i = 0; i < 20; i++) tx.set('user_t', `parked${i}`, 'c:x', 'v');
+    });
+    expect(await db.pendingNotifications()).toBe(20);
+    await db.close();
+    await store.close();
+    const r = await runNotifyCheck({ seconds: 1.5, crash: false, store: `file:${dir}`, workers: 1, rows: 5, quiescenceTimeoutMs: 5_000 });
+    expect(r.errors).toEqual([]);
+    expect(r.quiescent).toBe(true);
+    expect(r.changes).toBeGreaterThan(0);
+    expect(r.ok).toBe(true);
+  }, 60_000);
 
   it('negative control, end to end: changes written without notifying (registry contract broken) are reported missed', async () => {
     const r = await runNotifyCheck({ seconds: 1.5, crash: false, store: 'memory:', workers: 2, rows: 10, sabotageUnnotifiedChanges: 3 });

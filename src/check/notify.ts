@@ -19,8 +19,9 @@
  *   SIGKILL themselves at a random protocol point of an observer commit; every dead worker is
  *   replaced at once. A crash counts only when the child actually exited by SIGKILL.
  * - At the end the writers and the kills stop (workers disarm their self-kill), the workers keep
- *   running, and the supervisor's own Percolator waits for quiescence (no pending notification
- *   of an observed column and no timestamp issued during a full pass); then the workers stop,
+ *   running, and the supervisor's own Percolator waits for quiescence of the check's table (no
+ *   pending notification of an observed column and no timestamp issued during a full pass; other
+ *   tables of the store — a user's parked rows — are not the check's to wait for); then the workers stop,
  *   every request they sent is served, and the final values and logs are read through one
  *   snapshot (which resolves any lock a dead worker left).
  * - With `fullDisk` (a `file:` store; util-linux `prlimit`), the supervisor, which owns the store,
@@ -536,7 +537,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     const quiesceStarted = performance.now();
     let quiescent = true;
     try {
-      await db.waitForQuiescence({ timeoutMs: opts.quiescenceTimeoutMs ?? 60_000 });
+      await db.waitForQuiescence({ tables: [TABLE], timeoutMs: opts.quiescenceTimeoutMs ?? 60_000 });
     } catch (e) {
       if (!isTxnError(e, 'QUIESCENCE_TIMEOUT')) throw e;
       quiescent = false;
@@ -557,7 +558,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
         await theBlind.transaction(async (tx) => tx.set(TABLE, row, VALUE, id));
         (changesOf.get(row) as string[]).push(id);
       }
-      await db.waitForQuiescence({ timeoutMs: opts.quiescenceTimeoutMs ?? 60_000 });
+      await db.waitForQuiescence({ tables: [TABLE], timeoutMs: opts.quiescenceTimeoutMs ?? 60_000 });
     }
 
     // --- stop the workers ----------------------------------------------------------------------

@@ -79,6 +79,20 @@ export class ObservedColumns {
     ]);
   }
 
+  /**
+   * The observers registered for `column` of `table` (or of every table), read from the registry
+   * now: evidence for messages (a quiescence timeout names who should have run a notification).
+   */
+  async observersOf(table: string, column: string): Promise<string[]> {
+    const row = await this.store.readRow(OBSERVERS_TABLE, Buffer.from(column, 'utf8'));
+    const names = new Set<string>();
+    for (const c of row?.cells ?? []) {
+      const [t, observer] = Buffer.from(c.qualifier).toString('utf8').split('\u0000');
+      if ((t === table || t === ALL_TABLES) && observer !== undefined) names.add(observer);
+    }
+    return [...names].sort();
+  }
+
   async close(): Promise<void> {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;

@@ -7,6 +7,9 @@
  * Failure policy: an observer that throws aborts its transaction and the row is retried with
  * exponential backoff; after `maxFailures` consecutive failures the cell is parked (skipped by
  * this worker, logged, counted in `metrics.parked`) so a poison row never blocks the others.
+ * Failed runs are logged too, bounded: the first of each kind (error code) at once, then at most
+ * once a minute per kind with a count (`fail`), so a worker that cannot run anything (its oracle
+ * out of reach) says so at once without flooding its log. Runs that succeed log nothing.
  * Notify cells of a column are cleared only after all its observers succeeded, and only up to
  * the newest notify timestamp seen before the run: a newer change keeps its notification.
  *
@@ -86,7 +89,11 @@ export interface WorkerOptions {
    * between SIGTERM and SIGKILL, and less than the default lock TTL.
    */
   readonly stopGraceMs?: number;
-  /** Called for parked cells and observer errors (default: console.error). */
+  /**
+   * Called for parked cells, failed runs (the first of each kind at once, then at most once a
+   * minute per kind with a count: see `Worker.fail`), loops restarted and abandoned runs
+   * (default: console.error).
+   */
   readonly log?: (message: string, error?: unknown) => void;
 }
 
@@ -198,6 +205,37 @@ interface FailureState {
   parked: boolean;
 }
 
+/** Failed runs of one kind (`failureKind`) since its last log line. */
+interface FailureTally {
+  /** When its last line was logged (Date.now()). */
+  loggedAt: number;
+  /** Failures since then, the latest one's cell and error. */
+  unlogged: number;
+  lastCell: string;
+  lastError: unknown;
+}
+
+/** A kind of failed run is told at most this often after its first (which is told at once). */
+export const FAILURE_LOG_INTERVAL_MS = 60_000;
+
+/** Kinds tallied apart at most (an observer throwing ever new codes must not grow the map): the rest are one kind. */
+const MAX_FAILURE_KINDS = 100;
+
+/** An error's stable code, or else its class name. */
+function codeOrName(e: unknown): string {
+  const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
+  if (typeof code === 'string' && code !== '') return code;
+  return e instanceof Error ? e.name : typeof e;
+}
+
+/**
+ * The kind a failed run is tallied under: its error's code (ORACLE_UNAVAILABLE, IO_ERROR,
+ * RETRIES_EXHAUSTED…), or for an observer that threw, the observer and what it threw.
+ */
+function failureKind(e: unknown): string {
+  return e instanceof ObserverFailure ? `observer ${e.observer} threw ${codeOrName(e.cause)}` : codeOrName(e);
+}
+
 const DEFERRED = { durability: 'deferred' } as const;
 
 /**
@@ -268,6 +306,8 @@ export class Worker {
   private readonly idleWaiters = new Set<() => void>();
   private readonly sleepers = new Set<() => void>();
   private readonly failuresOf = new Map<string, FailureState>();
+  /** Failed runs per kind, for their rate-limited log lines (fail, tellUnloggedFailures). */
+  private readonly failureTallies = new Map<string, FailureTally>();
   private isRunning = false;
   /** The present (or last) start's loops and runs; null before the first start. */
   private epoch: Epoch | null = null;
@@ -370,6 +410,8 @@ export class Worker {
     for (const o of this.observers) await this.host.observed.register(o.table, o.column, o.name);
     if (this.stopAsked) return;
     this.isRunning = true;
+    // Each start tells the first failure of each kind afresh (stop told the rest).
+    this.failureTallies.clear();
     const epoch = (this.epoch = new Epoch());
     const scannerHost = this.scannerHost(epoch);
     // Each scanner is its own advisory-lock owner, so scanners of one process exclude each other too.
@@ -433,6 +475,7 @@ export class Worker {
     })();
     const ended = await Promise.race([Promise.all([unlocks, ...epoch.tasks]).then(() => true), graceOver]);
     clearTimeout(graceTimer);
+    this.tellUnloggedFailures();
     if (ended) return { abandoned: 0 };
     return { abandoned: this.abandon(epoch, graceMs) };
   }
@@ -1008,8 +1051,15 @@ export class Worker {
     return s !== undefined && (s.parked || s.nextAttempt > now);
   }
 
+  /**
+   * A run of `key`'s observers failed. The failure is told as it happens when it is the first of
+   * its kind (until 2026-12 only parking was: a worker whose oracle was out of reach said nothing
+   * until it stopped), then at most once per FAILURE_LOG_INTERVAL_MS per kind, with how many there
+   * were since; stop() tells the rest.
+   */
   private fail(key: string, error: unknown): void {
     this.metrics.failures++;
+    this.tallyFailure(key, error);
     const s = this.failuresOf.get(key) ?? { failures: 0, nextAttempt: 0, parked: false };
     s.failures++;
     if (s.failures >= this.maxFailures) {
@@ -1022,5 +1072,37 @@ export class Worker {
       s.nextAttempt = Date.now() + Math.min(30_000, 10 * 2 ** s.failures);
     }
     this.failuresOf.set(key, s);
+  }
+
+  private tallyFailure(cell: string, error: unknown): void {
+    let kind = failureKind(error);
+    if (!this.failureTallies.has(kind) && this.failureTallies.size >= MAX_FAILURE_KINDS) kind = 'other';
+    const now = Date.now();
+    const t = this.failureTallies.get(kind);
+    if (t === undefined) {
+      this.failureTallies.set(kind, { loggedAt: now, unlogged: 0, lastCell: cell, lastError: error });
+      this.log(`observer run failed (${kind}) on ${cell}; further ${kind} failures are told at most once a minute`, error);
+      return;
+    }
+    t.unlogged++;
+    t.lastCell = cell;
+    t.lastError = error;
+    if (now - t.loggedAt >= FAILURE_LOG_INTERVAL_MS) this.tellFailures(kind, t, now);
+  }
+
+  private tellFailures(kind: string, t: FailureTally, now: number): void {
+    this.log(
+      `${t.unlogged} more observer run(s) failed (${kind}) in the last ${Math.round((now - t.loggedAt) / 1000)} s; the latest on ${t.lastCell}`,
+      t.lastError,
+    );
+    t.loggedAt = now;
+    t.unlogged = 0;
+    t.lastError = undefined;
+  }
+
+  /** The failures not told yet (stopping: nothing may come to tell them later). */
+  private tellUnloggedFailures(): void {
+    const now = Date.now();
+    for (const [kind, t] of this.failureTallies) if (t.unlogged > 0) this.tellFailures(kind, t, now);
   }
 }

@@ -68,6 +68,12 @@ export interface OracleClientOptions {
   /** Identifies this client's lease (default random 48-bit). */
   readonly clientId?: number;
   readonly millis?: MillisClock;
+  /**
+   * Where host and port came from (e.g. "PORT+2 of bigtable://…, the default"), told by
+   * ORACLE_UNAVAILABLE's message and `details.addressSource`: a guessed address that is wrong
+   * should say so, not only that nothing answers there.
+   */
+  readonly addressSource?: string;
 }
 
 export interface OracleClientStats {
@@ -136,6 +142,7 @@ export class OracleClient implements TimestampSource {
   readonly maxBatch: number;
   private readonly leaseMs: number;
   private readonly millis: MillisClock;
+  private readonly addressSource: string | undefined;
 
   // Connection.
   private socket: net.Socket | null = null;
@@ -178,6 +185,7 @@ export class OracleClient implements TimestampSource {
     this.maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.millis = options.millis ?? monotonicMillis;
+    this.addressSource = options.addressSource;
     this.clientId = options.clientId ?? randomInt(1, 2 ** 48 - 1);
     const reportIntervalMs = options.reportIntervalMs ?? 1000;
     this.reportTimer = setInterval(() => this.report(), reportIntervalMs);
@@ -415,10 +423,12 @@ export class OracleClient implements TimestampSource {
   private unavailable(): OracleError {
     return new OracleError(
       'ORACLE_UNAVAILABLE',
-      `the oracle at ${this.host}:${this.port} is unreachable (${this.failures} failed attempts, last: ${this.lastError ?? 'none'})`,
+      `the oracle at ${this.host}:${this.port} is unreachable (${this.failures} failed attempts, last: ${this.lastError ?? 'none'})` +
+        (this.addressSource === undefined ? '' : `; that address is ${this.addressSource}`),
       {
         host: this.host,
         port: this.port,
+        ...(this.addressSource === undefined ? {} : { addressSource: this.addressSource }),
         attempts: this.failures,
         lastError: this.lastError,
         timeoutMs: this.timeoutMs,

@@ -15,10 +15,10 @@ import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
 import { Oracle } from '../oracle/oracle.js';
 import { NetworkLockService } from '../server/lock-client.js';
-import { localAuthToken } from '../store/bigtable/url.js';
+import { type HostPort, localAuthToken, parseBigtableUrl, parseHostPort } from '../store/bigtable/url.js';
 import type { ActiveRegistration, TimestampSource } from '../oracle/types.js';
 import { resolveConflictLock } from './actions/resolve-lock.js';
-import { TxnError, isTxnError } from './errors.js';
+import { TxnError, describeRow, isTxnError } from './errors.js';
 import { NOTIFY, PERCOLATOR_TABLE_SPEC, notifiedColumn, userColumn } from './layout.js';
 import { InProcessLockService, type LockService } from '../notify/lock-service.js';
 import { ObservedColumns } from '../notify/observed-columns.js';
@@ -37,7 +37,11 @@ export interface PercolatorOptions {
   readonly store?: string | Store;
   /** How to open `store` when it is a URL (caches, LevelDB budgets; see `openStore`). */
   readonly storeOptions?: OpenStoreOptions;
-  /** A timestamp source (e.g. an OracleClient); default: an in-process oracle whose mark lives in the store. */
+  /**
+   * A timestamp source (e.g. an OracleClient). Default: an in-process oracle whose mark lives in
+   * the store, for `memory:` and `file:`; for `bigtable://`, the oracle the URL names
+   * (`?oracle=HOST:PORT`) or else a `percolator serve`'s at PORT+2 (deploymentServices).
+   */
   readonly oracle?: TimestampSource;
   /** Lock time-to-live (ms): a lock older than this may be rolled back even if its owner looks alive. Default 30 000. */
   readonly lockTtlMs?: number;
@@ -49,7 +53,10 @@ export interface PercolatorOptions {
   readonly nowMs?: () => number;
   /** Crash-injection hook: called at each protocol point of every commit. */
   readonly onProtocolPoint?: (point: ProtocolPoint) => void | Promise<void>;
-  /** The advisory lock service for workers (default: in-process; `percolator serve` hosts a shared one). */
+  /**
+   * The advisory lock service for workers. Default: for `bigtable://`, the one the URL names
+   * (`?lockService=HOST:PORT`) or else a `percolator serve`'s on its gRPC port; in-process otherwise.
+   */
   readonly lockService?: LockService;
   /** How often the observed-columns registry is reloaded (ms). Default 1 000. */
   readonly observedRefreshMs?: number;
@@ -92,7 +99,37 @@ export const DEFAULT_GC_INTERVAL_MS = 1_000;
 export interface QuiescenceOptions {
   /** Give up with QUIESCENCE_TIMEOUT after this long. Default 60 000 ms. */
   readonly timeoutMs?: number;
+  /**
+   * Wait for the notifications of these Percolator tables only (default: every one): a check of
+   * its own tables must not wait for other tables' backlog (a user's parked rows). A name that is
+   * not a Percolator table is NOT_A_PERCOLATOR_TABLE.
+   */
+  readonly tables?: readonly string[];
 }
+
+/** Evidence of a QUIESCENCE_TIMEOUT (its `details`, but for `cause`). */
+export interface PendingEvidence {
+  /** Pending notifications of observed columns (those of this process's running workers' parked cells excluded). */
+  readonly pending: number;
+  /** The tables waited for (null: every Percolator table). */
+  readonly tables: readonly string[] | null;
+  /** Per table and column, most pending first (at most PENDING_GROUPS), with the observers the registry names. */
+  readonly byColumn: readonly {
+    readonly table: string;
+    readonly column: string;
+    readonly pending: number;
+    readonly observers: readonly string[];
+  }[];
+  /** Groups beyond those listed. */
+  readonly moreColumns: number;
+  /** A few pending cells (at most PENDING_EXAMPLES), the row printable (`0x…` when binary). */
+  readonly examples: readonly { readonly table: string; readonly row: string; readonly column: string }[];
+}
+
+/** Table/column groups a QUIESCENCE_TIMEOUT lists in details (its message: the first PENDING_IN_MESSAGE). */
+const PENDING_GROUPS = 20;
+const PENDING_EXAMPLES = 5;
+const PENDING_IN_MESSAGE = 5;
 
 export interface TransactionOptions {
   /** Attempts before giving up with RETRIES_EXHAUSTED. Default 20. */
@@ -169,23 +206,26 @@ export class Percolator {
     let sharedOracle: Oracle | null = null;
     try {
       // One oracle per deployment: over a shared server (`bigtable://HOST:PORT`, i.e. `percolator
-      // serve`) use the oracle and lock service it hosts — an in-process oracle per client process
-      // would hand out the same timestamps twice.
-      const server = serverAddress(store.url);
-      if (server === null && store.url.startsWith('bigtable://') && options.oracle === undefined) {
+      // serve`) use the oracle and lock service it hosts, or those the URL names — an in-process
+      // oracle per client process would hand out the same timestamps twice.
+      const services = deploymentServices(store.url);
+      if (services !== null && services.oracle === null && options.oracle === undefined) {
         throw new TxnError(
           'INVALID_CONFIG',
-          `a store at ${store.url} is shared by many processes: pass the deployment's oracle (an OracleClient) in options.oracle`,
-          {
-            url: store.url,
-          },
+          `a store at ${store.url} is shared by many processes: name the deployment's oracle with ?oracle=HOST:PORT in the URL, or pass an OracleClient in options.oracle`,
+          { url: store.url },
         );
       }
-      if (options.oracle === undefined && server === null) sharedOracle = await acquireOracle(store);
+      if (options.oracle === undefined && services === null) sharedOracle = await acquireOracle(store);
+      const oracleAt = services?.oracle ?? null;
       const oracle =
         options.oracle ??
         sharedOracle ??
-        new OracleClient({ host: (server as ServerAddress).host, port: (server as ServerAddress).port + 2 });
+        new OracleClient({
+          host: (oracleAt as ServiceAddress).host,
+          port: (oracleAt as ServiceAddress).port,
+          addressSource: oracleAt?.source,
+        });
       const nowMs = options.nowMs ?? Date.now;
       const liveness = new Liveness(store, { leaseMs: options.leaseMs, nowMs });
       const owner = await liveness.register();
@@ -236,8 +276,8 @@ export class Percolator {
       };
       const lockService =
         options.lockService ??
-        (server !== null
-          ? new NetworkLockService({ address: `${server.host}:${server.port}`, authToken: localAuthToken() })
+        (services !== null && services.lockService !== null
+          ? new NetworkLockService({ address: services.lockService, authToken: localAuthToken() })
           : new InProcessLockService());
       db = new Percolator(
         store,
@@ -524,7 +564,8 @@ export class Percolator {
 
   /** Tables that carry the Percolator system families (cached for `maxAgeMs`). */
   async percolatorTables(maxAgeMs = 1_000): Promise<string[]> {
-    if (Date.now() - this.tablesCache.at <= maxAgeMs) return this.tablesCache.tables;
+    // `<`: maxAgeMs 0 (a fresh listing) must not take one made within the same millisecond.
+    if (Date.now() - this.tablesCache.at < maxAgeMs) return this.tablesCache.tables;
     const tables: string[] = [];
     for (const name of await this.store.listTables()) {
       // A table dropped since the listing is not one; any other failure fails the listing: a
@@ -564,25 +605,29 @@ export class Percolator {
   }
 
   /**
-   * Resolves once the system is quiescent: a full pass over every Percolator table found no
-   * pending notification of an observed column (other than cells this process's running workers parked)
-   * and no timestamp was issued by anyone during that pass (when the oracle can tell; see
-   * docs/observers.md), and everything written so far is durable (observers commit with deferred
-   * durability). A pass that fails with IO_ERROR (a remote store out of reach for a while) counts
-   * as not quiescent. Throws QUIESCENCE_TIMEOUT after `timeoutMs` (`cause`: the last pass's
+   * Resolves once the system is quiescent: a full pass over every Percolator table (or those of
+   * `tables`) found no pending notification of an observed column (other than cells this
+   * process's running workers parked) and no timestamp was issued by anyone during that pass (when
+   * the oracle can tell; see docs/observers.md), and everything written so far is durable
+   * (observers commit with deferred durability). A pass that fails with IO_ERROR (a remote store
+   * out of reach for a while) counts as not quiescent. Throws QUIESCENCE_TIMEOUT after
+   * `timeoutMs`, with what is pending in `details` (PendingEvidence: per table and column, the
+   * observers the registry names, a few rows) and the message (`cause`: the last pass's
    * IO_ERROR, if it failed); the store's IO_ERROR at once when an embedded store refuses writes
    * (a full disk: docs/durability.md) while notifications are pending — no observer can commit
-   * until the store is reopened.
+   * until the store is reopened. INVALID_ARGUMENT for a bad `timeoutMs` or `tables`,
+   * NOT_A_PERCOLATOR_TABLE for a name in `tables` that is none.
    */
   async waitForQuiescence(options: QuiescenceOptions = {}): Promise<void> {
     this.checkOpen();
     const timeoutMs = options.timeoutMs ?? 60_000;
     if (!(timeoutMs > 0)) throw new TxnError('INVALID_ARGUMENT', `timeoutMs must be a positive number, not ${timeoutMs}`, { timeoutMs });
+    const only = quiescenceTables(options.tables);
     const deadline = Date.now() + timeoutMs;
     let delay = 2;
     // A count the store could not answer (IO_ERROR) is null, and its error is kept.
     let failed: unknown = null;
-    const orOutOfReach = (count: Promise<number>): Promise<number | null> =>
+    const orOutOfReach = <T>(count: Promise<T>): Promise<T | null> =>
       count.catch((e: unknown) => {
         if (!isStoreError(e, 'IO_ERROR')) throw e;
         failed = e;
@@ -593,7 +638,7 @@ export class Percolator {
       const before = issuedCount(this.oracle);
       // Whether any is pending, not how many: with a backlog the pass stops at the first one
       // instead of reading every notification at every poll (5 % of a web index run's thread).
-      const pending = await orOutOfReach(this.countPending(1));
+      const pending = await orOutOfReach(this.scanPending(1, only));
       const after = issuedCount(this.oracle);
       if (pending === 0 && before === after) {
         // Observers commit with deferred durability: quiescent also means durable.
@@ -607,11 +652,13 @@ export class Percolator {
         if (refused !== null) throw refused;
       }
       if (Date.now() > deadline) {
-        const all = failed === null ? await orOutOfReach(this.pendingNotifications()) : null;
+        const evidence = failed === null ? await orOutOfReach(this.pendingEvidence(only)) : null;
         throw new TxnError(
           'QUIESCENCE_TIMEOUT',
-          `not quiescent after ${options.timeoutMs ?? 60_000} ms: ${all === null ? 'the store is out of reach' : `${all} notifications pending`}`,
-          { pending: all },
+          `not quiescent after ${timeoutMs} ms${only === null ? '' : ` (tables ${only.join(', ')})`}: ${
+            evidence === null ? 'the store is out of reach' : describePending(evidence)
+          }`,
+          evidence === null ? { pending: null, tables: only } : { ...evidence },
           failed === null ? undefined : { cause: failed },
         );
       }
@@ -623,16 +670,45 @@ export class Percolator {
 
   /** Notifications of observed columns still pending (parked cells of local workers excluded). */
   pendingNotifications(): Promise<number> {
-    return this.countPending(Number.POSITIVE_INFINITY);
+    return this.scanPending(Number.POSITIVE_INFINITY, null);
   }
 
-  /** pendingNotifications, but the pass stops once it has counted `atMost`. */
-  private async countPending(atMost: number): Promise<number> {
+  /** What is pending, per table and column, with a few examples (a QUIESCENCE_TIMEOUT's evidence; a full pass). */
+  private async pendingEvidence(only: readonly string[] | null): Promise<PendingEvidence> {
+    const groups = new Map<string, { table: string; column: string; pending: number }>();
+    const examples: { table: string; row: string; column: string }[] = [];
+    const pending = await this.scanPending(Number.POSITIVE_INFINITY, only, (table, row, column) => {
+      const key = `${table}\u0000${column}`;
+      const g = groups.get(key);
+      if (g === undefined) groups.set(key, { table, column, pending: 1 });
+      else g.pending++;
+      if (examples.length < PENDING_EXAMPLES) examples.push({ table, row: describeRow(table, row).slice(table.length + 1), column });
+    });
+    const sorted = [...groups.values()].sort((a, b) => b.pending - a.pending);
+    const byColumn = [];
+    for (const g of sorted.slice(0, PENDING_GROUPS)) {
+      // The registry names the observers that should run them (whether any runs is not known here).
+      const observers = await this.observed.observersOf(g.table, g.column);
+      byColumn.push({ ...g, observers });
+    }
+    return { pending, tables: only, byColumn, moreColumns: sorted.length - byColumn.length, examples };
+  }
+
+  /**
+   * Counts the pending notifications of observed columns in `only` (null: every Percolator
+   * table), this process's running workers' parked cells excluded; the pass stops once it has
+   * counted `atMost`. `each` is told every one counted.
+   */
+  private async scanPending(
+    atMost: number,
+    only: readonly string[] | null,
+    each?: (table: string, row: Uint8Array, column: string) => void,
+  ): Promise<number> {
     const parked = new Set<string>();
     // A stopped worker's parked cells are pending again: another worker (a fixed observer) may run them.
     for (const w of this.workers) if (w.running) for (const k of w.parkedCells()) parked.add(k);
     let pending = 0;
-    for (const table of await this.percolatorTables()) {
+    for (const table of only === null ? await this.percolatorTables() : await this.namedPercolatorTables(only)) {
       for await (const r of this.store.readRows(table, { filter: { familyNameRegexFilter: NOTIFY } })) {
         // A column's strong and weak notify cells are under two qualifiers (layout.ts): counted once.
         const seen = new Set<string>();
@@ -642,11 +718,25 @@ export class Percolator {
           seen.add(column);
           if (!this.observed.has(table, column)) continue;
           if (parked.has(`${table}/${Buffer.from(r.key).toString('hex')}/${column}`)) continue;
+          each?.(table, r.key, column);
           if (++pending >= atMost) return pending;
         }
       }
     }
     return pending;
+  }
+
+  /** `names`, each checked to be a Percolator table (the cached listing first, a fresh one before saying no). */
+  private async namedPercolatorTables(names: readonly string[]): Promise<readonly string[]> {
+    let known = await this.percolatorTables();
+    if (names.some((t) => !known.includes(t))) known = await this.percolatorTables(0);
+    const missing = names.find((t) => !known.includes(t));
+    if (missing !== undefined) {
+      throw new TxnError('NOT_A_PERCOLATOR_TABLE', `cannot wait for quiescence of ${missing}: it is not a Percolator table`, {
+        table: missing,
+      });
+    }
+    return names;
   }
 
   /** This process's liveness owner id (written into its locks). */
@@ -698,17 +788,64 @@ function issuedCount(oracle: TimestampSource): number | null {
   return typeof n === 'number' ? n : null;
 }
 
-/**
- * `bigtable://HOST:PORT…` → the `percolator serve` address (its oracle listens on PORT+2 and its
- * lock service on PORT, see docs/server.md); null for local stores, Cloud Bigtable and Google's
- * emulator (`?emulator=1`), which host no oracle.
- */
-type ServerAddress = { host: string; port: number };
+/** Where a deployment service listens, and where that address came from (for error messages). */
+interface ServiceAddress extends HostPort {
+  readonly source: string;
+}
 
-function serverAddress(url: string): ServerAddress | null {
-  if (/[?&]emulator=(1|true)(&|$)/.test(url)) return null;
-  const m = /^bigtable:\/\/(\[[^\]]+\]|[^/:?]+):(\d+)/.exec(url);
-  return m === null ? null : { host: (m[1] as string).replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+/**
+ * The oracle and lock service of a `bigtable://` store's deployment; null for embedded stores
+ * (`memory:`, `file:`), whose oracle is in-process. `?oracle=HOST:PORT` and `?lockService=HOST:PORT`
+ * name them; otherwise a `percolator serve` at HOST:PORT hosts them — its oracle on PORT+2 (its
+ * default `--oracle-port`, which a client cannot see: `--port 0` or `--oracle-port P` need
+ * `?oracle=`) and its lock service on PORT itself (docs/server.md). Google's emulator
+ * (`?emulator=1`) and Cloud Bigtable host neither: no oracle (null) unless named, and an
+ * in-process lock service (null) unless named.
+ */
+function deploymentServices(url: string): { oracle: ServiceAddress | null; lockService: string | null } | null {
+  if (!url.startsWith('bigtable://')) return null;
+  const u = parseBigtableUrl(url);
+  const served = u.host !== undefined && !u.emulator ? parseHostPort(u.host) : null;
+  let oracle: ServiceAddress | null = null;
+  if (u.oracle !== undefined) {
+    oracle = { ...(parseHostPort(u.oracle) as HostPort), source: `named by ?oracle= in ${url}` };
+  } else if (served !== null) {
+    oracle = {
+      host: served.host,
+      port: served.port + 2,
+      source: `PORT+2 of ${url}, the default; set ?oracle=HOST:PORT if the server's oracle listens elsewhere (serve --port 0 or --oracle-port)`,
+    };
+  }
+  return { oracle, lockService: u.lockService ?? (served !== null ? (u.host as string) : null) };
+}
+
+/** waitForQuiescence's `tables`, checked: undefined → null (every table); else a non-empty array of distinct table names. */
+function quiescenceTables(tables: unknown): readonly string[] | null {
+  if (tables === undefined) return null;
+  if (!Array.isArray(tables) || tables.length === 0 || tables.some((t) => typeof t !== 'string' || t === '')) {
+    throw new TxnError('INVALID_ARGUMENT', `tables must be a non-empty array of table names, not ${describeArgument(tables)}`, {
+      option: 'tables',
+    });
+  }
+  return [...new Set(tables as string[])];
+}
+
+function describeArgument(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map((x) => (typeof x === 'string' ? JSON.stringify(x) : typeof x)).join(', ')}]`.slice(0, 200);
+  return v === null ? 'null' : typeof v;
+}
+
+/** A QUIESCENCE_TIMEOUT's account of what is pending, bounded: the biggest groups and a few rows. */
+function describePending(e: PendingEvidence): string {
+  // The last poll found one, or saw timestamps issued during its pass (a transaction running): gone by this count.
+  if (e.pending === 0)
+    return '0 notifications pending now, but the last pass was not quiescent (one was pending, or timestamps were issued during it)';
+  const groups = e.byColumn
+    .slice(0, PENDING_IN_MESSAGE)
+    .map((g) => `${g.table}/${g.column} ${g.pending}${g.observers.length > 0 ? ` (observer ${g.observers.join(', ')})` : ''}`);
+  const more = e.byColumn.length - groups.length + e.moreColumns;
+  const rows = e.examples.slice(0, 3).map((x) => `${x.table}/${x.row}/${x.column}`);
+  return `${e.pending} notifications pending: ${groups.join(', ')}${more > 0 ? `, and ${more} more column(s)` : ''}; e.g. ${rows.join(', ')}`;
 }
 
 /** A snapshot whose `release()` ends its registration (so GC can advance past it). */

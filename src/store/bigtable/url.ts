@@ -12,6 +12,12 @@
  *                           departures (client-side evaluation of some filters, ms rounding).
  *   schemaCacheMs=N         how long a table's families and GC rules are cached (default 10000).
  *   appProfile=ID           Cloud Bigtable app profile.
+ *   oracle=HOST:PORT        where Percolator.open finds the deployment's timestamp oracle (default:
+ *                           PORT+2 of a `percolator serve` HOST:PORT; none for the emulator or Cloud).
+ *   lockService=HOST:PORT   where it finds the advisory lock service (a `percolator serve` gRPC port;
+ *                           default: HOST:PORT of a `percolator serve`, in-process otherwise).
+ *                           The store itself uses neither: they name the deployment's other services,
+ *                           so that anything taking a store URL (the CLI's --store) can reach them.
  *
  * A host is recognised by its `:PORT` (or a bracketed IPv6 literal); without one the authority
  * is the Cloud project.
@@ -35,6 +41,27 @@ export interface BigtableUrl {
   readonly emulator: boolean;
   readonly schemaCacheMs: number;
   readonly appProfileId?: string;
+  /** `?oracle=HOST:PORT`: the deployment's timestamp oracle, as given (IPv6 bracketed). */
+  readonly oracle?: string;
+  /** `?lockService=HOST:PORT`: the deployment's lock service (a `percolator serve` gRPC port), as given. */
+  readonly lockService?: string;
+}
+
+/** A `HOST:PORT` (IPv6 literal in brackets), split; the host without brackets. */
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
+const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[^:[\]/?#@\s]+):(\d{1,5})$/;
+
+/** `HOST:PORT` → its parts, or null when it is not one (port 1–65535). */
+export function parseHostPort(s: string): HostPort | null {
+  const m = HOST_PORT.exec(s);
+  if (m === null) return null;
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) return null;
+  return { host: (m[1] as string).replace(/^\[|\]$/g, ''), port };
 }
 
 const ID = /^[a-z0-9][-a-z0-9_.:]*$/i;
@@ -82,8 +109,7 @@ export function parseBigtableUrl(url: string): BigtableUrl {
   let instance: string;
   const isHost = authority.startsWith('[') || authority.includes(':');
   if (isHost) {
-    const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):(\d{1,5})$/.exec(authority);
-    if (m === null || Number(m[2]) < 1 || Number(m[2]) > 65535) throw bad(url, `bad HOST:PORT ${JSON.stringify(authority)}`);
+    if (parseHostPort(authority) === null) throw bad(url, `bad HOST:PORT ${JSON.stringify(authority)}`);
     host = authority;
     if (parts.length === 0) {
       project = DEFAULT_PROJECT;
@@ -105,6 +131,8 @@ export function parseBigtableUrl(url: string): BigtableUrl {
   let emulator = false;
   let schemaCacheMs = DEFAULT_SCHEMA_CACHE_MS;
   let appProfileId: string | undefined;
+  let oracle: string | undefined;
+  let lockService: string | undefined;
   const params = new URLSearchParams(query);
   for (const [k, v] of params) {
     switch (k) {
@@ -126,8 +154,17 @@ export function parseBigtableUrl(url: string): BigtableUrl {
         if (v === '') throw bad(url, 'appProfile must not be empty');
         appProfileId = v;
         break;
+      case 'oracle':
+      case 'lockService':
+        if (parseHostPort(v) === null) throw bad(url, `${k} must be HOST:PORT (port 1-65535), got ${JSON.stringify(v)}`);
+        if (k === 'oracle') oracle = v;
+        else lockService = v;
+        break;
       default:
-        throw bad(url, `unknown option ${JSON.stringify(k)} (known: timestampScale, emulator, schemaCacheMs, appProfile)`);
+        throw bad(
+          url,
+          `unknown option ${JSON.stringify(k)} (known: timestampScale, emulator, schemaCacheMs, appProfile, oracle, lockService)`,
+        );
     }
   }
   if (emulator && host === undefined) throw bad(url, 'emulator needs a HOST:PORT');
@@ -140,5 +177,7 @@ export function parseBigtableUrl(url: string): BigtableUrl {
     emulator,
     schemaCacheMs,
     ...(appProfileId !== undefined ? { appProfileId } : {}),
+    ...(oracle !== undefined ? { oracle } : {}),
+    ...(lockService !== undefined ? { lockService } : {}),
   };
 }

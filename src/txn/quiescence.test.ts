@@ -1,0 +1,134 @@
+/**
+ * waitForQuiescence's evidence and table filter: a QUIESCENCE_TIMEOUT says what is pending (per
+ * table and column, with the registered observers, and a few rows; bounded), and `tables` waits
+ * for the named tables only (a check of its own table is not held up by a user's parked rows).
+ */
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { ObservedColumns } from '../notify/observed-columns.js';
+import { openStore } from '../store/open-store.js';
+import type { Store } from '../store/store.js';
+import { TxnError } from './errors.js';
+import { Percolator } from './percolator.js';
+
+let store: Store;
+let db: Percolator;
+
+/** Registers observed columns before the database opens: writes notify them, and no worker runs them. */
+async function openWithObserved(observed: readonly [table: string, column: string, observer: string][]): Promise<void> {
+  const registry = new ObservedColumns(store);
+  await registry.open(0);
+  for (const [t, c, o] of observed) await registry.register(t, c, o);
+  await registry.close();
+  db = await Percolator.open({ store, leaseMs: 1000 });
+}
+
+beforeEach(async () => {
+  store = await openStore('memory:');
+});
+afterEach(async () => {
+  await db.close();
+  await store.close();
+});
+
+async function timeoutOf(p: Promise<void>): Promise<TxnError> {
+  const e = await p.then(
+    () => null,
+    (err: unknown) => err,
+  );
+  expect(e).toBeInstanceOf(TxnError);
+  expect((e as TxnError).code).toBe('QUIESCENCE_TIMEOUT');
+  return e as TxnError;
+}
+
+it('a QUIESCENCE_TIMEOUT counts what is pending per table and column, names the observers, and shows a few rows', async () => {
+  await openWithObserved([
+    ['docs', 'doc:in', 'indexer'],
+    ['*', 'c:x', 'everywhere'],
+  ]);
+  await db.createTable('docs');
+  await db.createTable('other');
+  await db.transaction(async (tx) => {
+    for (let i = 0; i < 7; i++) tx.set('docs', `r${i}`, 'doc:in', 'v');
+    tx.set('docs', new Uint8Array([0, 255]), 'c:x', 'v');
+    tx.set('other', 'a', 'c:x', 'v');
+    tx.set('other', 'b', 'c:x', 'v');
+    tx.set('other', 'b', 'c:unobserved', 'v');
+  });
+  const e = await timeoutOf(db.waitForQuiescence({ timeoutMs: 30 }));
+  expect(e.details).toMatchObject({
+    pending: 10,
+    tables: null,
+    byColumn: [
+      { table: 'docs', column: 'doc:in', pending: 7, observers: ['indexer'] },
+      { table: 'other', column: 'c:x', pending: 2, observers: ['everywhere'] },
+      { table: 'docs', column: 'c:x', pending: 1, observers: ['everywhere'] },
+    ],
+    moreColumns: 0,
+  });
+  const examples = e.details.examples as { table: string; row: string; column: string }[];
+  expect(examples).toHaveLength(5);
+  expect(examples).toContainEqual({ table: 'docs', row: '0x00ff', column: 'c:x' });
+  expect(e.message).toBe(
+    `not quiescent after 30 ms: 10 notifications pending: docs/doc:in 7 (observer indexer), other/c:x 2 (observer everywhere), ` +
+      `docs/c:x 1 (observer everywhere); e.g. ${examples
+        .slice(0, 3)
+        .map((x) => `${x.table}/${x.row}/${x.column}`)
+        .join(', ')}`,
+  );
+});
+
+it('the evidence is bounded: 20 columns in details, 5 in the message, the rest counted', async () => {
+  const columns = Array.from({ length: 30 }, (_, i) => `c:q${String(i).padStart(2, '0')}`);
+  await openWithObserved(columns.map((c) => ['wide', c, `o${c.slice(3)}`] as [string, string, string]));
+  await db.createTable('wide');
+  await db.transaction(async (tx) => {
+    columns.forEach((c, i) => {
+      for (let r = 0; r <= i; r++) tx.set('wide', `r${r}`, c, 'v'); // column i: i + 1 rows
+    });
+  });
+  const e = await timeoutOf(db.waitForQuiescence({ timeoutMs: 30 }));
+  const byColumn = e.details.byColumn as { column: string; pending: number }[];
+  expect(e.details.pending).toBe((30 * 31) / 2);
+  expect(byColumn).toHaveLength(20);
+  expect(byColumn[0]).toMatchObject({ column: 'c:q29', pending: 30 });
+  expect(e.details.moreColumns).toBe(10);
+  expect(e.details.examples).toHaveLength(5);
+  expect(e.message).toContain('wide/c:q29 30 (observer o29), wide/c:q28 29 (observer o28)');
+  expect(e.message).toContain(', and 25 more column(s); e.g. ');
+  expect(e.message.length).toBeLessThan(500);
+});
+
+it('tables: waits for the named tables only, and their timeout lists only them', async () => {
+  await openWithObserved([['*', 'c:x', 'parked-elsewhere']]);
+  await db.createTable('user');
+  await db.createTable('mine');
+  await db.transaction(async (tx) => tx.set('user', 'stuck', 'c:x', 'v'));
+  // Another table's pending notification: the whole system is not quiescent, `mine` is.
+  await timeoutOf(db.waitForQuiescence({ timeoutMs: 30 }));
+  await db.waitForQuiescence({ tables: ['mine'], timeoutMs: 5_000 });
+
+  await db.transaction(async (tx) => tx.set('mine', 'm', 'c:x', 'v'));
+  const e = await timeoutOf(db.waitForQuiescence({ tables: ['mine', 'mine'], timeoutMs: 30 }));
+  expect(e.details).toMatchObject({ pending: 1, tables: ['mine'], byColumn: [{ table: 'mine', column: 'c:x', pending: 1 }] });
+  expect(e.message).toMatch(/^not quiescent after 30 ms \(tables mine\): 1 notifications pending: mine\/c:x 1/);
+});
+
+it('tables: a table created a moment ago is found; bad values are INVALID_ARGUMENT, a name that is no Percolator table NOT_A_PERCOLATOR_TABLE', async () => {
+  await openWithObserved([]);
+  await db.waitForQuiescence({ timeoutMs: 5_000 }); // the table listing is cached now
+  await db.createTable('fresh');
+  await db.waitForQuiescence({ tables: ['fresh'], timeoutMs: 5_000 });
+  for (const tables of [[], 'fresh', [1], [''], null, ['fresh', undefined]]) {
+    await expect(db.waitForQuiescence({ tables: tables as unknown as string[] }), JSON.stringify(tables)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      details: { option: 'tables' },
+    });
+  }
+  await store.createTable('plain', { families: { f: {} } });
+  for (const name of ['nope', 'plain']) {
+    await expect(db.waitForQuiescence({ tables: ['fresh', name], timeoutMs: 5_000 })).rejects.toMatchObject({
+      code: 'NOT_A_PERCOLATOR_TABLE',
+      details: { table: name },
+    });
+  }
+});

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { commands } from './commands/index.js';
 import { failureStatus } from './exit-status.js';
+import { describeGroups } from './parent-command.js';
 
 // dist/cli/main.js → the package's own package.json.
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -22,6 +23,7 @@ program
   .enablePositionalOptions();
 
 for (const register of commands) register(program);
+describeGroups(program);
 
 // A reader that stops early (`percolator scan t | head`) closes the pipe: that ends the output,
 // it is not an error worth a stack trace.

@@ -1,16 +1,21 @@
 /**
  * `percolator demo` as a newcomer runs it (compiled JS under dist/; `npm test` builds first): it
  * never deletes what is not a store — a `--data` directory holding other files, or a store some
- * process has open, is a one-line typed error with everything left in place — nor creates one
- * among other files (`--keep`), and it finds its corpus when run from a directory that has no
- * node_modules of its own.
+ * process has open, is a one-line typed error with everything left in place — nor a store holding
+ * tables that are not the web index's (NOT_A_WEB_INDEX, unless --force; and `search`'s hint over
+ * such a store names a new directory), nor creates one among other files (`--keep`); a status port
+ * in use fails it before it touches --data, and its default is none of `serve`'s; its closing hint
+ * is a command that runs from a checkout (`npx percolator …`), or with --serve the search page;
+ * and it finds its corpus when run from a directory that has no node_modules of its own.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, expect, it } from 'vitest';
+import { Percolator } from '../src/txn/percolator.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 const dirs: string[] = [];
@@ -23,9 +28,33 @@ function tempDir(): string {
   return d;
 }
 
-function demo(cwd: string, ...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [mainJs, 'demo', '--json', ...args], { cwd, encoding: 'utf8', timeout: 60_000 });
+function run(cwd: string, ...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [mainJs, ...args], { cwd, encoding: 'utf8', timeout: 60_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function demo(cwd: string, ...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  return run(cwd, 'demo', '--json', ...args);
+}
+
+/** A store holding a user's own Percolator table `accounts` (alice = 100), and what `tables` adds. */
+async function userStore(dir: string, ...tables: string[]): Promise<void> {
+  const db = await Percolator.open({ store: `file:${dir}` });
+  try {
+    for (const t of ['accounts', ...tables]) await db.createTable(t);
+    await db.transaction(async (tx) => tx.set('accounts', 'alice', 'bal:v', '100'));
+  } finally {
+    await db.close();
+  }
+}
+
+async function storeTables(dir: string): Promise<string[]> {
+  const db = await Percolator.open({ store: `file:${dir}` });
+  try {
+    return (await db.store.listTables()).filter((t) => !t.startsWith('_percolator_'));
+  } finally {
+    await db.close();
+  }
 }
 
 it('refuses a --data directory holding files the store did not write, and leaves them', () => {
@@ -61,3 +90,126 @@ it('starts clean over a store it made before, and finds a corpus from a director
   expect(second.code).toBe(0);
   expect((JSON.parse(second.stdout) as { documents: number }).documents).toBe(20);
 });
+
+it('ends with a hint that runs from a checkout: npx percolator search', () => {
+  const data = join(tempDir(), 'data');
+  const r = run(tempDir(), 'demo', '--corpus', 'synthetic', '--docs', '20', '--data', data);
+  expect(r.code).toBe(0);
+  expect(r.stdout.trimEnd().split('\n').at(-1)).toMatch(
+    new RegExp(
+      `^Done in [0-9.]+ s\\. Search it again: npx percolator search "<query>" --data ${data.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`,
+    ),
+  );
+});
+
+it("refuses to remove a store holding the user's own tables (NOT_A_WEB_INDEX), and removes it with --force", async () => {
+  const data = tempDir();
+  await userStore(data, 'pages'); // one of the web index's tables beside the user's does not make it one
+  const r = demo(tempDir(), '--corpus', 'synthetic', '--docs', '20', '--data', data);
+  expect(r.code).toBe(1);
+  expect(r.stdout).toBe('');
+  expect(r.stderr).toBe(
+    `percolator: NOT_A_WEB_INDEX: ${data} holds tables that are not the web index's (accounts); the demo starts clean and would remove them — nothing was removed: give another --data directory, or --force to remove them\n`,
+  );
+  const db = await Percolator.open({ store: `file:${data}` });
+  expect(await db.getString('accounts', 'alice', 'bal:v')).toBe('100');
+  await db.close();
+
+  const forced = demo(tempDir(), '--corpus', 'synthetic', '--docs', '20', '--data', data, '--force');
+  expect(forced.stderr).toBe('');
+  expect(forced.code).toBe(0);
+  expect(await storeTables(data)).not.toContain('accounts');
+});
+
+it("search's NO_INDEX hint names a new directory over a store of other tables, the same one over an empty store", async () => {
+  const mine = tempDir();
+  await userStore(mine);
+  const r = run(tempDir(), 'search', 'foo', '--data', mine);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toBe(
+    `percolator: NO_INDEX: ${mine} holds no web index but other tables (accounts): build one in a new directory, \`npx percolator demo --data <new directory>\` (the demo starts clean, so it refuses this one)\n`,
+  );
+  // Following that hint over the same directory would be refused rather than remove the table.
+  expect(demo(tempDir(), '--corpus', 'synthetic', '--docs', '5', '--data', mine).stderr).toMatch(/^percolator: NOT_A_WEB_INDEX: /);
+
+  const empty = tempDir();
+  await (await Percolator.open({ store: `file:${empty}` })).close(); // a store with Percolator's own tables only
+  const e = run(tempDir(), 'search', 'foo', '--data', empty);
+  expect(e.stderr).toBe(`percolator: NO_INDEX: ${empty} holds no web index: run \`npx percolator demo --data ${empty}\` first\n`);
+  // And that hint works: the demo accepts a store of Percolator's own tables.
+  expect(demo(tempDir(), '--corpus', 'synthetic', '--docs', '5', '--data', empty).code).toBe(0);
+});
+
+it("the status page's default port is none of serve's defaults", () => {
+  // Help is wrapped to the terminal's width: read it as one line.
+  const help = (command: string) => run(tempDir(), command, '--help').stdout.replace(/\s+/g, ' ');
+  const demoPort = Number(/--port <port> .*?\(default: (\d+)\)/.exec(help('demo'))?.[1]);
+  const serveHelp = help('serve');
+  const grpc = Number(/--port <port> .*?\(default: (\d+)\)/.exec(serveHelp)?.[1]);
+  expect(serveHelp).toMatch(/--http-port <port> [^(]*\(default: port \+ 1\)/);
+  expect(serveHelp).toMatch(/--oracle-port <port> [^(]*\(default: port \+ 2\)/);
+  expect(grpc).toBe(8086);
+  expect(demoPort).toBeGreaterThan(0);
+  expect([grpc, grpc + 1, grpc + 2]).not.toContain(demoPort);
+});
+
+it('--serve on a port in use is one line, LISTEN_FAILED, before the store is removed or created', async () => {
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  const port = (holder.address() as AddressInfo).port;
+  try {
+    const missing = join(tempDir(), 'data');
+    const existing = tempDir();
+    await userStore(existing);
+    for (const data of [missing, existing]) {
+      const r = demo(tempDir(), '--corpus', 'synthetic', '--docs', '5', '--serve', '--port', String(port), '--data', data, '--force');
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(
+        new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(HTTP\\): .*EADDRINUSE[^\\n]*\\n$`),
+      );
+    }
+    expect(existsSync(missing)).toBe(false);
+    expect(await storeTables(existing)).toEqual(['accounts']);
+  } finally {
+    await new Promise<void>((resolve) => holder.close(() => resolve()));
+  }
+});
+
+it('with --serve, the closing hint is the search page (a search command would find the store locked)', async () => {
+  const data = join(tempDir(), 'data');
+  const child = spawn(
+    process.execPath,
+    [mainJs, 'demo', '--corpus', 'synthetic', '--docs', '20', '--serve', '--port', '0', '--data', data],
+    {
+      cwd: tempDir(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  try {
+    const last = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        const line = stdout.split('\n').find((l) => l.includes('(Ctrl-C to stop)'));
+        if (line !== undefined) resolve(line);
+      });
+      void exited.then((code) => reject(new Error(`demo exited (${code}) before serving: ${stderr}`)));
+    });
+    const m =
+      /^Done in [0-9.]+ s\. Search it at (http:\/\/127\.0\.0\.1:\d+\/)search {2}· {2}status page: (\S+) {2}\(Ctrl-C to stop\)$/.exec(last);
+    expect(m, last).not.toBeNull();
+    expect(m?.[2]).toBe(m?.[1]);
+    expect(stdout).not.toMatch(/percolator search/);
+    const page = await fetch(`${m?.[1]}api/search?q=topic0`);
+    expect(page.status).toBe(200);
+  } finally {
+    child.kill('SIGTERM');
+  }
+  expect(await exited).toBe(0);
+}, 60_000);

@@ -1,8 +1,10 @@
 /**
- * `percolator get` as a real process (compiled JS under dist/; `npm test` builds first): the
- * latest committed value of a cell, a cell left behind by a writer that died after its commit
- * point (rolled forward), an absent cell (exit 1), and bad input (a typed error, exit 1); and, for
- * every command that reads or processes an existing store (get, scan, wait, search, worker), a
+ * `percolator get` and `percolator scan` as real processes (compiled JS under dist/; `npm test`
+ * builds first): get prints the latest committed value of a cell, a cell left behind by a writer
+ * that died after its commit point (rolled forward), exits 1 for an absent cell and 2 for bad
+ * input (a typed error); scan prints a Percolator table's committed values at a snapshot, or with
+ * --raw every stored cell, system columns included, and a plain store table raw either way; and,
+ * for every command that reads or processes an existing store (get, scan, wait, search, worker), a
  * directory holding no store, or a missing one (a typed error, no database left there);
  * and `serve` over a directory of other files (a typed error, no database left among them).
  */
@@ -28,6 +30,10 @@ beforeAll(async () => {
   const db = await Percolator.open({ store: `file:${dir}` });
   await db.createTable('t');
   await db.store.createTable('raw', { families: { f: {} } }); // a plain Bigtable table
+  const cell = (value: string, ts: number) => ({
+    setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: ts, value: Buffer.from(value) },
+  });
+  await db.store.mutateRow('raw', Buffer.from('r1'), [cell('plain-old', 1000), cell('plain', 2000)]);
   await db.transaction(async (tx) => tx.set('t', 'row', 'c:v', 'first'));
   await db.transaction(async (tx) => tx.set('t', 'row', 'c:v', 'second'));
   await db.transaction(async (tx) => tx.set('t', 'bin', 'c:v', Uint8Array.from([0, 1, 255])));
@@ -62,16 +68,65 @@ it('exits 1 for an absent cell; --json says null', () => {
   expect(JSON.parse(r.stdout)).toEqual({ table: 't', row: 'nope', column: 'c:v', value: null });
 });
 
-it('bad input is a typed one-line error and exit 1', () => {
+it('bad input is a typed one-line error and exit 2, apart from the 1 of an absent cell', () => {
   const bad = get('t', 'row', 'no-family');
-  expect(bad.code).toBe(1);
+  expect(bad.code).toBe(2);
   expect(bad.stderr).toMatch(/^percolator: INVALID_COLUMN: /);
   const missing = get('missing', 'row', 'c:v');
-  expect(missing.code).toBe(1);
+  expect(missing.code).toBe(2);
   expect(missing.stderr).toMatch(/^percolator: TABLE_NOT_FOUND: /);
   const raw = get('raw', 'row', 'f:q');
-  expect(raw.code).toBe(1);
+  expect(raw.code).toBe(2);
   expect(raw.stderr).toMatch(/^percolator: NOT_A_PERCOLATOR_TABLE: table raw is not a Percolator table/);
+  // What commander itself rejects, too.
+  expect(get('t', 'row')).toMatchObject({ code: 2, stdout: '' });
+  expect(get('t', 'row', 'c:v', '--bogus')).toMatchObject({ code: 2, stdout: '' });
+  // And --help says so.
+  const help = spawnSync(process.execPath, [mainJs, 'get', '--help'], { encoding: 'utf8' });
+  expect(help.status).toBe(0);
+  expect(help.stdout.replace(/\s+/g, ' ')).toContain('Exit status: 0 the value was printed, 1 the cell is absent');
+});
+
+function scan(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [mainJs, 'scan', '--store', `file:${dir}`, ...args], { encoding: 'utf8', timeout: 30_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+it("scan prints a Percolator table's committed values at a snapshot, a dead writer's commit rolled forward", () => {
+  expect(scan('t')).toMatchObject({
+    code: 0,
+    stderr: '',
+    stdout: ['bin', '  c:v = 0x0001ff', 'p', '  c:v = P', 'row', '  c:v = second', 's', '  c:v = S', ''].join('\n'),
+  });
+  const json = scan('t', '--prefix', 'r', '--json');
+  expect(json.code).toBe(0);
+  expect(
+    json.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as unknown),
+  ).toEqual([{ key: 'row', columns: { 'c:v': 'second' } }]);
+  expect(scan('t', '--limit', '1').stdout).toBe('bin\n  c:v = 0x0001ff\n');
+});
+
+it('scan --raw prints every stored cell of a Percolator table, system columns and versions included', () => {
+  const r = scan('t', '--raw', '--prefix', 'row');
+  expect(r.code).toBe(0);
+  const lines = r.stdout.trimEnd().split('\n');
+  expect(lines[0]).toBe('row');
+  // Two commits: two write records, their short values inline (no data cells).
+  expect(lines.slice(1).filter((l) => /^ {2}write:c:v @\d+ = 0x[0-9a-f]+$/.test(l))).toHaveLength(2);
+  expect(lines.slice(1).every((l) => /^ {2}(lock|write|data|notify):/.test(l))).toBe(true);
+  const json = scan('t', '--raw', '--prefix', 'row', '--json');
+  const row = JSON.parse(json.stdout) as { key: string; cells: { family: string; qualifier: string }[] };
+  expect(row.key).toBe('row');
+  expect(row.cells.map((c) => `${c.family}:${c.qualifier}`)).toEqual(['write:c:v', 'write:c:v']);
+});
+
+it('scan prints a plain store table raw, with or without --raw', () => {
+  const raw = ['r1', '  f:q @2000 = plain', '  f:q @1000 = plain-old', ''].join('\n');
+  expect(scan('raw')).toMatchObject({ code: 0, stdout: raw });
+  expect(scan('raw', '--raw')).toMatchObject({ code: 0, stdout: raw });
 });
 
 it('a directory without a store is a typed error for every reading command, and gets no database', () => {
@@ -88,7 +143,7 @@ it('a directory without a store is a typed error for every reading command, and 
         ['worker', '--observers', observers, '--store', `file:${store}`],
       ]) {
         const r = spawnSync(process.execPath, [mainJs, ...args], { encoding: 'utf8', timeout: 30_000 });
-        expect(r.status, args.join(' ')).toBe(1);
+        expect(r.status, args.join(' ')).toBe(args[0] === 'get' ? 2 : 1);
         expect(r.stderr).toBe(`percolator: NOT_A_STORE: no store at ${store} (nothing was created)\n`);
       }
     }

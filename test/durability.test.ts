@@ -37,6 +37,7 @@ describe('check durability', () => {
     expect(r.rowsScanned).toBe(r.acknowledged + r.unacknowledgedFound);
     expect(lines.length).toBe(r.kills);
     expect(existsSync(r.dataDir)).toBe(false); // its temporary directory is removed when it passes
+    expect(r.dataDirRemoved).toBe(true); // and the result says so
   });
 
   it('does at least 3 kills even when the time is up first, and keeps a given --data directory', async () => {
@@ -45,6 +46,7 @@ describe('check durability', () => {
     expect(r.kills).toBe(3);
     expect(r.lost).toBe(0);
     expect(r.dataDir).toBe(resolve(dir));
+    expect(r.dataDirRemoved).toBe(false);
     expect(existsSync(join(dir, 'CURRENT'))).toBe(true);
     // A second run in the same directory checks only its own keys.
     const again = await runDurabilityCheck({ seconds: 0.01, crash: true, dataDir: dir, minCycles: 1 });

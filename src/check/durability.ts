@@ -71,6 +71,8 @@ export interface DurabilityResult {
   readonly rowsScanned: number;
   readonly seconds: number;
   readonly dataDir: string;
+  /** Whether `dataDir` is gone: a temporary directory (none given) is removed once the check passes. */
+  readonly dataDirRemoved: boolean;
   readonly mode: 'crash' | 'graceful';
   /** First few lost / corrupted keys, for investigation. */
   readonly examples: readonly string[];
@@ -292,7 +294,10 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
   } finally {
     await store.close();
   }
-  const result: DurabilityResult = {
+  const seconds = Math.round((performance.now() - started) / 10) / 100;
+  const removed = temporary && lost === 0 && corrupted === 0;
+  if (removed) await rm(dataDir, { recursive: true, force: true });
+  return {
     acknowledged: acked.size,
     lost,
     corrupted,
@@ -302,11 +307,10 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
     squeezes,
     refusedWrites,
     rowsScanned,
-    seconds: Math.round((performance.now() - started) / 10) / 100,
+    seconds,
     dataDir,
+    dataDirRemoved: removed,
     mode: opts.crash ? 'crash' : 'graceful',
     examples,
   };
-  if (temporary && lost === 0 && corrupted === 0) await rm(dataDir, { recursive: true, force: true });
-  return result;
 }

@@ -15,6 +15,7 @@ import { removeStoreDir } from '../../store/embedded/remove-store-dir.js';
 import { openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
 import { Percolator } from '../../txn/percolator.js';
+import { refuseForeignStore } from './clean-start.js';
 import { listLocalDocs, localDocuments, nodeModulesCandidates } from './corpus/local.js';
 import { SyntheticCorpus } from './corpus/synthetic.js';
 import { type CrawledDoc, loadDocuments } from './loader.js';
@@ -52,9 +53,14 @@ export interface RunOptions {
   readonly corpus: CorpusName;
   /** local: at most this many files (default: all); synthetic: this many documents (default 2 000). */
   readonly docs?: number;
-  /** A store URL or an open store. `file:DIR` is wiped first unless `keep`. */
+  /**
+   * A store URL or an open store. `file:DIR` is wiped first unless `keep`, and only when it holds
+   * a web index or nothing (clean-start.ts: NOT_A_WEB_INDEX otherwise) unless `force`.
+   */
   readonly store: string | Store;
   readonly keep?: boolean;
+  /** Wipe a `file:` store even when it holds tables that are not the web index's. */
+  readonly force?: boolean;
   readonly seed?: number;
   /** Concurrent observer runs. Default `defaultThreads(store)`: 16, or 64 over `bigtable://`. */
   readonly threads?: number;
@@ -249,9 +255,12 @@ export async function openCorpus(
 export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
   // The corpus first: a run that cannot start leaves the store as it was.
   const corpus = await openCorpus(options);
-  // Only a store's own files, and only if no process has it open (remove-store-dir.ts).
+  // Only a web index (clean-start.ts), only a store's own files, and only if no process has it
+  // open (remove-store-dir.ts).
   if (typeof options.store === 'string' && options.store.startsWith('file:') && options.keep !== true) {
-    await removeStoreDir(options.store.slice('file:'.length));
+    const dir = options.store.slice('file:'.length);
+    if (options.force !== true) await refuseForeignStore(dir);
+    await removeStoreDir(dir);
   }
   const store = typeof options.store === 'string' ? await openWebIndexStore(options.store) : options.store;
   const ownsStore = typeof options.store === 'string';

@@ -2,13 +2,47 @@
  * The web index's live status page sources: Percolator's own numbers (transactions, conflicts,
  * notifications pending, per-observer latency, oracle rate) plus document throughput and
  * crawl-to-index latency, and search over the serving index.
+ *
+ * `webIndexStatusPage` gives the same sources before the index is open, so a page can take its
+ * port first (`percolator demo --serve` fails on a port in use before it touches its store): until
+ * `attach`, samples are empty and searches fail with a message saying the index is being set up.
  */
 import type { Worker } from '../../notify/worker.js';
 import { PERCOLATOR_CHARTS, percolatorSampler } from '../../status/percolator-sources.js';
-import type { StatusSources } from '../../status/types.js';
+import type { ChartSpec, HeadlineSpec, StatusSample, StatusSources } from '../../status/types.js';
 import type { Percolator } from '../../txn/percolator.js';
 import type { WebIndexMetrics } from './metrics.js';
 import { search } from './search.js';
+
+const HEADLINE: readonly HeadlineSpec[] = [
+  { key: 'counters.documentsIndexed', label: 'Documents indexed', total: true },
+  { key: 'counters.documentsIndexed', label: 'Indexed / s' },
+  { key: 'gauges.notificationsPending', label: 'Notifications pending' },
+  { key: 'counters.conflicts', label: 'Conflicts / s' },
+  { key: 'gauges.latencyMedianMs', label: 'Crawl → index median', unit: 'ms' },
+  { key: 'gauges.latencyP99Ms', label: 'Crawl → index p99', unit: 'ms' },
+  { key: 'counters.timestamps', label: 'Oracle timestamps / s' },
+];
+
+const CHARTS: readonly ChartSpec[] = [
+  {
+    title: 'Document throughput',
+    unit: 'documents/s',
+    series: [
+      { key: 'counters.documentsLoaded', label: 'loaded' },
+      { key: 'counters.documentsIndexed', label: 'indexed' },
+    ],
+  },
+  {
+    title: 'Crawl-to-index latency (recent documents)',
+    unit: 'ms',
+    series: [
+      { key: 'gauges.latencyMedianMs', label: 'median' },
+      { key: 'gauges.latencyP99Ms', label: 'p99' },
+    ],
+  },
+  ...PERCOLATOR_CHARTS,
+];
 
 export function webIndexStatusSources(
   db: Percolator,
@@ -28,34 +62,8 @@ export function webIndexStatusSources(
         observers: s.observers,
       };
     },
-    headline: [
-      { key: 'counters.documentsIndexed', label: 'Documents indexed', total: true },
-      { key: 'counters.documentsIndexed', label: 'Indexed / s' },
-      { key: 'gauges.notificationsPending', label: 'Notifications pending' },
-      { key: 'counters.conflicts', label: 'Conflicts / s' },
-      { key: 'gauges.latencyMedianMs', label: 'Crawl → index median', unit: 'ms' },
-      { key: 'gauges.latencyP99Ms', label: 'Crawl → index p99', unit: 'ms' },
-      { key: 'counters.timestamps', label: 'Oracle timestamps / s' },
-    ],
-    charts: [
-      {
-        title: 'Document throughput',
-        unit: 'documents/s',
-        series: [
-          { key: 'counters.documentsLoaded', label: 'loaded' },
-          { key: 'counters.documentsIndexed', label: 'indexed' },
-        ],
-      },
-      {
-        title: 'Crawl-to-index latency (recent documents)',
-        unit: 'ms',
-        series: [
-          { key: 'gauges.latencyMedianMs', label: 'median' },
-          { key: 'gauges.latencyP99Ms', label: 'p99' },
-        ],
-      },
-      ...PERCOLATOR_CHARTS,
-    ],
+    headline: HEADLINE,
+    charts: CHARTS,
     async search(query, limit) {
       const snap = await db.snapshot();
       try {
@@ -63,6 +71,27 @@ export function webIndexStatusSources(
       } finally {
         snap.release();
       }
+    },
+  };
+}
+
+/** The sources of `webIndexStatusSources`, usable before the index is open; `attach` connects them to it. */
+export function webIndexStatusPage(title = 'Percolator web index'): {
+  readonly sources: StatusSources;
+  attach(db: Percolator, worker: Worker, metrics: WebIndexMetrics): void;
+} {
+  let live: StatusSources | null = null;
+  return {
+    sources: {
+      title,
+      sample: (): StatusSample | Promise<StatusSample> => live?.sample() ?? {},
+      headline: HEADLINE,
+      charts: CHARTS,
+      search: (query, limit) =>
+        live?.search?.(query, limit) ?? Promise.reject(new Error('the web index is being set up: search again in a moment')),
+    },
+    attach(db, worker, metrics) {
+      live = webIndexStatusSources(db, worker, metrics, title);
     },
   };
 }

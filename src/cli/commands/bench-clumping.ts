@@ -5,12 +5,37 @@
  * `withAntiClumping`, `withoutAntiClumping`, `ratio`) and, unless --no-real, the real worker in
  * both configurations for S seconds each. With --json, stdout carries exactly one JSON object;
  * progress goes to stderr, and only without --json. --svg also simulates 1, 2, 4, … scanners
- * (the result's `sweep`) and plots the scan rate against them.
+ * (the result's `sweep`) and plots the scan rate against them; the listing shows the sweep as a
+ * table, one row per scanner count (--json keeps it as the result's array).
  */
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { clumpingSvg, runClumpingBench, sweepScanners } from '../../bench/clumping.js';
+import { type ClumpingSweepPoint, clumpingSvg, runClumpingBench, sweepScanners } from '../../bench/clumping.js';
 import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { formatTable } from '../table.js';
+
+/** The sweep as a table: one row per scanner count, both configurations (empty without a sweep). */
+export function sweepListing(sweep: readonly ClumpingSweepPoint[]): string[] {
+  if (sweep.length === 0) return [];
+  const ratio = (a: number, b: number) => (b === 0 ? null : `${(Math.round((a / b) * 100) / 100).toFixed(2)}×`);
+  return [
+    'sweep (simulated; rows scanned and notifications processed per second, with and without anti-clumping):',
+    ...formatTable(
+      ['scanners', 'rows/s with', 'rows/s without', 'ratio', 'notifications/s with', 'without', 'largest clump with', 'without'],
+      sweep.map((p) => [
+        String(p.scanners),
+        Math.round(p.withAntiClumping.rowsScannedPerSecond),
+        Math.round(p.withoutAntiClumping.rowsScannedPerSecond),
+        ratio(p.withAntiClumping.rowsScannedPerSecond, p.withoutAntiClumping.rowsScannedPerSecond),
+        Math.round(p.withAntiClumping.notificationsPerSecond),
+        Math.round(p.withoutAntiClumping.notificationsPerSecond),
+        p.withAntiClumping.meanLargestClump.toFixed(2),
+        p.withoutAntiClumping.meanLargestClump.toFixed(2),
+      ]),
+      '  ',
+    ),
+  ];
+}
 
 interface Flags {
   seconds: number;
@@ -40,6 +65,13 @@ export function register(program: Command): void {
         log: json ? undefined : (line) => process.stderr.write(`${line}\n`),
       });
       if (flags.svg !== undefined) writeFileSync(flags.svg, clumpingSvg(result));
-      printResult(result, json);
+      if (json) {
+        printResult(result, true);
+        return;
+      }
+      const { sweep, ...rest } = result;
+      printResult(rest, false);
+      const table = sweepListing(sweep);
+      if (table.length > 0) process.stdout.write(`${table.join('\n')}\n`);
     });
 }

@@ -6,7 +6,7 @@
  * acknowledged write was lost or any row came back corrupted: the guarantee failed.
  */
 import type { Command } from 'commander';
-import { runDurabilityCheck } from '../../check/durability.js';
+import { type DurabilityResult, runDurabilityCheck } from '../../check/durability.js';
 import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 interface Flags {
@@ -17,6 +17,18 @@ interface Flags {
   store?: string;
   writers?: number;
   json?: boolean;
+}
+
+/** The readable listing's fields: `dataDir` says whether it is gone rather than name a directory that no longer exists. */
+export function durabilityListing(result: DurabilityResult): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(result)
+      .filter(([k]) => k !== 'dataDirRemoved')
+      .map(([k, v]) => [
+        k,
+        k === 'dataDir' && result.dataDirRemoved ? `${String(v)} (a temporary directory: removed, the check passed)` : v,
+      ]),
+  );
 }
 
 export function register(program: Command): void {
@@ -53,7 +65,7 @@ export function register(program: Command): void {
         writers: Math.floor(flags.writers ?? 8),
         log: json ? undefined : (line) => process.stderr.write(`${line}\n`),
       });
-      printResult(result, json);
+      printResult(json ? result : durabilityListing(result), json);
       if (result.lost > 0 || result.corrupted > 0) process.exitCode = 1;
     });
 }

@@ -1,19 +1,29 @@
 /**
- * `percolator demo [--corpus local|synthetic] [--docs N] [--data DIR] [--json] [--serve]` — what
- * `npm start` runs: the incremental web indexer of the Percolator paper on a real corpus (the
+ * `percolator demo [--corpus local|synthetic] [--docs N] [--data DIR] [--json] [--serve] [--force]` —
+ * what `npm start` runs: the incremental web indexer of the Percolator paper on a real corpus (the
  * documentation inside this project's node_modules) or a synthetic one shaped like the paper's
  * benchmark. Loads the corpus with concurrent loader transactions while observers parse, cluster
  * duplicates, invert links and export to a searchable index; shows progress, then a summary and
  * a few searches. `--serve` keeps a live status page (and a search page) up until Ctrl-C.
+ *
+ * Invariants: nothing in --data is touched before every check passed — the corpus is found, the
+ * status page's port is bound (LISTEN_FAILED otherwise), and the store there holds a web index or
+ * nothing (NOT_A_WEB_INDEX otherwise, unless --force; apps/webindex/clean-start.ts). The status
+ * page's default port is none of `percolator serve`'s defaults (8086–8088), so both can run.
  */
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { type CorpusName, type Progress, type RunHandle, type RunSummary, runWebIndex } from '../../apps/webindex/run.js';
 import { type SearchResult, search } from '../../apps/webindex/search.js';
-import { webIndexStatusSources } from '../../apps/webindex/status.js';
+import { webIndexStatusPage } from '../../apps/webindex/status.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import { type StatusServer, startStatusServer } from '../../status/server.js';
+import { CLI } from '../invocation.js';
 import { parseNonNegativeInteger, parsePortNumber, parsePositiveInteger } from '../parent-command.js';
+
+/** The status page's default port: clear of `percolator serve`'s gRPC, HTTP and oracle defaults (8086, 8087, 8088). */
+export const DEMO_STATUS_PORT = 8090;
+const STATUS_HOST = '127.0.0.1';
 
 interface DemoOptions {
   corpus: string;
@@ -23,6 +33,7 @@ interface DemoOptions {
   serve?: boolean;
   port: number;
   keep?: boolean;
+  force?: boolean;
   threads: number;
   seed: number;
 }
@@ -101,11 +112,10 @@ function printSummary(s: RunSummary, searches: SearchResult[], totalMs: number, 
       out.push(`    ${i + 1}. ${h.title}`, `       ${h.url}${extra.length > 0 ? `  (${extra.join('; ')})` : ''}`);
     });
   }
-  out.push(
-    '',
-    `Done in ${(totalMs / 1000).toFixed(1)} s. Search it again: percolator search "<query>" --data ${s.store.replace(/^file:/, '')}`,
-  );
-  if (serving !== null) out.push(`Status page: ${serving.url}  ·  search page: ${serving.url}search  (Ctrl-C to stop)`);
+  const done = `Done in ${(totalMs / 1000).toFixed(1)} s.`;
+  // While this process serves, it holds the store: a `percolator search` would get STORE_LOCKED.
+  if (serving !== null) out.push('', `${done} Search it at ${serving.url}search  ·  status page: ${serving.url}  (Ctrl-C to stop)`);
+  else out.push('', `${done} Search it again: ${CLI} search "<query>" --data ${s.store.replace(/^file:/, '')}`);
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
@@ -138,13 +148,14 @@ export function register(program: Command): void {
     .option('--docs <n>', 'documents (local: at most this many files, default all; synthetic: default 2000)', parsePositiveInteger('docs'))
     .option(
       '--data <dir>',
-      'data directory (its store is removed first unless --keep; a directory holding other files is refused)',
+      'data directory (its store is removed first unless --keep; refused: a directory holding other files, a store holding other tables unless --force)',
       DEFAULT_STORE_URL.slice('file:'.length),
     )
     .option('--json', 'print one JSON object')
     .option('--serve', 'serve a live status page while indexing, and keep serving until Ctrl-C')
-    .option('--port <port>', 'status page port (with --serve)', parsePortNumber('port'), 8087)
+    .option('--port <port>', 'status page port (with --serve; 0 = pick one)', parsePortNumber('port', 0), DEMO_STATUS_PORT)
     .option('--keep', 'keep existing data (re-crawl into it) instead of starting clean')
+    .option('--force', "start clean even over a store holding tables that are not a web index's (they are removed)")
     .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 16)
     .option('--seed <n>', 'synthetic corpus seed', parseNonNegativeInteger('seed'), 42)
     .action(async (opts: DemoOptions) => {
@@ -153,25 +164,40 @@ export function register(program: Command): void {
         throw Object.assign(new Error(`--corpus must be local or synthetic, got ${opts.corpus}`), { code: 'INVALID_ARGUMENT' });
       }
       const corpus: CorpusName = opts.corpus;
-      const progress = progressReporter(opts.json === true);
-      let serving: StatusServer | null = null;
-      const handle = await runWebIndex({
-        corpus,
-        docs: opts.docs,
-        seed: opts.seed,
-        store: `file:${opts.data}`,
-        keep: opts.keep === true,
-        threads: opts.threads,
-        onProgress: (p) => progress.update(p),
-        onStarted: async ({ db, worker, metrics }) => {
-          if (opts.serve !== true) return;
-          serving = await startStatusServer({ port: opts.port, sources: webIndexStatusSources(db, worker, metrics) });
-          if (opts.json !== true) process.stderr.write(`percolator demo: status page at ${serving.url}\n`);
-        },
-      }).finally(() => progress.stop());
+      // The port first: a port in use fails the demo before it touches the store.
+      const page = opts.serve === true ? webIndexStatusPage() : null;
+      const serving: StatusServer | null =
+        page === null
+          ? null
+          : await startStatusServer({ port: opts.port, host: STATUS_HOST, sources: page.sources }).catch((e: unknown) => {
+              throw listenFailed(STATUS_HOST, opts.port, e);
+            });
+      if (serving !== null && opts.json !== true) process.stderr.write(`percolator demo: status page at ${serving.url}\n`);
+      let handle: RunHandle | null = null;
       try {
+        const progress = progressReporter(opts.json === true);
+        handle = await runWebIndex({
+          corpus,
+          docs: opts.docs,
+          seed: opts.seed,
+          store: `file:${opts.data}`,
+          keep: opts.keep === true,
+          force: opts.force === true,
+          threads: opts.threads,
+          onProgress: (p) => progress.update(p),
+          onStarted: ({ db, worker, metrics }) => page?.attach(db, worker, metrics),
+        }).finally(() => progress.stop());
         const searches = await exampleSearches(handle, corpus, opts.seed);
         const s = handle.summary;
+        // Listening for Ctrl-C (to stop serving) before the summary says to press it; not earlier,
+        // so that Ctrl-C during the run stops the process at once.
+        const stop =
+          serving === null
+            ? null
+            : new Promise<void>((done) => {
+                process.once('SIGINT', done);
+                process.once('SIGTERM', done);
+              });
         if (opts.json === true) {
           const { documents, duplicatesFound, linksInverted, documentsPerSecond, medianLatencyMs, p99LatencyMs, ...rest } = s;
           process.stdout.write(
@@ -184,7 +210,7 @@ export function register(program: Command): void {
               p99LatencyMs,
               ...rest,
               totalMs: Math.round(performance.now() - t0),
-              statusUrl: (serving as StatusServer | null)?.url ?? null,
+              statusUrl: serving?.url ?? null,
               searches: searches.map((r) => ({
                 query: r.query,
                 total: r.total,
@@ -193,15 +219,22 @@ export function register(program: Command): void {
             })}\n`,
           );
         } else printSummary(s, searches, performance.now() - t0, serving);
-        if (serving !== null) {
-          await new Promise<void>((done) => {
-            process.once('SIGINT', done);
-            process.once('SIGTERM', done);
-          });
-        }
+        await stop;
       } finally {
-        await (serving as StatusServer | null)?.close();
-        await handle.close();
+        await serving?.close();
+        await handle?.close();
       }
     });
+}
+
+/** A status port that cannot be bound, as `percolator serve` reports its own (server.ts): one typed line. */
+function listenFailed(host: string, port: number, e: unknown): Error {
+  const message = e instanceof Error ? e.message : String(e);
+  return Object.assign(new Error(`cannot listen on ${host}:${port} (HTTP): ${message}`), {
+    code: 'LISTEN_FAILED',
+    host,
+    port,
+    role: 'HTTP',
+    cause: e,
+  });
 }

@@ -1,12 +1,16 @@
 /**
  * `percolator get TABLE ROW COLUMN [--store URL] [--json]`: the latest committed value of one
  * cell, read through Percolator (`db.get`: a read-only transaction), so a cell whose writer died
- * between its commit point and its secondaries reads as committed. Exits 1 when the cell is
- * absent (nothing on stdout without --json).
+ * between its commit point and its secondaries reads as committed.
+ *
+ * Exit status: 0 a value was printed; 1 the cell is absent (nothing on stdout; --json prints value
+ * null); 2 anything else — a bad argument, no such table or store, a store that cannot be read —
+ * with one line on stderr. Scripts relied on 1 for "absent" before errors got a code of their own.
  */
 import type { Command } from 'commander';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
 import { TxnError } from '../../txn/errors.js';
+import { setFailureStatus } from '../exit-status.js';
 import { PERCOLATOR_TABLE_SPEC } from '../../txn/layout.js';
 import { Percolator } from '../../txn/percolator.js';
 import { printable } from '../printable.js';
@@ -20,6 +24,13 @@ export function register(program: Command): void {
     .description('print the latest committed value of one cell (a read-only transaction)')
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
     .option('--json', 'print {"table","row","column","value"} (value null when absent)')
+    .addHelpText(
+      'after',
+      '\nExit status: 0 the value was printed, 1 the cell is absent (nothing printed; --json: value null), 2 an error (one line on stderr).',
+    )
+    // Errors commander finds itself (a missing argument, an unknown option) exit 2 as well.
+    .exitOverride((e) => process.exit(e.exitCode === 0 ? 0 : 2))
+    .hook('preAction', () => setFailureStatus(2))
     .action(async (table: string, row: string, column: string, opts: { store: string; json?: boolean }) => {
       const db = await Percolator.open({ store: opts.store, storeOptions: ONE_SHOT_STORE });
       try {

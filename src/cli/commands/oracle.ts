@@ -3,7 +3,9 @@
  * `percolator bench oracle --seconds S [--clients N] [--callers N] [--json]`: its benchmark.
  *
  * The server prints one JSON line `{"listening":{"host","port"},"mark":…}` once it accepts
- * connections and runs until SIGINT / SIGTERM, then closes cleanly (the mark lock is released).
+ * connections and runs until SIGINT / SIGTERM, then closes cleanly (connections dropped, a mark
+ * save in flight finished, the mark lock released) and, as `percolator serve` does, says so: a
+ * line on stderr at the signal, then `{"stopped":true,"signal",…}` on stdout.
  */
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
@@ -38,6 +40,11 @@ export function register(program: Command): void {
       }
       try {
         const server = await startOracleServer({ host: opts.host, port: opts.port, markStore });
+        // Listening for the signals before saying it listens: whoever reads that line may signal at once.
+        const stop = new Promise<string>((resolve) => {
+          process.once('SIGINT', () => resolve('SIGINT'));
+          process.once('SIGTERM', () => resolve('SIGTERM'));
+        });
         process.stdout.write(
           `${JSON.stringify({
             listening: { host: server.host, port: server.port },
@@ -45,11 +52,14 @@ export function register(program: Command): void {
             loadedMark: server.oracle.stats().loadedMark,
           })}\n`,
         );
-        await new Promise<void>((resolve) => {
-          process.once('SIGINT', () => resolve());
-          process.once('SIGTERM', () => resolve());
-        });
+        const signal = await stop;
+        process.stderr.write(`percolator oracle: ${signal}: stopping\n`);
         await server.close();
+        const st = server.stats();
+        const o = server.oracle.stats();
+        process.stdout.write(
+          `${JSON.stringify({ stopped: true, signal, requests: st.requests, timestamps: st.timestamps, persistedMark: o.persisted })}\n`,
+        );
       } finally {
         await store?.close();
       }

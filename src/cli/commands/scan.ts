@@ -1,46 +1,107 @@
-/** `percolator scan TABLE [--prefix P] [--limit N] [--store URL] [--json]`: prints rows of a table. */
+/**
+ * `percolator scan TABLE [--prefix P] [--limit N] [--raw] [--store URL] [--json]`: prints the rows
+ * of a table.
+ *
+ * A Percolator table (one with the system families, as `get` checks) shows by default what a
+ * reader sees: each row's committed user values at one snapshot, read through the transaction
+ * layer (a live writer's lock is waited for, a dead one's resolved, as `get` does). `--raw` shows
+ * what the store holds instead: every cell of every family — the system ones (lock, write, data,
+ * notify) are all a Percolator table has — every version. A plain store table is shown raw either
+ * way: it has no committed values apart from its cells.
+ *
+ * Text: the row key, then one indented line per column (`family:qualifier = value`) or, raw, per
+ * cell (`family:qualifier @timestamp = value`); values longer than 120 characters are cut.
+ * --json: one object per row, `{"key","columns":{"family:qualifier":value}}` or, raw,
+ * `{"key","cells":[{"family","qualifier","timestamp","value"}]}`. Bytes that are not clean text
+ * print as `0x` and hex.
+ */
 import type { Command } from 'commander';
 import { prefixEnd } from '../../store/key-layout.js';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE, openStore } from '../../store/open-store.js';
+import type { Store } from '../../store/store.js';
 import type { RowSet } from '../../store/types.js';
+import { PERCOLATOR_TABLE_SPEC, isReservedColumn } from '../../txn/layout.js';
+import { Percolator } from '../../txn/percolator.js';
 import { parsePositiveInteger } from '../parent-command.js';
 import { printable } from '../printable.js';
+
+interface ScanOptions {
+  prefix?: string;
+  limit?: number;
+  raw?: boolean;
+  store: string;
+  json?: boolean;
+}
+
+const out = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
 
 export function register(program: Command): void {
   program
     .command('scan')
     .argument('<table>', 'table name')
-    .description('print the rows of a table (every cell, every version)')
+    .description("print a table's rows: a Percolator table's committed values (a snapshot), or with --raw every stored cell")
     .option('--prefix <p>', 'only rows whose key starts with this')
     .option('--limit <n>', 'at most this many rows', parsePositiveInteger('limit'))
-    .option('--raw', 'show every column, system columns included (the default for store tables)')
+    .option('--raw', "every stored cell, every version, a Percolator table's system columns included (always so for plain store tables)")
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
     .option('--json', 'one JSON object per row')
-    .action(async (table: string, opts: { prefix?: string; limit?: number; store: string; json?: boolean }) => {
+    .action(async (table: string, opts: ScanOptions) => {
       const store = await openStore(opts.store, { ...ONE_SHOT_STORE, gcIntervalMs: 0 });
       try {
-        let rows: RowSet | undefined;
-        if (opts.prefix) {
-          const p = Buffer.from(opts.prefix);
-          rows = { rowRanges: [{ startKeyClosed: p, endKeyOpen: prefixEnd(p) }] };
-        }
-        for await (const row of store.readRows(table, { rows, rowsLimit: opts.limit })) {
-          if (opts.json) {
-            const cells = row.cells.map((c) => ({
-              family: c.family,
-              qualifier: printable(c.qualifier),
-              timestamp: c.timestamp,
-              value: printable(c.value),
-            }));
-            process.stdout.write(`${JSON.stringify({ key: printable(row.key), cells })}\n`);
-          } else {
-            process.stdout.write(`${printable(row.key)}\n`);
-            for (const c of row.cells)
-              process.stdout.write(`  ${c.family}:${printable(c.qualifier)} @${c.timestamp} = ${printable(c.value).slice(0, 120)}\n`);
-          }
-        }
+        const families = (await store.getTable(table)).families;
+        const percolatorTable = Object.keys(PERCOLATOR_TABLE_SPEC.families).every((f) => Object.hasOwn(families, f));
+        if (percolatorTable && opts.raw !== true) await scanCommitted(store, table, opts);
+        else await scanRaw(store, table, opts);
       } finally {
         await store.close();
       }
     });
+}
+
+/** Committed user values at one snapshot (reserved columns — observers' acks — are the system's, left out). */
+async function scanCommitted(store: Store, table: string, opts: ScanOptions): Promise<void> {
+  const db = await Percolator.open({ store, gcIntervalMs: 0 });
+  try {
+    const snap = await db.snapshot();
+    try {
+      const range = opts.prefix ? { prefix: opts.prefix } : {};
+      for await (const row of snap.scan(table, range, opts.limit === undefined ? {} : { limit: opts.limit })) {
+        const columns = [...row.columns].filter(([name]) => !isReservedColumn(name));
+        if (opts.json) {
+          out(JSON.stringify({ key: printable(row.row), columns: Object.fromEntries(columns.map(([name, v]) => [name, printable(v)])) }));
+        } else {
+          out(printable(row.row));
+          for (const [name, v] of columns) out(`  ${name} = ${printable(v).slice(0, 120)}`);
+        }
+      }
+    } finally {
+      snap.release();
+    }
+  } finally {
+    await db.close();
+  }
+}
+
+async function scanRaw(store: Store, table: string, opts: ScanOptions): Promise<void> {
+  let rows: RowSet | undefined;
+  if (opts.prefix) {
+    const p = Buffer.from(opts.prefix);
+    rows = { rowRanges: [{ startKeyClosed: p, endKeyOpen: prefixEnd(p) }] };
+  }
+  for await (const row of store.readRows(table, { rows, rowsLimit: opts.limit })) {
+    if (opts.json) {
+      const cells = row.cells.map((c) => ({
+        family: c.family,
+        qualifier: printable(c.qualifier),
+        timestamp: c.timestamp,
+        value: printable(c.value),
+      }));
+      out(JSON.stringify({ key: printable(row.key), cells }));
+    } else {
+      out(printable(row.key));
+      for (const c of row.cells) out(`  ${c.family}:${printable(c.qualifier)} @${c.timestamp} = ${printable(c.value).slice(0, 120)}`);
+    }
+  }
 }

@@ -4,14 +4,23 @@
  * crawl-to-index latency. The data directory must hold an index built by `percolator demo`
  * (the embedded store allows one process at a time: with `demo --serve` running, use its search
  * page instead).
+ *
+ * Its NO_INDEX hint must never lead to a loss: over a store holding tables of someone else the demo
+ * would refuse (NOT_A_WEB_INDEX) or, forced, remove them, so there it names a new directory.
  */
 import type { Command } from 'commander';
+import { foreignTables } from '../../apps/webindex/clean-start.js';
 import { search } from '../../apps/webindex/search.js';
 import { INDEX } from '../../apps/webindex/schema.js';
 import { isStoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
 import { Percolator } from '../../txn/percolator.js';
+import { CLI } from '../invocation.js';
 import { parsePositiveInteger, printResult } from '../parent-command.js';
+
+function noIndex(message: string, data: string, tables: readonly string[] = []): Error {
+  return Object.assign(new Error(message), { code: 'NO_INDEX', data, tables });
+}
 
 export function register(program: Command): void {
   program
@@ -24,13 +33,21 @@ export function register(program: Command): void {
     .action(async (words: string[], opts: { data: string; limit: number; json?: boolean }) => {
       const db = await Percolator.open({ store: `file:${opts.data}`, storeOptions: ONE_SHOT_STORE }).catch((e: unknown) => {
         if (!isStoreError(e, 'NOT_A_STORE')) throw e;
-        throw Object.assign(new Error(`no index at ${opts.data}: run \`percolator demo --data ${opts.data}\` first`), { code: 'NO_INDEX' });
+        throw noIndex(`no index at ${opts.data}: run \`${CLI} demo --data ${opts.data}\` first`, opts.data);
       });
       try {
-        if (!(await db.store.listTables()).includes(INDEX)) {
-          throw Object.assign(new Error(`${opts.data} holds no web index: run \`percolator demo --data ${opts.data}\` first`), {
-            code: 'NO_INDEX',
-          });
+        const tables = await db.store.listTables();
+        if (!tables.includes(INDEX)) {
+          const foreign = foreignTables(tables);
+          if (foreign.length > 0) {
+            const shown = `${foreign.slice(0, 5).join(', ')}${foreign.length > 5 ? ', …' : ''}`;
+            throw noIndex(
+              `${opts.data} holds no web index but other tables (${shown}): build one in a new directory, \`${CLI} demo --data <new directory>\` (the demo starts clean, so it refuses this one)`,
+              opts.data,
+              tables,
+            );
+          }
+          throw noIndex(`${opts.data} holds no web index: run \`${CLI} demo --data ${opts.data}\` first`, opts.data, tables);
         }
         const snap = await db.snapshot();
         try {

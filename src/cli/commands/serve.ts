@@ -77,6 +77,11 @@ export function register(program: Command): void {
         ...(opts.maxMessageBytes === undefined ? {} : { maxMessageBytes: opts.maxMessageBytes }),
         ...(opts.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: opts.shutdownGraceMs }),
       });
+      // Listening for the signals before saying it listens: whoever reads that line may signal at once.
+      const stop = new Promise<string>((resolve) => {
+        process.once('SIGINT', () => resolve('SIGINT'));
+        process.once('SIGTERM', () => resolve('SIGTERM'));
+      });
       process.stdout.write(
         `${JSON.stringify({
           listening: { host: server.host, grpc: server.port, http: server.httpPort, oracle: server.oraclePort },
@@ -84,10 +89,7 @@ export function register(program: Command): void {
           auth: authToken !== undefined,
         })}\n`,
       );
-      const signal = await new Promise<string>((resolve) => {
-        process.once('SIGINT', () => resolve('SIGINT'));
-        process.once('SIGTERM', () => resolve('SIGTERM'));
-      });
+      const signal = await stop;
       process.stderr.write(`percolator serve: ${signal}: shutting down gracefully\n`);
       await server.close();
       const s = server.status();

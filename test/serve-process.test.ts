@@ -37,6 +37,7 @@ const p = new Command(); register(p); await p.parseAsync(process.argv.slice(1), 
 interface Spawned {
   child: ChildProcess;
   listening: { grpc: number; http: number | null; oracle: number | null };
+  clientUrl: string;
   stdout: string[];
   stderr: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -65,8 +66,9 @@ function startServe(args: string[], fileSizeLimit?: number): Promise<Spawned> {
         buf = buf.slice(nl + 1);
         stdout.push(line);
         try {
-          const msg = JSON.parse(line) as { listening?: Spawned['listening'] };
-          if (msg.listening) resolve({ child, listening: msg.listening, stdout, stderr: () => stderr, exited });
+          const msg = JSON.parse(line) as { listening?: Spawned['listening']; clientUrl?: string };
+          if (msg.listening)
+            resolve({ child, listening: msg.listening, clientUrl: msg.clientUrl ?? '', stdout, stderr: () => stderr, exited });
         } catch {
           /* not JSON */
         }
@@ -352,6 +354,27 @@ describe('percolator serve as a process', () => {
       await again.exited;
     },
   );
+
+  it('prints the URL its bigtable:// clients use: with --port 0 it names the oracle, and a Percolator opened with it commits', async () => {
+    const s = await startServe(['--store', 'memory:', '--port', '0']);
+    try {
+      const { grpc: port, oracle } = s.listening;
+      expect(s.clientUrl).toBe(
+        oracle === port + 2 ? `bigtable://127.0.0.1:${port}` : `bigtable://127.0.0.1:${port}?oracle=127.0.0.1:${oracle}`,
+      );
+      const db = await Percolator.open({ store: s.clientUrl });
+      try {
+        await db.createTable('t');
+        await db.transaction(async (tx) => tx.set('t', 'r', 'c:x', 'v'));
+        expect(await db.getString('t', 'r', 'c:x')).toBe('v');
+      } finally {
+        await db.close();
+      }
+    } finally {
+      s.child.kill('SIGTERM');
+      await s.exited;
+    }
+  }, 60_000);
 
   it('shuts down gracefully on SIGTERM: in-flight calls finish, then the store is closed', async () => {
     const data = tempDir();

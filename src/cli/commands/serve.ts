@@ -7,8 +7,8 @@
  * --http-port (default port + 1), over the embedded store in --data (or --store URL, e.g.
  * `memory:` for tests). See docs/server.md.
  *
- * Prints one JSON line `{"listening":{"host","grpc","http","oracle"},"store":…}` once every port
- * accepts connections (with --port 0 the real ports are in it), then runs until SIGTERM /
+ * Prints one JSON line `{"listening":{"host","grpc","http","oracle"},"clientUrl":…,"store":…}` once every port
+ * accepts connections (with --port 0 the real ports are in it; `clientUrl` is what a bigtable:// client uses), then runs until SIGTERM /
  * SIGINT, shuts down gracefully (in-flight calls finish, then the store is closed and synced)
  * and prints `{"stopped":true,…}`. The bearer token may come from PERCOLATOR_AUTH_TOKEN.
  */
@@ -85,6 +85,7 @@ export function register(program: Command): void {
       process.stdout.write(
         `${JSON.stringify({
           listening: { host: server.host, grpc: server.port, http: server.httpPort, oracle: server.oraclePort },
+          clientUrl: clientUrl(server.host, server.port, server.oraclePort),
           store: server.store.url,
           auth: authToken !== undefined,
         })}\n`,
@@ -97,4 +98,15 @@ export function register(program: Command): void {
         `${JSON.stringify({ stopped: true, signal, requests: s.grpc.requests, rowsWritten: s.rows.written, rowsRead: s.rows.read })}\n`,
       );
     });
+}
+
+/**
+ * The store URL a `bigtable://` client of this server uses. Clients assume the oracle at the gRPC
+ * port + 2 (docs/server.md); where it listens elsewhere (`--port 0`, `--oracle-port`) the URL names
+ * it (`?oracle=`), so that what the line prints works as it is. A wildcard bind is reached at loopback.
+ */
+function clientUrl(host: string, port: number, oraclePort: number | null): string {
+  const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const base = `bigtable://${h}:${port}`;
+  return oraclePort === null || oraclePort === port + 2 ? base : `${base}?oracle=${h}:${oraclePort}`;
 }

@@ -137,7 +137,7 @@ it('the CLI: `worker --store bigtable://…?oracle=…` runs observers against s
   } finally {
     await writer.close();
   }
-  await vi.waitFor(() => expect(guessing.stderr()).toContain('observer run failed (ORACLE_UNAVAILABLE) on cli/72/c:in'), {
+  await vi.waitFor(() => expect(guessing.stderr()).toContain('observer run failed (ORACLE_UNAVAILABLE) on cli/r/c:in'), {
     timeout: 30_000,
     interval: 100,
   });

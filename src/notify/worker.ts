@@ -51,6 +51,7 @@ import { performance } from 'node:perf_hooks';
 import { bytesKey } from '../store/bytes.js';
 import { isStoreError } from '../store/errors.js';
 import { clearNotifications, encodeColumn } from '../txn/layout.js';
+import { describeRow } from '../txn/errors.js';
 import type { NotifiedWrite } from '../txn/transaction.js';
 import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
 import type { LockService } from './lock-service.js';
@@ -495,7 +496,7 @@ export class Worker {
     // Not waited for: a lock service out of reach must not hold the stop past its grace period
     // (a lock not let go lapses at its TTL).
     for (const job of rows) void this.host.lockService.unlock(this.lockKey(job.table, job.row), job.lockOwner).catch(() => undefined);
-    const keys = rows.map((j) => `${j.table}/${Buffer.from(j.row).toString('hex')}`);
+    const keys = rows.map((j) => describeRow(j.table, j.row));
     this.log(
       rows.length > 0
         ? `stop: ${rows.length} row(s) still running after ${graceMs} ms abandoned (${keys.slice(0, 10).join(', ')}${rows.length > 10 ? ', …' : ''}): they will not commit; their notifications stay`
@@ -938,7 +939,7 @@ export class Worker {
       if (epoch.control.abandoned) {
         // stop() gave up on this row while it ran, let its lock go and counted it out: what the
         // run did afterwards is only told (its transaction could not commit).
-        this.log(`a run abandoned by stop() ended on ${job.table}/${Buffer.from(job.row).toString('hex')}`, failure?.error);
+        this.log(`a run abandoned by stop() ended on ${describeRow(job.table, job.row)}`, failure?.error);
         return;
       }
       epoch.inFlight.delete(job);
@@ -1066,7 +1067,7 @@ export class Worker {
       if (!s.parked) {
         s.parked = true;
         this.metrics.parked++;
-        this.log(`parked ${key} after ${s.failures} failures`, error);
+        this.log(`parked ${readableCell(key)} after ${s.failures} failures`, error);
       }
     } else {
       s.nextAttempt = Date.now() + Math.min(30_000, 10 * 2 ** s.failures);
@@ -1081,7 +1082,7 @@ export class Worker {
     const t = this.failureTallies.get(kind);
     if (t === undefined) {
       this.failureTallies.set(kind, { loggedAt: now, unlogged: 0, lastCell: cell, lastError: error });
-      this.log(`observer run failed (${kind}) on ${cell}; further ${kind} failures are told at most once a minute`, error);
+      this.log(`observer run failed (${kind}) on ${readableCell(cell)}; further ${kind} failures are told at most once a minute`, error);
       return;
     }
     t.unlogged++;
@@ -1092,7 +1093,7 @@ export class Worker {
 
   private tellFailures(kind: string, t: FailureTally, now: number): void {
     this.log(
-      `${t.unlogged} more observer run(s) failed (${kind}) in the last ${Math.round((now - t.loggedAt) / 1000)} s; the latest on ${t.lastCell}`,
+      `${t.unlogged} more observer run(s) failed (${kind}) in the last ${Math.round((now - t.loggedAt) / 1000)} s; the latest on ${readableCell(t.lastCell)}`,
       t.lastError,
     );
     t.loggedAt = now;
@@ -1105,4 +1106,14 @@ export class Worker {
     const now = Date.now();
     for (const [kind, t] of this.failureTallies) if (t.unlogged > 0) this.tellFailures(kind, t, now);
   }
+}
+
+/**
+ * A cell key (`table/rowhex/column`, cellKey) as logs show rows elsewhere (describeRow: the row as
+ * text when it is printable): `docs/row5/c:x`, as the error logged beside it says, not `docs/726f7735/c:x`.
+ */
+function readableCell(key: string): string {
+  const a = key.indexOf('/');
+  const b = key.indexOf('/', a + 1);
+  return `${describeRow(key.slice(0, a), Buffer.from(key.slice(a + 1, b), 'hex'))}/${key.slice(b + 1)}`;
 }

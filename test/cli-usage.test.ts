@@ -38,6 +38,7 @@ it.each([
   [['oracle', '--port', '-1'], '--port must be an integer in [0, 65535], got -1'],
   [['check', 'bank', '--accounts', '1.5'], '--accounts must be a positive integer, got 1.5'],
   [['wait', '--store', 'memory:', '--timeout', '0'], '--timeout must be a positive number, got 0'],
+  [['wait', '--store', 'memory:', '--tables', 'a,'], '--tables needs comma-separated table names, not "a,"'],
 ])('%j is a typed one-line error', (args, message) => {
   const r = run(...args);
   expect(r.code).toBe(1);
@@ -108,6 +109,18 @@ it.skipIf(!existsSync('/dev/full'))('an output that cannot be written (a full di
   });
   expect(r.stderr).toMatch(/^percolator: IO_ERROR: cannot write the output: ENOSPC/);
   expect(r.status).toBe(1);
+});
+
+it('wait --tables: a name that is no Percolator table is NOT_A_PERCOLATOR_TABLE; the tables given are waited for', () => {
+  const missing = run('wait', '--store', 'memory:', '--tables', 'nosuch', '--timeout', '5');
+  expect(missing.code).toBe(1);
+  expect(missing.stderr).toMatch(/^percolator: NOT_A_PERCOLATOR_TABLE: .*nosuch/);
+  const store = join(dir, 'wait-tables');
+  expect(run('demo', '--docs', '5', '--corpus', 'synthetic', '--data', store, '--keep').code).toBe(0);
+  const r = run('wait', '--store', `file:${store}`, '--tables', 'docs,pages', '--timeout', '30');
+  expect(r.stderr).toBe('');
+  expect(r.stdout).toBe('quiescent\n');
+  expect(r.code).toBe(0);
 });
 
 it('--version prints the package version', () => {

@@ -1,8 +1,12 @@
-/** `percolator wait [--store URL] [--timeout S]`: returns when the system is quiescent. */
+/**
+ * `percolator wait [--store URL] [--timeout S] [--tables T1,T2]`: returns when the system (or the
+ * named Percolator tables) is quiescent.
+ */
 import type { Command } from 'commander';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
 import { Percolator } from '../../txn/percolator.js';
 import { parsePositiveNumber } from '../parent-command.js';
+import { UsageError } from '../usage-error.js';
 
 export function register(program: Command): void {
   program
@@ -10,13 +14,21 @@ export function register(program: Command): void {
     .description('wait until no notification is pending and no timestamp was issued during a full pass')
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
     .option('--timeout <s>', 'give up after this many seconds', parsePositiveNumber('timeout'), 60)
-    .action(async (opts: { store: string; timeout: number }) => {
+    .option('--tables <names>', "wait for these Percolator tables' notifications only (comma-separated; default: every table)", tableList)
+    .action(async (opts: { store: string; timeout: number; tables?: string[] }) => {
       const db = await Percolator.open({ store: opts.store, storeOptions: ONE_SHOT_STORE });
       try {
-        await db.waitForQuiescence({ timeoutMs: opts.timeout * 1000 });
+        await db.waitForQuiescence({ timeoutMs: opts.timeout * 1000, ...(opts.tables === undefined ? {} : { tables: opts.tables }) });
         process.stdout.write('quiescent\n');
       } finally {
         await db.close();
       }
     });
+}
+
+/** `a,b` → ['a', 'b']; an empty name is a usage error (a table named '' cannot exist). */
+function tableList(value: string): string[] {
+  const names = value.split(',').map((n) => n.trim());
+  if (names.some((n) => n === '')) throw new UsageError(`--tables needs comma-separated table names, not ${JSON.stringify(value)}`);
+  return names;
 }

@@ -264,3 +264,17 @@ describe('grace periods are validated', () => {
     expect(await worker.stop({ graceMs: 2 ** 31 - 1 })).toEqual({ abandoned: 0 });
   });
 });
+
+describe('stop() and start() called one after the other', () => {
+  it('a stop() called after a start() that waits for an earlier stop stops that start too', async () => {
+    const worker = db.worker({ threads: 1, scanners: 1 });
+    worker.observe('doc:in', 'o', async () => undefined);
+    await worker.start();
+    const first = worker.stop();
+    const started = worker.start(); // begins once the first stop has ended
+    const second = worker.stop(); // the last call: the worker must end stopped
+    await Promise.all([first, started, second]);
+    expect(worker.running).toBe(false);
+    expect(worker.busy).toBe(0);
+  });
+});

@@ -316,6 +316,8 @@ export class Worker {
   /** A start in progress (start()), and whether a stop() came during it. */
   private starting: Promise<void> | null = null;
   private stopAsked = false;
+  /** The start in progress waits for a stop that was called before it (see stop). */
+  private startAfterStop = false;
   /** A stop in progress: concurrent stop() calls share it, and a start() waits for it. */
   private stopping: Promise<StopResult> | null = null;
   private active = 0;
@@ -400,8 +402,10 @@ export class Worker {
   start(): Promise<void> {
     if (this.isRunning) return Promise.resolve();
     const stopping = this.stopping;
+    if (this.starting === null) this.startAfterStop = stopping !== null;
     this.starting ??= (stopping === null ? this.begin() : stopping.then(() => this.begin())).finally(() => {
       this.starting = null;
+      this.startAfterStop = false;
     });
     return this.starting;
   }
@@ -429,7 +433,8 @@ export class Worker {
    * Stops dispatching at once and fires the observers' signal, then waits for the running observer
    * runs for up to `graceMs` (default: the worker's stopGraceMs); those still going then are
    * abandoned — they never commit, their notifications stay. Resolves with how many rows' runs it
-   * abandoned. A stop() during another shares it (and its grace period).
+   * abandoned. A stop() during another shares it (and its grace period) — unless a start() came
+   * in between: then it stops that start once it has begun.
    * Throws: INVALID_ARGUMENT for a graceMs that is not an integer from 0 to 2^31 − 1.
    */
   stop(options: StopOptions = {}): Promise<StopResult> {
@@ -439,6 +444,9 @@ export class Worker {
     } catch (e) {
       return Promise.reject(e);
     }
+    // A start() queued behind the stop in progress (it waits for that stop to end) was called
+    // before this stop: sharing the stop would leave the worker running once that start begins.
+    if (this.stopping !== null && this.startAfterStop) return this.stopping.then(() => this.stop(options));
     this.stopping ??= this.halt(graceMs).finally(() => {
       this.stopping = null;
     });

@@ -14,8 +14,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openStore } from '../src/store/open-store.js';
 import { frozenWriter } from '../src/txn/frozen-writer.fixture.js';
+import { PERCOLATOR_TABLE_SPEC } from '../src/txn/layout.js';
 import { Percolator } from '../src/txn/percolator.js';
+import { EMULATOR_MISSING, emulatorBinary, startEmulator } from './support/emulator.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 let dir: string;
@@ -169,3 +172,28 @@ it('serve does not start a store among files that are not one: NOT_A_STORE, exit
     rmSync(project, { recursive: true, force: true });
   }
 });
+
+const emulator = emulatorBinary();
+it.skipIf(emulator === null)(
+  `scan of a Percolator table on a store with no oracle (Google's emulator) says --raw reads it${emulator === null ? ` (${EMULATOR_MISSING})` : ''}`,
+  async () => {
+    const emu = await startEmulator(emulator as string);
+    try {
+      const url = emu.url();
+      const store = await openStore(url);
+      try {
+        await store.createTable('pt', PERCOLATOR_TABLE_SPEC);
+      } finally {
+        await store.close();
+      }
+      const committed = spawnSync(process.execPath, [mainJs, 'scan', 'pt', '--store', url], { encoding: 'utf8', timeout: 30_000 });
+      expect(committed.status).toBe(1);
+      expect(committed.stderr).toMatch(/^percolator: INVALID_CONFIG: .*; or scan --raw, which reads the stored cells without an oracle\n$/);
+      const raw = spawnSync(process.execPath, [mainJs, 'scan', 'pt', '--raw', '--store', url], { encoding: 'utf8', timeout: 30_000 });
+      expect({ code: raw.status, stderr: raw.stderr }).toEqual({ code: 0, stderr: '' });
+    } finally {
+      await emu.stop();
+    }
+  },
+  60_000,
+);

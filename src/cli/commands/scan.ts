@@ -22,6 +22,7 @@ import type { Store } from '../../store/store.js';
 import type { RowSet } from '../../store/types.js';
 import { PERCOLATOR_TABLE_SPEC, isReservedColumn } from '../../txn/layout.js';
 import { Percolator } from '../../txn/percolator.js';
+import { TxnError, isTxnError } from '../../txn/errors.js';
 import { parsePositiveInteger } from '../parent-command.js';
 import { printable } from '../printable.js';
 
@@ -62,7 +63,13 @@ export function register(program: Command): void {
 
 /** Committed user values at one snapshot (reserved columns — observers' acks — are the system's, left out). */
 async function scanCommitted(store: Store, table: string, opts: ScanOptions): Promise<void> {
-  const db = await Percolator.open({ store, gcIntervalMs: 0 });
+  const db = await Percolator.open({ store, gcIntervalMs: 0 }).catch((e: unknown) => {
+    // No oracle to take a snapshot from (Google's emulator or Cloud Bigtable without ?oracle=):
+    // the stored cells need none.
+    if (isTxnError(e, 'INVALID_CONFIG'))
+      throw new TxnError('INVALID_CONFIG', `${e.message}; or scan --raw, which reads the stored cells without an oracle`, e.details);
+    throw e;
+  });
   try {
     const snap = await db.snapshot();
     try {

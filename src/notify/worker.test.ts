@@ -536,6 +536,25 @@ describe('observers', () => {
       expect(() => worker.observe('doc:y', 'ok', fn)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' })); // the name again
     });
 
+    it('refuses arguments of the wrong type at the call (a name, a body, options, a table), not at the first run', async () => {
+      const worker = db.worker({ threads: 1 });
+      const fn = async () => undefined;
+      const loose = worker as unknown as { observe(...args: unknown[]): unknown; stop(options: unknown): Promise<unknown> };
+      for (const args of [
+        ['doc:x', 5, fn],
+        ['doc:x', '', fn],
+        ['doc:x', 'n1', 'not a function'],
+        ['doc:x', 'n2', fn, null],
+        ['doc:x', 'n3', fn, { table: 5 }],
+      ])
+        expect(() => loose.observe(...args)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+      expect(() => db.worker(null as unknown as object)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+      await expect(loose.stop(null)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      await expect(db.waitForQuiescence(null as unknown as object)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      // Nothing was registered by the refused calls: the names are free.
+      expect(() => worker.observe('doc:x', 'n1', fn)).not.toThrow();
+    });
+
     it('takes threads, scanners and queueSize as integers from 1 to a bound (a typo of 1e9 fails instead of filling memory)', () => {
       for (const key of ['threads', 'scanners', 'queueSize'] as const)
         for (const bad of [0, 1.5, -1, 1e9, Number.NaN])

@@ -350,6 +350,7 @@ export class Worker {
     private readonly host: WorkerHost,
     options: WorkerOptions = {},
   ) {
+    if (options === null || typeof options !== 'object') throw invalidOption('worker options must be an object');
     for (const [name, value, max] of [
       ['threads', options.threads, MAX_THREADS],
       ['scanners', options.scanners, MAX_THREADS],
@@ -383,6 +384,13 @@ export class Worker {
    */
   observe(column: string, name: string, fn: ObserverFn, options: { table?: string; collapseMs?: number } = {}): this {
     encodeColumn(column);
+    // JavaScript callers pass anything: a name or body of the wrong type would fail only at the first run.
+    if (typeof name !== 'string' || name === '') throw invalidOption(`an observer's name must be a non-empty string, not ${String(name)}`);
+    if (typeof fn !== 'function')
+      throw invalidOption(`observer ${name}'s body must be a function (tx, row, column, table, context) => Promise`);
+    if (options === null || typeof options !== 'object') throw invalidOption(`observer ${name}'s options must be an object`);
+    if (options.table !== undefined && (typeof options.table !== 'string' || options.table === ''))
+      throw invalidOption(`observer ${name}'s table must be a table name or '*', not ${String(options.table)}`);
     if (this.isRunning || this.starting !== null)
       throw Object.assign(new Error('observe() must be called before start()'), { code: 'WORKER_STARTED' });
     if (this.observers.some((o) => o.name === name)) throw invalidOption(`an observer named ${name} is already registered`);
@@ -438,6 +446,7 @@ export class Worker {
    * Throws: INVALID_ARGUMENT for a graceMs that is not an integer from 0 to 2^31 − 1.
    */
   stop(options: StopOptions = {}): Promise<StopResult> {
+    if (options === null || typeof options !== 'object') return Promise.reject(invalidOption('stop options must be an object'));
     const graceMs = options.graceMs ?? this.stopGraceMs;
     try {
       checkGraceMs('graceMs', graceMs);

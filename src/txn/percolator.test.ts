@@ -880,6 +880,7 @@ describe('bad options are typed errors', () => {
     for (const options of [{ lockTtlMs: -1 }, { leaseMs: 1e10 }, { gcIntervalMs: Number.NaN }, { lockWaitMs: Number.POSITIVE_INFINITY }]) {
       await expect(Percolator.open({ store: 'memory:', ...options })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
     }
+    await expect(Percolator.open(null as unknown as object)).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
     const db = await Percolator.open({ store: 'memory:' });
     try {
       await expect(db.waitForQuiescence({ timeoutMs: Number.NaN })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });

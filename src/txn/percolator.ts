@@ -183,6 +183,8 @@ export class Percolator {
   }
 
   static async open(options: PercolatorOptions = {}): Promise<Percolator> {
+    if (options === null || typeof options !== 'object')
+      throw new TxnError('INVALID_CONFIG', 'Percolator.open options must be an object', {});
     // Durations a timer takes: past 2^31 − 1 ms Node fires a timer at once, every time (a lease
     // of 1e10 ms rewrote the lease ~700 times a second).
     for (const [name, value, min] of [
@@ -620,6 +622,8 @@ export class Percolator {
    */
   async waitForQuiescence(options: QuiescenceOptions = {}): Promise<void> {
     this.checkOpen();
+    if (options === null || typeof options !== 'object')
+      throw new TxnError('INVALID_ARGUMENT', 'waitForQuiescence options must be an object', {});
     const timeoutMs = options.timeoutMs ?? 60_000;
     if (!(timeoutMs > 0)) throw new TxnError('INVALID_ARGUMENT', `timeoutMs must be a positive number, not ${timeoutMs}`, { timeoutMs });
     const only = quiescenceTables(options.tables);

@@ -8,7 +8,7 @@
  * is a command that runs from a checkout (`npx percolator …`), or with --serve the search page;
  * and it finds its corpus when run from a directory that has no node_modules of its own.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, expect, it } from 'vitest';
 import { Percolator } from '../src/txn/percolator.js';
+import { spawnCli } from './support/cli-process.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 const dirs: string[] = [];
@@ -178,29 +179,12 @@ it('--serve on a port in use is one line, LISTEN_FAILED, before the store is rem
 
 it('with --serve, the closing hint is the search page (a search command would find the store locked)', async () => {
   const data = join(tempDir(), 'data');
-  const child = spawn(
-    process.execPath,
-    [mainJs, 'demo', '--corpus', 'synthetic', '--docs', '20', '--serve', '--port', '0', '--data', data],
-    {
-      cwd: tempDir(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
+  const demo = spawnCli(mainJs, ['demo', '--corpus', 'synthetic', '--docs', '20', '--serve', '--port', '0', '--data', data], {
+    cwd: tempDir(),
   });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   try {
-    const last = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (d: Buffer) => {
-        stdout += d.toString();
-        const line = stdout.split('\n').find((l) => l.includes('(Ctrl-C to stop)'));
-        if (line !== undefined) resolve(line);
-      });
-      void exited.then((code) => reject(new Error(`demo exited (${code}) before serving: ${stderr}`)));
-    });
+    const stdout = await demo.waitForStdout((out) => out.includes('(Ctrl-C to stop)'), 'serving');
+    const last = stdout.split('\n').find((l) => l.includes('(Ctrl-C to stop)')) ?? '';
     const m =
       /^Done in [0-9.]+ s\. Search it at (http:\/\/127\.0\.0\.1:\d+\/)search {2}· {2}status page: (\S+) {2}\(Ctrl-C to stop\)$/.exec(last);
     expect(m, last).not.toBeNull();
@@ -209,7 +193,7 @@ it('with --serve, the closing hint is the search page (a search command would fi
     const page = await fetch(`${m?.[1]}api/search?q=topic0`);
     expect(page.status).toBe(200);
   } finally {
-    child.kill('SIGTERM');
+    demo.child.kill('SIGTERM');
   }
-  expect(await exited).toBe(0);
+  expect(await demo.exited).toBe(0);
 }, 60_000);

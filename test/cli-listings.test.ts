@@ -5,7 +5,7 @@
  * its temporary directory is gone rather than naming it as if it were there; `oracle` saying it
  * stopped, as `serve` does.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import type { ClumpingSimResult } from '../src/bench/clumping-sim.js';
 import type { DurabilityResult } from '../src/check/durability.js';
 import { sweepListing } from '../src/cli/commands/bench-clumping.js';
 import { durabilityListing } from '../src/cli/commands/check-durability.js';
+import { spawnCli } from './support/cli-process.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 const dir = mkdtempSync(join(tmpdir(), 'cli-listings-'));
@@ -122,27 +123,13 @@ it("check durability's listing says a removed temporary directory is gone; --jso
 });
 
 it('oracle says it stopped on SIGTERM, on stderr and in a JSON line, as serve does', async () => {
-  const child = spawn(process.execPath, [mainJs, 'oracle', '--port', '0', '--mark', join(dir, 'oracle.mark')], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-      if (stdout.includes('\n')) resolve();
-    });
-    void exited.then((code) => reject(new Error(`oracle exited (${code}): ${stderr}`)));
-  });
-  expect(JSON.parse(stdout)).toMatchObject({ listening: { host: '127.0.0.1', port: expect.any(Number) } });
-  child.kill('SIGTERM');
-  expect(await exited).toBe(0);
-  expect(stderr).toBe('percolator oracle: SIGTERM: stopping\n');
-  const lines = stdout.trimEnd().split('\n');
+  const oracle = spawnCli(mainJs, ['oracle', '--port', '0', '--mark', join(dir, 'oracle.mark')]);
+  const listening = await oracle.waitForStdout((out) => out.includes('\n'), 'listening');
+  expect(JSON.parse(listening)).toMatchObject({ listening: { host: '127.0.0.1', port: expect.any(Number) } });
+  oracle.child.kill('SIGTERM');
+  expect(await oracle.exited).toBe(0);
+  expect(oracle.stderr()).toBe('percolator oracle: SIGTERM: stopping\n');
+  const lines = oracle.stdout().trimEnd().split('\n');
   expect(lines).toHaveLength(2);
   expect(JSON.parse(lines[1] ?? '')).toEqual({
     stopped: true,

@@ -266,6 +266,26 @@ describe('grace periods are validated', () => {
 });
 
 describe('stop() and start() called one after the other', () => {
+  it('a log callback that throws changes nothing: stop() still resolves with the runs it abandoned', async () => {
+    const started = signal<number>();
+    let logged = 0;
+    const worker = db.worker({
+      threads: 1,
+      scanners: 1,
+      log: () => {
+        logged++;
+        throw new Error('a broken logger');
+      },
+    });
+    worker.observe('doc:in', 'copy', stuckObserver(started, new Promise<void>(() => undefined)));
+    await worker.start();
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:in', 'v1'));
+    await started.promise;
+    await expect(worker.stop({ graceMs: 20 })).resolves.toEqual({ abandoned: 1 });
+    expect(logged).toBeGreaterThan(0);
+    expect(worker.running).toBe(false);
+  });
+
   it('a stop() called after a start() that waits for an earlier stop stops that start too', async () => {
     const worker = db.worker({ threads: 1, scanners: 1 });
     worker.observe('doc:in', 'o', async () => undefined);

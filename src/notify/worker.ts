@@ -93,7 +93,7 @@ export interface WorkerOptions {
   /**
    * Called for parked cells, failed runs (the first of each kind at once, then at most once a
    * minute per kind with a count: see `Worker.fail`), loops restarted and abandoned runs
-   * (default: console.error).
+   * (default: console.error). What it throws is dropped: a broken logger does not change what the worker does.
    */
   readonly log?: (message: string, error?: unknown) => void;
 }
@@ -374,7 +374,16 @@ export class Worker {
     this.waitLockTtlMs = Math.max(this.rowLockTtlMs, 3 * this.weakDelayMs);
     this.stopGraceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
     checkGraceMs('stopGraceMs', this.stopGraceMs);
-    this.log = options.log ?? ((m, e) => console.error(`percolator worker: ${m}`, e ?? ''));
+    const log = options.log ?? ((m: string, e?: unknown) => console.error(`percolator worker: ${m}`, e ?? ''));
+    // A logger that throws must not change what the worker does (a stop that rejected after
+    // abandoning its runs, a loop restarted for a log line).
+    this.log = (m, e) => {
+      try {
+        log(m, e);
+      } catch {
+        /* the log line is lost, not the worker's work */
+      }
+    };
     this.hintOwner = `${host.owner}/${workerSeq++}/hint`;
   }
 

@@ -59,6 +59,7 @@ import type { ObserverFn, ObserverRegistration } from './observer.js';
 import { ObserverFailure, type ObserverHost, RunControl, runObserver } from './run-observer.js';
 import { type Job, NOTIFY_FILTER, type NotifiedCell, type ScannerHost, type ScannerStats, notificationsOf, scanLoop } from './scanner.js';
 import { Queue } from '../util/queue.js';
+import { MAX_TIMER_MS, isTimerMs } from '../util/timer-ms.js';
 
 export interface WorkerOptions {
   /** Concurrent observer runs (rows processed at once). Default 4. */
@@ -166,9 +167,6 @@ const BUSY_UTILIZATION = 0.85;
 /** stopGraceMs's default. */
 export const DEFAULT_STOP_GRACE_MS = 10_000;
 
-/** The longest delay a Node timer takes (2^31 − 1 ms): longer grace periods would fire at once. */
-const MAX_TIMER_MS = 2_147_483_647;
-
 /** The most runners (and scanners) a worker starts: far more than any store serves at once. */
 const MAX_THREADS = 4096;
 
@@ -252,8 +250,7 @@ class Epoch {
 
 /** A grace period (ms) a timer can wait: an integer from 0 to MAX_TIMER_MS. */
 function checkGraceMs(name: string, value: number): void {
-  if (!(Number.isInteger(value) && value >= 0 && value <= MAX_TIMER_MS))
-    throw invalidOption(`${name} must be an integer of ms from 0 to ${MAX_TIMER_MS}, not ${value}`);
+  if (!isTimerMs(value, 0, true)) throw invalidOption(`${name} must be an integer of ms from 0 to ${MAX_TIMER_MS}, not ${value}`);
 }
 
 /** A scanner or runner loop stopped by an error starts again after this pause, doubled while errors go on… */

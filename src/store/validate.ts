@@ -12,6 +12,7 @@
 import { compareBytes } from './bytes.js';
 import { StoreError, keyHex } from './errors.js';
 import type { StoreLimits } from './store.js';
+import { describeType } from '../util/describe-type.js';
 import type {
   CheckAndMutateRequest,
   DropRowRangeRequest,
@@ -72,7 +73,7 @@ export function validateTimeRange(range: TimestampRange | undefined, evidence: C
   if (range === undefined) return;
   const context = (): Context => (typeof evidence === 'function' ? evidence() : evidence);
   if (range === null || typeof range !== 'object') {
-    throw new StoreError('INVALID_RANGE', `a timestamp range must be an object, not ${describe(range)}`, context());
+    throw new StoreError('INVALID_RANGE', `a timestamp range must be an object, not ${describeType(range)}`, context());
   }
   const start = range.startTimestampMicros ?? 0;
   const end = range.endTimestampMicros ?? 0;
@@ -88,17 +89,14 @@ export function validateTimeRange(range: TimestampRange | undefined, evidence: C
   }
 }
 
-/** What a value is, for messages: `null`, `string`, `Object`, `Array`… */
-function describe(v: unknown): string {
-  if (v === null || typeof v !== 'object') return v === null ? 'null' : typeof v;
-  return (v as object).constructor?.name ?? 'an object';
-}
-
 function checkFamily(spec: TableSpec, table: string, family: string, row: Uint8Array): void {
   // No family has an empty name: malformed, not missing (Cloud Bigtable: INVALID_ARGUMENT).
   if (family === '') throw new StoreError('INVALID_MUTATION', 'a column family name must not be empty', { table, row: keyHex(row) });
   if (typeof family !== 'string') {
-    throw new StoreError('INVALID_MUTATION', `a column family name must be a string, not ${describe(family)}`, { table, row: keyHex(row) });
+    throw new StoreError('INVALID_MUTATION', `a column family name must be a string, not ${describeType(family)}`, {
+      table,
+      row: keyHex(row),
+    });
   }
   if (!Object.hasOwn(spec.families, family)) {
     throw new StoreError('FAMILY_NOT_FOUND', `column family ${JSON.stringify(family)} does not exist in table ${table}`, {
@@ -110,7 +108,8 @@ function checkFamily(spec: TableSpec, table: string, family: string, row: Uint8A
 }
 
 function checkBytes(b: unknown, what: string, context: LazyContext): void {
-  if (!(b instanceof Uint8Array)) throw new StoreError('INVALID_MUTATION', `${what} must be a Uint8Array, not ${describe(b)}`, context());
+  if (!(b instanceof Uint8Array))
+    throw new StoreError('INVALID_MUTATION', `${what} must be a Uint8Array, not ${describeType(b)}`, context());
 }
 
 /** A column qualifier: bytes, at most `limits.maxQualifierBytes` of them (Cloud Bigtable: 16 KiB). */
@@ -121,7 +120,7 @@ function checkQualifier(q: unknown, family: string, limits: StoreLimits, context
 
 function qualifierError(q: unknown, family: string, limits: StoreLimits, context: LazyContext): StoreError {
   if (!(q instanceof Uint8Array))
-    return new StoreError('INVALID_MUTATION', `columnQualifier must be a Uint8Array, not ${describe(q)}`, context());
+    return new StoreError('INVALID_MUTATION', `columnQualifier must be a Uint8Array, not ${describeType(q)}`, context());
   return new StoreError(
     'INVALID_MUTATION',
     `a column qualifier of ${q.byteLength} bytes exceeds the limit of ${limits.maxQualifierBytes}`,
@@ -164,7 +163,7 @@ function badMutation(m: object, context: LazyContext): StoreError {
     );
   }
   const kind = kinds[0] as (typeof MUTATION_KINDS)[number];
-  return new StoreError('INVALID_MUTATION', `${kind} must be an object, not ${describe(x[kind])}`, context());
+  return new StoreError('INVALID_MUTATION', `${kind} must be an object, not ${describeType(x[kind])}`, context());
 }
 
 /** Whether a value typed as an object is one at run time (JavaScript callers pass anything). */
@@ -251,7 +250,7 @@ export function validateRules(
   }
   for (const r of rules) {
     if (r === null || typeof r !== 'object')
-      throw new StoreError('INVALID_MUTATION', `a rule must be an object, not ${describe(r)}`, ctx());
+      throw new StoreError('INVALID_MUTATION', `a rule must be an object, not ${describeType(r)}`, ctx());
     checkFamily(spec, table, r.familyName, row);
     checkQualifier(r.columnQualifier, r.familyName, limits, ctx);
     // Presence by `in`, as the backends dispatch on it.
@@ -271,14 +270,14 @@ export function validateRules(
 
 function checkBound(b: unknown, name: string, table: string): void {
   if (b !== undefined && !(b instanceof Uint8Array)) {
-    throw new StoreError('INVALID_ARGUMENT', `a row range's ${name} must be a Uint8Array, not ${describe(b)}`, { table, bound: name });
+    throw new StoreError('INVALID_ARGUMENT', `a row range's ${name} must be a Uint8Array, not ${describeType(b)}`, { table, bound: name });
   }
 }
 
 /** Checks a range's bounds: bytes, at most one bound per side, start ≤ end. */
 export function validateRowRange(r: RowRange, table: string): void {
   if (r === null || typeof r !== 'object') {
-    throw new StoreError('INVALID_ARGUMENT', `a row range must be an object, not ${describe(r)}`, { table });
+    throw new StoreError('INVALID_ARGUMENT', `a row range must be an object, not ${describeType(r)}`, { table });
   }
   // A bound of another type (a string) was taken for an absent one: the scan read the whole table.
   checkBound(r.startKeyClosed, 'startKeyClosed', table);
@@ -311,27 +310,28 @@ export function validateRowRange(r: RowRange, table: string): void {
  */
 export function validateReadRowsOptions(options: ReadRowsOptions, table: string): void {
   if (options === null || typeof options !== 'object') {
-    throw new StoreError('INVALID_ARGUMENT', `readRows options must be an object, not ${describe(options)}`, { table });
+    throw new StoreError('INVALID_ARGUMENT', `readRows options must be an object, not ${describeType(options)}`, { table });
   }
   const { rows, reversed } = options;
   if (reversed !== undefined && typeof reversed !== 'boolean') {
-    throw new StoreError('INVALID_ARGUMENT', `reversed must be a boolean, not ${describe(reversed)}`, { table });
+    throw new StoreError('INVALID_ARGUMENT', `reversed must be a boolean, not ${describeType(reversed)}`, { table });
   }
   if (rows === undefined) return;
   if (rows === null || typeof rows !== 'object') {
-    throw new StoreError('INVALID_ARGUMENT', `a row set must be an object, not ${describe(rows)}`, { table });
+    throw new StoreError('INVALID_ARGUMENT', `a row set must be an object, not ${describeType(rows)}`, { table });
   }
   const { rowKeys, rowRanges } = rows;
   if (rowKeys !== undefined) {
-    if (!Array.isArray(rowKeys)) throw new StoreError('INVALID_ARGUMENT', `rowKeys must be an array, not ${describe(rowKeys)}`, { table });
+    if (!Array.isArray(rowKeys))
+      throw new StoreError('INVALID_ARGUMENT', `rowKeys must be an array, not ${describeType(rowKeys)}`, { table });
     for (const k of rowKeys) {
       if (!(k instanceof Uint8Array))
-        throw new StoreError('INVALID_ARGUMENT', `a row key must be a Uint8Array, not ${describe(k)}`, { table });
+        throw new StoreError('INVALID_ARGUMENT', `a row key must be a Uint8Array, not ${describeType(k)}`, { table });
     }
   }
   if (rowRanges !== undefined) {
     if (!Array.isArray(rowRanges)) {
-      throw new StoreError('INVALID_ARGUMENT', `rowRanges must be an array, not ${describe(rowRanges)}`, { table });
+      throw new StoreError('INVALID_ARGUMENT', `rowRanges must be an array, not ${describeType(rowRanges)}`, { table });
     }
     for (const r of rowRanges) validateRowRange(r, table);
   }
@@ -340,7 +340,7 @@ export function validateReadRowsOptions(options: ReadRowsOptions, table: string)
 /** A `checkAndMutateRow` request: an object (its mutations are checked with the table's families). */
 export function validateCheckAndMutateRequest(request: CheckAndMutateRequest, table: string, row: Uint8Array): void {
   if (request === null || typeof request !== 'object') {
-    throw new StoreError('INVALID_ARGUMENT', `a checkAndMutateRow request must be an object, not ${describe(request)}`, {
+    throw new StoreError('INVALID_ARGUMENT', `a checkAndMutateRow request must be an object, not ${describeType(request)}`, {
       table,
       row: keyHex(row),
     });
@@ -353,7 +353,7 @@ export function validateCheckAndMutateRequest(request: CheckAndMutateRequest, ta
  */
 export function validateDropRowRange(request: DropRowRangeRequest, table: string): Uint8Array | null {
   if (request === null || typeof request !== 'object') {
-    throw new StoreError('INVALID_ARGUMENT', `a dropRowRange request must be an object, not ${describe(request)}`, { table });
+    throw new StoreError('INVALID_ARGUMENT', `a dropRowRange request must be an object, not ${describeType(request)}`, { table });
   }
   const prefix = (request as { rowKeyPrefix?: unknown }).rowKeyPrefix;
   const all = (request as { deleteAllDataFromTable?: unknown }).deleteAllDataFromTable;

@@ -31,6 +31,7 @@ import { acquireOracle, releaseOracle } from './shared-oracle.js';
 import { memLocksOf } from './mem-locks.js';
 import { type ReadContext, readResolvedNow } from './snapshot-read.js';
 import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, checkTable, rowKeyOf } from './transaction.js';
+import { MAX_TIMER_MS, isTimerMs } from '../util/timer-ms.js';
 
 export interface PercolatorOptions {
   /** A store URL (`memory:`, `file:DIR`, `bigtable://…`) or an open Store. Default `file:./percolator-data`. */
@@ -185,8 +186,7 @@ export class Percolator {
   static async open(options: PercolatorOptions = {}): Promise<Percolator> {
     if (options === null || typeof options !== 'object')
       throw new TxnError('INVALID_CONFIG', 'Percolator.open options must be an object', {});
-    // Durations a timer takes: past 2^31 − 1 ms Node fires a timer at once, every time (a lease
-    // of 1e10 ms rewrote the lease ~700 times a second).
+    // Durations a timer takes (util/timer-ms.ts says why they are bounded).
     for (const [name, value, min] of [
       ['lockTtlMs', options.lockTtlMs, 1],
       ['lockWaitMs', options.lockWaitMs, 0],
@@ -195,7 +195,7 @@ export class Percolator {
       ['gcIntervalMs', options.gcIntervalMs, 0],
       ['fullGcIntervalMs', options.fullGcIntervalMs, 0],
     ] as const) {
-      if (value !== undefined && !(Number.isFinite(value) && value >= min && value <= MAX_TIMER_MS)) {
+      if (value !== undefined && !isTimerMs(value, min)) {
         throw new TxnError('INVALID_CONFIG', `${name} must be a number of milliseconds from ${min} to ${MAX_TIMER_MS}, not ${value}`, {
           option: name,
           value,
@@ -354,7 +354,7 @@ export class Percolator {
       ['baseBackoffMs', base],
       ['maxBackoffMs', cap],
     ] as const) {
-      if (!(Number.isFinite(v) && v >= 0 && v <= MAX_TIMER_MS)) {
+      if (!isTimerMs(v)) {
         throw new TxnError('INVALID_ARGUMENT', `${name} must be a number of ms from 0 to ${MAX_TIMER_MS}, not ${v}`, { [name]: v });
       }
     }
@@ -757,7 +757,7 @@ export class Percolator {
   async close(options: { readonly graceMs?: number } = {}): Promise<void> {
     if (this.closed) return;
     const { graceMs } = options;
-    if (graceMs !== undefined && !(Number.isInteger(graceMs) && graceMs >= 0 && graceMs <= MAX_TIMER_MS)) {
+    if (graceMs !== undefined && !isTimerMs(graceMs, 0, true)) {
       throw new TxnError('INVALID_ARGUMENT', `graceMs must be an integer of ms from 0 to ${MAX_TIMER_MS}, not ${graceMs}`, { graceMs });
     }
     // Concurrent calls share one close: a second one must not close the store (or the oracle) again.
@@ -778,9 +778,6 @@ export class Percolator {
     if (this.owns.store) await this.store.close();
   }
 }
-
-/** The longest delay a Node timer takes (2^31 − 1 ms, ~24.8 days). */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /** Above every timestamp: `get`'s read of a cell's newest committed version. */
 const LATEST = Number.MAX_SAFE_INTEGER;

@@ -16,6 +16,7 @@
 import { asciiKey, bytesKey, compareBytes, keyBytes, utf8 } from '../store/bytes.js';
 import type { AtomicRowsStore, Store } from '../store/store.js';
 import type { Mutation, RowFilter, RowRange } from '../store/types.js';
+import { describeType } from '../util/describe-type.js';
 import { cleanup } from './actions/cleanup.js';
 import { commitOnePhase } from './actions/commit-one-phase.js';
 import { commitPrimary, commitSecondary } from './actions/commit.js';
@@ -102,7 +103,7 @@ export function toBytes(v: Value): Uint8Array {
   if (typeof v === 'string') return utf8(v);
   if (v instanceof Uint8Array) return v;
   // A number or an object as a row key reached the store as a TypeError of its own.
-  throw new TxnError('INVALID_ARGUMENT', `a row key must be a string or a Uint8Array, not ${describeValue(v)}`, {});
+  throw new TxnError('INVALID_ARGUMENT', `a row key must be a string or a Uint8Array, not ${describeType(v)}`, {});
 }
 
 /**
@@ -114,12 +115,7 @@ export function toBytes(v: Value): Uint8Array {
 function ownedValue(v: unknown, table: string, column: string): Uint8Array {
   if (typeof v === 'string') return utf8(v);
   if (v instanceof Uint8Array) return Uint8Array.prototype.slice.call(v);
-  throw new TxnError('INVALID_VALUE', `a value must be a string or a Uint8Array (a Buffer), not ${describeValue(v)}`, { table, column });
-}
-
-function describeValue(v: unknown): string {
-  if (v === null || typeof v !== 'object') return v === null ? 'null' : typeof v;
-  return (v as object).constructor?.name ?? 'an object';
+  throw new TxnError('INVALID_VALUE', `a value must be a string or a Uint8Array (a Buffer), not ${describeType(v)}`, { table, column });
 }
 
 /**
@@ -127,7 +123,7 @@ function describeValue(v: unknown): string {
  * 5 does not exist"), and a write buffered under it failed only at commit.
  */
 export function checkTable(table: unknown): void {
-  if (typeof table !== 'string') throw new TxnError('INVALID_ARGUMENT', `a table name must be a string, not ${describeValue(table)}`, {});
+  if (typeof table !== 'string') throw new TxnError('INVALID_ARGUMENT', `a table name must be a string, not ${describeType(table)}`, {});
 }
 
 /** `setJson`'s text: JSON.stringify's, or INVALID_VALUE where it throws (a BigInt, a cycle) or gives none (undefined, a function, a symbol). */
@@ -143,22 +139,22 @@ function jsonText(value: unknown, table: string, column: string): string {
       { cause: e },
     );
   }
-  if (text === undefined) throw new TxnError('INVALID_VALUE', `setJson cannot encode ${describeValue(value)} as JSON`, { table, column });
+  if (text === undefined) throw new TxnError('INVALID_VALUE', `setJson cannot encode ${describeType(value)} as JSON`, { table, column });
   return text;
 }
 
 /** A scan's options: an object with a valid `limit` and `columns` an array of column names. */
 function checkScanOptions(options: { columns?: readonly string[]; limit?: number }): void {
   if (options === null || typeof options !== 'object') {
-    throw new TxnError('INVALID_ARGUMENT', `a scan's options must be an object, not ${describeValue(options)}`, {});
+    throw new TxnError('INVALID_ARGUMENT', `a scan's options must be an object, not ${describeType(options)}`, {});
   }
   checkScanLimit(options.limit);
   const columns: unknown = options.columns;
   if (columns === undefined) return;
   if (!Array.isArray(columns))
-    throw new TxnError('INVALID_ARGUMENT', `a scan's columns must be an array, not ${describeValue(columns)}`, {});
+    throw new TxnError('INVALID_ARGUMENT', `a scan's columns must be an array, not ${describeType(columns)}`, {});
   for (const c of columns) {
-    if (typeof c !== 'string') throw new TxnError('INVALID_COLUMN', `a column must be a string, not ${describeValue(c)}`, { column: c });
+    if (typeof c !== 'string') throw new TxnError('INVALID_COLUMN', `a column must be a string, not ${describeType(c)}`, { column: c });
   }
 }
 
@@ -185,7 +181,7 @@ export interface ScanRange {
 export function toRowRange(r: ScanRange): RowRange {
   // A number or null was read as "no bounds": the scan covered the whole table.
   if (r === null || typeof r !== 'object')
-    throw new TxnError('INVALID_ARGUMENT', `a scan range must be an object, not ${describeValue(r)}`, {});
+    throw new TxnError('INVALID_ARGUMENT', `a scan range must be an object, not ${describeType(r)}`, {});
   if (r.prefix !== undefined) {
     const p = toBytes(r.prefix);
     let i = p.length - 1;
@@ -339,7 +335,7 @@ export class Snapshot {
     if (!Array.isArray(cells)) throw new TxnError('INVALID_ARGUMENT', 'getMany needs an array of { row, column }', { table });
     for (const c of cells) {
       if (c === null || typeof c !== 'object') {
-        throw new TxnError('INVALID_ARGUMENT', `getMany needs an array of { row, column }, not of ${describeValue(c)}`, { table });
+        throw new TxnError('INVALID_ARGUMENT', `getMany needs an array of { row, column }, not of ${describeType(c)}`, { table });
       }
       // Rows are grouped by their bytes below, which takes only bytes: any other row is refused here.
       if (typeof c.row !== 'string' && !(c.row instanceof Uint8Array)) toBytes(c.row);

@@ -21,7 +21,7 @@ function expectClean(r: Awaited<ReturnType<typeof runBankCheck>>): void {
 describe('check bank over bigtable://', () => {
   let server: PercolatorServer;
   beforeAll(async () => {
-    server = await startServer({ storeUrl: 'memory:', port: 0, httpPort: null, oraclePort: null, log: () => undefined });
+    server = await startServer({ storeUrl: 'memory:', port: 0, httpPort: null, oraclePort: 0, log: () => undefined });
   });
   afterAll(async () => {
     await server?.close();
@@ -30,9 +30,17 @@ describe('check bank over bigtable://', () => {
   /** Three crashing worker processes for 6 s (at least 3 crashes), whatever the store. */
   const CRASHING_BANK = { seconds: 6, maxSeconds: 20, crash: true, minCrashes: 3, workers: 3 } as const;
 
-  it('against percolator serve: 3 worker processes and 1 server', async () => {
-    const r = await runBankCheck({ ...CRASHING_BANK, store: `bigtable://127.0.0.1:${server.port}` });
+  /** The server's URL for clients, naming its oracle (listening on a port of its own choosing). */
+  const served = (port = server.port) => `bigtable://127.0.0.1:${port}?oracle=127.0.0.1:${server.oraclePort}`;
+  const handedOut = () => server.oracle?.oracle.stats().handedOut ?? 0;
+
+  it("against percolator serve: 3 worker processes and 1 server, on the server's oracle", async () => {
+    const before = handedOut();
+    const r = await runBankCheck({ ...CRASHING_BANK, store: served() });
     expectClean(r);
+    // One oracle per deployment: the check's timestamps are the server's (an oracle of its own
+    // would write the server's mark row), at least one a transfer.
+    expect(handedOut() - before).toBeGreaterThanOrEqual(r.transfers);
   }, 120_000);
 
   it('against percolator serve through a network that resets every connection every 50–300 ms', async () => {
@@ -53,8 +61,8 @@ describe('check bank over bigtable://', () => {
         seconds: 6,
         crash: false,
         workers: 3,
-        store: `bigtable://127.0.0.1:${server.port}`,
-        workerStoreUrl: `bigtable://127.0.0.1:${proxy.port}`,
+        store: served(),
+        workerStoreUrl: served(proxy.port),
       });
       expectCleanBank(r);
       expect(cuts).toBeGreaterThan(10);

@@ -15,6 +15,7 @@ import { type NotifyResult, type RowRecord, runNotifyCheck, verifyNotifyLogs } f
 import { ObservedColumns } from '../src/notify/observed-columns.js';
 import { openStore } from '../src/store/open-store.js';
 import { Percolator } from '../src/txn/percolator.js';
+import { startServer } from '../src/server/server.js';
 
 const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
 if (!hasPrlimit) console.warn('prlimit (util-linux) is not installed: the full-disk notify check test skips');
@@ -53,6 +54,24 @@ describe('check notify --crash', () => {
     dirs.push(dir);
     const r = await runNotifyCheck({ seconds: 9, crash: true, store: `file:${dir}` });
     expectPassed(r);
+  }, 120_000);
+
+  it("bigtable:// against percolator serve: workers and supervisor on the server's oracle, across SIGKILLs", async () => {
+    const server = await startServer({ storeUrl: 'memory:', port: 0, httpPort: null, oraclePort: 0, log: () => undefined });
+    try {
+      const handedOut = () => server.oracle?.oracle.stats().handedOut ?? 0;
+      const before = handedOut();
+      const r = await runNotifyCheck({
+        seconds: 6,
+        crash: true,
+        store: `bigtable://127.0.0.1:${server.port}?oracle=127.0.0.1:${server.oraclePort}`,
+      });
+      expectPassed(r);
+      // One oracle per deployment: an oracle of the check's own would write the server's mark row.
+      expect(handedOut() - before).toBeGreaterThanOrEqual(r.changes + r.processed);
+    } finally {
+      await server.close();
+    }
   }, 120_000);
 
   it.skipIf(!hasPrlimit)(

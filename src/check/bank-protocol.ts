@@ -70,6 +70,8 @@ export interface WorkerConfig {
   readonly incarnation: number;
   /** The supervisor's store URL. `bigtable://` workers open it themselves; others use the IPC store. */
   readonly storeUrl: string;
+  /** The oracle the supervisor uses (check-oracle.ts): its own, or the deployment's. */
+  readonly oracleHost: string;
   readonly oraclePort: number;
   /** Concurrent transfer loops in the process. */
   readonly concurrency: number;

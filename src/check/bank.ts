@@ -5,7 +5,8 @@
  *
  * How (and why it cannot pass by accident):
  * - The supervisor (this module) opens the one store (a `file:` store admits one process), loads
- *   N accounts, runs the timestamp oracle in process and serves it over TCP, and serves the store
+ *   N accounts, runs the timestamp oracle in process and serves it over TCP (a `bigtable://`
+ *   deployment's own oracle instead, when it has one: check-oracle.ts), and serves the store
  *   to W worker processes over their IPC channels (ipc-store.ts). Workers (bank-worker.ts) run
  *   random transfers through the real transaction layer; they see real store and oracle
  *   latencies and real failures.
@@ -39,9 +40,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { StoreMarkStore } from '../oracle/mark-store.js';
-import { Oracle } from '../oracle/oracle.js';
-import { type OracleServer, startOracleServer } from '../oracle/server.js';
+import { type CheckOracle, openCheckOracle } from './check-oracle.js';
 import { isStoreError } from '../store/errors.js';
 import { openStore } from '../store/open-store.js';
 import { atomicRowsOf, type Store } from '../store/store.js';
@@ -253,8 +252,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
   if (fullDisk && !(await hasPrlimit()))
     throw Object.assign(new Error('check bank --full-disk needs prlimit (util-linux)'), { code: 'NO_PRLIMIT' });
   let store = await openStore(url);
-  let oracle: Oracle | null = null;
-  let server: OracleServer | null = null;
+  let oracle: CheckOracle | null = null;
   let db: Percolator | null = null;
   const live = new Set<WorkerHandle>();
   /** Ends the full-disk squeeze however the run ends (this process's own file-size limit). */
@@ -262,11 +260,11 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
   let squeezing: Promise<number> = Promise.resolve(0);
   let passed = false;
   try {
-    oracle = await Oracle.open({ markStore: new StoreMarkStore(store) });
-    server = await startOracleServer({ oracle });
+    oracle = await openCheckOracle(store);
+    const oracleAt = { host: oracle.host, port: oracle.port }; // the workers' (fixed for the run)
     const leaseMs = opts.leaseMs ?? 500;
     // The supervisor's lease also sets how long its readers cache "owner alive" answers (lease / 10).
-    db = await Percolator.open({ store, oracle, leaseMs });
+    db = await Percolator.open({ store, oracle: oracle.source, leaseMs });
     let theDb = db;
     const servedStore = opts.workerStore?.(store) ?? store;
 
@@ -344,7 +342,8 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
         accounts,
         incarnation,
         storeUrl: opts.workerStoreUrl ?? url,
-        oraclePort: server?.port as number,
+        oracleHost: oracleAt.host,
+        oraclePort: oracleAt.port,
         concurrency: opts.concurrency ?? 2,
         crash: opts.crash ? { armMinMs: opts.selfKillArmMs?.[0] ?? 300, armMaxMs: opts.selfKillArmMs?.[1] ?? 1200 } : null,
         leaseMs,
@@ -593,13 +592,12 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
       await theDb.close().catch((e: unknown) => {
         if (!isStoreError(e, 'IO_ERROR')) throw e;
       });
-      await server.close();
       await oracle.close();
       await store.close();
-      [db, server, oracle] = [null, null, null];
+      [db, oracle] = [null, null];
       store = await openStore(url);
-      oracle = await Oracle.open({ markStore: new StoreMarkStore(store) });
-      db = await Percolator.open({ store, oracle, leaseMs });
+      oracle = await openCheckOracle(store);
+      db = await Percolator.open({ store, oracle: oracle.source, leaseMs });
       theDb = db;
     }
 
@@ -688,7 +686,6 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     await squeezing; // the limit is unlimited again
     for (const w of live) w.proc.kill('SIGKILL');
     await db?.close().catch(() => undefined);
-    await server?.close().catch(() => undefined);
     await oracle?.close().catch(() => undefined);
     await store.close().catch(() => undefined);
     // A failed run keeps its store for investigation (its path is in `store`).

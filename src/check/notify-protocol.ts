@@ -41,6 +41,8 @@ export interface NotifyWorkerConfig {
   readonly incarnation: number;
   /** The supervisor's store URL. `bigtable://` workers open it themselves; others use the IPC store. */
   readonly storeUrl: string;
+  /** The oracle the supervisor uses (check-oracle.ts): its own, or the deployment's. */
+  readonly oracleHost: string;
   readonly oraclePort: number;
   /** Observer runs at once in the process. */
   readonly threads: number;

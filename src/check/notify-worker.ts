@@ -102,7 +102,7 @@ async function main(): Promise<void> {
   };
 
   const store = await openWorkerStore(cfg);
-  const oracle = new OracleClient({ port: cfg.oraclePort, timeoutMs: 10_000 });
+  const oracle = new OracleClient({ host: cfg.oracleHost, port: cfg.oraclePort, timeoutMs: 10_000 });
   const db = await whileRefused(cfg.fullDisk, () =>
     Percolator.open({
       store,

@@ -5,7 +5,8 @@
  *
  * How (and why it cannot pass by accident):
  * - The supervisor (this module) opens the one store, runs the timestamp oracle in process and
- *   serves it over TCP, records the observed column in the registry BEFORE any write (the
+ *   serves it over TCP (a `bigtable://` deployment's own oracle instead, when it has one:
+ *   check-oracle.ts), records the observed column in the registry BEFORE any write (the
  *   registry contract: writers only notify columns they know are observed), and serves the
  *   store to W worker processes over IPC (ipc-store.ts). Each worker (notify-worker.ts) runs the
  *   real Percolator worker with one observer on `c:value` that appends the value it read to the
@@ -42,10 +43,8 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ObservedColumns } from '../notify/observed-columns.js';
-import { StoreMarkStore } from '../oracle/mark-store.js';
 import { isOracleError } from '../oracle/errors.js';
-import { Oracle } from '../oracle/oracle.js';
-import { type OracleServer, startOracleServer } from '../oracle/server.js';
+import { type CheckOracle, openCheckOracle } from './check-oracle.js';
 import { isStoreError } from '../store/errors.js';
 import { openStore } from '../store/open-store.js';
 import { atomicRowsOf, type Store } from '../store/store.js';
@@ -303,8 +302,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
   if (fullDisk && !(await hasPrlimit()))
     throw Object.assign(new Error('check notify --full-disk needs prlimit (util-linux)'), { code: 'NO_PRLIMIT' });
   const store = await openStore(url);
-  let oracle: Oracle | null = null;
-  let server: OracleServer | null = null;
+  let oracle: CheckOracle | null = null;
   let db: Percolator | null = null;
   let blind: Percolator | null = null;
   const live = new Set<WorkerHandle>();
@@ -312,17 +310,17 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
   let squeezeOver = false;
   let squeezing: Promise<number> = Promise.resolve(0);
   try {
-    oracle = await Oracle.open({ markStore: new StoreMarkStore(store) });
-    server = await startOracleServer({ oracle });
+    oracle = await openCheckOracle(store);
+    const oracleAt = { host: oracle.host, port: oracle.port }; // the workers' (fixed for the run)
     // Opened before the registry knows the column and never refreshed: its writes do not notify.
-    if ((opts.sabotageUnnotifiedChanges ?? 0) > 0) blind = await Percolator.open({ store, oracle, observedRefreshMs: 0 });
+    if ((opts.sabotageUnnotifiedChanges ?? 0) > 0) blind = await Percolator.open({ store, oracle: oracle.source, observedRefreshMs: 0 });
     // The registry contract: the observed column is recorded before anything writes it, so every
     // change below sets its notify cell. (Workers record it again when they start; idempotent.)
     const registry = new ObservedColumns(store);
     await registry.open(0);
     await registry.register(TABLE, VALUE, OBSERVER);
     await registry.close();
-    db = await Percolator.open({ store, oracle });
+    db = await Percolator.open({ store, oracle: oracle.source });
     const theDb = db;
     if ((await store.listTables()).includes(TABLE)) await store.deleteTable(TABLE);
     await db.createTable(TABLE);
@@ -366,7 +364,8 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
       const cfg: NotifyWorkerConfig = {
         incarnation,
         storeUrl: url,
-        oraclePort: server?.port as number,
+        oracleHost: oracleAt.host,
+        oraclePort: oracleAt.port,
         threads: opts.threads ?? 2,
         scanners: opts.scanners ?? 2,
         leaseMs: opts.leaseMs ?? 1000,
@@ -647,7 +646,6 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     for (const w of live) w.proc.kill('SIGKILL');
     await blind?.close().catch(() => undefined);
     await db?.close().catch(() => undefined);
-    await server?.close().catch(() => undefined);
     await oracle?.close().catch(() => undefined);
     await store.close().catch(() => undefined);
   }

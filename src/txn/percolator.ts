@@ -15,7 +15,8 @@ import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
 import { Oracle } from '../oracle/oracle.js';
 import { NetworkLockService } from '../server/lock-client.js';
-import { type HostPort, localAuthToken, parseBigtableUrl, parseHostPort } from '../store/bigtable/url.js';
+import { localAuthToken } from '../store/bigtable/url.js';
+import { type ServiceAddress, deploymentServices } from './deployment-services.js';
 import type { ActiveRegistration, TimestampSource } from '../oracle/types.js';
 import { resolveConflictLock } from './actions/resolve-lock.js';
 import { TxnError, describeRow, isTxnError } from './errors.js';
@@ -787,37 +788,6 @@ function issuedCount(oracle: TimestampSource): number | null {
   const o = oracle as { stats?: () => { handedOut?: number } };
   const n = typeof o.stats === 'function' ? o.stats().handedOut : undefined;
   return typeof n === 'number' ? n : null;
-}
-
-/** Where a deployment service listens, and where that address came from (for error messages). */
-interface ServiceAddress extends HostPort {
-  readonly source: string;
-}
-
-/**
- * The oracle and lock service of a `bigtable://` store's deployment; null for embedded stores
- * (`memory:`, `file:`), whose oracle is in-process. `?oracle=HOST:PORT` and `?lockService=HOST:PORT`
- * name them; otherwise a `percolator serve` at HOST:PORT hosts them — its oracle on PORT+2 (its
- * default `--oracle-port`, which a client cannot see: `--port 0` or `--oracle-port P` need
- * `?oracle=`) and its lock service on PORT itself (docs/server.md). Google's emulator
- * (`?emulator=1`) and Cloud Bigtable host neither: no oracle (null) unless named, and an
- * in-process lock service (null) unless named.
- */
-function deploymentServices(url: string): { oracle: ServiceAddress | null; lockService: string | null } | null {
-  if (!url.startsWith('bigtable://')) return null;
-  const u = parseBigtableUrl(url);
-  const served = u.host !== undefined && !u.emulator ? parseHostPort(u.host) : null;
-  let oracle: ServiceAddress | null = null;
-  if (u.oracle !== undefined) {
-    oracle = { ...(parseHostPort(u.oracle) as HostPort), source: `named by ?oracle= in ${url}` };
-  } else if (served !== null) {
-    oracle = {
-      host: served.host,
-      port: served.port + 2,
-      source: `PORT+2 of ${url}, the default; set ?oracle=HOST:PORT if the server's oracle listens elsewhere (serve --port 0 or --oracle-port)`,
-    };
-  }
-  return { oracle, lockService: u.lockService ?? (served !== null ? (u.host as string) : null) };
 }
 
 /** waitForQuiescence's `tables`, checked: undefined → null (every table); else a non-empty array of distinct table names. */

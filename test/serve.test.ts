@@ -863,6 +863,35 @@ describe('bearer token', () => {
   });
 });
 
+describe("one oracle in the server's process", () => {
+  it("a Percolator opened beside the server over its store draws from the oracle the server serves, and outlives the server's close", async () => {
+    const store = await openStore('memory:');
+    const s = await startServer({ store, port: 0, httpPort: null, log: () => undefined });
+    const remote = new OracleClient({ host: '127.0.0.1', port: s.oraclePort as number });
+    const db = await Percolator.open({ store });
+    try {
+      // One sequence, whichever side asks: a second oracle over the same mark would start above the
+      // server's reservation, so the server's next timestamp would come out below the local one.
+      for (let i = 0; i < 3; i++) {
+        const a = await remote.getTimestamp();
+        const b = await db.oracle.getTimestamp();
+        const c = await remote.getTimestamp();
+        expect(a).toBeLessThan(b);
+        expect(b).toBeLessThan(c);
+      }
+      await s.close();
+      await db.createTable('t');
+      await db.transaction(async (tx) => tx.set('t', 'r', 'c:x', 'v'));
+      expect(await db.getString('t', 'r', 'c:x')).toBe('v');
+    } finally {
+      await remote.close();
+      await db.close();
+      await s.close();
+      await store.close();
+    }
+  });
+});
+
 describe('bearer token, for our own clients', () => {
   it('lets a bigtable:// store, transactions and the lock service in with PERCOLATOR_AUTH_TOKEN, and fails without it at once (UNAUTHENTICATED)', async () => {
     const backing = await openStore('memory:');

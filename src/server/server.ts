@@ -4,7 +4,9 @@
  *   (`BigtableTableAdmin`, `BigtableInstanceAdmin`), `percolator.lock.v1.LockService` and
  *   `percolator.batch.v1.BatchService` (many CheckAndMutateRow in one call), all over one `Store`;
  * - the timestamp oracle (`startOracleServer`, framed TCP, its own port), its durable mark
- *   kept in the served store (`StoreMarkStore`, table `_percolator_oracle`);
+ *   kept in the served store (`StoreMarkStore`, table `_percolator_oracle`); the store's one
+ *   in-process oracle (txn/shared-oracle.ts), which a Percolator this process opens over the same
+ *   store object shares;
  * - HTTP (own port): /healthz, /metrics, /status.json, the status page, and extra routes.
  *
  * Invariants:
@@ -28,7 +30,7 @@
 import { Server, ServerCredentials, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { InProcessLockService } from '../notify/lock-service.js';
 import { Liveness } from '../txn/liveness.js';
-import { StoreMarkStore } from '../oracle/mark-store.js';
+import { acquireOracle, releaseOracle } from '../txn/shared-oracle.js';
 import { type OracleServer, startOracleServer } from '../oracle/server.js';
 import type { EngineStoreOptions } from '../store/engine-store.js';
 import { DEFAULT_STORE_URL, openStore } from '../store/open-store.js';
@@ -166,6 +168,8 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
   const locks = options.lockService ?? new InProcessLockService(undefined, ownerGoneIn(store));
 
   let oracle: OracleServer | null = null;
+  /** This server holds the store's in-process oracle (acquireOracle), to release after its oracle server closes. */
+  let oracleHeld = false;
   let http: HttpStatusServer | null = null;
   let dashboard: ReturnType<typeof dashboardRoute> | null = null;
   let grpcServer: Server | null = null;
@@ -185,6 +189,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
     if (rateTimer !== null) clearInterval(rateTimer);
     grpcServer?.forceShutdown();
     await oracle?.close().catch(() => undefined);
+    if (oracleHeld) await releaseOracle(store).catch(() => undefined);
     await http?.close().catch(() => undefined);
     await dashboard?.close();
     if (ownsStore) await store.close().catch(() => undefined);
@@ -249,7 +254,12 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
     // --- oracle -----------------------------------------------------------------------------
     const oraclePort = options.oraclePort === undefined ? (port === 0 ? 0 : port + 2) : options.oraclePort;
     if (oraclePort !== null) {
-      oracle = await startOracleServer({ host, port: oraclePort, markStore: new StoreMarkStore(store) }).catch((e: unknown) => {
+      // The store's one oracle in this process (shared-oracle.ts): a Percolator opened here over the
+      // same store object (a library user's, beside the server) must draw from the oracle the server
+      // serves — two oracles over one mark would hand out interleaved timestamps.
+      const shared = await acquireOracle(store);
+      oracleHeld = true;
+      oracle = await startOracleServer({ host, port: oraclePort, oracle: shared }).catch((e: unknown) => {
         throw listenFailed('oracle', host, oraclePort, e);
       });
     }
@@ -363,6 +373,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
           }
           if (rateTimer !== null) clearInterval(rateTimer);
           await oracle?.close().catch((e: unknown) => log(`shutdown: oracle: ${(e as Error).message}`));
+          if (oracleHeld) await releaseOracle(store).catch((e: unknown) => log(`shutdown: oracle: ${(e as Error).message}`));
           await http?.close().catch((e: unknown) => log(`shutdown: http: ${(e as Error).message}`));
           await dashboard?.close();
           if (ownsLocks) await locks.close();

@@ -116,4 +116,40 @@ describe('StoreMarkStore', () => {
       await store.close();
     }
   });
+
+  it("an oracle that opens the mark later takes it over: the earlier one's saves are refused (ORACLE_MARK_LOCKED), and the mark never goes down", async () => {
+    const store = await openStore('memory:');
+    const a = new StoreMarkStore(store);
+    expect(await a.load()).toBe(0);
+    await a.save(10);
+    const b = new StoreMarkStore(store);
+    expect(await b.load()).toBe(10);
+    await expect(a.save(20)).rejects.toMatchObject({ code: 'ORACLE_MARK_LOCKED', details: { mark: 10, refused: 20 } });
+    await b.save(15); // below what a tried: unfenced, a's 20 would have been overwritten by it
+    expect(await new StoreMarkStore(store).load()).toBe(15);
+    await store.close();
+  });
+
+  it('two oracles over one store mark never hand out the same timestamp: the earlier stops at what it reserved', async () => {
+    const store = await openStore('memory:');
+    const clock = () => 0; // timestamps follow the reservations alone
+    const first = await Oracle.open({ markStore: new StoreMarkStore(store), clock, reserveMicros: 8 });
+    const seen: number[] = [];
+    for (let i = 0; i < 5; i++) seen.push(await first.getTimestamp());
+    const second = await Oracle.open({ markStore: new StoreMarkStore(store), clock, reserveMicros: 8 });
+    let refused: unknown = null;
+    for (let i = 0; i < 40 && refused === null; i++) {
+      seen.push(await second.getTimestamp());
+      try {
+        seen.push(await first.getTimestamp());
+      } catch (e) {
+        refused = e;
+      }
+    }
+    expect(refused).toMatchObject({ code: 'ORACLE_MARK_LOCKED' });
+    expect(new Set(seen).size).toBe(seen.length);
+    await first.close();
+    await second.close();
+    await store.close();
+  });
 });

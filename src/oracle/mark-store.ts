@@ -246,10 +246,22 @@ export interface StoreMarkStoreOptions {
 
 const FAMILY = 'm';
 const QUALIFIER = new TextEncoder().encode('upper');
+/** The token of the oracle that opened the mark last (the row's owner). */
+const OWNER = new TextEncoder().encode('owner');
 
 /**
- * A mark in one cell of a Store table, written with a plain `mutateRow` (the Store resolves a
- * write only once it is durable). One oracle per row: there is no lock here.
+ * A mark in one cell of a Store table (the Store resolves a write only once it is durable).
+ *
+ * One oracle per row, fenced: `load()` first writes a fresh owner token into the row, then reads
+ * the mark; every `save` is a conditional mutation that applies only while the row still holds
+ * this store's token. An oracle that opened the mark later (another process pointed at the same
+ * store — a second server, a tool with an oracle of its own — or a restart after kill -9, which
+ * must not wait for the dead) takes it over, and the earlier one's next save is refused with
+ * ORACLE_MARK_LOCKED: it hands out what it had reserved and then nothing. No timestamp is handed
+ * out twice either way: the later oracle starts above the mark it read after taking the row, and
+ * no save of the earlier one can land after that. (Unfenced, each overwrote the other's mark — a
+ * lower one when its clock was behind — and a restart could hand out timestamps again.) A save
+ * whose reply was lost leaves the token in place, so it costs nothing but its retry.
  */
 export class StoreMarkStore implements MarkStore {
   readonly description: string;
@@ -258,6 +270,8 @@ export class StoreMarkStore implements MarkStore {
   private last = 0;
   private loaded = false;
   private tableReady = false;
+  /** Written by `load()`; saves apply only while the row holds it. */
+  private readonly token = new TextEncoder().encode(randomBytes(12).toString('hex'));
 
   constructor(
     private readonly store: Store,
@@ -270,6 +284,15 @@ export class StoreMarkStore implements MarkStore {
 
   async load(): Promise<number> {
     await this.ensureTable();
+    try {
+      // Taken before the read: no save of an earlier owner lands after the mark is read.
+      await this.store.mutateRow(this.table, this.row, [
+        { deleteFromColumn: { familyName: FAMILY, columnQualifier: OWNER } },
+        { setCell: { familyName: FAMILY, columnQualifier: OWNER, timestampMicros: 0, value: this.token } },
+      ]);
+    } catch (e) {
+      throw this.ioError('take over', e);
+    }
     let row: Awaited<ReturnType<Store['readRow']>>;
     try {
       row = await this.store.readRow(this.table, this.row);
@@ -285,20 +308,37 @@ export class StoreMarkStore implements MarkStore {
   async save(upper: number): Promise<void> {
     if (!this.loaded) await this.load();
     checkSave(upper, this.last, this.description);
+    let owned: boolean;
     try {
-      await this.store.mutateRow(this.table, this.row, [
-        { deleteFromColumn: { familyName: FAMILY, columnQualifier: QUALIFIER } },
-        {
-          setCell: {
-            familyName: FAMILY,
-            columnQualifier: QUALIFIER,
-            timestampMicros: 0,
-            value: Buffer.from(encodeMark(upper), 'latin1'),
-          },
+      owned = await this.store.checkAndMutateRow(this.table, this.row, {
+        predicateFilter: {
+          chain: [
+            { familyNameRegexFilter: FAMILY },
+            { columnQualifierRegexFilter: OWNER },
+            { valueRangeFilter: { startValueClosed: this.token, endValueClosed: this.token } },
+          ],
         },
-      ]);
+        trueMutations: [
+          { deleteFromColumn: { familyName: FAMILY, columnQualifier: QUALIFIER } },
+          {
+            setCell: {
+              familyName: FAMILY,
+              columnQualifier: QUALIFIER,
+              timestampMicros: 0,
+              value: Buffer.from(encodeMark(upper), 'latin1'),
+            },
+          },
+        ],
+      });
     } catch (e) {
       throw this.ioError('write', e);
+    }
+    if (!owned) {
+      throw new OracleError(
+        'ORACLE_MARK_LOCKED',
+        `another oracle opened the mark at ${this.description} after this one: two oracles must not share a mark (one per deployment); this one hands out no timestamp above ${this.last}`,
+        { where: this.description, mark: this.last, refused: upper },
+      );
     }
     this.last = upper;
   }

@@ -19,13 +19,14 @@ it('indexes every document of every phase, without anomalies, says how busy the 
   // Saturation keeps the JS thread busy; a memory: store does no I/O for it to wait on.
   expect(r.saturation.eventLoopUtilization).toBeGreaterThan(0.3);
   expect(r.saturation.eventLoopUtilization).toBeLessThanOrEqual(1);
-  expect(r.saturation.cpuCores).toBeGreaterThan(0.3);
+  // CPU is what the machine gave: a loaded machine (other test files, other processes) gives less.
+  expect(r.saturation.cpuCores).toBeGreaterThan(0.1);
   expect(r.saturation.cpuCores).toBeLessThanOrEqual(availableParallelism() + 0.5);
   // The JS thread's own share (Linux): some of a core, no more than the process's, and no more
   // than the time its event loop was busy (its CPU time is counted in 10 ms ticks).
   if (process.platform === 'linux') {
     const js = r.saturation.jsThreadCores as number;
-    expect(js).toBeGreaterThan(0.1);
+    expect(js).toBeGreaterThan(0.05);
     expect(js).toBeLessThanOrEqual(r.saturation.cpuCores + 0.02);
     expect(js).toBeLessThanOrEqual(r.saturation.eventLoopUtilization + 0.1);
   }

@@ -6,8 +6,11 @@
  * ignored without a word, or data lost. The argument checks of transactions themselves are in
  * src/txn/transaction-arguments.test.ts, the store's mutations and filters in src/store/*.test.ts.
  */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Percolator, type Worker } from '../src/index.js';
+import { Percolator, type Store, type Worker, collectRows, openStore } from '../src/index.js';
 
 const any = <T>(x: unknown): T => x as T;
 
@@ -42,6 +45,212 @@ beforeAll(async () => {
 });
 
 afterAll(() => db.close({ graceMs: 0 }));
+
+/** A temporary directory for `file:` stores, removed after the file's tests. */
+const dir = mkdtempSync(join(tmpdir(), 'api-bad-input-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('Percolator.open(options)', () => {
+  it.each<[string, string, unknown]>([
+    ['a store that is null', 'INVALID_CONFIG', { store: null }],
+    ['a store that is an empty object', 'INVALID_CONFIG', { store: {} }],
+    ['an oracle that is a number', 'INVALID_CONFIG', { store: 'memory:', oracle: 5 }],
+    ['an oracle without its methods', 'INVALID_CONFIG', { store: 'memory:', oracle: { getTimestamp: () => 1 } }],
+    ['a lockService that is a string', 'INVALID_CONFIG', { store: 'memory:', lockService: 'localhost:1' }],
+    ['a nowMs that is a number', 'INVALID_CONFIG', { store: 'memory:', nowMs: 5 }],
+    ['an onProtocolPoint that is a string', 'INVALID_CONFIG', { store: 'memory:', onProtocolPoint: 'log' }],
+    ['a misspelt option (lockTtl)', 'INVALID_CONFIG', { store: 'memory:', lockTtl: 5 }],
+    ['a misspelt option (gcInterval)', 'INVALID_CONFIG', { store: 'memory:', gcInterval: 0 }],
+    ['storeOptions beside an open Store', 'INVALID_CONFIG', { store: 'open', storeOptions: { cacheBytes: 0 } }],
+    ['storeOptions that are a number', 'StoreError INVALID_ARGUMENT', { store: 'memory:', storeOptions: 5 }],
+    ['storeOptions that are null', 'StoreError INVALID_ARGUMENT', { store: 'memory:', storeOptions: null }],
+    ['storeOptions with a misspelt option', 'StoreError INVALID_ARGUMENT', { store: 'memory:', storeOptions: { cacheByte: 0 } }],
+  ])('with %s is %s', async (_what, code, options) => {
+    const store = await openStore('memory:');
+    const o = options as { store?: unknown };
+    const opened = await Percolator.open(any(o.store === 'open' ? { ...o, store } : o)).catch((e: unknown) => e);
+    await store.close();
+    if (opened instanceof Percolator) await opened.close();
+    expect(`${(opened as Error).constructor.name} ${String((opened as { code?: unknown }).code)}`).toBe(
+      code.includes(' ') ? code : `TxnError ${code}`,
+    );
+  });
+
+  it('names the option in details', async () => {
+    expect((await errorOf(() => Percolator.open(any({ store: 'memory:', oracle: 5 })))).details).toEqual({ option: 'oracle' });
+    expect((await errorOf(() => Percolator.open(any({ store: 'memory:', lockTtl: 5 })))).details).toEqual({ option: 'lockTtl' });
+  });
+
+  it('on file: with bad storeOptions creates nothing', async () => {
+    const at = join(dir, 'refused');
+    expect(await failure(() => Percolator.open({ store: `file:${at}`, storeOptions: any({ level: { create: 'no' } }) }))).toBe(
+      'StoreError INVALID_ARGUMENT',
+    );
+    expect(await failure(() => Percolator.open({ store: `file:${at}`, storeOptions: any({ level: { creat: false } }) }))).toBe(
+      'StoreError INVALID_ARGUMENT',
+    );
+    expect(() => readdirSync(at)).toThrow(); // never created
+  });
+});
+
+describe('the Percolator methods', () => {
+  it.each<[string, () => unknown]>([
+    ['transaction with a misspelt option (maxAttemps)', () => db.transaction(async () => undefined, any({ maxAttemps: 1 }))],
+    // A string made the deadline a concatenation: a wait of centuries.
+    ['waitForQuiescence with a timeoutMs that is a string', () => db.waitForQuiescence({ timeoutMs: any('5') })],
+    ['waitForQuiescence with a timeoutMs that is Infinity', () => db.waitForQuiescence({ timeoutMs: Infinity })],
+    ['waitForQuiescence with a misspelt option (timeout)', () => db.waitForQuiescence(any({ timeout: 5 }))],
+    ['collectRecentGarbage with NaN cells', () => db.collectRecentGarbage(NaN)],
+    ['collectRecentGarbage with -1 cells', () => db.collectRecentGarbage(-1)],
+    ['collectRecentGarbage with a string', () => db.collectRecentGarbage(any('10'))],
+    ['percolatorTables with a maxAgeMs that is NaN', () => db.percolatorTables(NaN)],
+  ])('%s is a TxnError INVALID_ARGUMENT', async (_what, call) => {
+    expect(await failure(call)).toBe('TxnError INVALID_ARGUMENT');
+    expect(await db.getString('t', 'r', 'c:v')).toBe('committed'); // still open, nothing changed
+  });
+
+  it.each<[string, unknown]>([
+    ['options that are null', null],
+    ['a misspelt option (grace)', { grace: 0 }],
+  ])('close with %s is a TxnError INVALID_ARGUMENT, and closes nothing', async (_what, options) => {
+    const own = await Percolator.open({ store: 'memory:' });
+    expect(await failure(() => own.close(any(options)))).toBe('TxnError INVALID_ARGUMENT');
+    expect(await failure(() => own.createTable('t'))).toBe('no error');
+    await own.close();
+  });
+
+  it("after close, every method is TXN_FINISHED (pendingNotifications was the store's STORE_CLOSED, percolatorTables answered)", async () => {
+    const closed = await Percolator.open({ store: 'memory:' });
+    await closed.createTable('t');
+    await closed.close();
+    for (const call of [
+      () => closed.get('t', 'r', 'c:v'),
+      () => closed.getString('t', 'r', 'c:v'),
+      () => closed.transaction(async () => undefined),
+      () => closed.snapshot(),
+      () => closed.begin(),
+      () => closed.createTable('u'),
+      () => closed.worker(),
+      () => closed.waitForQuiescence(),
+      () => closed.pendingNotifications(),
+      () => closed.percolatorTables(),
+      () => closed.collectGarbage(),
+      () => closed.collectRecentGarbage(),
+    ]) {
+      expect(await failure(call)).toBe('TxnError TXN_FINISHED');
+    }
+    await closed.close(); // a second close is no error
+  });
+});
+
+describe('scan ranges and options', () => {
+  beforeAll(async () => {
+    await db.transaction(async (tx) => {
+      tx.set('t', 'a1', 'c:v', 'x');
+      tx.set('t', 'b1', 'c:v', 'y');
+    });
+  });
+
+  it.each<[string, unknown, unknown]>([
+    // Each was read as "no bound": the scan covered the whole table.
+    ['a misspelt prefix (prefx)', { prefx: 'a' }, {}],
+    ['a misspelt start (from)', { from: 'b' }, {}],
+    ['a prefix and a start', { prefix: 'a', start: 'b' }, {}],
+    ['a prefix and an end', { prefix: 'a', end: 'a2' }, {}],
+    ['a misspelt option (limt)', {}, { limt: 1 }],
+    ['a misspelt option (column)', {}, { column: ['c:v'] }],
+  ])('a scan with %s is a TxnError INVALID_ARGUMENT, in a snapshot and in a transaction with writes', async (_what, range, options) => {
+    const snap = await db.snapshot();
+    try {
+      expect(await failure(() => snap.scan('t', any(range), any(options)))).toBe('TxnError INVALID_ARGUMENT');
+    } finally {
+      snap.release();
+    }
+    const tx = await db.begin();
+    try {
+      tx.set('t', 'a0', 'c:v', 'mine');
+      expect(await failure(() => tx.scan('t', any(range), any(options)))).toBe('TxnError INVALID_ARGUMENT');
+    } finally {
+      tx.abort();
+      tx.release();
+    }
+  });
+
+  it('a valid prefix still selects its rows', async () => {
+    const snap = await db.snapshot();
+    try {
+      const rows: string[] = [];
+      for await (const r of snap.scan('t', { prefix: 'a' })) rows.push(Buffer.from(r.row).toString());
+      expect(rows).toEqual(['a1']);
+    } finally {
+      snap.release();
+    }
+  });
+});
+
+describe('openStore and the Store', () => {
+  let store: Store;
+  const k = Buffer.from('r');
+  beforeAll(async () => {
+    store = await openStore('memory:');
+    await store.createTable('t', { families: { f: {} } });
+    await store.mutateRow('t', k, [{ setCell: { familyName: 'f', columnQualifier: k, timestampMicros: 1000, value: k } }]);
+    await store.mutateRow('t', Buffer.from('s'), [{ setCell: { familyName: 'f', columnQualifier: k, timestampMicros: 1000, value: k } }]);
+  });
+  afterAll(() => store.close());
+
+  it.each<[string, unknown]>([
+    ['options that are null', null],
+    ['options that are a number', 5],
+    ['a misspelt option (cacheByte)', { cacheByte: 0 }],
+    ['limits that are a number', { limits: 5 }],
+    ['a misspelt limit (maxRowKeySize)', { limits: { maxRowKeySize: 10 } }],
+    ['a limit of 0', { limits: { maxValueBytes: 0 } }],
+    ['a limit that is NaN', { limits: { maxRowKeyBytes: NaN } }],
+    ['a cacheBytes of -1', { cacheBytes: -1 }],
+    ['a cacheBytes that is a string', { cacheBytes: '1mb' }],
+    ['a tabletSplitBytes of 1.5', { tabletSplitBytes: 1.5 }],
+    ['a gcIntervalMs that is NaN', { gcIntervalMs: NaN }],
+    ['a nowMicros that is a number', { nowMicros: 5 }],
+    ['level options that are a number', { level: 5 }],
+  ])('openStore("memory:") with %s is a StoreError INVALID_ARGUMENT', async (_what, options) => {
+    expect(await failure(() => openStore('memory:', any(options)).then((s) => s.close()))).toBe('StoreError INVALID_ARGUMENT');
+  });
+
+  it.each<[string, unknown]>([
+    ["a create of 'no' (it created the database)", { level: { create: 'no' } }],
+    ['a misspelt level option (creat)', { level: { creat: false } }],
+    ['a cacheSize of -1', { level: { cacheSize: -1 } }],
+    ['a writeBufferSize of 0', { level: { writeBufferSize: 0 } }],
+    ['a verify of "some"', { level: { verify: 'some' } }],
+    ['a compression of "snappy"', { level: { compression: 'snappy' } }],
+  ])('openStore("file:") with %s is a StoreError INVALID_ARGUMENT, and creates nothing', async (what, options) => {
+    const at = join(dir, `store-${what.replace(/\W+/g, '-')}`);
+    expect(await failure(() => openStore(`file:${at}`, any(options)).then((s) => s.close()))).toBe('StoreError INVALID_ARGUMENT');
+    expect(() => readdirSync(at)).toThrow();
+  });
+
+  it.each<[string, (s: Store) => unknown]>([
+    ['modifyColumnFamilies with a number', (s) => s.modifyColumnFamilies('t', any(5))],
+    ['modifyColumnFamilies with an entry that is a number', (s) => s.modifyColumnFamilies('t', any([5]))],
+    ['modifyColumnFamilies with an entry that is null', (s) => s.modifyColumnFamilies('t', any([null]))],
+    // Each was ignored: the read covered the whole table.
+    ['readRows with rowKeys beside rows', (s) => s.readRows('t', any({ rowKeys: [k] }))],
+    ['readRows with a misspelt option (limit)', (s) => s.readRows('t', any({ limit: 1 }))],
+    ['readRows with a misspelt row set (rowKey)', (s) => s.readRows('t', any({ rows: { rowKey: [k] } }))],
+    ['readRows with a misspelt bound (startKey)', (s) => s.readRows('t', any({ rows: { rowRanges: [{ startKey: k }] } }))],
+    ['collectRows of a number', () => collectRows(any(5))],
+    ['collectRows of a promise', (s) => collectRows(any(Promise.resolve(s.readRows('t'))))],
+  ])('%s is a StoreError INVALID_ARGUMENT', async (_what, call) => {
+    expect(await failure(() => call(store))).toBe('StoreError INVALID_ARGUMENT');
+    expect((await store.getTable('t')).families).toEqual({ f: expect.anything() });
+    expect(await collectRows(store.readRows('t'))).toHaveLength(2);
+  });
+
+  it('a valid row set still selects its rows', async () => {
+    expect(await collectRows(store.readRows('t', { rows: { rowKeys: [k] } }))).toHaveLength(1);
+  });
+});
 
 describe('db.worker(options)', () => {
   it.each<[string, unknown]>([

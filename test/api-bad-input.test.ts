@@ -10,7 +10,9 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Percolator, type Store, type Worker, collectRows, openStore } from '../src/index.js';
+import { InProcessLockService, Percolator, type Store, type Worker, collectRows, openStore } from '../src/index.js';
+import { BigtableStore } from '../src/store/bigtable/index.js';
+import { NetworkLockService, startServer } from '../src/server/index.js';
 
 const any = <T>(x: unknown): T => x as T;
 
@@ -336,5 +338,87 @@ describe('worker.hint', () => {
     worker.hint('t', 'r');
     worker.hint('elsewhere', 'r');
     await expect.poll(() => worker.metrics.hinted).toBe(before + 1);
+  });
+});
+
+describe('percolator/server and percolator/bigtable', () => {
+  const base = { storeUrl: 'memory:', port: 0, httpPort: null, oraclePort: null, log: () => undefined };
+
+  it.each<[string, unknown]>([
+    ['options that are null', null],
+    ['options that are a number', 5],
+    // Served a store created in the working directory.
+    ['a store that is null', { ...base, storeUrl: undefined, store: null }],
+    ['a store that is an empty object', { ...base, storeUrl: undefined, store: {} }],
+    ['a host that is a number', { ...base, host: 5 }],
+    ['a port of -1', { ...base, port: -1 }],
+    ['a port of 1.5', { ...base, port: 1.5 }],
+    ['an oraclePort that is a string', { ...base, oraclePort: 'x' }],
+    ['an httpPort of 70000', { ...base, httpPort: 70000 }],
+    ['an authToken that is a number', { ...base, authToken: 5 }],
+    // Served without the warning an open server gets.
+    ['an empty authToken', { ...base, authToken: '' }],
+    ['a maxMessageBytes that is NaN', { ...base, maxMessageBytes: NaN }],
+    ['a maxChunkValueBytes of 0', { ...base, maxChunkValueBytes: 0 }],
+    ['a shutdownGraceMs of -1', { ...base, shutdownGraceMs: -1 }],
+    ['httpExtraRoutes that are an object', { ...base, httpExtraRoutes: {} }],
+    ['a log that is a string', { ...base, log: 'stderr' }],
+    ['a lockService that is a number', { ...base, lockService: 5 }],
+    ['a misspelt option (prot)', { ...base, prot: 0 }],
+  ])('startServer with %s is a StoreError INVALID_ARGUMENT, and serves nothing', async (_what, options) => {
+    const started = await startServer(any(options)).catch((e: unknown) => e);
+    if (started !== null && typeof started === 'object' && 'close' in started) await (started as { close(): Promise<void> }).close();
+    expect(`${(started as Error).constructor.name} ${String((started as { code?: unknown }).code)}`).toBe('StoreError INVALID_ARGUMENT');
+  });
+
+  it("startServer's error names the option, and never shows the token", async () => {
+    const e = await errorOf(() => startServer(any({ ...base, authToken: 12345 })));
+    expect(e.details).toEqual({ option: 'authToken' });
+    expect(e.message).not.toContain('12345');
+  });
+
+  it.each<[string, () => unknown]>([
+    ['no options', () => new NetworkLockService(any(undefined))],
+    ['an address that is a number', () => new NetworkLockService(any({ address: 5 }))],
+    ['an address without a port', () => new NetworkLockService({ address: 'localhost' })],
+    ['a timeoutMs that is NaN', () => new NetworkLockService({ address: '127.0.0.1:1', timeoutMs: NaN })],
+    ['an onUnavailable of "fail"', () => new NetworkLockService({ address: '127.0.0.1:1', onUnavailable: any('fail') })],
+    ['a misspelt option (timeout)', () => new NetworkLockService(any({ address: '127.0.0.1:1', timeout: 5 }))],
+  ])('new NetworkLockService with %s is a TxnError INVALID_ARGUMENT', async (_what, make) => {
+    expect(await failure(make)).toBe('TxnError INVALID_ARGUMENT');
+  });
+
+  it.each<[string, (l: NetworkLockService | InProcessLockService) => unknown]>([
+    ['a key that is a number', (l) => l.tryLock(any(5), 'o', 1000)],
+    ['an owner that is undefined', (l) => l.tryLock('k', any(undefined), 1000)],
+    ['a ttlMs that is NaN', (l) => l.tryLock('k', 'o', NaN)],
+    ['a ttlMs of 0', (l) => l.tryLock('k', 'o', 0)],
+    ['a ttlMs that is a string', (l) => l.tryLock('k', 'o', any('5000'))],
+    ['an unlock of a key that is null', (l) => l.unlock(any(null), 'o')],
+  ])(
+    'a lock service call with %s is a TxnError INVALID_ARGUMENT (NetworkLockService granted it while out of reach)',
+    async (_what, call) => {
+      const local = new InProcessLockService();
+      // Out of reach, with the default 'grant': a bad call used to be granted without a word.
+      const remote = new NetworkLockService({ address: '127.0.0.1:1', timeoutMs: 200 });
+      try {
+        expect(await failure(() => call(local))).toBe('TxnError INVALID_ARGUMENT');
+        expect(await failure(() => call(remote))).toBe('TxnError INVALID_ARGUMENT');
+        expect(local.size).toBe(0);
+      } finally {
+        await remote.close();
+      }
+    },
+  );
+
+  it.each<[string, unknown]>([
+    ['options that are null', null],
+    ['options that are a number', 5],
+    ['a misspelt option (maxMutationsPerReq)', { maxMutationsPerReq: 7 }],
+    ['a maxRequestBytes of 0', { maxRequestBytes: 0 }],
+  ])('BigtableStore.open with %s is a StoreError INVALID_ARGUMENT', async (_what, options) => {
+    expect(await failure(() => BigtableStore.open('bigtable://127.0.0.1:1', any(options)).then((s) => s.close()))).toBe(
+      'StoreError INVALID_ARGUMENT',
+    );
   });
 });

@@ -13,6 +13,29 @@
  * Only the speed of a takeover depends on it: the lock is advisory.
  */
 
+import { TxnError } from '../txn/errors.js';
+import { describeType } from '../util/describe-type.js';
+import { MAX_TIMER_MS } from '../util/timer-ms.js';
+
+/**
+ * A LockService call's arguments from a JavaScript caller (both implementations check them alike):
+ * `key` and `owner` strings, `ttlMs` (for tryLock) a number of ms above 0. Unchecked, a NaN TTL
+ * made a lock no one held that the sweep never removed, a string one (`now + '5000'`, a
+ * concatenation) a lock held for ages, and a key of another type another key than its string.
+ * INVALID_ARGUMENT. Type tests only: the worker takes a lock per row.
+ */
+export function checkLockArguments(key: unknown, owner: unknown, ttlMs?: unknown): void {
+  if (typeof key !== 'string') throw new TxnError('INVALID_ARGUMENT', `a lock key must be a string, not ${describeType(key)}`, {});
+  if (typeof owner !== 'string')
+    throw new TxnError('INVALID_ARGUMENT', `a lock owner must be a string, not ${describeType(owner)}`, { key });
+  if (arguments.length > 2 && !(typeof ttlMs === 'number' && ttlMs > 0 && ttlMs <= MAX_TIMER_MS)) {
+    throw new TxnError('INVALID_ARGUMENT', `a lock's ttlMs must be a number of ms above 0, at most ${MAX_TIMER_MS}, not ${String(ttlMs)}`, {
+      key,
+      ttlMs,
+    });
+  }
+}
+
 export interface LockService {
   /**
    * Takes `key` for `owner` for `ttlMs` unless it is held — by anyone, `owner` included: a scanner
@@ -40,6 +63,7 @@ export class InProcessLockService implements LockService {
   ) {}
 
   async tryLock(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    checkLockArguments(key, owner, ttlMs);
     return this.tryLockSync(key, owner, ttlMs);
   }
 
@@ -65,6 +89,7 @@ export class InProcessLockService implements LockService {
   }
 
   async unlock(key: string, owner: string): Promise<void> {
+    checkLockArguments(key, owner);
     if (this.locks.get(key)?.owner === owner) this.locks.delete(key);
   }
 

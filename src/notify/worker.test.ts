@@ -761,7 +761,9 @@ describe('observers', () => {
     w.observe('doc:in', 'o', async (tx, row) => tx.set('docs', row, 'doc:out', 'x')); // every table
     await w.start();
     for (let i = 0; i < 16; i++) w.hint('dropped', `row${i}`);
-    w.hint('docs', '');
+    w.hint('docs', 'x'.repeat(5000));
+    // An empty key is no row of any table: refused at the call (test/api-bad-input.test.ts).
+    expect(() => w.hint('docs', '')).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     await db.transaction(async (tx) => tx.set('docs', 'after', 'doc:in', 'v'));
     await db.waitForQuiescence({ timeoutMs: 10_000 });
     expect(str(await db.get('docs', 'after', 'doc:out'))).toBe('x');

@@ -51,7 +51,7 @@ import { performance } from 'node:perf_hooks';
 import { bytesKey } from '../store/bytes.js';
 import { isStoreError } from '../store/errors.js';
 import { clearNotifications, encodeColumn } from '../txn/layout.js';
-import { describeRow } from '../txn/errors.js';
+import { TxnError, describeRow } from '../txn/errors.js';
 import type { NotifiedWrite } from '../txn/transaction.js';
 import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
 import type { LockService } from './lock-service.js';
@@ -60,6 +60,8 @@ import { ObserverFailure, type ObserverHost, RunControl, runObserver } from './r
 import { type Job, NOTIFY_FILTER, type NotifiedCell, type ScannerHost, type ScannerStats, notificationsOf, scanLoop } from './scanner.js';
 import { Queue } from '../util/queue.js';
 import { MAX_TIMER_MS, isTimerMs } from '../util/timer-ms.js';
+import { describeType } from '../util/describe-type.js';
+import { knownNames, unknownKey } from '../util/options.js';
 
 export interface WorkerOptions {
   /** Concurrent observer runs (rows processed at once). Default 4. */
@@ -170,9 +172,30 @@ export const DEFAULT_STOP_GRACE_MS = 10_000;
 /** The most runners (and scanners) a worker starts: far more than any store serves at once. */
 const MAX_THREADS = 4096;
 
-/** A bad worker or observer option, with the stable code callers test for. */
-function invalidOption(message: string): Error {
-  return Object.assign(new Error(message), { code: 'INVALID_ARGUMENT' });
+/** A bad worker or observer option or argument: a TxnError INVALID_ARGUMENT, the evidence in `details`. */
+function invalidOption(message: string, details: Record<string, unknown> = {}): TxnError {
+  return new TxnError('INVALID_ARGUMENT', message, details);
+}
+
+const WORKER_OPTIONS: ReadonlySet<string> = new Set([
+  'threads',
+  'scanners',
+  'queueSize',
+  'maxFailures',
+  'rowLockTtlMs',
+  'weakDelayMs',
+  'busyUtilization',
+  'stopGraceMs',
+  'log',
+]);
+const OBSERVE_OPTIONS: ReadonlySet<string> = new Set(['table', 'collapseMs']);
+const STOP_OPTIONS: ReadonlySet<string> = new Set(['graceMs']);
+
+/** A misspelt option is an error, not the default (util/options.ts). */
+function checkKnown(what: string, options: object, known: ReadonlySet<string>): void {
+  const key = unknownKey(options, known);
+  if (key !== undefined)
+    throw invalidOption(`${what} has no option ${JSON.stringify(key)} (it takes ${knownNames(known)})`, { option: key });
 }
 
 /** How a local commit notified a row: a weak notification, a change whose observers all collapse (briefly), or any other change. */
@@ -250,7 +273,8 @@ class Epoch {
 
 /** A grace period (ms) a timer can wait: an integer from 0 to MAX_TIMER_MS. */
 function checkGraceMs(name: string, value: number): void {
-  if (!isTimerMs(value, 0, true)) throw invalidOption(`${name} must be an integer of ms from 0 to ${MAX_TIMER_MS}, not ${value}`);
+  if (!isTimerMs(value, 0, true))
+    throw invalidOption(`${name} must be an integer of ms from 0 to ${MAX_TIMER_MS}, not ${String(value)}`, { option: name, value });
 }
 
 /** A scanner or runner loop stopped by an error starts again after this pause, doubled while errors go on… */
@@ -347,26 +371,48 @@ export class Worker {
     private readonly host: WorkerHost,
     options: WorkerOptions = {},
   ) {
-    if (options === null || typeof options !== 'object') throw invalidOption('worker options must be an object');
+    if (options === null || typeof options !== 'object')
+      throw invalidOption(`worker options must be an object, not ${describeType(options)}`);
+    checkKnown('a worker', options, WORKER_OPTIONS);
     for (const [name, value, max] of [
       ['threads', options.threads, MAX_THREADS],
       ['scanners', options.scanners, MAX_THREADS],
       ['queueSize', options.queueSize, MAX_THREADS * 1024],
+      ['maxFailures', options.maxFailures, Number.MAX_SAFE_INTEGER],
     ] as const) {
       // Each runner and scanner is a loop started at once: a typo of 1e9 would exhaust memory, not fail.
       if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= max))
-        throw invalidOption(`${name} must be an integer from 1 to ${max}, not ${value}`);
+        throw invalidOption(`${name} must be an integer from 1 to ${max}, not ${String(value)}`, { option: name, value });
     }
+    // Taken as they were, NaN or a string made every row's lock lapse at once, or wait forever.
+    if (options.rowLockTtlMs !== undefined && !isTimerMs(options.rowLockTtlMs, 1, true)) {
+      throw invalidOption(`rowLockTtlMs must be an integer of ms from 1 to ${MAX_TIMER_MS}, not ${String(options.rowLockTtlMs)}`, {
+        option: 'rowLockTtlMs',
+        value: options.rowLockTtlMs,
+      });
+    }
+    if (options.weakDelayMs !== undefined && !isTimerMs(options.weakDelayMs)) {
+      throw invalidOption(`weakDelayMs must be a number of ms from 0 to ${MAX_TIMER_MS}, not ${String(options.weakDelayMs)}`, {
+        option: 'weakDelayMs',
+        value: options.weakDelayMs,
+      });
+    }
+    // Anything else was called inside the try below, and every log line was lost without a word.
+    if (options.log !== undefined && typeof options.log !== 'function')
+      throw invalidOption(`log must be a function (message, error) => void, not ${describeType(options.log)}`, { option: 'log' });
     this.threads = options.threads ?? 4;
     this.idleRunners = Math.max(1, Math.floor(this.threads / 4));
     this.scannerCount = options.scanners ?? 2;
     this.queueSize = options.queueSize ?? this.threads * 4;
-    this.maxFailures = Math.max(1, options.maxFailures ?? 5);
+    this.maxFailures = options.maxFailures ?? 5;
     this.rowLockTtlMs = options.rowLockTtlMs ?? 30_000;
-    this.weakDelayMs = Math.max(0, options.weakDelayMs ?? WEAK_DELAY_MS);
+    this.weakDelayMs = options.weakDelayMs ?? WEAK_DELAY_MS;
     this.busyUtilization = options.busyUtilization ?? BUSY_UTILIZATION;
     if (!Number.isFinite(this.busyUtilization) || this.busyUtilization < 0) {
-      throw invalidOption(`busyUtilization must be a number from 0, not ${this.busyUtilization}`);
+      throw invalidOption(`busyUtilization must be a number from 0, not ${String(this.busyUtilization)}`, {
+        option: 'busyUtilization',
+        value: this.busyUtilization,
+      });
     }
     this.waitLockTtlMs = Math.max(this.rowLockTtlMs, 3 * this.weakDelayMs);
     this.stopGraceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
@@ -391,12 +437,16 @@ export class Worker {
   observe(column: string, name: string, fn: ObserverFn, options: { table?: string; collapseMs?: number } = {}): this {
     encodeColumn(column);
     // JavaScript callers pass anything: a name or body of the wrong type would fail only at the first run.
-    if (typeof name !== 'string' || name === '') throw invalidOption(`an observer's name must be a non-empty string, not ${String(name)}`);
+    if (typeof name !== 'string' || name === '')
+      throw invalidOption(`an observer's name must be a non-empty string, not ${describeType(name)}`, { column, name });
     if (typeof fn !== 'function')
-      throw invalidOption(`observer ${name}'s body must be a function (tx, row, column, table, context) => Promise`);
-    if (options === null || typeof options !== 'object') throw invalidOption(`observer ${name}'s options must be an object`);
+      throw invalidOption(`observer ${name}'s body must be a function (tx, row, column, table, context) => Promise`, { column, name });
+    if (options === null || typeof options !== 'object')
+      throw invalidOption(`observer ${name}'s options must be an object`, { column, name });
+    // A misspelt `table` observed every table.
+    checkKnown(`observer ${name}`, options, OBSERVE_OPTIONS);
     if (options.table !== undefined && (typeof options.table !== 'string' || options.table === ''))
-      throw invalidOption(`observer ${name}'s table must be a table name or '*', not ${String(options.table)}`);
+      throw invalidOption(`observer ${name}'s table must be a table name or '*', not ${String(options.table)}`, { column, name });
     if (this.isRunning || this.starting !== null)
       throw Object.assign(new Error('observe() must be called before start()'), { code: 'WORKER_STARTED' });
     if (this.observers.some((o) => o.name === name)) throw invalidOption(`an observer named ${name} is already registered`);
@@ -455,6 +505,7 @@ export class Worker {
     if (options === null || typeof options !== 'object') return Promise.reject(invalidOption('stop options must be an object'));
     const graceMs = options.graceMs ?? this.stopGraceMs;
     try {
+      checkKnown('stop', options, STOP_OPTIONS);
       checkGraceMs('graceMs', graceMs);
     } catch (e) {
       return Promise.reject(e);
@@ -549,8 +600,20 @@ export class Worker {
    * worker observes something in `table`, instead of waiting for a scanner to find it. Safe to
    * call for any row at any time — a hint is a proposal, the runner checks the notify cells.
    * With `mayWait`, the row waits as rows with weak notifications only do (see the header).
+   * Throws INVALID_ARGUMENT for a table that is not a string, a row that is not a non-empty
+   * string or Uint8Array, or a `mayWait` that is not a boolean: what the worker could not run is
+   * refused, not dropped.
    */
   hint(table: string, row: Uint8Array | string, mayWait = false): void {
+    // Type tests only (a loader hints every row it writes). A table of another type matched no
+    // observer and the hint was dropped without a word; a row of another type was a TypeError
+    // from Buffer.from; an empty one was queued for a run that must fail.
+    if (typeof table !== 'string') throw invalidOption(`hint needs a table name, not ${describeType(table)}`, { table: String(table) });
+    if (typeof row === 'string' ? row.length === 0 : !(row instanceof Uint8Array) || row.byteLength === 0) {
+      const what = typeof row === 'string' || row instanceof Uint8Array ? 'an empty one' : describeType(row);
+      throw invalidOption(`hint needs a non-empty row key (a string or a Uint8Array), not ${what}`, { table });
+    }
+    if (typeof mayWait !== 'boolean') throw invalidOption(`hint's mayWait must be a boolean, not ${describeType(mayWait)}`, { table });
     this.offer(table, row, mayWait ? 'weak' : 'strong', 0);
   }
 

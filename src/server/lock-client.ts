@@ -31,7 +31,12 @@
  * channel); `close()` cancels nothing in flight but makes further calls fail.
  */
 import { type Client, credentials, Metadata, makeGenericClientConstructor, type ServiceError, status } from '@grpc/grpc-js';
-import type { LockService } from '../notify/lock-service.js';
+import { type LockService, checkLockArguments } from '../notify/lock-service.js';
+import { parseHostPort } from '../store/bigtable/url.js';
+import { TxnError } from '../txn/errors.js';
+import { describeType } from '../util/describe-type.js';
+import { knownNames, unknownKey } from '../util/options.js';
+import { isTimerMs } from '../util/timer-ms.js';
 import { type LockOpResult, lockServiceDefinition } from './lock-protocol.js';
 import { sendBatch } from '../util/send-batch.js';
 
@@ -70,6 +75,37 @@ export interface NetworkLockServiceStats {
   /** Batch calls sent (each of two ops or more) and the ops they carried. */
   batches: number;
   batchedOps: number;
+}
+
+const NETWORK_LOCK_OPTIONS: ReadonlySet<string> = new Set(['address', 'authToken', 'timeoutMs', 'onUnavailable']);
+
+/**
+ * The options of a NetworkLockService: without them, or with an address of another type, the
+ * constructor was a TypeError of grpc-js; a misspelt option or an onUnavailable of 'fail' was the
+ * default ('grant'). TxnError INVALID_ARGUMENT naming the option, like LockService's arguments.
+ */
+function checkNetworkLockOptions(options: unknown): void {
+  const bad = (option: string, needs: string, value: unknown): TxnError =>
+    new TxnError('INVALID_ARGUMENT', `NetworkLockService's ${option} must be ${needs}, not ${describeType(value)}`, { option });
+  if (options === null || typeof options !== 'object') throw bad('options', 'an object with an address', options);
+  const o = options as Record<string, unknown>;
+  const key = unknownKey(o, NETWORK_LOCK_OPTIONS);
+  if (key !== undefined) {
+    throw new TxnError(
+      'INVALID_ARGUMENT',
+      `NetworkLockService has no option ${JSON.stringify(key)} (it takes ${knownNames(NETWORK_LOCK_OPTIONS)})`,
+      {
+        option: key,
+      },
+    );
+  }
+  if (typeof o.address !== 'string' || parseHostPort(o.address) === null) throw bad('address', 'HOST:PORT', o.address);
+  if (o.authToken !== undefined && (typeof o.authToken !== 'string' || o.authToken === ''))
+    throw bad('authToken', 'a non-empty string', o.authToken);
+  if (o.timeoutMs !== undefined && !(isTimerMs(o.timeoutMs) && o.timeoutMs > 0))
+    throw bad('timeoutMs', 'a number of ms above 0', o.timeoutMs);
+  if (o.onUnavailable !== undefined && o.onUnavailable !== 'grant' && o.onUnavailable !== 'deny' && o.onUnavailable !== 'throw')
+    throw bad('onUnavailable', "'grant', 'deny' or 'throw'", o.onUnavailable);
 }
 
 /** Background retries of an unlock that failed in transport (100, 200, … 3 200 ms after it). */
@@ -119,6 +155,7 @@ export class NetworkLockService implements LockService {
   private closed = false;
 
   constructor(readonly options: NetworkLockServiceOptions) {
+    checkNetworkLockOptions(options);
     this.client = new LockClient(options.address, credentials.createInsecure(), {
       'grpc.keepalive_time_ms': 30_000,
       'grpc.keepalive_timeout_ms': 10_000,
@@ -195,6 +232,8 @@ export class NetworkLockService implements LockService {
   }
 
   async tryLock(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    // Before the call: with the service out of reach, 'grant' granted a lock on anything.
+    checkLockArguments(key, owner, ttlMs);
     this.stats.tryLocks++;
     // A late retry of an earlier unlock must not release the lock taken now.
     this.cancelRetry(key, owner);
@@ -231,6 +270,7 @@ export class NetworkLockService implements LockService {
   }
 
   async unlock(key: string, owner: string): Promise<void> {
+    checkLockArguments(key, owner);
     this.stats.unlocks++;
     try {
       await this.call('Unlock', { key, owner });

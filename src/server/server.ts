@@ -38,6 +38,7 @@ import { type Store, atomicRowsOf } from '../store/store.js';
 import type { StoreError } from '../store/errors.js';
 import { instanceAdminService, tableAdminService } from './admin-service.js';
 import { checkAndMutateRowHandler, dataService, pointReadsHandler } from './data-service.js';
+import { checkServerOptions } from './server-options.js';
 import { CallTracker, type Logger, serverInterceptor, shortMethodName } from './handlers.js';
 import { type HttpRoute, type HttpStatusServer, startHttpStatus } from './http-status.js';
 import { BATCH_SERVICE, batchServiceDefinition, batchServiceImplementation } from './batch-protocol.js';
@@ -154,6 +155,7 @@ class Rates {
 }
 
 export async function startServer(options: ServerOptions = {}): Promise<PercolatorServer> {
+  checkServerOptions(options);
   const log = options.log ?? defaultLog;
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? DEFAULT_PORT;

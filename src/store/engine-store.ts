@@ -58,6 +58,7 @@ import {
   validateDropRowRange,
   validateFamilyName,
   validateMutations,
+  validateModifications,
   validateReadRowsOptions,
   validateRowKey,
   validateRules,
@@ -697,6 +698,7 @@ export class EngineStore implements AtomicRowsStore {
   async modifyColumnFamilies(name: string, modifications: readonly FamilyModification[]): Promise<TableSpec> {
     return this.admin(async () => {
       const t = this.table(name);
+      validateModifications(modifications, name);
       const families: Record<string, FamilySpec> = structuredClone(t.spec.families) as Record<string, FamilySpec>;
       const dropped: string[] = [];
       for (const m of modifications) {

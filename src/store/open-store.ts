@@ -10,6 +10,7 @@ import { EngineStore, type EngineStoreOptions } from './engine-store.js';
 import { StoreError } from './errors.js';
 import { MemoryEngine } from './memory/memory-engine.js';
 import type { Store } from './store.js';
+import { validateStoreOptions } from './store-options.js';
 
 export const DEFAULT_STORE_URL = 'file:./percolator-data';
 
@@ -27,6 +28,7 @@ export interface OpenStoreOptions extends EngineStoreOptions {
 
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   if (typeof url !== 'string') throw new StoreError('INVALID_STORE_URL', 'a store URL must be a string');
+  validateStoreOptions(options, url);
   if (url === 'memory:' || url.startsWith('memory:')) {
     return EngineStore.open(new MemoryEngine(), url, options);
   }

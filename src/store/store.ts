@@ -12,7 +12,8 @@
  * - Reads apply each family's GC rule, so collected cells are never visible even before the
  *   background reclamation removes them.
  */
-import type { StoreError } from './errors.js';
+import { StoreError } from './errors.js';
+import { describeType } from '../util/describe-type.js';
 import type {
   AtomicRowEntry,
   Bytes,
@@ -194,6 +195,9 @@ export const DEFAULT_LIMITS: StoreLimits = {
 
 /** Collects a `readRows` stream into an array. */
 export async function collectRows(rows: AsyncIterable<Row>): Promise<Row[]> {
+  // A promise of a stream (a missed call to readRows, an `await` too many) was a TypeError "not async iterable".
+  if (typeof (rows as { [Symbol.asyncIterator]?: unknown } | null)?.[Symbol.asyncIterator] !== 'function')
+    throw new StoreError('INVALID_ARGUMENT', `collectRows needs a readRows stream (an async iterable), not ${describeType(rows)}`);
   const out: Row[] = [];
   for await (const row of rows) out.push(row);
   return out;

@@ -13,9 +13,11 @@ import { compareBytes } from './bytes.js';
 import { StoreError, keyHex } from './errors.js';
 import type { StoreLimits } from './store.js';
 import { describeType } from '../util/describe-type.js';
+import { unknownKey } from '../util/options.js';
 import type {
   CheckAndMutateRequest,
   DropRowRangeRequest,
+  FamilyModification,
   Mutation,
   ReadModifyWriteRule,
   ReadRowsOptions,
@@ -274,12 +276,45 @@ function checkBound(b: unknown, name: string, table: string): void {
   }
 }
 
+const RANGE_KEYS: ReadonlySet<string> = new Set(['startKeyClosed', 'startKeyOpen', 'endKeyClosed', 'endKeyOpen']);
+const READ_ROWS_KEYS: ReadonlySet<string> = new Set(['rows', 'filter', 'rowsLimit', 'reversed']);
+const ROW_SET_KEYS: ReadonlySet<string> = new Set(['rowKeys', 'rowRanges']);
+
+/** An option name `what` does not take is INVALID_ARGUMENT (util/options.ts). */
+function checkKnown(o: object, known: ReadonlySet<string>, what: string, table: string): void {
+  const key = unknownKey(o, known);
+  if (key !== undefined) {
+    throw new StoreError('INVALID_ARGUMENT', `${what} has no option ${JSON.stringify(key)} (it takes ${[...known].join(', ')})`, {
+      table,
+      option: key,
+    });
+  }
+}
+
+/**
+ * `modifyColumnFamilies`' list: an array of objects (each one's kind and family are checked with
+ * the table's schema). Anything else was a TypeError of the loop over it.
+ */
+export function validateModifications(modifications: readonly FamilyModification[], table: string): void {
+  if (!Array.isArray(modifications)) {
+    throw new StoreError('INVALID_ARGUMENT', `modifyColumnFamilies needs an array of modifications, not ${describeType(modifications)}`, {
+      table,
+    });
+  }
+  for (const m of modifications as readonly unknown[]) {
+    if (m === null || typeof m !== 'object')
+      throw new StoreError('INVALID_ARGUMENT', `a column family modification must be an object, not ${describeType(m)}`, { table });
+  }
+}
+
 /** Checks a range's bounds: bytes, at most one bound per side, start ≤ end. */
 export function validateRowRange(r: RowRange, table: string): void {
   if (r === null || typeof r !== 'object') {
     throw new StoreError('INVALID_ARGUMENT', `a row range must be an object, not ${describeType(r)}`, { table });
   }
   // A bound of another type (a string) was taken for an absent one: the scan read the whole table.
+  // So was a misspelt one (`startKey`).
+  checkKnown(r, RANGE_KEYS, 'a row range', table);
   checkBound(r.startKeyClosed, 'startKeyClosed', table);
   checkBound(r.startKeyOpen, 'startKeyOpen', table);
   checkBound(r.endKeyClosed, 'endKeyClosed', table);
@@ -312,6 +347,8 @@ export function validateReadRowsOptions(options: ReadRowsOptions, table: string)
   if (options === null || typeof options !== 'object') {
     throw new StoreError('INVALID_ARGUMENT', `readRows options must be an object, not ${describeType(options)}`, { table });
   }
+  // A misspelt option (`rowKeys` beside `rows`, `limit`) was ignored: the read covered the whole table.
+  checkKnown(options, READ_ROWS_KEYS, 'readRows options', table);
   const { rows, reversed } = options;
   if (reversed !== undefined && typeof reversed !== 'boolean') {
     throw new StoreError('INVALID_ARGUMENT', `reversed must be a boolean, not ${describeType(reversed)}`, { table });
@@ -320,6 +357,7 @@ export function validateReadRowsOptions(options: ReadRowsOptions, table: string)
   if (rows === null || typeof rows !== 'object') {
     throw new StoreError('INVALID_ARGUMENT', `a row set must be an object, not ${describeType(rows)}`, { table });
   }
+  checkKnown(rows, ROW_SET_KEYS, 'a row set', table);
   const { rowKeys, rowRanges } = rows;
   if (rowKeys !== undefined) {
     if (!Array.isArray(rowKeys))

@@ -33,6 +33,8 @@ import { memLocksOf } from './mem-locks.js';
 import { type ReadContext, readResolvedNow } from './snapshot-read.js';
 import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, checkTable, rowKeyOf } from './transaction.js';
 import { MAX_TIMER_MS, isTimerMs } from '../util/timer-ms.js';
+import { describeType } from '../util/describe-type.js';
+import { knownNames, unknownKey } from '../util/options.js';
 
 export interface PercolatorOptions {
   /** A store URL (`memory:`, `file:DIR`, `bigtable://…`) or an open Store. Default `file:./percolator-data`. */
@@ -186,7 +188,8 @@ export class Percolator {
 
   static async open(options: PercolatorOptions = {}): Promise<Percolator> {
     if (options === null || typeof options !== 'object')
-      throw new TxnError('INVALID_CONFIG', 'Percolator.open options must be an object', {});
+      throw new TxnError('INVALID_CONFIG', `Percolator.open options must be an object, not ${describeType(options)}`, {});
+    checkOpenOptions(options);
     // Durations a timer takes (util/timer-ms.ts says why they are bounded).
     for (const [name, value, min] of [
       ['lockTtlMs', options.lockTtlMs, 1],
@@ -345,6 +348,7 @@ export class Percolator {
       throw new TxnError('INVALID_ARGUMENT', `transaction needs a function (tx) => Promise, not ${fn === null ? 'null' : typeof fn}`, {});
     if (options === null || typeof options !== 'object')
       throw new TxnError('INVALID_ARGUMENT', 'transaction options must be an object', {});
+    checkKnown('transaction', options, TRANSACTION_OPTIONS);
     const maxAttempts = options.maxAttempts ?? 20;
     if (!(Number.isSafeInteger(maxAttempts) && maxAttempts >= 1)) {
       throw new TxnError('INVALID_ARGUMENT', `maxAttempts must be a positive integer, not ${maxAttempts}`, { maxAttempts });
@@ -508,6 +512,10 @@ export class Percolator {
    */
   async collectRecentGarbage(maxCells = Number.POSITIVE_INFINITY): Promise<GcResult> {
     this.checkOpen();
+    // NaN, a negative count or a string were taken as they were (what a pass did with them was the comparisons' accident).
+    if (!(maxCells === Number.POSITIVE_INFINITY || (Number.isSafeInteger(maxCells) && maxCells > 0))) {
+      throw new TxnError('INVALID_ARGUMENT', `maxCells must be a positive integer or Infinity, not ${String(maxCells)}`, { maxCells });
+    }
     if (this.recent === null) {
       return { watermark: 0, effectiveWatermark: 0, locksResolved: 0, versionsRemoved: 0, rowsRewritten: 0 };
     }
@@ -567,6 +575,10 @@ export class Percolator {
 
   /** Tables that carry the Percolator system families (cached for `maxAgeMs`). */
   async percolatorTables(maxAgeMs = 1_000): Promise<string[]> {
+    this.checkOpen();
+    if (typeof maxAgeMs !== 'number' || !(maxAgeMs >= 0)) {
+      throw new TxnError('INVALID_ARGUMENT', `maxAgeMs must be a number of ms from 0, not ${String(maxAgeMs)}`, { maxAgeMs });
+    }
     // `<`: maxAgeMs 0 (a fresh listing) must not take one made within the same millisecond.
     if (Date.now() - this.tablesCache.at < maxAgeMs) return this.tablesCache.tables;
     const tables: string[] = [];
@@ -625,8 +637,18 @@ export class Percolator {
     this.checkOpen();
     if (options === null || typeof options !== 'object')
       throw new TxnError('INVALID_ARGUMENT', 'waitForQuiescence options must be an object', {});
+    checkKnown('waitForQuiescence', options, QUIESCENCE_OPTIONS);
     const timeoutMs = options.timeoutMs ?? 60_000;
-    if (!(timeoutMs > 0)) throw new TxnError('INVALID_ARGUMENT', `timeoutMs must be a positive number, not ${timeoutMs}`, { timeoutMs });
+    // A string passed `> 0` and made the deadline a concatenation: a wait of centuries.
+    if (!(isTimerMs(timeoutMs) && timeoutMs > 0)) {
+      throw new TxnError(
+        'INVALID_ARGUMENT',
+        `timeoutMs must be a number of ms above 0, at most ${MAX_TIMER_MS}, not ${String(timeoutMs)}`,
+        {
+          timeoutMs,
+        },
+      );
+    }
     const only = quiescenceTables(options.tables);
     const deadline = Date.now() + timeoutMs;
     let delay = 2;
@@ -674,7 +696,8 @@ export class Percolator {
   }
 
   /** Notifications of observed columns still pending (parked cells of local workers excluded). */
-  pendingNotifications(): Promise<number> {
+  async pendingNotifications(): Promise<number> {
+    this.checkOpen();
     return this.scanPending(Number.POSITIVE_INFINITY, null);
   }
 
@@ -757,6 +780,9 @@ export class Percolator {
    */
   async close(options: { readonly graceMs?: number } = {}): Promise<void> {
     if (this.closed) return;
+    if (options === null || typeof options !== 'object')
+      throw new TxnError('INVALID_ARGUMENT', `close options must be an object, not ${describeType(options)}`, {});
+    checkKnown('close', options, CLOSE_OPTIONS);
     const { graceMs } = options;
     if (graceMs !== undefined && !isTimerMs(graceMs, 0, true)) {
       throw new TxnError('INVALID_ARGUMENT', `graceMs must be an integer of ms from 0 to ${MAX_TIMER_MS}, not ${graceMs}`, { graceMs });
@@ -778,6 +804,69 @@ export class Percolator {
     if (this.owns.oracle) await (this.oracle instanceof Oracle ? releaseOracle(this.store) : this.oracle.close());
     if (this.owns.store) await this.store.close();
   }
+}
+
+const OPEN_OPTIONS: ReadonlySet<string> = new Set([
+  'store',
+  'storeOptions',
+  'oracle',
+  'lockTtlMs',
+  'lockWaitMs',
+  'leaseMs',
+  'nowMs',
+  'onProtocolPoint',
+  'lockService',
+  'observedRefreshMs',
+  'gcIntervalMs',
+  'fullGcIntervalMs',
+  'commitProtocol',
+]);
+const TRANSACTION_OPTIONS: ReadonlySet<string> = new Set(['maxAttempts', 'baseBackoffMs', 'maxBackoffMs']);
+const QUIESCENCE_OPTIONS: ReadonlySet<string> = new Set(['timeoutMs', 'tables']);
+const CLOSE_OPTIONS: ReadonlySet<string> = new Set(['graceMs']);
+
+/** A misspelt option is INVALID_ARGUMENT, not the default (util/options.ts). */
+function checkKnown(what: string, options: object, known: ReadonlySet<string>): void {
+  const key = unknownKey(options, known);
+  if (key !== undefined) {
+    throw new TxnError('INVALID_ARGUMENT', `${what} has no option ${JSON.stringify(key)} (it takes ${knownNames(known)})`, { option: key });
+  }
+}
+
+/**
+ * Percolator.open's options that are not durations (those are checked with their bounds): a
+ * misspelt name, and objects and callbacks of the wrong type, which failed later as TypeErrors
+ * deep inside (a store `null`, a `nowMs` that is not a function) or, for an oracle or a lock
+ * service, at the first transaction or worker. INVALID_CONFIG with the option in `details`.
+ */
+function checkOpenOptions(options: PercolatorOptions): void {
+  const key = unknownKey(options, OPEN_OPTIONS);
+  if (key !== undefined) {
+    throw new TxnError('INVALID_CONFIG', `Percolator.open has no option ${JSON.stringify(key)} (it takes ${knownNames(OPEN_OPTIONS)})`, {
+      option: key,
+    });
+  }
+  const bad = (option: string, needs: string, value: unknown): TxnError =>
+    new TxnError('INVALID_CONFIG', `${option} must be ${needs}, not ${describeType(value)}`, { option });
+  const { store } = options;
+  if (store !== undefined && typeof store !== 'string' && !hasMethods(store, ['readRows', 'mutateRow', 'close']))
+    throw bad('store', 'a store URL or an open Store', store);
+  if (options.storeOptions !== undefined && typeof store === 'object')
+    throw new TxnError('INVALID_CONFIG', 'storeOptions apply to a store URL, not to an open Store (it was opened with its own)', {
+      option: 'storeOptions',
+    });
+  if (options.oracle !== undefined && !hasMethods(options.oracle, ['getTimestamp', 'getStartTimestamp', 'registerActive', 'getWatermark']))
+    throw bad('oracle', 'a timestamp source (an OracleClient)', options.oracle);
+  if (options.lockService !== undefined && !hasMethods(options.lockService, ['tryLock', 'unlock', 'close']))
+    throw bad('lockService', 'a LockService (tryLock, unlock, close)', options.lockService);
+  for (const name of ['nowMs', 'onProtocolPoint'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') throw bad(name, 'a function', options[name]);
+  }
+}
+
+/** Whether `v` is an object with these methods. */
+function hasMethods(v: unknown, names: readonly string[]): boolean {
+  return typeof v === 'object' && v !== null && names.every((n) => typeof (v as Record<string, unknown>)[n] === 'function');
 }
 
 /** Above every timestamp: `get`'s read of a cell's newest committed version. */

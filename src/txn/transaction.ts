@@ -17,6 +17,7 @@ import { asciiKey, bytesKey, compareBytes, keyBytes, utf8 } from '../store/bytes
 import type { AtomicRowsStore, Store } from '../store/store.js';
 import type { Mutation, RowFilter, RowRange } from '../store/types.js';
 import { describeType } from '../util/describe-type.js';
+import { unknownKey } from '../util/options.js';
 import { cleanup } from './actions/cleanup.js';
 import { commitOnePhase } from './actions/commit-one-phase.js';
 import { commitPrimary, commitSecondary } from './actions/commit.js';
@@ -148,6 +149,10 @@ function checkScanOptions(options: { columns?: readonly string[]; limit?: number
   if (options === null || typeof options !== 'object') {
     throw new TxnError('INVALID_ARGUMENT', `a scan's options must be an object, not ${describeType(options)}`, {});
   }
+  const key = unknownKey(options, SCAN_OPTIONS);
+  if (key !== undefined) {
+    throw new TxnError('INVALID_ARGUMENT', `a scan has no option ${JSON.stringify(key)} (it takes columns and limit)`, { option: key });
+  }
   checkScanLimit(options.limit);
   const columns: unknown = options.columns;
   if (columns === undefined) return;
@@ -178,10 +183,23 @@ export interface ScanRange {
   readonly end?: RowKey;
 }
 
+const RANGE_KEYS: ReadonlySet<string> = new Set(['prefix', 'start', 'end']);
+const SCAN_OPTIONS: ReadonlySet<string> = new Set(['columns', 'limit']);
+
 export function toRowRange(r: ScanRange): RowRange {
   // A number or null was read as "no bounds": the scan covered the whole table.
   if (r === null || typeof r !== 'object')
     throw new TxnError('INVALID_ARGUMENT', `a scan range must be an object, not ${describeType(r)}`, {});
+  // A misspelt bound (`prefx`) was no bound: the scan covered the whole table. So was a start or
+  // an end beside a prefix, which the prefix overrode.
+  const key = unknownKey(r, RANGE_KEYS);
+  if (key !== undefined) {
+    throw new TxnError('INVALID_ARGUMENT', `a scan range has no option ${JSON.stringify(key)} (it takes prefix, or start and end)`, {
+      option: key,
+    });
+  }
+  if (r.prefix !== undefined && (r.start !== undefined || r.end !== undefined))
+    throw new TxnError('INVALID_ARGUMENT', 'a scan range takes a prefix, or start and end, not both', {});
   if (r.prefix !== undefined) {
     const p = toBytes(r.prefix);
     let i = p.length - 1;

@@ -17,6 +17,7 @@
  * - With `?emulator=1`, filters the emulator evaluates differently from the documentation are
  *   evaluated here instead (filter-translate.ts `emulatorUnsafe`).
  */
+import { validateStoreOptions } from '../store-options.js';
 import type { protos } from '@google-cloud/bigtable';
 import { type Client, credentials, Metadata, makeGenericClientConstructor } from '@grpc/grpc-js';
 import { batchServiceDefinition } from '../../server/batch-protocol.js';
@@ -49,6 +50,7 @@ import {
   validateCheckAndMutateRequest,
   validateDropRowRange,
   validateMutations,
+  validateModifications,
   validateReadRowsOptions,
   validateRowKey,
   validateRules,
@@ -234,7 +236,9 @@ export class BigtableStore implements Store {
 
   /** Opens a store for a `bigtable://` URL (no request is made until the first operation). */
   static async open(url: string, options: BigtableStoreOptions = {}): Promise<BigtableStore> {
-    return new BigtableStore(parseBigtableUrl(url), options);
+    const parsed = parseBigtableUrl(url);
+    validateStoreOptions(options, url);
+    return new BigtableStore(parsed, options);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -556,6 +560,7 @@ export class BigtableStore implements Store {
 
   async modifyColumnFamilies(name: string, modifications: readonly FamilyModification[]): Promise<TableSpec> {
     this.checkOpen();
+    validateModifications(modifications, name);
     const current = await this.schema(name, true);
     const mods = checkModifications(name, current, modifications);
     if (mods.length === 0) return structuredClone(current);

@@ -203,6 +203,8 @@ export class Percolator {
       }
     }
     const ownsStore = typeof options.store !== 'object';
+    // Before the store is opened: a URL Percolator cannot run on is refused without a connection.
+    checkTimestampScale(typeof options.store === 'object' ? options.store.url : (options.store ?? DEFAULT_STORE_URL));
     const store =
       typeof options.store === 'object' ? options.store : await openStore(options.store ?? DEFAULT_STORE_URL, options.storeOptions);
     let sharedOracle: Oracle | null = null;
@@ -818,6 +820,24 @@ function deploymentServices(url: string): { oracle: ServiceAddress | null; lockS
     };
   }
   return { oracle, lockService: u.lockService ?? (served !== null ? (u.host as string) : null) };
+}
+
+/**
+ * Refuses a millisecond server (Google's emulator, Cloud Bigtable) reached at `timestampScale=1`.
+ * Percolator writes cells at its oracle's timestamps, which are microseconds: they are multiples of
+ * 1000 only while the clock leads the oracle (at most one transaction start a millisecond), so such
+ * a store takes the first writes and then refuses one with INVALID_TIMESTAMP once two transactions
+ * begin in the same millisecond — a deployment that works in a quick try and fails under load.
+ */
+function checkTimestampScale(url: string): void {
+  if (!url.startsWith('bigtable://')) return;
+  const u = parseBigtableUrl(url);
+  if (u.timestampScale !== 1 || (u.host !== undefined && !u.emulator)) return;
+  throw new TxnError(
+    'INVALID_CONFIG',
+    `a store at ${url} keeps millisecond timestamps, and Percolator writes at its oracle's microsecond ones: add timestampScale=1000 to the URL (wire timestamp = ours × 1000; docs/bigtable-backend.md › Timestamps)`,
+    { url, timestampScale: u.timestampScale },
+  );
 }
 
 /** waitForQuiescence's `tables`, checked: undefined → null (every table); else a non-empty array of distinct table names. */

@@ -57,6 +57,7 @@ import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
 import type { LockService } from './lock-service.js';
 import type { ObserverFn, ObserverRegistration } from './observer.js';
 import { ObserverFailure, type ObserverHost, RunControl, runObserver } from './run-observer.js';
+import { defaultWorkerLog } from './worker-log.js';
 import { type Job, NOTIFY_FILTER, type NotifiedCell, type ScannerHost, type ScannerStats, notificationsOf, scanLoop } from './scanner.js';
 import { Queue } from '../util/queue.js';
 import { MAX_TIMER_MS, isTimerMs } from '../util/timer-ms.js';
@@ -94,7 +95,7 @@ export interface WorkerOptions {
   /**
    * Called for parked cells, failed runs (the first of each kind at once, then at most once a
    * minute per kind with a count: see `Worker.fail`), loops restarted and abandoned runs
-   * (default: console.error). What it throws is dropped: a broken logger does not change what the worker does.
+   * (default: console.error, one line for a typed error: `worker-log.ts`). What it throws is dropped: a broken logger does not change what the worker does.
    */
   readonly log?: (message: string, error?: unknown) => void;
 }
@@ -371,7 +372,7 @@ export class Worker {
     this.waitLockTtlMs = Math.max(this.rowLockTtlMs, 3 * this.weakDelayMs);
     this.stopGraceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
     checkGraceMs('stopGraceMs', this.stopGraceMs);
-    const log = options.log ?? ((m: string, e?: unknown) => console.error(`percolator worker: ${m}`, e ?? ''));
+    const log = options.log ?? defaultWorkerLog;
     // A logger that throws must not change what the worker does (a stop that rejected after
     // abandoning its runs, a loop restarted for a log line).
     this.log = (m, e) => {

@@ -9,6 +9,7 @@
  * therefore be safe to run more than once (it should only compute and buffer).
  */
 import { isStoreError } from '../store/errors.js';
+import { ensureTable } from '../store/ensure-table.js';
 import { SecondaryRetry } from './secondary-retry.js';
 import { DEFAULT_STORE_URL, type OpenStoreOptions, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
@@ -313,15 +314,11 @@ export class Percolator {
   /** Creates a Percolator table (system families; notify in its own locality group). Idempotent. */
   async createTable(name: string): Promise<void> {
     this.checkOpen();
-    try {
-      await this.store.createTable(name, PERCOLATOR_TABLE_SPEC);
-    } catch (e) {
-      if (!isStoreError(e, 'TABLE_EXISTS')) throw e;
-      const spec = await this.store.getTable(name);
-      for (const f of Object.keys(PERCOLATOR_TABLE_SPEC.families)) {
-        if (!Object.hasOwn(spec.families, f)) {
-          throw new TxnError('NOT_A_PERCOLATOR_TABLE', `table ${name} exists but lacks the system family ${f}`, { table: name, family: f });
-        }
+    const spec = await ensureTable(this.store, name, PERCOLATOR_TABLE_SPEC);
+    if (spec === null) return;
+    for (const f of Object.keys(PERCOLATOR_TABLE_SPEC.families)) {
+      if (!Object.hasOwn(spec.families, f)) {
+        throw new TxnError('NOT_A_PERCOLATOR_TABLE', `table ${name} exists but lacks the system family ${f}`, { table: name, family: f });
       }
     }
   }

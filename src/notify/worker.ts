@@ -135,6 +135,11 @@ export interface StopResult {
 
 /** What a worker needs from its Percolator instance. */
 export interface WorkerHost extends ObserverHost {
+  /**
+   * What its advisory locks are named after: the process's liveness id, so a lock service that
+   * reads the leases of this store takes a dead process's rows over (server.ts › ownerGoneIn), or
+   * a name no lock service takes for a lease (Percolator's LEASE_ELSEWHERE) where it cannot read them.
+   */
   readonly owner: string;
   readonly observed: ObservedColumns;
   readonly lockService: LockService;
@@ -435,8 +440,9 @@ export class Worker {
     const epoch = (this.epoch = new Epoch());
     const scannerHost = this.scannerHost(epoch);
     // Each scanner is its own advisory-lock owner, so scanners of one process exclude each other too.
-    // Owners start with the process's liveness id: a server's lock service takes the locks of a
-    // process whose lease lapsed over by it (server.ts, ownerGoneIn).
+    // Owners start with the process's liveness id (unless the lock service cannot read its lease:
+    // WorkerHost.owner): a server's lock service takes the locks of a process whose lease lapsed
+    // over by it (server.ts, ownerGoneIn).
     for (let i = 0; i < this.scannerCount; i++) {
       const owner = `${this.host.owner}/${workerSeq++}/${i}`;
       epoch.tasks.push(this.guard(epoch, () => scanLoop(scannerHost, owner), 'scanner'));

@@ -95,6 +95,13 @@ export interface PercolatorOptions {
  */
 const RECENT_PASS_CELLS = 10_000;
 
+/**
+ * Prefix of the lock owners of a process whose lock service (`?lockService=`) is not the server of
+ * its store: that server cannot read the process's liveness lease, so its locks must not look like
+ * a worker's (`<liveness id>/…`, server.ts › ownerGoneIn).
+ */
+export const LEASE_ELSEWHERE = 'lease-elsewhere:';
+
 /** Background GC's default tick: a targeted pass every second. */
 export const DEFAULT_GC_INTERVAL_MS = 1_000;
 
@@ -162,6 +169,8 @@ export class Percolator {
   /** The last background GC pass (null before the first), and its error if it failed. */
   lastGc: { readonly result: GcResult | null; readonly error: unknown; readonly at: number; readonly kind: 'full' | 'recent' } | null =
     null;
+  /** What this process's workers name their advisory locks after (`WorkerHost.owner`): its liveness id, or see LEASE_ELSEWHERE. */
+  private lockOwner = '';
   /** Rows and transactions committed here since the last targeted GC pass (null while GC is off). */
   private recent: RecentCommits | null = null;
   /** The background GC intervals in effect (ms; 0 = off): targeted passes, full passes. */
@@ -298,6 +307,13 @@ export class Percolator {
         },
         secondaryRetry,
       );
+      // A lock service that takes a dead process's locks over reads its lease in its own store:
+      // one over another store finds no lease for ours and would take a live worker's rows. Named
+      // otherwise than `<liveness id>/…`, its locks are never taken for a dead process's; a crashed
+      // worker's then end at their TTL.
+      const unseenLease =
+        options.lockService === undefined && services !== null && services.lockService !== null && !services.lockServiceSeesLeases;
+      db.lockOwner = unseenLease ? `${LEASE_ELSEWHERE}${owner}` : owner;
       db.startBackgroundGc(options.gcIntervalMs ?? DEFAULT_GC_INTERVAL_MS, options.fullGcIntervalMs ?? 0);
       return db;
     } catch (e) {
@@ -595,7 +611,7 @@ export class Percolator {
         this.observerTxns.set(tx, worker);
         return tx;
       },
-      owner: this.env.owner,
+      owner: this.lockOwner,
       observed: this.observed,
       lockService: this.lockService,
       percolatorTables: () => this.percolatorTables(),
@@ -802,7 +818,9 @@ interface ServiceAddress extends HostPort {
  * (`?emulator=1`) and Cloud Bigtable host neither: no oracle (null) unless named, and an
  * in-process lock service (null) unless named.
  */
-function deploymentServices(url: string): { oracle: ServiceAddress | null; lockService: string | null } | null {
+function deploymentServices(
+  url: string,
+): { oracle: ServiceAddress | null; lockService: string | null; lockServiceSeesLeases: boolean } | null {
   if (!url.startsWith('bigtable://')) return null;
   const u = parseBigtableUrl(url);
   const served = u.host !== undefined && !u.emulator ? parseHostPort(u.host) : null;
@@ -816,7 +834,13 @@ function deploymentServices(url: string): { oracle: ServiceAddress | null; lockS
       source: `PORT+2 of ${url}, the default; set ?oracle=HOST:PORT if the server's oracle listens elsewhere (serve --port 0 or --oracle-port)`,
     };
   }
-  return { oracle, lockService: u.lockService ?? (served !== null ? (u.host as string) : null) };
+  return {
+    oracle,
+    lockService: u.lockService ?? (served !== null ? (u.host as string) : null),
+    // Only the server of this very store reads the workers' leases (a `percolator serve` elsewhere
+    // reads its own store's: docs/server.md › The lock service).
+    lockServiceSeesLeases: served !== null && (u.lockService === undefined || u.lockService === u.host),
+  };
 }
 
 /**

@@ -369,6 +369,24 @@ describe('remainingRowSet (resuming a broken ReadRows)', () => {
 });
 
 describe('gRPC status mapping', () => {
+  it('a unary call gax gave up retrying says what failed once; its whole text stays in details', () => {
+    // gax's messages (normalCalls/retries.js), as a worker logged them while its percolator serve restarted.
+    const what = 'No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:47310.';
+    const attempt = `{message: 14 UNAVAILABLE: ${what} Resolution note: , code: 14, details: , note: }`;
+    for (const head of [
+      'Exceeded maximum number of retries',
+      'Total timeout of API google.bigtable.admin.v2.BigtableTableAdmin exceeded 600000 milliseconds',
+    ]) {
+      const message = `${head} retrying error Error: 14 UNAVAILABLE: ${what} Resolution note:  before any response was received : Previous errors : [${attempt},${attempt}]`;
+      const e = toStoreError({ code: 4, message }, { table: 't' });
+      expect(e.code).toBe('IO_ERROR');
+      expect(e.message).toBe(`${what} (retries exhausted)`);
+      expect(e.details).toMatchObject({ table: 't', grpcCode: 4, grpcMessage: message });
+    }
+    // Anything else is left as it came.
+    expect(toStoreError({ code: 14, details: `${what} Resolution note: ` }, {}).message).toBe(what);
+  });
+
   it('uses percolator serve codes when present, else status and message', () => {
     const md = { get: (k: string) => (k === 'percolator-error-code' ? ['VALUE_TOO_LARGE'] : []) };
     expect(toStoreError({ code: 3, details: 'VALUE_TOO_LARGE: too big', metadata: md }, {}).code).toBe('VALUE_TOO_LARGE');

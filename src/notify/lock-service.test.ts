@@ -39,3 +39,14 @@ it('takes a lock over from a gone owner once it is RECLAIM_AFTER_MS old, never f
   now += 30_000;
   expect(await plain.tryLockOrReclaim('k', 'b', 30_000)).toBe(true);
 });
+
+it('counts only the locks held now: an expired one nobody asked for again is not held', async () => {
+  let now = 0;
+  const locks = new InProcessLockService(() => now);
+  expect(locks.tryLockSync('a', 'dead worker', 1_000)).toBe(true);
+  expect(locks.tryLockSync('b', 'live worker', 30_000)).toBe(true);
+  expect(locks.size).toBe(2);
+  now = 1_000; // a's TTL is over: its holder never unlocked it (killed), and nobody wants the row
+  expect(locks.size).toBe(1);
+  expect(locks.tryLockSync('b', 'other', 30_000)).toBe(false);
+});

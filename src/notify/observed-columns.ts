@@ -9,7 +9,7 @@
  * observers (start the workers) before writing the data they must see. A process learns of an
  * observer registered elsewhere within `refreshMs`; writes it commits before that do not notify.
  */
-import { isStoreError } from '../store/errors.js';
+import { ensureTable } from '../store/ensure-table.js';
 import type { Store } from '../store/store.js';
 
 export const OBSERVERS_TABLE = '_percolator_observers';
@@ -31,11 +31,7 @@ export class ObservedColumns {
   }
 
   async open(refreshMs: number): Promise<void> {
-    try {
-      await this.store.createTable(OBSERVERS_TABLE, { families: { [FAMILY]: { gcRule: { maxNumVersions: 1 } } } });
-    } catch (e) {
-      if (!isStoreError(e, 'TABLE_EXISTS')) throw e;
-    }
+    await ensureTable(this.store, OBSERVERS_TABLE, { families: { [FAMILY]: { gcRule: { maxNumVersions: 1 } } } });
     await this.refresh();
     if (refreshMs > 0) {
       this.timer = setInterval(() => {

@@ -57,6 +57,7 @@ import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
 import type { LockService } from './lock-service.js';
 import type { ObserverFn, ObserverRegistration } from './observer.js';
 import { ObserverFailure, type ObserverHost, RunControl, runObserver } from './run-observer.js';
+import { defaultWorkerLog } from './worker-log.js';
 import { type Job, NOTIFY_FILTER, type NotifiedCell, type ScannerHost, type ScannerStats, notificationsOf, scanLoop } from './scanner.js';
 import { Queue } from '../util/queue.js';
 import { MAX_TIMER_MS, isTimerMs } from '../util/timer-ms.js';
@@ -96,7 +97,7 @@ export interface WorkerOptions {
   /**
    * Called for parked cells, failed runs (the first of each kind at once, then at most once a
    * minute per kind with a count: see `Worker.fail`), loops restarted and abandoned runs
-   * (default: console.error). What it throws is dropped: a broken logger does not change what the worker does.
+   * (default: console.error, one line for a typed error: `worker-log.ts`). What it throws is dropped: a broken logger does not change what the worker does.
    */
   readonly log?: (message: string, error?: unknown) => void;
 }
@@ -136,6 +137,11 @@ export interface StopResult {
 
 /** What a worker needs from its Percolator instance. */
 export interface WorkerHost extends ObserverHost {
+  /**
+   * What its advisory locks are named after: the process's liveness id, so a lock service that
+   * reads the leases of this store takes a dead process's rows over (server.ts › ownerGoneIn), or
+   * a name no lock service takes for a lease (Percolator's LEASE_ELSEWHERE) where it cannot read them.
+   */
   readonly owner: string;
   readonly observed: ObservedColumns;
   readonly lockService: LockService;
@@ -417,7 +423,7 @@ export class Worker {
     this.waitLockTtlMs = Math.max(this.rowLockTtlMs, 3 * this.weakDelayMs);
     this.stopGraceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
     checkGraceMs('stopGraceMs', this.stopGraceMs);
-    const log = options.log ?? ((m: string, e?: unknown) => console.error(`percolator worker: ${m}`, e ?? ''));
+    const log = options.log ?? defaultWorkerLog;
     // A logger that throws must not change what the worker does (a stop that rejected after
     // abandoning its runs, a loop restarted for a log line).
     this.log = (m, e) => {
@@ -484,8 +490,9 @@ export class Worker {
     const epoch = (this.epoch = new Epoch());
     const scannerHost = this.scannerHost(epoch);
     // Each scanner is its own advisory-lock owner, so scanners of one process exclude each other too.
-    // Owners start with the process's liveness id: a server's lock service takes the locks of a
-    // process whose lease lapsed over by it (server.ts, ownerGoneIn).
+    // Owners start with the process's liveness id (unless the lock service cannot read its lease:
+    // WorkerHost.owner): a server's lock service takes the locks of a process whose lease lapsed
+    // over by it (server.ts, ownerGoneIn).
     for (let i = 0; i < this.scannerCount; i++) {
       const owner = `${this.host.owner}/${workerSeq++}/${i}`;
       epoch.tasks.push(this.guard(epoch, () => scanLoop(scannerHost, owner), 'scanner'));

@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { crc32 } from 'node:zlib';
-import { isStoreError } from '../store/errors.js';
+import { ensureTable } from '../store/ensure-table.js';
 import type { Store } from '../store/store.js';
 import { OracleError } from './errors.js';
 import { makeDirs } from '../util/make-dirs.js';
@@ -346,9 +346,9 @@ export class StoreMarkStore implements MarkStore {
   private async ensureTable(): Promise<void> {
     if (this.tableReady) return;
     try {
-      await this.store.createTable(this.table, { families: { [FAMILY]: { gcRule: { maxNumVersions: 1 } } } });
+      await ensureTable(this.store, this.table, { families: { [FAMILY]: { gcRule: { maxNumVersions: 1 } } } });
     } catch (e) {
-      if (!isStoreError(e, 'TABLE_EXISTS')) throw this.ioError('create the table of', e);
+      throw this.ioError('create the table of', e);
     }
     this.tableReady = true;
   }

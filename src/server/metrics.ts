@@ -96,7 +96,7 @@ export class ServerMetrics {
     const locksHeld = sources.locksHeld;
     new Gauge({
       name: 'percolator_locks_held',
-      help: 'advisory row locks currently held (including expired ones not yet swept)',
+      help: 'advisory row locks currently held (expired ones not counted)',
       registers,
       collect() {
         this.set(locksHeld?.() ?? 0);

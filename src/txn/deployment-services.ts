@@ -20,7 +20,9 @@ export interface ServiceAddress extends HostPort {
  * (`?emulator=1`) and Cloud Bigtable host neither: no oracle (null) unless named, and an
  * in-process lock service (null) unless named.
  */
-export function deploymentServices(url: string): { oracle: ServiceAddress | null; lockService: string | null } | null {
+export function deploymentServices(
+  url: string,
+): { oracle: ServiceAddress | null; lockService: string | null; lockServiceSeesLeases: boolean } | null {
   if (!url.startsWith('bigtable://')) return null;
   const u = parseBigtableUrl(url);
   const served = u.host !== undefined && !u.emulator ? parseHostPort(u.host) : null;
@@ -34,5 +36,11 @@ export function deploymentServices(url: string): { oracle: ServiceAddress | null
       source: `PORT+2 of ${url}, the default; set ?oracle=HOST:PORT if the server's oracle listens elsewhere (serve --port 0 or --oracle-port)`,
     };
   }
-  return { oracle, lockService: u.lockService ?? (served !== null ? (u.host as string) : null) };
+  return {
+    oracle,
+    lockService: u.lockService ?? (served !== null ? (u.host as string) : null),
+    // Only the server of this very store reads the workers' leases (a `percolator serve` elsewhere
+    // reads its own store's: docs/server.md › The lock service).
+    lockServiceSeesLeases: served !== null && (u.lockService === undefined || u.lockService === u.host),
+  };
 }

@@ -11,7 +11,7 @@
  * or NTP); the lock TTL is the backstop.
  */
 import { randomBytes } from 'node:crypto';
-import { isStoreError } from '../store/errors.js';
+import { ensureTable } from '../store/ensure-table.js';
 import type { Store } from '../store/store.js';
 import type { LivenessView } from './actions/types.js';
 
@@ -25,11 +25,7 @@ export interface LivenessOptions {
 }
 
 export async function ensureWorkersTable(store: Store): Promise<void> {
-  try {
-    await store.createTable(WORKERS_TABLE, { families: { [FAMILY]: { gcRule: { maxNumVersions: 1 } } } });
-  } catch (e) {
-    if (!isStoreError(e, 'TABLE_EXISTS')) throw e;
-  }
+  await ensureTable(store, WORKERS_TABLE, { families: { [FAMILY]: { gcRule: { maxNumVersions: 1 } } } });
 }
 
 export class Liveness implements LivenessView {

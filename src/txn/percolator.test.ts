@@ -876,6 +876,24 @@ describe('waitForQuiescence through a store out of reach', () => {
 });
 
 describe('bad options are typed errors', () => {
+  it('a millisecond server (the emulator, Cloud Bigtable) at timestampScale=1 is refused before it is reached', async () => {
+    // Oracle timestamps are µs: such a store would take the first writes and then refuse one with
+    // INVALID_TIMESTAMP once two transactions start in the same millisecond. Nothing listens on
+    // port 1, and the Cloud URL has no credentials: the refusal comes before any connection.
+    for (const store of ['bigtable://127.0.0.1:1?emulator=1&oracle=127.0.0.1:2', 'bigtable://p/i?timestampScale=1&oracle=127.0.0.1:2']) {
+      await expect(Percolator.open({ store }), store).rejects.toMatchObject({
+        code: 'INVALID_CONFIG',
+        message: expect.stringContaining('add timestampScale=1000 to the URL'),
+        details: { url: store, timestampScale: 1 },
+      });
+    }
+    // At scale 1000 the check lets it through: what fails next is the missing oracle.
+    await expect(Percolator.open({ store: 'bigtable://127.0.0.1:1?emulator=1&timestampScale=1000' })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining('?oracle=HOST:PORT'),
+    });
+  });
+
   it('durations a timer cannot take, a NaN timeout, zero attempts, a snapshot at NaN or in the future or released, a row key that is not one', async () => {
     for (const options of [{ lockTtlMs: -1 }, { leaseMs: 1e10 }, { gcIntervalMs: Number.NaN }, { lockWaitMs: Number.POSITIVE_INFINITY }]) {
       await expect(Percolator.open({ store: 'memory:', ...options })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });

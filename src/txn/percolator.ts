@@ -9,13 +9,14 @@
  * therefore be safe to run more than once (it should only compute and buffer).
  */
 import { isStoreError } from '../store/errors.js';
+import { ensureTable } from '../store/ensure-table.js';
 import { SecondaryRetry } from './secondary-retry.js';
 import { DEFAULT_STORE_URL, type OpenStoreOptions, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
 import { Oracle } from '../oracle/oracle.js';
 import { NetworkLockService } from '../server/lock-client.js';
-import { localAuthToken } from '../store/bigtable/url.js';
+import { localAuthToken, parseBigtableUrl } from '../store/bigtable/url.js';
 import { type ServiceAddress, deploymentServices } from './deployment-services.js';
 import type { ActiveRegistration, TimestampSource } from '../oracle/types.js';
 import { resolveConflictLock } from './actions/resolve-lock.js';
@@ -97,6 +98,13 @@ export interface PercolatorOptions {
  */
 const RECENT_PASS_CELLS = 10_000;
 
+/**
+ * Prefix of the lock owners of a process whose lock service (`?lockService=`) is not the server of
+ * its store: that server cannot read the process's liveness lease, so its locks must not look like
+ * a worker's (`<liveness id>/…`, server.ts › ownerGoneIn).
+ */
+export const LEASE_ELSEWHERE = 'lease-elsewhere:';
+
 /** Background GC's default tick: a targeted pass every second. */
 export const DEFAULT_GC_INTERVAL_MS = 1_000;
 
@@ -164,6 +172,8 @@ export class Percolator {
   /** The last background GC pass (null before the first), and its error if it failed. */
   lastGc: { readonly result: GcResult | null; readonly error: unknown; readonly at: number; readonly kind: 'full' | 'recent' } | null =
     null;
+  /** What this process's workers name their advisory locks after (`WorkerHost.owner`): its liveness id, or see LEASE_ELSEWHERE. */
+  private lockOwner = '';
   /** Rows and transactions committed here since the last targeted GC pass (null while GC is off). */
   private recent: RecentCommits | null = null;
   /** The background GC intervals in effect (ms; 0 = off): targeted passes, full passes. */
@@ -207,6 +217,8 @@ export class Percolator {
       }
     }
     const ownsStore = typeof options.store !== 'object';
+    // Before the store is opened: a URL Percolator cannot run on is refused without a connection.
+    checkTimestampScale(typeof options.store === 'object' ? options.store.url : (options.store ?? DEFAULT_STORE_URL));
     const store =
       typeof options.store === 'object' ? options.store : await openStore(options.store ?? DEFAULT_STORE_URL, options.storeOptions);
     let sharedOracle: Oracle | null = null;
@@ -299,6 +311,13 @@ export class Percolator {
         },
         secondaryRetry,
       );
+      // A lock service that takes a dead process's locks over reads its lease in its own store:
+      // one over another store finds no lease for ours and would take a live worker's rows. Named
+      // otherwise than `<liveness id>/…`, its locks are never taken for a dead process's; a crashed
+      // worker's then end at their TTL.
+      const unseenLease =
+        options.lockService === undefined && services !== null && services.lockService !== null && !services.lockServiceSeesLeases;
+      db.lockOwner = unseenLease ? `${LEASE_ELSEWHERE}${owner}` : owner;
       db.startBackgroundGc(options.gcIntervalMs ?? DEFAULT_GC_INTERVAL_MS, options.fullGcIntervalMs ?? 0);
       return db;
     } catch (e) {
@@ -315,15 +334,11 @@ export class Percolator {
   /** Creates a Percolator table (system families; notify in its own locality group). Idempotent. */
   async createTable(name: string): Promise<void> {
     this.checkOpen();
-    try {
-      await this.store.createTable(name, PERCOLATOR_TABLE_SPEC);
-    } catch (e) {
-      if (!isStoreError(e, 'TABLE_EXISTS')) throw e;
-      const spec = await this.store.getTable(name);
-      for (const f of Object.keys(PERCOLATOR_TABLE_SPEC.families)) {
-        if (!Object.hasOwn(spec.families, f)) {
-          throw new TxnError('NOT_A_PERCOLATOR_TABLE', `table ${name} exists but lacks the system family ${f}`, { table: name, family: f });
-        }
+    const spec = await ensureTable(this.store, name, PERCOLATOR_TABLE_SPEC);
+    if (spec === null) return;
+    for (const f of Object.keys(PERCOLATOR_TABLE_SPEC.families)) {
+      if (!Object.hasOwn(spec.families, f)) {
+        throw new TxnError('NOT_A_PERCOLATOR_TABLE', `table ${name} exists but lacks the system family ${f}`, { table: name, family: f });
       }
     }
   }
@@ -609,7 +624,7 @@ export class Percolator {
         this.observerTxns.set(tx, worker);
         return tx;
       },
-      owner: this.env.owner,
+      owner: this.lockOwner,
       observed: this.observed,
       lockService: this.lockService,
       percolatorTables: () => this.percolatorTables(),
@@ -877,6 +892,24 @@ function issuedCount(oracle: TimestampSource): number | null {
   const o = oracle as { stats?: () => { handedOut?: number } };
   const n = typeof o.stats === 'function' ? o.stats().handedOut : undefined;
   return typeof n === 'number' ? n : null;
+}
+
+/**
+ * Refuses a millisecond server (Google's emulator, Cloud Bigtable) reached at `timestampScale=1`.
+ * Percolator writes cells at its oracle's timestamps, which are microseconds: they are multiples of
+ * 1000 only while the clock leads the oracle (at most one transaction start a millisecond), so such
+ * a store takes the first writes and then refuses one with INVALID_TIMESTAMP once two transactions
+ * begin in the same millisecond — a deployment that works in a quick try and fails under load.
+ */
+function checkTimestampScale(url: string): void {
+  if (!url.startsWith('bigtable://')) return;
+  const u = parseBigtableUrl(url);
+  if (u.timestampScale !== 1 || (u.host !== undefined && !u.emulator)) return;
+  throw new TxnError(
+    'INVALID_CONFIG',
+    `a store at ${url} keeps millisecond timestamps, and Percolator writes at its oracle's microsecond ones: add timestampScale=1000 to the URL (wire timestamp = ours × 1000; docs/bigtable-backend.md › Timestamps)`,
+    { url, timestampScale: u.timestampScale },
+  );
 }
 
 /** waitForQuiescence's `tables`, checked: undefined → null (every table); else a non-empty array of distinct table names. */

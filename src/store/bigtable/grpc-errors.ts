@@ -134,9 +134,23 @@ function guess(code: number, message: string): StoreErrorCode {
   }
 }
 
-/** The message without our code as its prefix, nor grpc-js's empty "Resolution note: " at its end. */
-function stripPrefix(message: string, code: StoreErrorCode): string {
+/**
+ * gax's account of a unary call it gave up retrying: `Exceeded maximum number of retries retrying
+ * error Error: 14 UNAVAILABLE: <what> before any response was received : Previous errors : [<each
+ * attempt again>]` (or `Total timeout of API … exceeded N milliseconds …`). Group 1 is `<what>`.
+ */
+const GAX_GAVE_UP =
+  /^(?:Exceeded maximum number of retries|Total timeout of API \S+ exceeded \d+ milliseconds)\s+retrying error (?:\w*Error: )?(?:\d+ [A-Z_]+: )?([\s\S]*?)\s*(?:Resolution note:\s*)?before any response was received[\s\S]*$/;
+
+/**
+ * The message without our code as its prefix, nor grpc-js's empty "Resolution note: " at its end;
+ * a call gax gave up retrying says what failed, once (its whole text stays in `details.grpcMessage`:
+ * a worker over a `percolator serve` that restarts logged ~600 characters of it a line).
+ */
+function readableMessage(message: string, code: StoreErrorCode): string {
   const text = message.startsWith(`${code}: `) ? message.slice(code.length + 2) : message;
+  const gaveUp = GAX_GAVE_UP.exec(text);
+  if (gaveUp !== null && gaveUp[1] !== '') return `${gaveUp[1]} (retries exhausted)`;
   return text.replace(/\s*Resolution note:\s*$/, '');
 }
 
@@ -149,7 +163,7 @@ export function statusToStoreError(
   cause?: unknown,
 ): StoreError {
   const code = known ?? guess(grpcCode, message);
-  const text = stripPrefix(message, code) || `gRPC status ${grpcCode}`;
+  const text = readableMessage(message, code) || `gRPC status ${grpcCode}`;
   return new StoreError(code, text, { ...context, grpcCode, grpcMessage: message }, cause === undefined ? undefined : { cause });
 }
 

@@ -9,6 +9,11 @@
  * conditioned on the lock). Liveness only decides how fast abandoned locks are cleaned.
  * Wall clocks of the processes sharing a store are assumed roughly synchronized (same machine,
  * or NTP); the lock TTL is the backstop.
+ *
+ * A process killed without closing leaves its row behind; each process that registers removes the
+ * rows expired for more than SWEEP_AFTER_MS (a missing row reads as an expired lease, and a row
+ * renewed since it was read is kept: the delete is conditioned on the value read), so the table
+ * does not grow by one row per crash for the life of a deployment.
  */
 import { randomBytes } from 'node:crypto';
 import { ensureTable } from '../store/ensure-table.js';
@@ -18,6 +23,9 @@ import type { LivenessView } from './actions/types.js';
 export const WORKERS_TABLE = '_percolator_workers';
 const FAMILY = 'l';
 const EXPIRES = Buffer.from('expires');
+
+/** A lease row expired this long ago (ms, by the sweeping process's clock) is removed by the next process to register. */
+export const SWEEP_AFTER_MS = 5 * 60_000;
 
 export interface LivenessOptions {
   readonly leaseMs?: number;
@@ -51,6 +59,8 @@ export class Liveness implements LivenessView {
     const id = randomBytes(12).toString('hex');
     this.id = id;
     await this.renew();
+    // Best effort: a store that cannot answer now is no reason to refuse the lease.
+    await this.sweepExpired().catch(() => 0);
     this.timer = setInterval(
       () => {
         if (this.renewal === null)
@@ -71,6 +81,37 @@ export class Liveness implements LivenessView {
     await this.store.mutateRow(WORKERS_TABLE, Buffer.from(this.id), [
       { setCell: { familyName: FAMILY, columnQualifier: EXPIRES, timestampMicros: 0, value } },
     ]);
+  }
+
+  /**
+   * Removes the lease rows expired more than SWEEP_AFTER_MS ago.
+   * Returns: how many were removed. Idempotent; a row renewed after it was read is not removed.
+   * Throws: the store's errors.
+   */
+  async sweepExpired(): Promise<number> {
+    const before = this.nowMs() - SWEEP_AFTER_MS;
+    const stale: { key: Uint8Array; value: Uint8Array }[] = [];
+    // Collected first, deleted after: no write runs under the scan.
+    for await (const row of this.store.readRows(WORKERS_TABLE, {})) {
+      const cell = row.cells[0];
+      if (cell !== undefined && cell.value.byteLength === 8 && Buffer.from(cell.value).readDoubleBE(0) < before)
+        stale.push({ key: row.key, value: cell.value });
+    }
+    let removed = 0;
+    for (const { key, value } of stale) {
+      const unchanged = await this.store.checkAndMutateRow(WORKERS_TABLE, key, {
+        predicateFilter: {
+          chain: [
+            { familyNameRegexFilter: FAMILY },
+            { columnQualifierRegexFilter: EXPIRES },
+            { valueRangeFilter: { startValueClosed: value, endValueClosed: value } },
+          ],
+        },
+        trueMutations: [{ deleteFromRow: {} }],
+      });
+      if (unchanged) removed++;
+    }
+    return removed;
   }
 
   async isAlive(owner: string): Promise<boolean> {

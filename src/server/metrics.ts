@@ -32,7 +32,8 @@ export class ServerMetrics {
   readonly rowsWritten: Counter;
   readonly lockRequests: Counter<'op' | 'result'>;
   /** Plain totals mirrored for the status page (cheaper than reading the registry). */
-  readonly totals = { requests: 0, errors: 0, rowsRead: 0, rowsWritten: 0, inflight: 0 };
+  /** `errors`: calls that ended with any status but OK and CANCELLED (a client that stopped reading, e.g. a scan's limit, is not an error of the server's); `cancelled`: those. */
+  readonly totals = { requests: 0, errors: 0, cancelled: 0, rowsRead: 0, rowsWritten: 0, inflight: 0 };
 
   constructor(sources: ServerMetricSources = {}, defaultMetrics = true) {
     const registers = [this.registry];
@@ -116,7 +117,8 @@ export class ServerMetrics {
     this.requests.inc({ method, code });
     this.duration.observe({ method }, seconds);
     this.totals.requests++;
-    if (code !== 'OK') this.totals.errors++;
+    if (code === 'CANCELLED') this.totals.cancelled++;
+    else if (code !== 'OK') this.totals.errors++;
   }
 
   addRowsRead(rows: number, cells: number, bytes: number): void {

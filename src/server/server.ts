@@ -92,7 +92,13 @@ export interface ServerStatus {
     /** Why the store refuses writes (a failed write to a `file:` store: reopen it), or null. */
     readonly storeWriteFailure: string | null;
   };
-  readonly grpc: { readonly requests: number; readonly errors: number; readonly inflight: number; readonly requestsPerSecond: number };
+  readonly grpc: {
+    readonly requests: number;
+    readonly errors: number;
+    readonly cancelled: number;
+    readonly inflight: number;
+    readonly requestsPerSecond: number;
+  };
   readonly rows: { readonly read: number; readonly written: number; readonly readPerSecond: number; readonly writtenPerSecond: number };
   readonly oracle: { readonly timestamps: number; readonly timestampsPerSecond: number; readonly connections: number } | null;
   readonly locks: { readonly held: number };
@@ -281,6 +287,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
         grpc: {
           requests: metrics.totals.requests,
           errors: metrics.totals.errors,
+          cancelled: metrics.totals.cancelled,
           inflight: metrics.totals.inflight,
           requestsPerSecond: rates.get('requests'),
         },

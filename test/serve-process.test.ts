@@ -17,6 +17,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { OracleClient } from '../src/oracle/client.js';
 import { Percolator } from '../src/txn/percolator.js';
+import { openStore } from '../src/store/open-store.js';
 import { bigtablePackage, DATA_SERVICE, TABLE_ADMIN_SERVICE } from '../src/server/protos.js';
 import { rawServerStream } from './support/raw-grpc-stream.js';
 
@@ -374,6 +375,21 @@ describe('percolator serve as a process', () => {
       s.child.kill('SIGTERM');
       await s.exited;
     }
+  }, 60_000);
+
+  it('a store directory the server holds is STORE_LOCKED naming the server, and how to reach the store through it', async () => {
+    const data = tempDir();
+    const s = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', 'off']);
+    children.push(s.child);
+    const refused = await openStore(`file:${data}`).then(
+      async (store) => {
+        await store.close();
+        return null;
+      },
+      (e: unknown) => e,
+    );
+    expect(refused).toMatchObject({ code: 'STORE_LOCKED', details: { holderPid: s.child.pid } });
+    expect((refused as Error).message).toMatch(/held by process \d+: .* serve .*a percolator serve holds it: .*--store bigtable:\/\//);
   }, 60_000);
 
   it('shuts down gracefully on SIGTERM: in-flight calls finish, then the store is closed', async () => {

@@ -93,7 +93,7 @@ import { ClassicLevel, type Iterator as LevelIterator } from 'classic-level';
 import { bytesKey, keyBytes } from '../bytes.js';
 import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
-import { lockHolder, lockedError } from './level-lock.js';
+import { heldError, lockHolder } from './level-lock.js';
 import { takeSeal, writeSeal } from './level-seal.js';
 import { CORRUPTION_MARKER, isDataFile, isStoreEntry, logFiles } from './store-files.js';
 import { type LevelCompaction, parseLevelStats } from './level-stats.js';
@@ -218,7 +218,7 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
   }
 
   const holder = await lockHolder(dir);
-  if (holder !== null) throw lockedError(dir, `held by process ${holder}`);
+  if (holder !== null) throw await heldError(dir, holder);
 
   const marker = await readFile(join(dir, CORRUPTION_MARKER), 'utf8').catch((e: NodeJS.ErrnoException) => {
     if (e.code === 'ENOENT') return null;
@@ -244,7 +244,7 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
       // read half-done: then it is locked, not corrupted. We never hand a corrupted directory to
       // LevelDB: its recovery would drop the bad log records and delete the evidence.
       const again = await lockHolder(dir);
-      if (again !== null) throw lockedError(dir, `held by process ${again}`);
+      if (again !== null) throw await heldError(dir, again);
       throw new StoreError('DATA_CORRUPTED', `store ${dir} is corrupted: ${report.problems.slice(0, 5).join('; ')}`, {
         dir,
         engineMessage: report.problems.join('\n'),

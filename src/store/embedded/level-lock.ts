@@ -33,6 +33,27 @@ export async function lockHolder(dir: string): Promise<number | null> {
   return null;
 }
 
-export function lockedError(dir: string, why: string): StoreError {
-  return new StoreError('STORE_LOCKED', `the store at ${dir} is open in another process or engine (${why})`, { dir });
+export function lockedError(dir: string, why: string, details: Record<string, unknown> = {}): StoreError {
+  return new StoreError('STORE_LOCKED', `the store at ${dir} is open in another process or engine (${why})`, { dir, ...details });
+}
+
+/**
+ * STORE_LOCKED for a directory `pid` holds, saying what that process is (Linux: its command line)
+ * and, when it is a `percolator serve`, how to reach the store anyway: through that server — the
+ * user who meets this most is one running `get`/`scan`/`worker` on the directory a server holds.
+ */
+export async function heldError(dir: string, pid: number, suffix = ''): Promise<StoreError> {
+  let command: string | null = null;
+  try {
+    command = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean).join(' ').slice(0, 300) || null;
+  } catch {
+    // Gone already, or not Linux: the pid alone.
+  }
+  const serve = command !== null && /(^|[\s/])(percolator|main\.js) serve(\s|$)/.test(command);
+  const why =
+    `held by process ${pid}${command === null ? '' : `: ${command}`}${suffix}` +
+    (serve
+      ? '; a percolator serve holds it: reach the store through the server, --store bigtable://HOST:PORT (the clientUrl of its listening line)'
+      : '');
+  return lockedError(dir, why, { holderPid: pid, holderCommand: command });
 }

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { StoreError } from '../errors.js';
 import { ioError, mapError } from './level-engine.js';
-import { lockHolder, lockedError } from './level-lock.js';
+import { heldError, lockHolder, lockedError } from './level-lock.js';
 import { isStoreEntry } from './store-files.js';
 
 /**
@@ -90,7 +90,7 @@ async function refuseIfOpen(dir: string, entries: readonly string[], probe: Lock
       )));
   if (useProc) {
     const holder = await lockHolder(dir);
-    if (holder !== null) throw lockedError(dir, `held by process ${holder}; nothing was removed`);
+    if (holder !== null) throw await heldError(dir, holder, '; nothing was removed');
     return false;
   }
   if (!entries.includes('CURRENT')) return false; // no database LevelDB could open, so none open

@@ -53,7 +53,10 @@ export function register(program: Command): void {
       if (!Number.isInteger(n) || n < 0) throw new UsageError(`--shutdown-grace-ms must be an integer ≥ 0, got ${raw}`);
       return n;
     })
-    .action(async (opts: ServeOptions) => {
+    .action(async (opts: ServeOptions, command: Command) => {
+      // --data has a default: only one given on the command line names a second store.
+      if (opts.store !== undefined && command.getOptionValueSource('data') === 'cli')
+        throw new UsageError(`--data ${opts.data} and --store ${opts.store} name two stores: give one`);
       for (const [name, given, offset] of [
         ['http-port', opts.httpPort, 1],
         ['oracle-port', opts.oraclePort, 2],

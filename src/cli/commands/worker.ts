@@ -56,7 +56,10 @@ export function register(program: Command): void {
   program
     .command('worker')
     .description('run the observers of a module until SIGTERM')
-    .requiredOption('--observers <file>', 'module exporting (worker, db) => { worker.observe(...) }')
+    .requiredOption(
+      '--observers <file>',
+      'ES module exporting register(worker, db) (named "register", or default): calls worker.observe(...)',
+    )
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
     .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 4)
     .action(async (opts: { observers: string; store: string; threads: number }) => {

@@ -303,6 +303,17 @@ describe('worker.observe, worker.stop', () => {
     expect(await failure(() => call(w))).toBe('TxnError INVALID_ARGUMENT');
   });
 
+  it('observe after start is a TxnError WORKER_STARTED (was a plain Error with a code), naming the observer', async () => {
+    const w = db.worker({ threads: 1, scanners: 1 });
+    await w.start();
+    try {
+      expect(await failure(() => w.observe('c:v', 'late', fn))).toBe('TxnError WORKER_STARTED');
+      expect((await errorOf(() => w.observe('c:v', 'late', fn))).details).toEqual({ column: 'c:v', name: 'late' });
+    } finally {
+      await w.stop({ graceMs: 0 });
+    }
+  });
+
   it('observe with a column that is a number is a TxnError INVALID_COLUMN', async () => {
     expect(await failure(() => db.worker().observe(any(5), 'o', fn))).toBe('TxnError INVALID_COLUMN');
   });

@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InProcessLockService, Percolator, type Store, type Worker, collectRows, openStore } from '../src/index.js';
+import { InProcessLockService, Percolator, type Store, type Transaction, type Worker, collectRows, openStore } from '../src/index.js';
 import { BigtableStore } from '../src/store/bigtable/index.js';
 import { NetworkLockService, startServer } from '../src/server/index.js';
 
@@ -142,6 +142,29 @@ describe('the Percolator methods', () => {
       expect(await failure(call)).toBe('TxnError TXN_FINISHED');
     }
     await closed.close(); // a second close is no error
+  });
+});
+
+describe('an empty row key', () => {
+  it.each<[string, (tx: Transaction) => unknown]>([
+    // Writes were TxnError INVALID_COLUMN ("empty row key") where reads are the store's EMPTY_ROW_KEY.
+    ['set', (tx) => tx.set('t', '', 'c:v', 'x')],
+    ['set of empty bytes', (tx) => tx.set('t', new Uint8Array(0), 'c:v', 'x')],
+    ['setJson', (tx) => tx.setJson('t', '', 'c:v', 1)],
+    ['delete', (tx) => tx.delete('t', '', 'c:v')],
+    ['notify', (tx) => tx.notify('t', '', 'c:v')],
+    ['get', (tx) => tx.get('t', '', 'c:v')],
+  ])('in %s is a StoreError EMPTY_ROW_KEY naming the table, and nothing commits', async (_what, call) => {
+    let thrown = '';
+    let details: unknown;
+    await db.transaction(async (tx) => {
+      thrown = await failure(() => call(tx));
+      details = (await errorOf(() => call(tx))).details;
+      tx.set('t', 'r', 'c:v', 'committed');
+    });
+    expect(thrown).toBe('StoreError EMPTY_ROW_KEY');
+    expect(details).toEqual({ table: 't' });
+    expect(await db.getString('t', 'r', 'c:v')).toBe('committed');
   });
 });
 

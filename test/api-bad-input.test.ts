@@ -264,6 +264,10 @@ describe('openStore and the Store', () => {
     ['readRows with a misspelt option (limit)', (s) => s.readRows('t', any({ limit: 1 }))],
     ['readRows with a misspelt row set (rowKey)', (s) => s.readRows('t', any({ rows: { rowKey: [k] } }))],
     ['readRows with a misspelt bound (startKey)', (s) => s.readRows('t', any({ rows: { rowRanges: [{ startKey: k }] } }))],
+    // Each was TABLE_NOT_FOUND for "table 5".
+    ['getTable with a table that is a number', (s) => s.getTable(any(5))],
+    ['readRow with a table that is null', (s) => s.readRow(any(null), k)],
+    ['mutateRow with a table that is an object', (s) => s.mutateRow(any({}), k, [{ deleteFromRow: {} }])],
     ['collectRows of a number', () => collectRows(any(5))],
     ['collectRows of a promise', (s) => collectRows(any(Promise.resolve(s.readRows('t'))))],
   ])('%s is a StoreError INVALID_ARGUMENT', async (_what, call) => {

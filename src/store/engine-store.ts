@@ -62,6 +62,7 @@ import {
   validateReadRowsOptions,
   validateRowKey,
   validateRules,
+  tableTypeError,
   validateTableName,
 } from './validate.js';
 
@@ -249,7 +250,10 @@ export class EngineStore implements AtomicRowsStore {
   private table(name: string): TableState {
     this.checkOpen();
     const t = this.tables.get(name);
-    if (t === undefined) throw new StoreError('TABLE_NOT_FOUND', `table ${JSON.stringify(name)} does not exist`, { table: name });
+    if (t === undefined) {
+      if (typeof name !== 'string') throw tableTypeError(name);
+      throw new StoreError('TABLE_NOT_FOUND', `table ${JSON.stringify(name)} does not exist`, { table: name });
+    }
     return t;
   }
 

@@ -358,6 +358,40 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         expect(await s.listTables()).not.toContain(t);
       });
 
+      it('INVALID_ARGUMENT naming the type from every operation given a table name that is not a string', async () => {
+        const k = b('k');
+        const any = <T>(x: unknown): T => x as T;
+        const before = await s.listTables();
+        for (const [bad, type] of [
+          [5, 'number'],
+          [null, 'null'],
+          [undefined, 'undefined'],
+          [{ name: 't' }, 'Object'],
+          [['t'], 'Array'],
+        ] as const) {
+          const t = any<string>(bad);
+          const e = await expectError(() => s.getTable(t), 'INVALID_ARGUMENT'); // was TABLE_NOT_FOUND "table 5"
+          expect(e.details.type).toBe(type);
+          expect(e.message).toContain(type);
+          await expectError(() => s.createTable(t, spec({ f: null })), 'INVALID_ARGUMENT');
+          await expectError(() => s.deleteTable(t), 'INVALID_ARGUMENT');
+          await expectError(() => s.modifyColumnFamilies(t, [{ id: 'f', create: {} }]), 'INVALID_ARGUMENT');
+          await expectError(() => s.dropRowRange(t, { deleteAllDataFromTable: true }), 'INVALID_ARGUMENT');
+          await expectError(() => s.readRow(t, k), 'INVALID_ARGUMENT');
+          await expectError(() => collectRows(s.readRows(t)), 'INVALID_ARGUMENT');
+          await expectError(() => s.mutateRow(t, k, [setCell('f', 'q', 1000, 'v')]), 'INVALID_ARGUMENT');
+          await expectError(() => s.mutateRows(t, [{ key: k, mutations: [setCell('f', 'q', 1000, 'v')] }]), 'INVALID_ARGUMENT');
+          await expectError(() => s.checkAndMutateRow(t, k, { falseMutations: [setCell('f', 'q', 1000, 'v')] }), 'INVALID_ARGUMENT');
+          await expectError(() => s.readModifyWriteRow(t, k, [incr('f', 'n', 1n)]), 'INVALID_ARGUMENT');
+          await expectError(() => s.sampleRowKeys(t), 'INVALID_ARGUMENT');
+        }
+        expect((await expectError(() => s.getTable(any<string>(5)), 'INVALID_ARGUMENT')).details).toMatchObject({
+          table: 5,
+          type: 'number',
+        });
+        expect(await s.listTables()).toEqual(before);
+      });
+
       it('INVALID_NAME for bad table names; nothing is created', async () => {
         const before = await s.listTables();
         for (const bad of ['', 'has space', 'slash/name', 'colon:name', 'ünïcode', 'tab\tname']) {

@@ -29,8 +29,21 @@ import type {
 const TABLE_NAME = /^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}$/;
 const FAMILY_NAME = /^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,63}$/;
 
+/**
+ * A table argument that is not a string (a number, null, an object): INVALID_ARGUMENT naming its
+ * type. The stores test `typeof` only where a lookup missed, so a valid name costs nothing; it
+ * was TABLE_NOT_FOUND for "table 5", as if a table of that name could exist.
+ */
+export function tableTypeError(table: unknown): StoreError {
+  return new StoreError('INVALID_ARGUMENT', `a table name must be a string, not ${describeType(table)}`, {
+    ...(typeof table === 'number' || typeof table === 'boolean' ? { table } : {}),
+    type: describeType(table),
+  });
+}
+
 export function validateTableName(name: string): void {
-  if (typeof name !== 'string' || !TABLE_NAME.test(name)) {
+  if (typeof name !== 'string') throw tableTypeError(name);
+  if (!TABLE_NAME.test(name)) {
     throw new StoreError(
       'INVALID_NAME',
       `invalid table name ${JSON.stringify(name)}: use [_a-zA-Z0-9][-_.a-zA-Z0-9]*, at most 50 characters`,

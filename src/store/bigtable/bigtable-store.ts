@@ -54,6 +54,7 @@ import {
   validateReadRowsOptions,
   validateRowKey,
   validateRules,
+  tableTypeError,
   validateTableName,
 } from '../validate.js';
 import { checkModifications, tableSpecFromProto, tableSpecToProto, validateTableSpec } from './admin-convert.js';
@@ -252,9 +253,10 @@ export class BigtableStore implements Store {
     return `${this.clients.instanceName}/tables/${table}`;
   }
 
-  /** A table name that cannot exist is simply not found (as in the embedded store). */
+  /** A table name that cannot exist is simply not found (as in the embedded store); one that is not a string is INVALID_ARGUMENT. */
   private checkTableRef(table: string): void {
-    if (typeof table !== 'string' || !TABLE_ID.test(table)) {
+    if (typeof table !== 'string') throw tableTypeError(table);
+    if (!TABLE_ID.test(table)) {
       throw new StoreError('TABLE_NOT_FOUND', `table ${JSON.stringify(table)} does not exist`, { table });
     }
   }

@@ -268,6 +268,15 @@ describe('openStore and the Store', () => {
     ['getTable with a table that is a number', (s) => s.getTable(any(5))],
     ['readRow with a table that is null', (s) => s.readRow(any(null), k)],
     ['mutateRow with a table that is an object', (s) => s.mutateRow(any({}), k, [{ deleteFromRow: {} }])],
+    // Each was ignored: the write was made, durably.
+    ['mutateRow with options that are a number', (s) => s.mutateRow('t', Buffer.from('w'), [{ deleteFromRow: {} }], any(5))],
+    ["mutateRow with options that are 'deferred'", (s) => s.mutateRow('t', Buffer.from('w'), [{ deleteFromRow: {} }], any('deferred'))],
+    [
+      'mutateRows with options that are null',
+      (s) => s.mutateRows('t', [{ key: Buffer.from('w'), mutations: [{ deleteFromRow: {} }] }], any(null)),
+    ],
+    ['mutateRows with a misspelt option (durabilty)', (s) => s.mutateRows('t', [], any({ durabilty: 'deferred' }))],
+    ['checkAndMutateRow with a durability of "later"', (s) => s.checkAndMutateRow('t', k, any({ durability: 'later' }))],
     ['collectRows of a number', () => collectRows(any(5))],
     ['collectRows of a promise', (s) => collectRows(any(Promise.resolve(s.readRows('t'))))],
   ])('%s is a StoreError INVALID_ARGUMENT', async (_what, call) => {

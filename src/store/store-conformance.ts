@@ -38,6 +38,7 @@ import type {
   RowSet,
   TableSpec,
   TimestampRange,
+  WriteOptions,
 } from './types.js';
 import { mulberry32 as prng } from '../util/seeded-random.js';
 
@@ -1723,6 +1724,23 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         ]);
         expect(results.map((r) => r.error?.code ?? 'OK')).toEqual(['INVALID_MUTATION', 'OK']);
         expect((await s.readRow(t, b('r')))?.cells.map((c) => c.qualifier.length)).toEqual([16 * 1024]);
+      });
+
+      it('write options that are not an object, a durability not known or a misspelt option are INVALID_ARGUMENT and write nothing', async () => {
+        const t = await mkTable('badoptions', { f: null });
+        const any = <T>(x: unknown): T => x as T;
+        const set = [setCell('f', 'q', 1000, 'v')];
+        // Each was ignored: the write was made, durably.
+        for (const options of [5, 'deferred', null, true, { durability: 'Deferred' }, { durability: 5 }, { durabilty: 'deferred' }]) {
+          const o = any<WriteOptions>(options);
+          const e = await expectError(() => s.mutateRow(t, b('r'), set, o), 'INVALID_ARGUMENT');
+          expect(e.details.option).toBe(typeof options === 'object' && options !== null ? Object.keys(options)[0] : 'options');
+          await expectError(() => s.mutateRows(t, [{ key: b('r'), mutations: set }], o), 'INVALID_ARGUMENT');
+          if (typeof options === 'object' && options !== null && 'durability' in options) {
+            await expectError(() => s.checkAndMutateRow(t, b('r'), { falseMutations: set, ...o }), 'INVALID_ARGUMENT');
+          }
+        }
+        expect(await scan(s, t)).toEqual([]);
       });
 
       it('input of the wrong runtime type, or ambiguous, is a typed error and writes nothing', async () => {

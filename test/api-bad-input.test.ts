@@ -10,7 +10,21 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InProcessLockService, Percolator, type Store, type Worker, collectRows, openStore } from '../src/index.js';
+import {
+  FileMarkStore,
+  InProcessLockService,
+  MemoryMarkStore,
+  Oracle,
+  OracleClient,
+  Percolator,
+  type Store,
+  StoreMarkStore,
+  type Transaction,
+  type Worker,
+  collectRows,
+  openStore,
+  startOracleServer,
+} from '../src/index.js';
 import { BigtableStore } from '../src/store/bigtable/index.js';
 import { NetworkLockService, startServer } from '../src/server/index.js';
 
@@ -145,6 +159,29 @@ describe('the Percolator methods', () => {
   });
 });
 
+describe('an empty row key', () => {
+  it.each<[string, (tx: Transaction) => unknown]>([
+    // Writes were TxnError INVALID_COLUMN ("empty row key") where reads are the store's EMPTY_ROW_KEY.
+    ['set', (tx) => tx.set('t', '', 'c:v', 'x')],
+    ['set of empty bytes', (tx) => tx.set('t', new Uint8Array(0), 'c:v', 'x')],
+    ['setJson', (tx) => tx.setJson('t', '', 'c:v', 1)],
+    ['delete', (tx) => tx.delete('t', '', 'c:v')],
+    ['notify', (tx) => tx.notify('t', '', 'c:v')],
+    ['get', (tx) => tx.get('t', '', 'c:v')],
+  ])('in %s is a StoreError EMPTY_ROW_KEY naming the table, and nothing commits', async (_what, call) => {
+    let thrown = '';
+    let details: unknown;
+    await db.transaction(async (tx) => {
+      thrown = await failure(() => call(tx));
+      details = (await errorOf(() => call(tx))).details;
+      tx.set('t', 'r', 'c:v', 'committed');
+    });
+    expect(thrown).toBe('StoreError EMPTY_ROW_KEY');
+    expect(details).toEqual({ table: 't' });
+    expect(await db.getString('t', 'r', 'c:v')).toBe('committed');
+  });
+});
+
 describe('scan ranges and options', () => {
   beforeAll(async () => {
     await db.transaction(async (tx) => {
@@ -241,6 +278,19 @@ describe('openStore and the Store', () => {
     ['readRows with a misspelt option (limit)', (s) => s.readRows('t', any({ limit: 1 }))],
     ['readRows with a misspelt row set (rowKey)', (s) => s.readRows('t', any({ rows: { rowKey: [k] } }))],
     ['readRows with a misspelt bound (startKey)', (s) => s.readRows('t', any({ rows: { rowRanges: [{ startKey: k }] } }))],
+    // Each was TABLE_NOT_FOUND for "table 5".
+    ['getTable with a table that is a number', (s) => s.getTable(any(5))],
+    ['readRow with a table that is null', (s) => s.readRow(any(null), k)],
+    ['mutateRow with a table that is an object', (s) => s.mutateRow(any({}), k, [{ deleteFromRow: {} }])],
+    // Each was ignored: the write was made, durably.
+    ['mutateRow with options that are a number', (s) => s.mutateRow('t', Buffer.from('w'), [{ deleteFromRow: {} }], any(5))],
+    ["mutateRow with options that are 'deferred'", (s) => s.mutateRow('t', Buffer.from('w'), [{ deleteFromRow: {} }], any('deferred'))],
+    [
+      'mutateRows with options that are null',
+      (s) => s.mutateRows('t', [{ key: Buffer.from('w'), mutations: [{ deleteFromRow: {} }] }], any(null)),
+    ],
+    ['mutateRows with a misspelt option (durabilty)', (s) => s.mutateRows('t', [], any({ durabilty: 'deferred' }))],
+    ['checkAndMutateRow with a durability of "later"', (s) => s.checkAndMutateRow('t', k, any({ durability: 'later' }))],
     ['collectRows of a number', () => collectRows(any(5))],
     ['collectRows of a promise', (s) => collectRows(any(Promise.resolve(s.readRows('t'))))],
   ])('%s is a StoreError INVALID_ARGUMENT', async (_what, call) => {
@@ -301,6 +351,17 @@ describe('worker.observe, worker.stop', () => {
   ])('%s is a TxnError INVALID_ARGUMENT', async (_what, call) => {
     const w = db.worker();
     expect(await failure(() => call(w))).toBe('TxnError INVALID_ARGUMENT');
+  });
+
+  it('observe after start is a TxnError WORKER_STARTED (was a plain Error with a code), naming the observer', async () => {
+    const w = db.worker({ threads: 1, scanners: 1 });
+    await w.start();
+    try {
+      expect(await failure(() => w.observe('c:v', 'late', fn))).toBe('TxnError WORKER_STARTED');
+      expect((await errorOf(() => w.observe('c:v', 'late', fn))).details).toEqual({ column: 'c:v', name: 'late' });
+    } finally {
+      await w.stop({ graceMs: 0 });
+    }
   });
 
   it('observe with a column that is a number is a TxnError INVALID_COLUMN', async () => {
@@ -420,5 +481,97 @@ describe('percolator/server and percolator/bigtable', () => {
     expect(await failure(() => BigtableStore.open('bigtable://127.0.0.1:1', any(options)).then((s) => s.close()))).toBe(
       'StoreError INVALID_ARGUMENT',
     );
+  });
+});
+
+describe('the oracle: Oracle.open, startOracleServer, OracleClient, the mark stores', () => {
+  const marks = (): MemoryMarkStore => new MemoryMarkStore();
+
+  it.each<[string, () => unknown]>([
+    // TypeErrors from inside (reading a property of undefined or null, path.resolve).
+    ['Oracle.open(null)', () => Oracle.open(any(null))],
+    ['Oracle.open without a markStore', () => Oracle.open(any({}))],
+    ['Oracle.open with a markStore that is a number', () => Oracle.open(any({ markStore: 5 }))],
+    // Taken: a NaN maxBatch refused every batch (ORACLE_BAD_REQUEST), a string reserveMicros was coerced.
+    ['Oracle.open with a maxBatch that is NaN', () => Oracle.open({ markStore: marks(), maxBatch: NaN })],
+    ['Oracle.open with a reserveMicros that is a string', () => Oracle.open({ markStore: marks(), reserveMicros: any('10') })],
+    ['Oracle.open with a leaseMs of -1', () => Oracle.open({ markStore: marks(), leaseMs: -1 })],
+    ['Oracle.open with a holdbackMs that is Infinity', () => Oracle.open({ markStore: marks(), holdbackMs: Infinity })],
+    ['Oracle.open with a clock that is a number', () => Oracle.open({ markStore: marks(), clock: any(5) })],
+    ['Oracle.open with a misspelt option (reserve)', () => Oracle.open(any({ markStore: marks(), reserve: 5 }))],
+    ['startOracleServer(null)', () => startOracleServer(any(null))],
+    ['startOracleServer with options that are a number', () => startOracleServer(any(5))],
+    ['startOracleServer without a markStore or an oracle', () => startOracleServer({})],
+    ['startOracleServer with a port of -1', () => startOracleServer({ markStore: marks(), port: -1 })],
+    ['startOracleServer with a port that is a string', () => startOracleServer({ markStore: marks(), port: any('8088') })],
+    ['startOracleServer with a host that is a number', () => startOracleServer({ markStore: marks(), host: any(5) })],
+    ['startOracleServer with a maxConnections of 0', () => startOracleServer({ markStore: marks(), maxConnections: 0 })],
+    ['startOracleServer with a maxBatch of 2^32', () => startOracleServer({ markStore: marks(), maxBatch: 2 ** 32 })],
+    ['startOracleServer with an oracle that is a number', () => startOracleServer(any({ oracle: 5 }))],
+    ['startOracleServer with a misspelt option (prot)', () => startOracleServer(any({ markStore: marks(), prot: 0 }))],
+    ['new OracleClient()', () => new OracleClient(any(undefined))],
+    ['new OracleClient(null)', () => new OracleClient(any(null))],
+    ['new OracleClient without a port', () => new OracleClient(any({ host: '127.0.0.1' }))],
+    ['new OracleClient with a port of 0', () => new OracleClient({ port: 0 })],
+    ['new OracleClient with a port that is a string', () => new OracleClient({ port: any('8088') })],
+    ['new OracleClient with a port of 70000', () => new OracleClient({ port: 70000 })],
+    ['new OracleClient with a host that is a number', () => new OracleClient({ port: 1, host: any(5) })],
+    ['new OracleClient with an empty host', () => new OracleClient({ port: 1, host: '' })],
+    ['new OracleClient with a timeoutMs that is NaN', () => new OracleClient({ port: 1, timeoutMs: NaN })],
+    ['new OracleClient with a timeoutMs of 0', () => new OracleClient({ port: 1, timeoutMs: 0 })],
+    ['new OracleClient with a connectTimeoutMs that is a string', () => new OracleClient({ port: 1, connectTimeoutMs: any('5') })],
+    ['new OracleClient with a backoffMaxMs of -1', () => new OracleClient({ port: 1, backoffMaxMs: -1 })],
+    // A report timer firing without end.
+    ['new OracleClient with a reportIntervalMs of 0', () => new OracleClient({ port: 1, reportIntervalMs: 0 })],
+    ['new OracleClient with a maxBatch of 1.5', () => new OracleClient({ port: 1, maxBatch: 1.5 })],
+    ['new OracleClient with a clientId of -1', () => new OracleClient({ port: 1, clientId: -1 })],
+    ['new OracleClient with a misspelt option (timeout)', () => new OracleClient(any({ port: 1, timeout: 5 }))],
+    ['new FileMarkStore(5)', () => new FileMarkStore(any(5))],
+    ["new FileMarkStore('')", () => new FileMarkStore('')],
+    ['new FileMarkStore with options that are null', () => new FileMarkStore(join(dir, 'm'), any(null))],
+    ["new FileMarkStore with a lock of 'no'", () => new FileMarkStore(join(dir, 'm'), any({ lock: 'no' }))],
+    ['new FileMarkStore with a misspelt option (locked)', () => new FileMarkStore(join(dir, 'm'), any({ locked: false }))],
+    ['new StoreMarkStore(null)', () => new StoreMarkStore(any(null))],
+    ['new StoreMarkStore of a string', () => new StoreMarkStore(any('memory:'))],
+    ['new StoreMarkStore with a row that is a number', () => new StoreMarkStore(db.store, any({ row: 5 }))],
+    ['new StoreMarkStore with a misspelt option (tabel)', () => new StoreMarkStore(db.store, any({ tabel: 'x' }))],
+    ['new MemoryMarkStore(-1)', () => new MemoryMarkStore(-1)],
+    ["new MemoryMarkStore('5')", () => new MemoryMarkStore(any('5'))],
+  ])('%s is an OracleError ORACLE_INVALID_OPTION', async (_what, make) => {
+    let made: unknown;
+    const outcome = await failure(async () => {
+      made = await make();
+    });
+    if (made !== undefined) await (made as { close?(): Promise<void> }).close?.();
+    expect(outcome).toBe('OracleError ORACLE_INVALID_OPTION');
+  });
+
+  it('names the option and its value in details', async () => {
+    expect((await errorOf(() => new OracleClient({ port: any('8088') }))).details).toEqual({ option: 'port', value: '8088' });
+    expect((await errorOf(() => Oracle.open(any({ markStore: marks(), reserve: 5 })))).details).toEqual({ option: 'reserve' });
+    expect((await errorOf(() => new OracleClient(any(null)))).details).toEqual({ option: 'options' });
+  });
+
+  it('startOracleServer with an open oracle and options for opening one is refused, and the oracle keeps serving', async () => {
+    const oracle = await Oracle.open({ markStore: marks() });
+    try {
+      // The mark store would have been ignored: the open oracle keeps its own.
+      expect(await failure(() => startOracleServer({ oracle, markStore: marks() }))).toBe('OracleError ORACLE_INVALID_OPTION');
+      expect(await failure(() => startOracleServer({ oracle, reserveMicros: 5 }))).toBe('OracleError ORACLE_INVALID_OPTION');
+      expect(await oracle.getTimestamp()).toBeGreaterThan(0);
+    } finally {
+      await oracle.close();
+    }
+  });
+
+  it('valid options still open, serve and connect', async () => {
+    const server = await startOracleServer({ markStore: marks(), port: 0, maxBatch: 1000 });
+    const client = new OracleClient({ port: server.port, host: '127.0.0.1', timeoutMs: 5000, maxBatch: 1000 });
+    try {
+      expect(await client.getTimestamp()).toBeGreaterThan(0);
+    } finally {
+      await client.close();
+      await server.close();
+    }
   });
 });

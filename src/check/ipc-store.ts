@@ -38,7 +38,9 @@ import type {
   RowFilter,
   RowKeySample,
   TableSpec,
+  WriteOptions,
 } from '../store/types.js';
+import { isDeferredWrite } from '../store/validate.js';
 
 /** The operations forwarded (everything but `close` and `url`). */
 const OPS = [
@@ -395,10 +397,13 @@ export class IpcStore implements Store {
     const rows = await this.call<Row[]>('readRows', table, options);
     yield* rows;
   }
-  mutateRow(table: string, key: Bytes, mutations: readonly Mutation[]): Promise<void> {
+  // Write options are checked as every store checks them; the supervisor writes durably whatever they ask.
+  async mutateRow(table: string, key: Bytes, mutations: readonly Mutation[], options?: WriteOptions): Promise<void> {
+    isDeferredWrite(options, table);
     return this.call('mutateRow', table, key, mutations);
   }
-  async mutateRows(table: string, entries: readonly MutateRowsEntry[]): Promise<MutateRowsResult[]> {
+  async mutateRows(table: string, entries: readonly MutateRowsEntry[], options?: WriteOptions): Promise<MutateRowsResult[]> {
+    isDeferredWrite(options, table);
     const results = await this.call<{ index: number; error?: WireError }[]>('mutateRows', table, entries);
     return results.map((r) => (r.error === undefined ? { index: r.index } : { index: r.index, error: fromWire(r.error) as StoreError }));
   }

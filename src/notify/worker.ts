@@ -454,7 +454,7 @@ export class Worker {
     if (options.table !== undefined && (typeof options.table !== 'string' || options.table === ''))
       throw invalidOption(`observer ${name}'s table must be a table name or '*', not ${String(options.table)}`, { column, name });
     if (this.isRunning || this.starting !== null)
-      throw Object.assign(new Error('observe() must be called before start()'), { code: 'WORKER_STARTED' });
+      throw new TxnError('WORKER_STARTED', `observer ${name} must be registered before start(): the worker runs`, { column, name });
     if (this.observers.some((o) => o.name === name)) throw invalidOption(`an observer named ${name} is already registered`);
     const collapseMs = options.collapseMs ?? 0;
     if (!Number.isFinite(collapseMs) || collapseMs < 0 || collapseMs > this.rowLockTtlMs / 3) {

@@ -29,6 +29,7 @@ import { randomInt } from 'node:crypto';
 import * as net from 'node:net';
 import { codeOfWire, OracleError } from './errors.js';
 import { DEFAULT_LEASE_MS, DEFAULT_MAX_BATCH } from './oracle.js';
+import { checkClientOptions } from './oracle-options.js';
 import {
   encodeReport,
   encodeTsRequest,
@@ -176,6 +177,7 @@ export class OracleClient implements TimestampSource {
   private largestBatch = 0;
 
   constructor(options: OracleClientOptions) {
+    checkClientOptions(options);
     this.host = options.host ?? '127.0.0.1';
     this.port = options.port;
     this.timeoutMs = options.timeoutMs ?? 5000;

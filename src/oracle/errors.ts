@@ -17,6 +17,12 @@ export type OracleErrorCode =
   | 'ORACLE_PROTOCOL'
   /** A well-formed request with a bad argument (batch size 0 or above the cap…). */
   | 'ORACLE_BAD_REQUEST'
+  /**
+   * A constructor's argument or option of the wrong type or out of its range, or a name it does not
+   * take (`Oracle.open`, `startOracleServer`, `new OracleClient`, the mark stores; `details.option`).
+   * Found before anything is opened, bound or connected; never sent on the wire.
+   */
+  | 'ORACLE_INVALID_OPTION'
   /** The client or the oracle was closed. */
   | 'ORACLE_CLOSED'
   /** The durable mark is unreadable: never silently treated as 0. */

@@ -22,6 +22,7 @@ import { crc32 } from 'node:zlib';
 import { ensureTable } from '../store/ensure-table.js';
 import type { Store } from '../store/store.js';
 import { OracleError } from './errors.js';
+import { checkFileMarkStore, checkMemoryMark, checkStoreMarkStore } from './oracle-options.js';
 import { makeDirs } from '../util/make-dirs.js';
 import { pidAlive } from '../util/pid-alive.js';
 
@@ -81,7 +82,9 @@ export class MemoryMarkStore implements MarkStore {
   readonly description = 'memory';
   /** Every saved mark, in order (tests inspect it). */
   readonly saves: number[] = [];
-  constructor(private mark = 0) {}
+  constructor(private mark = 0) {
+    checkMemoryMark(mark);
+  }
   async load(): Promise<number> {
     return this.mark;
   }
@@ -119,6 +122,7 @@ export class FileMarkStore implements MarkStore {
   private closed = false;
 
   constructor(file: string, options: FileMarkStoreOptions = {}) {
+    checkFileMarkStore(file, options);
     this.file = path.resolve(file);
     this.description = `file:${this.file}`;
     this.lockFile = `${this.file}.lock`;
@@ -277,6 +281,7 @@ export class StoreMarkStore implements MarkStore {
     private readonly store: Store,
     options: StoreMarkStoreOptions = {},
   ) {
+    checkStoreMarkStore(store, options);
     this.table = options.table ?? '_percolator_oracle';
     this.row = new TextEncoder().encode(options.row ?? 'mark');
     this.description = `store:${store.url}/${this.table}/${options.row ?? 'mark'}`;

@@ -30,6 +30,7 @@
  */
 import { OracleError } from './errors.js';
 import type { MarkStore } from './mark-store.js';
+import { checkOracleOptions } from './oracle-options.js';
 import {
   type ActiveRegistration,
   ActiveSet,
@@ -126,6 +127,7 @@ export class Oracle implements TimestampSource {
 
   /** Loads the mark, persists a first reservation above it, and returns a ready oracle. */
   static async open(options: OracleOptions): Promise<Oracle> {
+    checkOracleOptions(options);
     const mark = await options.markStore.load();
     if (!Number.isSafeInteger(mark) || mark < 0) {
       throw new OracleError('ORACLE_MARK_CORRUPTED', `mark store ${options.markStore.description} returned ${mark}`, {

@@ -20,6 +20,7 @@ import * as net from 'node:net';
 import { OracleError, WireErrorCode, wireCodeOf } from './errors.js';
 import type { MarkStore } from './mark-store.js';
 import { Oracle, type OracleOptions } from './oracle.js';
+import { checkServerOptions } from './oracle-options.js';
 import {
   encodeError,
   encodeTsResponse,
@@ -65,14 +66,13 @@ export interface OracleServer {
 const MAX_UNREAD_BYTES = 1 << 20;
 
 export async function startOracleServer(options: OracleServerOptions = {}): Promise<OracleServer> {
+  checkServerOptions(options);
   const host = options.host ?? '127.0.0.1';
   let oracle = options.oracle;
   const ownsOracle = oracle === undefined;
   if (oracle === undefined) {
-    if (options.markStore === undefined) {
-      throw new OracleError('ORACLE_BAD_REQUEST', 'startOracleServer needs a markStore (or an open oracle)', {});
-    }
-    oracle = await Oracle.open({ ...options, markStore: options.markStore });
+    const { clock, millis, reserveMicros, maxBatch, leaseMs, holdbackMs } = options;
+    oracle = await Oracle.open({ markStore: options.markStore as MarkStore, clock, millis, reserveMicros, maxBatch, leaseMs, holdbackMs });
   }
   const theOracle = oracle;
   theOracle.enableRemoteClients();

@@ -62,6 +62,8 @@ import {
   validateReadRowsOptions,
   validateRowKey,
   validateRules,
+  isDeferredWrite,
+  tableTypeError,
   validateTableName,
 } from './validate.js';
 
@@ -115,12 +117,6 @@ interface GroupWrite {
 }
 const DEFERRED = { deferred: true } as const;
 
-function deferred(options: WriteOptions | undefined, table: string): boolean {
-  const d = options?.durability;
-  if (d === undefined || d === 'durable') return false;
-  if (d === 'deferred') return true;
-  throw new StoreError('INVALID_ARGUMENT', `durability must be 'durable' or 'deferred', not ${JSON.stringify(d)}`, { table });
-}
 const DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024;
 const DEFAULT_CACHE_BYTES = 128 * 1024 * 1024;
 
@@ -249,7 +245,10 @@ export class EngineStore implements AtomicRowsStore {
   private table(name: string): TableState {
     this.checkOpen();
     const t = this.tables.get(name);
-    if (t === undefined) throw new StoreError('TABLE_NOT_FOUND', `table ${JSON.stringify(name)} does not exist`, { table: name });
+    if (t === undefined) {
+      if (typeof name !== 'string') throw tableTypeError(name);
+      throw new StoreError('TABLE_NOT_FOUND', `table ${JSON.stringify(name)} does not exist`, { table: name });
+    }
     return t;
   }
 
@@ -998,13 +997,14 @@ export class EngineStore implements AtomicRowsStore {
     const spec = this.table(table).spec;
     validateRowKey(key, this.limits, table);
     validateMutations(mutations, spec, table, key, this.limits);
+    const deferred = isDeferredWrite(options, table);
     const t = await this.enterWrite(table);
     try {
       // The spec may have changed while waiting at a barrier.
       if (t.spec !== spec) validateMutations(mutations, t.spec, table, key, this.limits);
       const groups = this.groupsOfMutations(t, mutations);
       await this.latches.run(this.latchKey(t, key), () =>
-        this.rewriteRow(t, key, groups, (cells) => applyMutations(cells, mutations, this.serverMicros), deferred(options, table)),
+        this.rewriteRow(t, key, groups, (cells) => applyMutations(cells, mutations, this.serverMicros), deferred),
       );
     } finally {
       this.leaveWrite(t);
@@ -1013,6 +1013,7 @@ export class EngineStore implements AtomicRowsStore {
 
   async mutateRows(table: string, entries: readonly MutateRowsEntry[], options?: WriteOptions): Promise<MutateRowsResult[]> {
     this.table(table);
+    isDeferredWrite(options, table); // bad options fail the call, not each entry
     if (!Array.isArray(entries)) throw new StoreError('INVALID_ARGUMENT', 'mutateRows needs an array of entries', { table });
     return Promise.all(
       entries.map(async (e, index): Promise<MutateRowsResult> => {
@@ -1033,6 +1034,7 @@ export class EngineStore implements AtomicRowsStore {
     const spec = this.table(table).spec;
     validateRowKey(key, this.limits, table);
     validateCheckAndMutateRequest(request, table, key);
+    const deferred = isDeferredWrite(request, table, true);
     const trueM = request.trueMutations ?? [];
     const falseM = request.falseMutations ?? [];
     validateMutations(trueM, spec, table, key, this.limits, true);
@@ -1052,13 +1054,7 @@ export class EngineStore implements AtomicRowsStore {
         const matched = predicate === null ? cells.length > 0 : predicate.apply(key, cells).length > 0;
         const muts = matched ? trueM : falseM;
         if (muts.length > 0) {
-          await this.rewriteRow(
-            t,
-            key,
-            matched ? trueGroups : falseGroups,
-            (c) => applyMutations(c, muts, this.serverMicros),
-            deferred(request, table),
-          );
+          await this.rewriteRow(t, key, matched ? trueGroups : falseGroups, (c) => applyMutations(c, muts, this.serverMicros), deferred);
         }
         return matched;
       });
@@ -1096,7 +1092,7 @@ export class EngineStore implements AtomicRowsStore {
 
   async checkAndMutateRows(entries: readonly AtomicRowEntry[], options?: WriteOptions): Promise<number> {
     if (!Array.isArray(entries)) throw new StoreError('INVALID_ARGUMENT', 'checkAndMutateRows needs an array of entries', {});
-    const isDeferred = deferred(options, entries[0]?.table ?? '');
+    const isDeferred = isDeferredWrite(options, entries[0]?.table ?? '');
     const specs = entries.map((e) => {
       const spec = this.table(e.table).spec;
       validateRowKey(e.key, this.limits, e.table);

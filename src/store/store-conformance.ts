@@ -38,6 +38,7 @@ import type {
   RowSet,
   TableSpec,
   TimestampRange,
+  WriteOptions,
 } from './types.js';
 import { mulberry32 as prng } from '../util/seeded-random.js';
 
@@ -356,6 +357,40 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         await expectError(() => s.readModifyWriteRow(t, k, [incr('f', 'n', 1n)]), 'TABLE_NOT_FOUND');
         await expectError(() => s.sampleRowKeys(t), 'TABLE_NOT_FOUND');
         expect(await s.listTables()).not.toContain(t);
+      });
+
+      it('INVALID_ARGUMENT naming the type from every operation given a table name that is not a string', async () => {
+        const k = b('k');
+        const any = <T>(x: unknown): T => x as T;
+        const before = await s.listTables();
+        for (const [bad, type] of [
+          [5, 'number'],
+          [null, 'null'],
+          [undefined, 'undefined'],
+          [{ name: 't' }, 'Object'],
+          [['t'], 'Array'],
+        ] as const) {
+          const t = any<string>(bad);
+          const e = await expectError(() => s.getTable(t), 'INVALID_ARGUMENT'); // was TABLE_NOT_FOUND "table 5"
+          expect(e.details.type).toBe(type);
+          expect(e.message).toContain(type);
+          await expectError(() => s.createTable(t, spec({ f: null })), 'INVALID_ARGUMENT');
+          await expectError(() => s.deleteTable(t), 'INVALID_ARGUMENT');
+          await expectError(() => s.modifyColumnFamilies(t, [{ id: 'f', create: {} }]), 'INVALID_ARGUMENT');
+          await expectError(() => s.dropRowRange(t, { deleteAllDataFromTable: true }), 'INVALID_ARGUMENT');
+          await expectError(() => s.readRow(t, k), 'INVALID_ARGUMENT');
+          await expectError(() => collectRows(s.readRows(t)), 'INVALID_ARGUMENT');
+          await expectError(() => s.mutateRow(t, k, [setCell('f', 'q', 1000, 'v')]), 'INVALID_ARGUMENT');
+          await expectError(() => s.mutateRows(t, [{ key: k, mutations: [setCell('f', 'q', 1000, 'v')] }]), 'INVALID_ARGUMENT');
+          await expectError(() => s.checkAndMutateRow(t, k, { falseMutations: [setCell('f', 'q', 1000, 'v')] }), 'INVALID_ARGUMENT');
+          await expectError(() => s.readModifyWriteRow(t, k, [incr('f', 'n', 1n)]), 'INVALID_ARGUMENT');
+          await expectError(() => s.sampleRowKeys(t), 'INVALID_ARGUMENT');
+        }
+        expect((await expectError(() => s.getTable(any<string>(5)), 'INVALID_ARGUMENT')).details).toMatchObject({
+          table: 5,
+          type: 'number',
+        });
+        expect(await s.listTables()).toEqual(before);
       });
 
       it('INVALID_NAME for bad table names; nothing is created', async () => {
@@ -1689,6 +1724,23 @@ export function describeStoreConformance(name: string, factory: StoreConformance
         ]);
         expect(results.map((r) => r.error?.code ?? 'OK')).toEqual(['INVALID_MUTATION', 'OK']);
         expect((await s.readRow(t, b('r')))?.cells.map((c) => c.qualifier.length)).toEqual([16 * 1024]);
+      });
+
+      it('write options that are not an object, a durability not known or a misspelt option are INVALID_ARGUMENT and write nothing', async () => {
+        const t = await mkTable('badoptions', { f: null });
+        const any = <T>(x: unknown): T => x as T;
+        const set = [setCell('f', 'q', 1000, 'v')];
+        // Each was ignored: the write was made, durably.
+        for (const options of [5, 'deferred', null, true, { durability: 'Deferred' }, { durability: 5 }, { durabilty: 'deferred' }]) {
+          const o = any<WriteOptions>(options);
+          const e = await expectError(() => s.mutateRow(t, b('r'), set, o), 'INVALID_ARGUMENT');
+          expect(e.details.option).toBe(typeof options === 'object' && options !== null ? Object.keys(options)[0] : 'options');
+          await expectError(() => s.mutateRows(t, [{ key: b('r'), mutations: set }], o), 'INVALID_ARGUMENT');
+          if (typeof options === 'object' && options !== null && 'durability' in options) {
+            await expectError(() => s.checkAndMutateRow(t, b('r'), { falseMutations: set, ...o }), 'INVALID_ARGUMENT');
+          }
+        }
+        expect(await scan(s, t)).toEqual([]);
       });
 
       it('input of the wrong runtime type, or ambiguous, is a typed error and writes nothing', async () => {

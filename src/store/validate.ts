@@ -24,13 +24,27 @@ import type {
   RowRange,
   TableSpec,
   TimestampRange,
+  WriteOptions,
 } from './types.js';
 
 const TABLE_NAME = /^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}$/;
 const FAMILY_NAME = /^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,63}$/;
 
+/**
+ * A table argument that is not a string (a number, null, an object): INVALID_ARGUMENT naming its
+ * type. The stores test `typeof` only where a lookup missed, so a valid name costs nothing; it
+ * was TABLE_NOT_FOUND for "table 5", as if a table of that name could exist.
+ */
+export function tableTypeError(table: unknown): StoreError {
+  return new StoreError('INVALID_ARGUMENT', `a table name must be a string, not ${describeType(table)}`, {
+    ...(typeof table === 'number' || typeof table === 'boolean' ? { table } : {}),
+    type: describeType(table),
+  });
+}
+
 export function validateTableName(name: string): void {
-  if (typeof name !== 'string' || !TABLE_NAME.test(name)) {
+  if (typeof name !== 'string') throw tableTypeError(name);
+  if (!TABLE_NAME.test(name)) {
     throw new StoreError(
       'INVALID_NAME',
       `invalid table name ${JSON.stringify(name)}: use [_a-zA-Z0-9][-_.a-zA-Z0-9]*, at most 50 characters`,
@@ -373,6 +387,43 @@ export function validateReadRowsOptions(options: ReadRowsOptions, table: string)
     }
     for (const r of rowRanges) validateRowRange(r, table);
   }
+}
+
+const WRITE_OPTIONS: ReadonlySet<string> = new Set(['durability']);
+
+/**
+ * Whether a write is deferred (`WriteOptions`): `options` undefined, or an object whose
+ * `durability` is 'durable', 'deferred' or absent — anything else is INVALID_ARGUMENT. A number
+ * or a string (`'deferred'` itself) as options, or a misspelt name (`durabilty`), used to be
+ * ignored and the write made durable. `request`: a checkAndMutateRow request, whose other keys are
+ * its own (not checked here). The common cases return after one or two comparisons.
+ */
+export function isDeferredWrite(options: WriteOptions | undefined, table: string, request = false): boolean {
+  if (options === undefined) return false;
+  if (options === null || typeof options !== 'object') {
+    throw new StoreError('INVALID_ARGUMENT', `write options must be an object, not ${describeType(options)}`, {
+      table,
+      option: 'options',
+      ...(typeof options === 'string' || typeof options === 'number' ? { value: options } : {}),
+    });
+  }
+  const d = options.durability;
+  if (d === 'deferred') return true;
+  if (d === 'durable') return false;
+  if (d !== undefined) {
+    throw new StoreError('INVALID_ARGUMENT', `durability must be 'durable' or 'deferred', not ${JSON.stringify(d) ?? describeType(d)}`, {
+      table,
+      option: 'durability',
+    });
+  }
+  const key = request ? undefined : unknownKey(options, WRITE_OPTIONS);
+  if (key !== undefined) {
+    throw new StoreError('INVALID_ARGUMENT', `write options have no option ${JSON.stringify(key)} (they take durability)`, {
+      table,
+      option: key,
+    });
+  }
+  return false;
 }
 
 /** A `checkAndMutateRow` request: an object (its mutations are checked with the table's families). */

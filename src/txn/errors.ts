@@ -58,7 +58,9 @@ export type TxnErrorCode =
    */
   | 'TOO_MANY_MUTATIONS'
   /** A value to commit is larger than the store takes (`details`: table, row, column, size, limit). Found before anything is written. */
-  | 'VALUE_TOO_LARGE';
+  | 'VALUE_TOO_LARGE'
+  /** `worker.observe` after `start()` (`details`: column, name): the running loops would not see the observer. */
+  | 'WORKER_STARTED';
 
 export interface CellRef {
   readonly table: string;

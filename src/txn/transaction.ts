@@ -14,6 +14,7 @@
  * concurrently with each other, but not with commit.
  */
 import { asciiKey, bytesKey, compareBytes, keyBytes, utf8 } from '../store/bytes.js';
+import { StoreError } from '../store/errors.js';
 import type { AtomicRowsStore, Store } from '../store/store.js';
 import type { Mutation, RowFilter, RowRange } from '../store/types.js';
 import { describeType } from '../util/describe-type.js';
@@ -125,6 +126,14 @@ function ownedValue(v: unknown, table: string, column: string): Uint8Array {
  */
 export function checkTable(table: unknown): void {
   if (typeof table !== 'string') throw new TxnError('INVALID_ARGUMENT', `a table name must be a string, not ${describeType(table)}`, {});
+}
+
+/**
+ * An empty row key to write: the store's own EMPTY_ROW_KEY, as a read of one gets from the store,
+ * so a caller matches one error whether it read or wrote the row (it was INVALID_COLUMN here).
+ */
+function emptyRowKey(table: string): StoreError {
+  return new StoreError('EMPTY_ROW_KEY', `empty row key in table ${table}`, { table });
 }
 
 /** `setJson`'s text: JSON.stringify's, or INVALID_VALUE where it throws (a BigInt, a cycle) or gives none (undefined, a function, a symbol). */
@@ -486,7 +495,7 @@ export class Transaction extends Snapshot {
     checkTable(table);
     encodeUserColumn(column);
     const key = toBytes(row);
-    if (key.byteLength === 0) throw new TxnError('INVALID_COLUMN', 'empty row key', { table });
+    if (key.byteLength === 0) throw emptyRowKey(table);
     this.weak.push({ table, row: key, column });
   }
 
@@ -521,7 +530,7 @@ export class Transaction extends Snapshot {
     checkTable(table);
     const q = internal ? encodeColumn(column) : encodeUserColumn(column);
     const key = toBytes(row);
-    if (key.byteLength === 0) throw new TxnError('INVALID_COLUMN', 'empty row key', { table });
+    if (key.byteLength === 0) throw emptyRowKey(table);
     const rk = rowBytesKey(row, key);
     const k = `${table}\u0000${rk}`;
     const r = this.rows.get(k);

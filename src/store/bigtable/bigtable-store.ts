@@ -54,6 +54,8 @@ import {
   validateReadRowsOptions,
   validateRowKey,
   validateRules,
+  isDeferredWrite,
+  tableTypeError,
   validateTableName,
 } from '../validate.js';
 import { checkModifications, tableSpecFromProto, tableSpecToProto, validateTableSpec } from './admin-convert.js';
@@ -252,9 +254,10 @@ export class BigtableStore implements Store {
     return `${this.clients.instanceName}/tables/${table}`;
   }
 
-  /** A table name that cannot exist is simply not found (as in the embedded store). */
+  /** A table name that cannot exist is simply not found (as in the embedded store); one that is not a string is INVALID_ARGUMENT. */
   private checkTableRef(table: string): void {
-    if (typeof table !== 'string' || !TABLE_ID.test(table)) {
+    if (typeof table !== 'string') throw tableTypeError(table);
+    if (!TABLE_ID.test(table)) {
       throw new StoreError('TABLE_NOT_FOUND', `table ${JSON.stringify(table)} does not exist`, { table });
     }
   }
@@ -740,6 +743,7 @@ export class BigtableStore implements Store {
     this.checkTableRef(table);
     await this.schema(table);
     validateRowKey(key, this.limits, table);
+    const deferred = isDeferredWrite(options, table);
     await this.withSchema(table, (spec) => this.checkMutations(spec, table, key, mutations));
     const muts = toProtoMutations(mutations, this.ts, this.clientTime);
     if (muts.length === 0) return;
@@ -758,7 +762,7 @@ export class BigtableStore implements Store {
       await this.call({ table, row: keyHex(key) }, () => this.rawData('mutateRow', request));
       return;
     }
-    await this.call({ table, row: keyHex(key) }, () => this.ride(request, bytes, options?.durability === 'deferred'));
+    await this.call({ table, row: keyHex(key) }, () => this.ride(request, bytes, deferred));
   }
 
   /**
@@ -785,6 +789,7 @@ export class BigtableStore implements Store {
     this.checkOpen();
     this.checkTableRef(table);
     if (!Array.isArray(entries)) throw new StoreError('INVALID_ARGUMENT', 'entries must be an array', { table });
+    const deferred = isDeferredWrite(options, table);
     let spec = await this.schema(table);
     const results: MutateRowsResult[] = entries.map((_, index) => ({ index }));
     let prepared: PreparedEntry[] = [];
@@ -819,7 +824,7 @@ export class BigtableStore implements Store {
       prepared.push({ index: i, key: e.key, mutations, count: mutations.length, bytes, idempotent });
     }
     if (this.ridesWrites() && prepared.length > 0) {
-      prepared = await this.rideMutations(table, prepared, results, options?.durability === 'deferred');
+      prepared = await this.rideMutations(table, prepared, results, deferred);
     }
     // Batches of ≤ maxMutationsPerRequest mutations and ≤ maxRequestBytes, in input order.
     let batch: PreparedEntry[] = [];
@@ -968,6 +973,7 @@ export class BigtableStore implements Store {
     await this.schema(table);
     validateRowKey(key, this.limits, table);
     validateCheckAndMutateRequest(request, table, key);
+    const deferred = isDeferredWrite(request, table, true);
     const trueM = request.trueMutations ?? [];
     const falseM = request.falseMutations ?? [];
     const { spec } = await this.withSchema(table, (s) => {
@@ -983,7 +989,7 @@ export class BigtableStore implements Store {
       toProtoMutations(trueM, this.ts, this.clientTime),
       toProtoMutations(falseM, this.ts, this.clientTime),
       mutationsBytes(trueM) + mutationsBytes(falseM),
-      request.durability === 'deferred',
+      deferred,
     );
   }
 

@@ -260,7 +260,13 @@ export class EngineStore implements AtomicRowsStore {
       t = this.table(name);
     }
     t.inflight++;
+    t.entered++;
     return t;
+  }
+
+  writeActivity(table: string): { readonly entered: number; readonly inflight: number } | null {
+    const t = this.tables.get(table);
+    return t === undefined ? null : { entered: t.entered, inflight: t.inflight };
   }
 
   private leaveWrite(t: TableState): void {

@@ -121,6 +121,12 @@ export interface AtomicRowsStore extends Store {
    */
   writeFailure(): StoreError | null;
   /**
+   * Writes to `table` entered so far (ever growing) and in flight now, or null for a table that
+   * does not exist. Quiescence of a few tables (`waitForQuiescence({ tables })`) asks whether any
+   * write reached them during a pass, where the oracle's count would also see other tables' work.
+   */
+  writeActivity(table: string): { readonly entered: number; readonly inflight: number } | null;
+  /**
    * Tries now to take writes again after a failure: null once the store takes them (every
    * acknowledged write, deferred ones included, is then durable), else why it still refuses.
    * Never rejects; null at once for a store that takes writes.

@@ -50,6 +50,8 @@ export class TableState {
   readonly engineReads = new Map<number, [number, number]>();
   /** Writes in flight (admin operations wait for zero). */
   inflight = 0;
+  /** Writes entered, ever (`AtomicRowsStore.writeActivity`). */
+  entered = 0;
   barrier: Promise<void> | null = null;
   onDrained: (() => void) | null = null;
 

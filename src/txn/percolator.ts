@@ -675,14 +675,18 @@ export class Percolator {
         failed = e;
         return null;
       });
+    // Some tables of an embedded store: whether any write reached them during the pass, which the
+    // store counts per table; the oracle's count would see every other table's work too, and a
+    // process busy elsewhere (another application's tables) would never let the wait end.
+    const activity = only === null ? null : tablesWriteActivity(this.store, only);
     for (;;) {
       failed = null;
-      const before = issuedCount(this.oracle);
+      const before = activity?.() ?? issuedCount(this.oracle);
       // Whether any is pending, not how many: with a backlog the pass stops at the first one
       // instead of reading every notification at every poll (5 % of a web index run's thread).
       const pending = await orOutOfReach(this.scanPending(1, only));
-      const after = issuedCount(this.oracle);
-      if (pending === 0 && before === after) {
+      const after = activity?.() ?? issuedCount(this.oracle);
+      if (pending === 0 && before === after && before !== BUSY) {
         // Observers commit with deferred durability: quiescent also means durable.
         await atomicRowsOf(this.store)?.sync();
         return;
@@ -886,6 +890,31 @@ function hasMethods(v: unknown, names: readonly string[]): boolean {
 
 /** Above every timestamp: `get`'s read of a cell's newest committed version. */
 const LATEST = Number.MAX_SAFE_INTEGER;
+
+/** A write was in flight on one of the tables when their activity was read: not a quiet moment. */
+const BUSY = -1;
+
+/**
+ * Writes entered on `tables` so far (BUSY while one is in flight), when the store counts them
+ * (the embedded backends: `AtomicRowsStore.writeActivity`); else null. A write in flight at a
+ * pass's start may land during it, so it makes the pass count as busy; a write that enters during
+ * the pass changes the count. Either may be an observer moving a notification from a row the pass
+ * had not reached to one it had passed.
+ */
+function tablesWriteActivity(store: Store, tables: readonly string[]): (() => number) | null {
+  const atomic = atomicRowsOf(store);
+  if (atomic === null || typeof atomic.writeActivity !== 'function') return null;
+  return () => {
+    let entered = 0;
+    for (const t of tables) {
+      const a = atomic.writeActivity(t);
+      if (a === null) continue;
+      if (a.inflight > 0) return BUSY;
+      entered += a.entered;
+    }
+    return entered;
+  };
+}
 
 /** Timestamps handed out so far, when the oracle can tell (in-process); else null. */
 function issuedCount(oracle: TimestampSource): number | null {

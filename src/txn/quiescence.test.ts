@@ -7,8 +7,11 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { ObservedColumns } from '../notify/observed-columns.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
+import type { ReadRowsOptions } from '../store/types.js';
 import { TxnError } from './errors.js';
 import { Percolator } from './percolator.js';
+import { MemoryMarkStore } from '../oracle/mark-store.js';
+import { Oracle } from '../oracle/oracle.js';
 
 let store: Store;
 let db: Percolator;
@@ -131,4 +134,77 @@ it('tables: a table created a moment ago is found; bad values are INVALID_ARGUME
       details: { table: name },
     });
   }
+});
+
+it("tables: timestamps issued for other tables' work do not hold the wait; a chain of observer runs in the named table is waited for", async () => {
+  await openWithObserved([]);
+  await db.close();
+  // Another application busy in its own tables: every time the wait looks, the oracle has handed
+  // out more timestamps (deterministic, where a real busy loop would race the pass).
+  const oracle = await Oracle.open({ markStore: new MemoryMarkStore() });
+  const stats = oracle.stats.bind(oracle);
+  let looks = 0;
+  oracle.stats = () => ({ ...stats(), handedOut: stats().handedOut + ++looks });
+  db = await Percolator.open({ store, oracle, leaseMs: 1000 });
+  try {
+    await db.createTable('busy');
+    await db.createTable('mine');
+    const worker = db.worker({ threads: 2 });
+    // Each run passes the baton to the next row, through a notification in the same table.
+    worker.observe(
+      'c:baton',
+      'relay',
+      async (tx, row) => {
+        const n = Number(await tx.getString('mine', row, 'c:baton'));
+        tx.set('mine', row, 'c:done', String(n));
+        if (n < 20) tx.set('mine', `r${n + 1}`, 'c:baton', String(n + 1));
+      },
+      { table: 'mine' },
+    );
+    await worker.start();
+    try {
+      await db.transaction(async (tx) => tx.set('mine', 'r0', 'c:baton', '0'));
+      await db.waitForQuiescence({ tables: ['mine'], timeoutMs: 10_000 });
+      for (let i = 0; i <= 20; i++) expect(await db.getString('mine', `r${i}`, 'c:done')).toBe(String(i));
+      // Without `tables` the oracle's count is the rule, and it never stands still here.
+      await timeoutOf(db.waitForQuiescence({ timeoutMs: 200 }));
+      expect(looks).toBeGreaterThan(2);
+    } finally {
+      await worker.stop();
+    }
+  } finally {
+    await db.close();
+    await oracle.close();
+    db = await Percolator.open({ store });
+  }
+});
+
+it('tables: a pass during which a write reached the table is not taken for quiescence (a notification moved behind the pass)', async () => {
+  await openWithObserved([['mine', 'c:x', 'nobody-runs-it']]);
+  await db.close();
+  // The first pass over `mine` reads nothing — as if an observer had cleared a notification the
+  // pass had not reached and written one where it had already been — while that commit lands.
+  let fakeEmptyPasses = 1;
+  const inner = store;
+  const raced = new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop === 'readRows')
+        return (table: string, options: ReadRowsOptions) => {
+          if (table !== 'mine' || fakeEmptyPasses === 0) return target.readRows(table, options);
+          fakeEmptyPasses--;
+          return (async function* () {
+            await theDb.transaction(async (tx) => tx.set('mine', 'a', 'c:x', 'moved here'));
+          })();
+        };
+      const v: unknown = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  const theDb = await Percolator.open({ store: raced, leaseMs: 1000 });
+  db = theDb;
+  await theDb.createTable('mine');
+  // The notification really is pending (no worker runs its observer): a wait that took the faked
+  // pass would resolve; one that saw the write during it looks again and times out.
+  await timeoutOf(theDb.waitForQuiescence({ tables: ['mine'], timeoutMs: 300 }));
+  expect(fakeEmptyPasses).toBe(0);
 });

@@ -27,20 +27,9 @@ import {
 } from '../src/index.js';
 import { BigtableStore } from '../src/store/bigtable/index.js';
 import { NetworkLockService, startServer } from '../src/server/index.js';
+import { failure } from '../src/util/failure.fixture.js';
 
 const any = <T>(x: unknown): T => x as T;
-
-/** What `fn` threw or rejected with (an async iterable is drained): `Class CODE`, or 'no error'. */
-async function failure(fn: () => unknown): Promise<string> {
-  try {
-    const r = fn();
-    if (r !== null && typeof r === 'object' && Symbol.asyncIterator in r) for await (const _ of r as AsyncIterable<unknown>);
-    else await r;
-  } catch (e) {
-    return `${(e as Error).constructor.name} ${String((e as { code?: unknown }).code)}`;
-  }
-  return 'no error';
-}
 
 /** The error `fn` threw or rejected with (for its message and details). */
 async function errorOf(fn: () => unknown): Promise<{ message: string; details?: Record<string, unknown> }> {

@@ -5,9 +5,9 @@
  * named "5", or a write that fails only at commit — and nothing commits.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTxnError } from './errors.js';
 import { Percolator } from './percolator.js';
 import type { Snapshot, Transaction } from './transaction.js';
+import { failure } from '../util/failure.fixture.js';
 
 let db: Percolator;
 
@@ -20,18 +20,6 @@ beforeAll(async () => {
 afterAll(() => db.close());
 
 const any = <T>(x: unknown): T => x as T;
-
-/** What `fn` threw or rejected with: its class and code. */
-async function failure(fn: () => unknown): Promise<string> {
-  try {
-    const r = fn();
-    if (r !== null && typeof r === 'object' && Symbol.asyncIterator in r) for await (const _ of r as AsyncIterable<unknown>);
-    else await r;
-  } catch (e) {
-    return isTxnError(e) ? `TxnError ${e.code}` : `${(e as Error).constructor.name} ${String((e as { code?: unknown }).code)}`;
-  }
-  return 'no error';
-}
 
 const cyclic: Record<string, unknown> = {};
 cyclic.self = cyclic;

@@ -62,7 +62,7 @@ import { type Job, NOTIFY_FILTER, type NotifiedCell, type ScannerHost, type Scan
 import { Queue } from '../util/queue.js';
 import { MAX_TIMER_MS, isTimerMs } from '../util/timer-ms.js';
 import { describeType } from '../util/describe-type.js';
-import { knownNames, unknownKey } from '../util/options.js';
+import { unknownOption } from '../util/options.js';
 
 export interface WorkerOptions {
   /** Concurrent observer runs (rows processed at once). Default 4. */
@@ -199,9 +199,8 @@ const STOP_OPTIONS: ReadonlySet<string> = new Set(['graceMs']);
 
 /** A misspelt option is an error, not the default (util/options.ts). */
 function checkKnown(what: string, options: object, known: ReadonlySet<string>): void {
-  const key = unknownKey(options, known);
-  if (key !== undefined)
-    throw invalidOption(`${what} has no option ${JSON.stringify(key)} (it takes ${knownNames(known)})`, { option: key });
+  const unknown = unknownOption(what, options, known);
+  if (unknown !== undefined) throw invalidOption(unknown.message, { option: unknown.option });
 }
 
 /** How a local commit notified a row: a weak notification, a change whose observers all collapse (briefly), or any other change. */

@@ -10,7 +10,7 @@
  * naming the option in `details` (and its value when it is a number, a string or a boolean).
  */
 import { describeType } from '../util/describe-type.js';
-import { knownNames, unknownKey } from '../util/options.js';
+import { unknownOption } from '../util/options.js';
 import { isTimerMs } from '../util/timer-ms.js';
 import { OracleError } from './errors.js';
 
@@ -50,12 +50,8 @@ function invalidOption(what: string, option: string, needs: string, value: unkno
 /** `options` as an object of `known` names, or ORACLE_INVALID_OPTION (`option: 'options'` or the unknown name). */
 function checkObject(what: string, options: unknown, known: ReadonlySet<string>): Record<string, unknown> {
   if (options === null || typeof options !== 'object') throw invalidOption(what, 'options', 'an object', options);
-  const key = unknownKey(options, known);
-  if (key !== undefined) {
-    throw new OracleError('ORACLE_INVALID_OPTION', `${what} has no option ${JSON.stringify(key)} (it takes ${knownNames(known)})`, {
-      option: key,
-    });
-  }
+  const unknown = unknownOption(what, options, known);
+  if (unknown !== undefined) throw new OracleError('ORACLE_INVALID_OPTION', unknown.message, { option: unknown.option });
   return options as Record<string, unknown>;
 }
 

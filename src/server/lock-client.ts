@@ -35,7 +35,7 @@ import { type LockService, checkLockArguments } from '../notify/lock-service.js'
 import { parseHostPort } from '../store/bigtable/url.js';
 import { TxnError } from '../txn/errors.js';
 import { describeType } from '../util/describe-type.js';
-import { knownNames, unknownKey } from '../util/options.js';
+import { unknownOption } from '../util/options.js';
 import { isTimerMs } from '../util/timer-ms.js';
 import { type LockOpResult, lockServiceDefinition } from './lock-protocol.js';
 import { sendBatch } from '../util/send-batch.js';
@@ -89,16 +89,8 @@ function checkNetworkLockOptions(options: unknown): void {
     new TxnError('INVALID_ARGUMENT', `NetworkLockService's ${option} must be ${needs}, not ${describeType(value)}`, { option });
   if (options === null || typeof options !== 'object') throw bad('options', 'an object with an address', options);
   const o = options as Record<string, unknown>;
-  const key = unknownKey(o, NETWORK_LOCK_OPTIONS);
-  if (key !== undefined) {
-    throw new TxnError(
-      'INVALID_ARGUMENT',
-      `NetworkLockService has no option ${JSON.stringify(key)} (it takes ${knownNames(NETWORK_LOCK_OPTIONS)})`,
-      {
-        option: key,
-      },
-    );
-  }
+  const unknown = unknownOption('NetworkLockService', o, NETWORK_LOCK_OPTIONS);
+  if (unknown !== undefined) throw new TxnError('INVALID_ARGUMENT', unknown.message, { option: unknown.option });
   if (typeof o.address !== 'string' || parseHostPort(o.address) === null) throw bad('address', 'HOST:PORT', o.address);
   if (o.authToken !== undefined && (typeof o.authToken !== 'string' || o.authToken === ''))
     throw bad('authToken', 'a non-empty string', o.authToken);

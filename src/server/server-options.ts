@@ -8,7 +8,7 @@
  */
 import { StoreError } from '../store/errors.js';
 import { describeType } from '../util/describe-type.js';
-import { knownNames, unknownKey } from '../util/options.js';
+import { unknownOption } from '../util/options.js';
 import { isTimerMs } from '../util/timer-ms.js';
 
 const SERVER_OPTIONS: ReadonlySet<string> = new Set([
@@ -30,12 +30,8 @@ const SERVER_OPTIONS: ReadonlySet<string> = new Set([
 
 export function checkServerOptions(options: unknown): void {
   if (options === null || typeof options !== 'object') throw invalid('options', 'an object', options);
-  const key = unknownKey(options, SERVER_OPTIONS);
-  if (key !== undefined) {
-    throw new StoreError('INVALID_ARGUMENT', `startServer has no option ${JSON.stringify(key)} (it takes ${knownNames(SERVER_OPTIONS)})`, {
-      option: key,
-    });
-  }
+  const unknown = unknownOption('startServer', options, SERVER_OPTIONS);
+  if (unknown !== undefined) throw new StoreError('INVALID_ARGUMENT', unknown.message, { option: unknown.option });
   const o = options as Record<string, unknown>;
   if (o.store !== undefined && !hasMethods(o.store, ['readRows', 'mutateRow', 'close'])) throw invalid('store', 'an open Store', o.store);
   if (o.store !== undefined && (o.storeUrl !== undefined || o.storeOptions !== undefined))

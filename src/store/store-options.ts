@@ -8,7 +8,7 @@
  */
 import { StoreError } from './errors.js';
 import { describeType } from '../util/describe-type.js';
-import { knownNames, unknownKey } from '../util/options.js';
+import { unknownOption } from '../util/options.js';
 import { isTimerMs } from '../util/timer-ms.js';
 
 const STORE_OPTIONS: ReadonlySet<string> = new Set([
@@ -75,13 +75,8 @@ export function validateStoreOptions(options: unknown, url: string): void {
 
 function checkObject(v: unknown, what: string, known: ReadonlySet<string>, url: string): Record<string, unknown> {
   if (v === null || typeof v !== 'object') throw invalid(what, 'an object', v, url);
-  const key = unknownKey(v, known);
-  if (key !== undefined) {
-    throw new StoreError('INVALID_ARGUMENT', `${what} has no option ${JSON.stringify(key)} (it takes ${knownNames(known)})`, {
-      url,
-      option: key,
-    });
-  }
+  const unknown = unknownOption(what, v, known);
+  if (unknown !== undefined) throw new StoreError('INVALID_ARGUMENT', unknown.message, { url, option: unknown.option });
   return v as Record<string, unknown>;
 }
 

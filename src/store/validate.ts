@@ -13,7 +13,7 @@ import { compareBytes } from './bytes.js';
 import { StoreError, keyHex } from './errors.js';
 import type { StoreLimits } from './store.js';
 import { describeType } from '../util/describe-type.js';
-import { unknownKey } from '../util/options.js';
+import { unknownKey, unknownOption } from '../util/options.js';
 import type {
   CheckAndMutateRequest,
   DropRowRangeRequest,
@@ -296,13 +296,8 @@ const ROW_SET_KEYS: ReadonlySet<string> = new Set(['rowKeys', 'rowRanges']);
 
 /** An option name `what` does not take is INVALID_ARGUMENT (util/options.ts). */
 function checkKnown(o: object, known: ReadonlySet<string>, what: string, table: string): void {
-  const key = unknownKey(o, known);
-  if (key !== undefined) {
-    throw new StoreError('INVALID_ARGUMENT', `${what} has no option ${JSON.stringify(key)} (it takes ${[...known].join(', ')})`, {
-      table,
-      option: key,
-    });
-  }
+  const unknown = unknownOption(what, o, known);
+  if (unknown !== undefined) throw new StoreError('INVALID_ARGUMENT', unknown.message, { table, option: unknown.option });
 }
 
 /**

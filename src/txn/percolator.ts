@@ -35,7 +35,7 @@ import { type ReadContext, readResolvedNow } from './snapshot-read.js';
 import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, checkTable, rowKeyOf } from './transaction.js';
 import { MAX_TIMER_MS, isTimerMs } from '../util/timer-ms.js';
 import { describeType } from '../util/describe-type.js';
-import { knownNames, unknownKey } from '../util/options.js';
+import { unknownOption } from '../util/options.js';
 
 export interface PercolatorOptions {
   /** A store URL (`memory:`, `file:DIR`, `bigtable://…`) or an open Store. Default `file:./percolator-data`. */
@@ -846,10 +846,8 @@ const CLOSE_OPTIONS: ReadonlySet<string> = new Set(['graceMs']);
 
 /** A misspelt option is INVALID_ARGUMENT, not the default (util/options.ts). */
 function checkKnown(what: string, options: object, known: ReadonlySet<string>): void {
-  const key = unknownKey(options, known);
-  if (key !== undefined) {
-    throw new TxnError('INVALID_ARGUMENT', `${what} has no option ${JSON.stringify(key)} (it takes ${knownNames(known)})`, { option: key });
-  }
+  const unknown = unknownOption(what, options, known);
+  if (unknown !== undefined) throw new TxnError('INVALID_ARGUMENT', unknown.message, { option: unknown.option });
 }
 
 /**
@@ -859,12 +857,8 @@ function checkKnown(what: string, options: object, known: ReadonlySet<string>): 
  * service, at the first transaction or worker. INVALID_CONFIG with the option in `details`.
  */
 function checkOpenOptions(options: PercolatorOptions): void {
-  const key = unknownKey(options, OPEN_OPTIONS);
-  if (key !== undefined) {
-    throw new TxnError('INVALID_CONFIG', `Percolator.open has no option ${JSON.stringify(key)} (it takes ${knownNames(OPEN_OPTIONS)})`, {
-      option: key,
-    });
-  }
+  const unknown = unknownOption('Percolator.open', options, OPEN_OPTIONS);
+  if (unknown !== undefined) throw new TxnError('INVALID_CONFIG', unknown.message, { option: unknown.option });
   const bad = (option: string, needs: string, value: unknown): TxnError =>
     new TxnError('INVALID_CONFIG', `${option} must be ${needs}, not ${describeType(value)}`, { option });
   const { store } = options;

@@ -15,6 +15,18 @@ export function unknownKey(options: object, known: ReadonlySet<string>): string 
 }
 
 /** A message's account of the names an options object takes. */
-export function knownNames(known: ReadonlySet<string>): string {
+function knownNames(known: ReadonlySet<string>): string {
   return [...known].join(', ');
+}
+
+/**
+ * The first option of `options` that `what` does not take, with the message every entry point
+ * gives for it (`<what> has no option "k" (it takes a, b)`), or undefined — nothing is made then:
+ * the callers wrap it in their own error class and code.
+ */
+export function unknownOption(what: string, options: object, known: ReadonlySet<string>): { option: string; message: string } | undefined {
+  const option = unknownKey(options, known);
+  return option === undefined
+    ? undefined
+    : { option, message: `${what} has no option ${JSON.stringify(option)} (it takes ${knownNames(known)})` };
 }

@@ -10,7 +10,7 @@
  * naming the option in `details` (and its value when it is a number, a string or a boolean).
  */
 import { describeType } from '../util/describe-type.js';
-import { unknownOption } from '../util/options.js';
+import { hasMethods, unknownOption } from '../util/options.js';
 import { isTimerMs } from '../util/timer-ms.js';
 import { OracleError } from './errors.js';
 
@@ -78,8 +78,7 @@ function host(what: string, o: Record<string, unknown>): void {
 }
 
 function isMarkStore(v: unknown): boolean {
-  const m = v as { load?: unknown; save?: unknown } | null;
-  return m !== null && typeof m === 'object' && typeof m.load === 'function' && typeof m.save === 'function';
+  return hasMethods(v, ['load', 'save']);
 }
 
 /** The options of the oracle itself (`Oracle.open`, and `startOracleServer` when it opens one). */
@@ -158,12 +157,7 @@ export function checkFileMarkStore(file: unknown, options: unknown): void {
 
 export function checkStoreMarkStore(store: unknown, options: unknown): void {
   const what = 'new StoreMarkStore';
-  const s = store as Record<string, unknown> | null;
-  if (
-    s === null ||
-    typeof s !== 'object' ||
-    !['createTable', 'mutateRow', 'readRow', 'checkAndMutateRow'].every((m) => typeof s[m] === 'function')
-  )
+  if (!hasMethods(store, ['createTable', 'mutateRow', 'readRow', 'checkAndMutateRow']))
     throw invalidOption(what, 'store', 'an open Store', store);
   const o = checkObject(what, options, STORE_MARK_KNOWN);
   for (const name of ['table', 'row']) {

@@ -8,7 +8,7 @@
  */
 import { StoreError } from '../store/errors.js';
 import { describeType } from '../util/describe-type.js';
-import { unknownOption } from '../util/options.js';
+import { hasMethods, unknownOption } from '../util/options.js';
 import { isTimerMs } from '../util/timer-ms.js';
 
 const SERVER_OPTIONS: ReadonlySet<string> = new Set([
@@ -60,10 +60,6 @@ export function checkServerOptions(options: unknown): void {
 
 function isPort(v: unknown): boolean {
   return Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 65535;
-}
-
-function hasMethods(v: unknown, names: readonly string[]): boolean {
-  return typeof v === 'object' && v !== null && names.every((n) => typeof (v as Record<string, unknown>)[n] === 'function');
 }
 
 function invalid(option: string, needs: string, value: unknown): StoreError {

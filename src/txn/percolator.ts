@@ -35,7 +35,7 @@ import { type ReadContext, readResolvedNow } from './snapshot-read.js';
 import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, checkTable, rowKeyOf } from './transaction.js';
 import { MAX_TIMER_MS, isTimerMs } from '../util/timer-ms.js';
 import { describeType } from '../util/describe-type.js';
-import { unknownOption } from '../util/options.js';
+import { hasMethods, unknownOption } from '../util/options.js';
 
 export interface PercolatorOptions {
   /** A store URL (`memory:`, `file:DIR`, `bigtable://…`) or an open Store. Default `file:./percolator-data`. */
@@ -875,11 +875,6 @@ function checkOpenOptions(options: PercolatorOptions): void {
   for (const name of ['nowMs', 'onProtocolPoint'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') throw bad(name, 'a function', options[name]);
   }
-}
-
-/** Whether `v` is an object with these methods. */
-function hasMethods(v: unknown, names: readonly string[]): boolean {
-  return typeof v === 'object' && v !== null && names.every((n) => typeof (v as Record<string, unknown>)[n] === 'function');
 }
 
 /** Above every timestamp: `get`'s read of a cell's newest committed version. */

@@ -19,6 +19,11 @@ function knownNames(known: ReadonlySet<string>): string {
   return [...known].join(', ');
 }
 
+/** Whether `v` is an object with these methods (an option that must be a Store, an oracle, a lock service…). */
+export function hasMethods(v: unknown, names: readonly string[]): boolean {
+  return typeof v === 'object' && v !== null && names.every((n) => typeof (v as Record<string, unknown>)[n] === 'function');
+}
+
 /**
  * The first option of `options` that `what` does not take, with the message every entry point
  * gives for it (`<what> has no option "k" (it takes a, b)`), or undefined — nothing is made then:

@@ -13,7 +13,9 @@ import { ClassicLevel } from 'classic-level';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isStoreError, type StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp } from '../kv-engine.js';
-import { CORRUPTION_MARKER, crc32c, type LevelEngine, type LevelEngineOptions, openLevelEngine, verifyLevelDir } from './level-engine.js';
+import { CORRUPTION_MARKER, type LevelEngine, type LevelEngineOptions, openLevelEngine } from './level-engine.js';
+import { crc32c } from './level-format.js';
+import { verifyLevelDir } from './level-verify.js';
 
 const dirs: string[] = [];
 const engines: KvEngine[] = [];

@@ -6,7 +6,7 @@
  * The mark every writer invalidates is LevelDB's own sequence number: every op of every batch
  * takes the next one, whichever process, build or tool writes, and it survives in the files (write
  * batch headers in the logs, `last_sequence` in the MANIFEST). A seal records the newest sequence
- * its close found in the files (`level-engine.ts` › `lastSequence`, read while the engine still
+ * its close found in the files (`level-verify.ts` › `lastSequence`, read while the engine still
  * holds the directory lock and has written everything), and the next open accepts it only if the
  * newest sequence after LevelDB opened is that one. So a write by a build that knows nothing of
  * seals, by a crashed session, or by another tool makes the seal worthless, never wrong. The only

@@ -21,7 +21,7 @@ import { access, lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { StoreError } from '../errors.js';
-import { ioError, mapError } from './level-engine.js';
+import { ioError, mapError } from './level-errors.js';
 import { heldError, lockHolder, lockedError } from './level-lock.js';
 import { isStoreEntry } from './store-files.js';
 

@@ -1,0 +1,203 @@
+/**
+ * Offline verification of a LevelDB 1.20 directory, before LevelDB is allowed to open it: what
+ * paranoid checks would have caught, which classic-level's build runs without (level-engine.ts
+ * says why it matters, docs/durability.md has the full table). Read-only. Also `lastSequence`:
+ * the newest write the directory's files record, for the seals of level-seal.ts.
+ */
+import { open, readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ioError } from './level-errors.js';
+import { FOOTER_LEN, applyVersionEdit, newManifestState, readLogRecords, verifyFooter, verifyTable } from './level-format.js';
+import { isDataFile } from './store-files.js';
+
+export interface LevelVerifyReport {
+  /** The MANIFEST CURRENT names, or null for a directory with no database yet. */
+  readonly manifest: string | null;
+  readonly tables: number;
+  readonly tableBytes: number;
+  readonly logs: number;
+  readonly logBytes: number;
+  /** Empty when nothing is wrong. One line per finding, naming the file and offset. */
+  readonly problems: readonly string[];
+}
+
+/**
+ * `tables: 'blocks'` checks every block's CRC (reads every live table once); `'sizes'` checks only
+ * that each live table exists with the MANIFEST's size and a valid footer.
+ */
+export async function verifyLevelDir(dir: string, opts: { tables: 'blocks' | 'sizes' } = { tables: 'blocks' }): Promise<LevelVerifyReport> {
+  const problems: string[] = [];
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { manifest: null, tables: 0, tableBytes: 0, logs: 0, logBytes: 0, problems };
+    throw ioError('cannot list the store directory', dir, e);
+  }
+  if (!names.includes('CURRENT')) {
+    problems.push(...(await dataWithoutCurrent(dir, names)));
+    return { manifest: null, tables: 0, tableBytes: 0, logs: 0, logBytes: 0, problems };
+  }
+  const current = (await readOrIoError(dir, 'CURRENT')).toString('latin1');
+  if (!/^MANIFEST-\d+\n$/.test(current)) {
+    problems.push(`CURRENT does not name a MANIFEST: ${JSON.stringify(current.slice(0, 40))}`);
+    return { manifest: null, tables: 0, tableBytes: 0, logs: 0, logBytes: 0, problems };
+  }
+  const manifestName = current.slice(0, -1);
+  const manifestBuf = await readOrNull(dir, manifestName);
+  if (manifestBuf === null) {
+    problems.push(`${manifestName} (named by CURRENT) is missing`);
+    return { manifest: manifestName, tables: 0, tableBytes: 0, logs: 0, logBytes: 0, problems };
+  }
+
+  // Replay the MANIFEST's version edits.
+  const m = newManifestState();
+  const { live } = m;
+  const records = readLogRecords(manifestBuf, manifestName, problems);
+  for (const rec of records) {
+    const err = applyVersionEdit(rec, m);
+    if (err !== null) problems.push(`${manifestName}: bad version edit: ${err}`);
+  }
+  if (records.length === 0 && problems.length === 0) problems.push(`${manifestName} holds no version edit`);
+  const { logNumber, prevLogNumber } = m;
+
+  let tableBytes = 0;
+  for (const [num, size] of live) {
+    const base = String(num).padStart(6, '0');
+    // LevelDB 1.20 writes .ldb and still reads the legacy .sst name.
+    let name = `${base}.ldb`;
+    let buf = await readOrNull(dir, name, opts.tables === 'sizes');
+    if (buf === null) {
+      name = `${base}.sst`;
+      buf = await readOrNull(dir, name, opts.tables === 'sizes');
+    }
+    if (buf === null) {
+      problems.push(`table ${base}.ldb listed in ${manifestName} is missing`);
+      continue;
+    }
+    tableBytes += size;
+    const actualSize = opts.tables === 'sizes' ? (buf as TailRead).fileSize : buf.length;
+    if (actualSize !== size) {
+      problems.push(`${name}: size ${actualSize}, ${manifestName} says ${size}`);
+      continue;
+    }
+    if (opts.tables === 'sizes') verifyFooter(buf, name, problems);
+    else verifyTable(buf, name, problems);
+  }
+
+  // The logs LevelDB will replay (DBImpl::Recover): number >= log_number, or == prev_log_number.
+  let logs = 0;
+  let logBytes = 0;
+  const logNames = names
+    .map((n) => /^(\d+)\.log$/.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null && (Number(m[1]) >= logNumber || Number(m[1]) === prevLogNumber))
+    .map((m) => m[0])
+    .sort();
+  // The log named in the MANIFEST is the one LevelDB was appending to; LevelDB deletes it only
+  // after the MANIFEST moved past it. Without it, LevelDB would silently start without its writes.
+  if (logNumber > 0 && !names.includes(`${String(logNumber).padStart(6, '0')}.log`)) {
+    problems.push(`the current log ${String(logNumber).padStart(6, '0')}.log named in ${manifestName} is missing`);
+  }
+  for (const name of logNames) {
+    const buf = await readOrNull(dir, name);
+    if (buf === null) continue;
+    logs++;
+    logBytes += buf.length;
+    for (const rec of readLogRecords(buf, name, problems)) {
+      if (rec.length < 12) problems.push(`${name}: write batch record too small (${rec.length} bytes)`);
+    }
+  }
+  return { manifest: manifestName, tables: live.size, tableBytes, logs, logBytes, problems };
+}
+
+/**
+ * What a directory without CURRENT holds that a new database would lose (LevelDB would silently
+ * start one over it): its tables and logs, and any MANIFEST that lists tables or writes. Empty:
+ * what a creation that stopped before writing CURRENT leaves (a MANIFEST of no data at most).
+ * A MANIFEST's unreadable tail is ignored, as LevelDB ignores one: such a creation may leave it.
+ */
+export async function dataWithoutCurrent(dir: string, names: readonly string[]): Promise<string[]> {
+  const problems: string[] = [];
+  const dataFiles = names.filter(isDataFile);
+  if (dataFiles.length > 0) {
+    problems.push(`CURRENT is missing but ${dataFiles.length} data files exist (${dataFiles.slice(0, 3).join(', ')})`);
+  }
+  for (const name of names.filter((n) => /^MANIFEST-\d+$/.test(n))) {
+    const buf = await readOrNull(dir, name);
+    if (buf === null) continue;
+    const m = newManifestState();
+    for (const rec of readLogRecords(buf, name, [])) applyVersionEdit(rec, m);
+    if (m.live.size > 0 || m.lastSequence > 0) {
+      problems.push(`CURRENT is missing but ${name} lists ${m.live.size} tables and writes up to sequence ${m.lastSequence}`);
+    }
+  }
+  return problems;
+}
+
+async function readOrIoError(dir: string, name: string): Promise<Buffer> {
+  try {
+    return await readFile(join(dir, name));
+  } catch (e) {
+    throw ioError(`cannot read ${name}`, dir, e);
+  }
+}
+
+type TailRead = Buffer & { fileSize: number };
+
+/** The file, or null if it does not exist. With `footerOnly`, its last 48 bytes and its size. */
+async function readOrNull(dir: string, name: string, footerOnly = false): Promise<Buffer | null> {
+  const path = join(dir, name);
+  try {
+    if (!footerOnly) return await readFile(path);
+    const fh = await open(path, 'r');
+    try {
+      const { size } = await fh.stat();
+      const len = Math.min(FOOTER_LEN, size);
+      const buf = Buffer.alloc(len) as TailRead;
+      await fh.read(buf, 0, len, size - len);
+      buf.fileSize = size;
+      return buf;
+    } finally {
+      await fh.close();
+    }
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw ioError(`cannot read ${name}`, dir, e);
+  }
+}
+
+/**
+ * The newest sequence number the directory's files record: the MANIFEST's `last_sequence` and,
+ * in every log, each write batch's first sequence plus its count minus one (a batch header is
+ * sequence:u64le count:u32le). Read while LevelDB holds the directory with nothing in flight, it
+ * is the sequence of the last write; read after an open, the MANIFEST alone has it (the open
+ * records it). Never too high: a file moved or cut mid-read makes it lower, or null (unreadable).
+ * Sequences stay below 2^53 for any database a process can write (one per op).
+ */
+export async function lastSequence(dir: string): Promise<number | null> {
+  const problems: string[] = [];
+  let names: string[];
+  let current: string;
+  try {
+    names = await readdir(dir);
+    current = (await readFile(join(dir, 'CURRENT'))).toString('latin1');
+  } catch {
+    return null;
+  }
+  let newest = 0;
+  for (const name of names) {
+    if (!/^\d+\.log$/.test(name)) continue;
+    const buf = await readFile(join(dir, name)).catch(() => null);
+    if (buf === null) continue; // deleted by a flush meanwhile: the MANIFEST has its sequence
+    for (const rec of readLogRecords(buf, name, problems)) {
+      if (rec.length < 12) continue;
+      const last = Number(rec.readBigUInt64LE(0)) + rec.readUInt32LE(8) - 1;
+      if (last > newest) newest = last;
+    }
+  }
+  const manifest = await readFile(join(dir, current.trim())).catch(() => null);
+  if (manifest === null) return null;
+  const m = newManifestState();
+  for (const rec of readLogRecords(manifest, current.trim(), problems)) if (applyVersionEdit(rec, m) !== null) return null;
+  return problems.length > 0 ? null : Math.max(newest, m.lastSequence);
+}

@@ -5,7 +5,8 @@
  * tables that are not the web index's (NOT_A_WEB_INDEX, unless --force; and `search`'s hint over
  * such a store names a new directory), nor creates one among other files (`--keep`); a status port
  * in use fails it before it touches --data, and its default is none of `serve`'s; its closing hint
- * is a command that runs from a checkout (`npx percolator …`), or with --serve the search page;
+ * and search's are commands that run as printed where they were printed (`npx percolator …` in a
+ * checkout, `node …/main.js …` elsewhere), or with --serve the search page;
  * and it finds its corpus when run from a directory that has no node_modules of its own.
  */
 import { spawnSync } from 'node:child_process';
@@ -18,7 +19,8 @@ import { afterEach, expect, it } from 'vitest';
 import { Percolator } from '../src/txn/percolator.js';
 import { spawnCli } from './support/cli-process.js';
 
-const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const mainJs = join(repoRoot, 'dist/cli/main.js');
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -92,15 +94,43 @@ it('starts clean over a store it made before, and finds a corpus from a director
   expect((JSON.parse(second.stdout) as { documents: number }).documents).toBe(20);
 });
 
-it('ends with a hint that runs from a checkout: npx percolator search', () => {
+/** The closing hint's command line, with a query in place of `<query>`, run by a shell in `cwd`. */
+function runHint(cwd: string, hint: string, query: string): { code: number | null; stdout: string; stderr: string } {
+  const command = hint.replace('"<query>"', query);
+  const r = spawnSync('/bin/sh', ['-c', command], { cwd, encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function closingHint(stdout: string): string {
+  const m = /^Done in [0-9.]+ s\. Search it again: (.*)$/.exec(stdout.trimEnd().split('\n').at(-1) ?? '');
+  expect(m).not.toBeNull();
+  return (m as RegExpExecArray)[1] as string;
+}
+
+it('ends with a hint that runs as printed where it was printed: node <main.js> outside the package', () => {
   const data = join(tempDir(), 'data');
-  const r = run(tempDir(), 'demo', '--corpus', 'synthetic', '--docs', '20', '--data', data);
+  const cwd = tempDir();
+  const r = run(cwd, 'demo', '--corpus', 'synthetic', '--docs', '20', '--data', data);
   expect(r.code).toBe(0);
-  expect(r.stdout.trimEnd().split('\n').at(-1)).toMatch(
-    new RegExp(
-      `^Done in [0-9.]+ s\\. Search it again: npx percolator search "<query>" --data ${data.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`,
-    ),
-  );
+  const hint = closingHint(r.stdout);
+  // `npx percolator` here would fetch the npm registry's unrelated package of that name.
+  expect(hint).toBe(`node ${mainJs} search "<query>" --data ${data}`);
+  const searched = runHint(cwd, hint, 'zz-no-such-term --json');
+  expect(searched.stderr).toBe('');
+  expect(searched.code).toBe(0);
+  expect(JSON.parse(searched.stdout)).toMatchObject({ total: 0 });
+});
+
+it('ends with npx percolator inside the package (a checkout), which runs there', () => {
+  const data = join(tempDir(), 'data');
+  const r = run(repoRoot, 'demo', '--corpus', 'synthetic', '--docs', '20', '--data', data);
+  expect(r.code).toBe(0);
+  const hint = closingHint(r.stdout);
+  expect(hint).toBe(`npx percolator search "<query>" --data ${data}`);
+  const searched = runHint(join(repoRoot, 'src'), `${hint.replace('npx ', 'npx --no -- ')}`, 'zz-no-such-term --json');
+  expect(searched.stderr).toBe('');
+  expect(searched.code).toBe(0);
+  expect(JSON.parse(searched.stdout)).toMatchObject({ total: 0 });
 });
 
 it("refuses to remove a store holding the user's own tables (NOT_A_WEB_INDEX), and removes it with --force", async () => {
@@ -128,7 +158,7 @@ it("search's NO_INDEX hint names a new directory over a store of other tables, t
   const r = run(tempDir(), 'search', 'foo', '--data', mine);
   expect(r.code).toBe(1);
   expect(r.stderr).toBe(
-    `percolator: NO_INDEX: ${mine} holds no web index but other tables (accounts): build one in a new directory, \`npx percolator demo --data <new directory>\` (the demo starts clean, so it refuses this one)\n`,
+    `percolator: NO_INDEX: ${mine} holds no web index but other tables (accounts): build one in a new directory, \`node ${mainJs} demo --data <new directory>\` (the demo starts clean, so it refuses this one)\n`,
   );
   // Following that hint over the same directory would be refused rather than remove the table.
   expect(demo(tempDir(), '--corpus', 'synthetic', '--docs', '5', '--data', mine).stderr).toMatch(/^percolator: NOT_A_WEB_INDEX: /);
@@ -136,7 +166,7 @@ it("search's NO_INDEX hint names a new directory over a store of other tables, t
   const empty = tempDir();
   await (await Percolator.open({ store: `file:${empty}` })).close(); // a store with Percolator's own tables only
   const e = run(tempDir(), 'search', 'foo', '--data', empty);
-  expect(e.stderr).toBe(`percolator: NO_INDEX: ${empty} holds no web index: run \`npx percolator demo --data ${empty}\` first\n`);
+  expect(e.stderr).toBe(`percolator: NO_INDEX: ${empty} holds no web index: run \`node ${mainJs} demo --data ${empty}\` first\n`);
   // And that hint works: the demo accepts a store of Percolator's own tables.
   expect(demo(tempDir(), '--corpus', 'synthetic', '--docs', '5', '--data', empty).code).toBe(0);
 });

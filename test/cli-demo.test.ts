@@ -108,13 +108,13 @@ function closingHint(stdout: string): string {
 }
 
 it('ends with a hint that runs as printed where it was printed: node <main.js> outside the package', () => {
-  const data = join(tempDir(), 'data');
+  const data = join(tempDir(), "my data's dir"); // the shell would split it, and end at the quote
   const cwd = tempDir();
   const r = run(cwd, 'demo', '--corpus', 'synthetic', '--docs', '20', '--data', data);
   expect(r.code).toBe(0);
   const hint = closingHint(r.stdout);
   // `npx percolator` here would fetch the npm registry's unrelated package of that name.
-  expect(hint).toBe(`node ${mainJs} search "<query>" --data ${data}`);
+  expect(hint).toBe(`node ${mainJs} search "<query>" --data '${data.replace("'", "'\\''")}'`);
   const searched = runHint(cwd, hint, 'zz-no-such-term --json');
   expect(searched.stderr).toBe('');
   expect(searched.code).toBe(0);

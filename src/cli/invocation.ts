@@ -48,7 +48,7 @@ export function cliCommand(inv: Invocation = thisInvocation()): string {
     if (startedFromPath(inv, main)) return NAME;
     if (npxFinds(inv.cwd, main)) return `npx ${NAME}`;
   }
-  return `node ${shellQuote(inv.main)}`;
+  return `node ${shellWord(inv.main)}`;
 }
 
 function real(path: string): string | null {
@@ -95,7 +95,7 @@ function npxFinds(cwd: string, main: string): boolean {
   }
 }
 
-/** `path` as one word of a POSIX shell command line (quoted only when it must be). */
-function shellQuote(path: string): string {
-  return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`;
+/** `word` as one word of a POSIX shell command line (quoted only when it must be): for hints. */
+export function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }

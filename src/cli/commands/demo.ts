@@ -18,7 +18,7 @@ import { type SearchResult, search } from '../../apps/webindex/search.js';
 import { webIndexStatusPage } from '../../apps/webindex/status.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import { type StatusServer, startStatusServer } from '../../status/server.js';
-import { cliCommand } from '../invocation.js';
+import { cliCommand, shellWord } from '../invocation.js';
 import { parseNonNegativeInteger, parsePortNumber, parsePositiveInteger } from '../parent-command.js';
 
 /** The status page's default port: clear of `percolator serve`'s gRPC, HTTP and oracle defaults (8086, 8087, 8088). */
@@ -115,7 +115,7 @@ function printSummary(s: RunSummary, searches: SearchResult[], totalMs: number, 
   const done = `Done in ${(totalMs / 1000).toFixed(1)} s.`;
   // While this process serves, it holds the store: a `percolator search` would get STORE_LOCKED.
   if (serving !== null) out.push('', `${done} Search it at ${serving.url}search  ·  status page: ${serving.url}  (Ctrl-C to stop)`);
-  else out.push('', `${done} Search it again: ${cliCommand()} search "<query>" --data ${s.store.replace(/^file:/, '')}`);
+  else out.push('', `${done} Search it again: ${cliCommand()} search "<query>" --data ${shellWord(s.store.replace(/^file:/, ''))}`);
   process.stdout.write(`${out.join('\n')}\n`);
 }
 

@@ -15,7 +15,7 @@ import { INDEX } from '../../apps/webindex/schema.js';
 import { isStoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
 import { Percolator } from '../../txn/percolator.js';
-import { cliCommand } from '../invocation.js';
+import { cliCommand, shellWord } from '../invocation.js';
 import { parsePositiveInteger, printResult } from '../parent-command.js';
 
 function noIndex(message: string, data: string, tables: readonly string[] = []): Error {
@@ -33,7 +33,7 @@ export function register(program: Command): void {
     .action(async (words: string[], opts: { data: string; limit: number; json?: boolean }) => {
       const db = await Percolator.open({ store: `file:${opts.data}`, storeOptions: ONE_SHOT_STORE }).catch((e: unknown) => {
         if (!isStoreError(e, 'NOT_A_STORE')) throw e;
-        throw noIndex(`no index at ${opts.data}: run \`${cliCommand()} demo --data ${opts.data}\` first`, opts.data);
+        throw noIndex(`no index at ${opts.data}: run \`${cliCommand()} demo --data ${shellWord(opts.data)}\` first`, opts.data);
       });
       try {
         const tables = await db.store.listTables();
@@ -47,7 +47,11 @@ export function register(program: Command): void {
               tables,
             );
           }
-          throw noIndex(`${opts.data} holds no web index: run \`${cliCommand()} demo --data ${opts.data}\` first`, opts.data, tables);
+          throw noIndex(
+            `${opts.data} holds no web index: run \`${cliCommand()} demo --data ${shellWord(opts.data)}\` first`,
+            opts.data,
+            tables,
+          );
         }
         const snap = await db.snapshot();
         try {

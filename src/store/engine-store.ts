@@ -31,8 +31,7 @@ import { RowLatches } from './row-latch.js';
 import { planRowSet } from './row-set.js';
 import { type AtomicRowsStore, DEFAULT_LIMITS, type StoreLimits, type StoreOptions } from './store.js';
 import { type CatalogJson, DEFAULT_GROUP, TableState, assignGroups } from './table-state.js';
-import { type TabletProbe, bisectSplitPoint } from './tablet-split-bisect.js';
-import { type RowSize, findSplitPoint } from './tablet-split-point.js';
+import { findTabletSplit } from './tablet-split.js';
 import { Tablets } from './tablets.js';
 import type {
   AtomicRowEntry,
@@ -119,19 +118,6 @@ const DEFERRED = { deferred: true } as const;
 
 const DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024;
 const DEFAULT_CACHE_BYTES = 128 * 1024 * 1024;
-
-/** One locality group's key range of a tablet. */
-interface GroupRange extends KvRange {
-  readonly prefix: Uint8Array;
-}
-
-/** Where a tablet splits and how the point was found. */
-interface TabletSplit {
-  readonly key: Uint8Array;
-  /** The share of the tablet's bytes left of `key`, in (0, 1). */
-  readonly leftShare: number;
-  readonly how: 'estimated' | 'measured';
-}
 
 export interface EngineStoreOptions extends StoreOptions {
   /** Decoded-row cache budget in bytes (0 disables both tiers). */
@@ -508,10 +494,8 @@ export class EngineStore implements AtomicRowsStore {
   }
 
   /**
-   * Inserts a boundary where about half of the tablet's bytes lie: from the engine's size
-   * estimates when it has them and they cover the tablet (tablet-split-bisect.ts: a few dozen
-   * index lookups), else by reading its rows (tablet-split-point.ts: two streaming passes, memory
-   * independent of the tablet's size).
+   * Inserts a boundary where about half of the tablet's bytes lie (tablet-split.ts finds it), and
+   * saves the catalog. False when nothing was split (the tablet is one row, or went away).
    */
   private async splitTablet(t: TableState, start: Uint8Array): Promise<boolean> {
     const i = t.tablets.starts.indexOf(start);
@@ -521,7 +505,7 @@ export class EngineStore implements AtomicRowsStore {
       const prefix = t.prefix(gid);
       return { prefix, gte: rowKeyOf(prefix, start), lt: end !== undefined ? rowKeyOf(prefix, end) : prefixEnd(prefix) };
     });
-    const point = (await this.estimateSplit(ranges, start, t.tablets.bytes[i] as number)) ?? (await this.measureSplit(ranges));
+    const point = await findTabletSplit(this.engine, ranges, start, t.tablets.bytes[i] as number);
     if (point === null) return false;
     const idx = t.tablets.starts.indexOf(start);
     if (idx < 0 || this.closed || this.tables.get(t.name) !== t) return false;
@@ -533,69 +517,6 @@ export class EngineStore implements AtomicRowsStore {
     this.splits[point.how]++;
     await this.admin(() => this.saveCatalog());
     return true;
-  }
-
-  /**
-   * The split point by the engine's estimates. Null when the engine has no estimates, or when its
-   * files hold less than an eighth of what the tablet was charged (most of it still in the
-   * memtable: the estimate would place the split by a few of its rows).
-   */
-  private async estimateSplit(ranges: readonly GroupRange[], start: Uint8Array, charged: number): Promise<TabletSplit | null> {
-    const engine = this.engine;
-    if (engine.approximateSize === undefined) return null;
-    const sizeOf = engine.approximateSize.bind(engine);
-    const probe: TabletProbe = {
-      size: async (from, to) => {
-        let n = 0;
-        for (const r of ranges) n += await sizeOf(rowKeyOf(r.prefix, from), rowKeyOf(r.prefix, to));
-        return n;
-      },
-      firstRowFrom: async (key) =>
-        this.extremeRow(
-          ranges.map((r) => ({ gte: rowKeyOf(r.prefix, key), lt: r.lt })),
-          -1,
-        ),
-      lastRow: async () =>
-        this.extremeRow(
-          ranges.map((r) => ({ gte: r.gte, lt: r.lt, reverse: true })),
-          1,
-        ),
-    };
-    const found = await bisectSplitPoint(probe, start, charged / 8);
-    if (found === null) return null;
-    return { key: found.key, leftShare: found.leftShare, how: 'estimated' };
-  }
-
-  /** The smallest (sign -1) or largest (sign 1) row key among each range's first entry (a copy). */
-  private async extremeRow(ranges: readonly KvRange[], sign: 1 | -1): Promise<Uint8Array | null> {
-    let out: Uint8Array | null = null;
-    for (const r of ranges) {
-      for await (const batch of this.engine.iterate({ ...r, expect: 1, keysOnly: true })) {
-        const row = rowKeyFrom((batch[0] as KvEntry).key);
-        if (out === null || compareBytes(row, out) * sign > 0) out = Uint8Array.prototype.slice.call(row) as Uint8Array;
-        break;
-      }
-    }
-    return out;
-  }
-
-  /** The exact split point, by reading every row of the tablet twice (the total, then the point). */
-  private async measureSplit(ranges: readonly GroupRange[]): Promise<TabletSplit | null> {
-    let total = 0;
-    for (const r of ranges)
-      for await (const batch of this.engine.iterate(r)) for (const e of batch) total += e.value.byteLength + e.key.byteLength;
-    const point = await findSplitPoint(
-      ranges.map((r) => this.rowSizes(r)),
-      total,
-    );
-    return point === null ? null : { key: point.key, leftShare: point.left / total, how: 'measured' };
-  }
-
-  /** The rows of one group's key range with their sizes (key views into the engine's batches). */
-  private async *rowSizes(range: KvRange): AsyncGenerator<RowSize> {
-    for await (const batch of this.engine.iterate(range)) {
-      for (const e of batch) yield [rowKeyFrom(e.key), e.value.byteLength + e.key.byteLength];
-    }
   }
 
   // ------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@
  * out what is still in the memtable, so the halves are near half, not exactly half. Tablet
  * boundaries only place work (scanners, samples); no read or write depends on where they are.
  * The caller decides whether the estimate covers enough of the tablet to be used (see
- * EngineStore.splitTablet) and falls back to the exact split when it does not.
+ * tablet-split.ts) and falls back to the exact split when it does not.
  *
  * Concurrency: the probes may see writes landing meanwhile; any key strictly between the
  * tablet's first and last rows is a valid boundary, and that is all this returns.

@@ -486,6 +486,11 @@ export class Worker {
     this.isRunning = true;
     // Each start tells the first failure of each kind afresh (stop told the rest).
     this.failureTallies.clear();
+    // And tries every cell afresh: a cell parked (or backing off) under the last start stayed
+    // parked for good, though its notification is pending again once the worker stops
+    // (waitForQuiescence) — after stop() and start(), quiescence excluded it once more and its
+    // changes were never run, even by an observer that no longer failed.
+    this.failuresOf.clear();
     const epoch = (this.epoch = new Epoch());
     const scannerHost = this.scannerHost(epoch);
     // Each scanner is its own advisory-lock owner, so scanners of one process exclude each other too.
@@ -862,7 +867,7 @@ export class Worker {
     return this.isRunning;
   }
 
-  /** Cells parked after too many failures: `table/rowhex/column`. */
+  /** Cells parked after too many failures since the last start(): `table/rowhex/column`. */
   parkedCells(): string[] {
     return [...this.failuresOf.entries()].filter(([, s]) => s.parked).map(([k]) => k);
   }

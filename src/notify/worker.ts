@@ -266,6 +266,19 @@ function failureKind(e: unknown): string {
 const DEFERRED = { durability: 'deferred' } as const;
 
 /**
+ * An observer ended because the worker stops: it threw the stop signal's reason, or an error
+ * caused by it. Node's own signal-aware calls (`timers/promises`, `events.once`, streams) reject
+ * with an AbortError whose `cause` is the reason; those were counted and logged as failures.
+ */
+function endedByStop(thrown: unknown, reason: unknown): boolean {
+  for (let e = thrown, depth = 0; depth < 8 && typeof e === 'object' && e !== null; depth++) {
+    if (e === reason) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
  * One start() to stop() of a worker: its loops, the rows its runners are on, and the control of
  * its observer runs. `stopped` ends its loops; nothing of it is reused by a later start.
  */
@@ -1122,7 +1135,7 @@ export class Worker {
           if (epoch.control.abandoned) throw e;
           ok = false;
           // An observer that ended because the worker stops (it threw its signal's reason) did not fail.
-          if (!(epoch.stopped && e instanceof ObserverFailure && e.cause === epoch.control.stopping.reason)) this.fail(key, e);
+          if (!(epoch.stopped && e instanceof ObserverFailure && endedByStop(e.cause, epoch.control.stopping.reason))) this.fail(key, e);
           break;
         }
       }

@@ -668,7 +668,9 @@ export class Worker {
       }
       return;
     }
-    if (this.rowsQueued() >= MAX_HINTED || this.skipRow(table, key, Date.now())) return;
+    // Not skipped for a parked or backing-off cell of the row: the runner skips those cells, and
+    // runs the row's others (skipping the row kept them from running for as long as it was parked).
+    if (this.rowsQueued() >= MAX_HINTED) return;
     const job: Job = { table, row: key, lockOwner: this.hintOwner };
     // Held before the lock is even asked for: a second hint meanwhile only marks it again.
     const waits = kind === 'weak' ? 'long' : kind === 'brief' ? 'brief' : 'no';
@@ -734,13 +736,6 @@ export class Worker {
       for (const o of observers) briefMs = Math.min(briefMs, o.collapseMs);
       this.offer(w.table, w.row, briefMs > 0 ? 'brief' : 'strong', briefMs);
     }
-  }
-
-  private skipRow(table: string, row: Uint8Array, now: number): boolean {
-    if (this.failuresOf.size === 0) return false;
-    const prefix = `${table}/${Buffer.from(row).toString('hex')}/`;
-    for (const [k, s] of this.failuresOf) if (k.startsWith(prefix) && (s.parked || s.nextAttempt > now)) return true;
-    return false;
   }
 
   /**
@@ -976,7 +971,7 @@ export class Worker {
         if (ok) this.held.set(key, { started: false, again: 'no', waits: 'no', briefMs: 0, job: null });
         return ok;
       },
-      skip: (table, row, now) => this.skipRow(table, row, now),
+      skip: (table, row, column, now) => this.isBackingOff(this.cellKey(table, row, column), now),
       // As many rows queued (hinted, waiting weak, brief, scanned) as there are runners: a pass
       // would meet them held. A saturated web index keeps hundreds waiting and few hinted.
       backlogged: () => this.rowsQueued() + this.queue.length >= this.threads,

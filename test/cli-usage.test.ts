@@ -69,6 +69,16 @@ it.each([
   expect(lines[0]).toMatch(message);
 });
 
+it('worker: an observers module in TypeScript is one line that says to compile it', () => {
+  const file = join(dir, 'observers.ts');
+  writeFileSync(file, 'export default (w: unknown): void => {};\n');
+  const r = run('worker', '--observers', file, '--store', 'memory:');
+  expect(r.code).toBe(1);
+  expect(r.stderr).toMatch(
+    /^percolator: INVALID_OBSERVERS_MODULE: .*observers\.ts failed to load: .*: compile it to JavaScript \(tsc\) and give the \.js file\n$/,
+  );
+});
+
 it('worker: an observer name used twice is a typed one-line error', () => {
   const file = join(dir, 'twice.mjs');
   writeFileSync(file, 'export default (w) => { const f = async () => {}; w.observe("a:b", "n", f); w.observe("a:c", "n", f); };\n');

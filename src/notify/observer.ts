@@ -11,7 +11,8 @@ export interface ObserverContext {
   /**
    * Fires when the worker begins to stop (`Worker.stop()`, `Percolator.close()`): an observer
    * waiting on something slow (a fetch, a queue) should end — throw `signal.reason`, or pass the
-   * signal on. Its reason is an Error with code WORKER_STOPPING; a run that throws it is not
+   * signal on. Its reason is an Error with code WORKER_STOPPING; a run that throws it (or an error
+   * whose `cause` chain holds it, as Node's AbortError does) is not
    * counted as a failure, and its notification stays. A run still going when the stop's grace
    * period ends is abandoned: its transaction is aborted and can never commit.
    */

@@ -45,3 +45,39 @@ for (const commitProtocol of ['auto', 'two-phase'] as const) {
     }
   });
 }
+
+it("an observer's own tx.commit() is refused (INVALID_ARGUMENT): its writes commit once, with its ack, or not at all", async () => {
+  const db = await Percolator.open({ store: 'memory:' });
+  try {
+    await db.createTable('t');
+    const errors: unknown[] = [];
+    const worker = db.worker({ threads: 1, scanners: 1, maxFailures: 3, log: (_m, e) => errors.push(e) });
+    let runs = 0;
+    worker.observe('c:in', 'commits-itself', async (tx, row, _column, table) => {
+      runs++;
+      tx.set(table, row, 'c:log', `${(await tx.getString(table, row, 'c:log')) ?? ''}run;`);
+      await tx.commit();
+    });
+    let caught: unknown;
+    worker.observe('c:in2', 'catches-it', async (tx, row, _column, table) => {
+      tx.set(table, row, 'c:log2', `${(await tx.getString(table, row, 'c:log2')) ?? ''}run;`);
+      await tx.commit().catch((e: unknown) => (caught = e));
+    });
+    await worker.start();
+    await db.transaction(async (tx) => {
+      tx.set('t', 'a', 'c:in', 'x');
+      tx.set('t', 'b', 'c:in2', 'x');
+    });
+    await db.waitForQuiescence({ timeoutMs: 10_000 }); // 'a' parked after its three failed runs
+    expect(runs).toBe(3);
+    // Until 2026-12-01 each of the three runs committed its write (without the ack): run;run;run;
+    expect(str(await db.get('t', 'a', 'c:log'))).toBe(null);
+    expect(errors[0]).toMatchObject({ code: 'OBSERVER_FAILED', cause: { code: 'INVALID_ARGUMENT' } });
+    // An observer that goes on after the refusal commits once, with its ack.
+    expect(caught).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(str(await db.get('t', 'b', 'c:log2'))).toBe('run;');
+    await worker.stop();
+  } finally {
+    await db.close();
+  }
+});

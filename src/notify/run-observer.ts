@@ -217,6 +217,8 @@ export async function runObserver(
           tx.abort();
           return { ran: false, committed: false, upTo, conflicts, staleRetries: 1000 - freeRetries, notified: [], cleared: false };
         }
+        // Its commit is ours, with the ack: an observer's own commit() is refused.
+        const commit = tx.reserveCommit('the worker, with its ack,');
         try {
           await obs.fn(tx, row, obs.column, table, context);
         } catch (e) {
@@ -238,7 +240,7 @@ export async function runObserver(
         // (Transaction.deferDurability says why a crash cannot lose a change's processing).
         tx.deferDurability();
         const cleared = clearUpTo !== undefined && tx.clearNotificationsOnCommit(table, row, obs.column, clearUpTo);
-        await tx.commit();
+        await commit();
         return { ran: true, committed: true, upTo, conflicts, staleRetries: 1000 - freeRetries, notified: tx.notifiedWrites(), cleared };
       } catch (e) {
         tx.abort();

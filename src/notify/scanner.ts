@@ -42,8 +42,11 @@ export interface ScannerHost {
   /** Whether some observer of this process watches `column` in `table`. */
   observes(table: string, column: string): boolean;
   tryLockRow(table: string, row: Uint8Array, lockOwner: string): Promise<boolean>;
-  /** Parked (poison) or backing-off rows are skipped. */
-  skip(table: string, row: Uint8Array, now: number): boolean;
+  /**
+   * A parked (poison) or backing-off cell is skipped; the row only when all its notified cells are.
+   * (Skipping the row for one such cell kept every other observer of the row from running.)
+   */
+  skip(table: string, row: Uint8Array, column: string, now: number): boolean;
   /** Resolves when the job is queued (waits while the queue is full). */
   enqueue(job: Job): Promise<void>;
   /**
@@ -222,8 +225,8 @@ async function scanFrom(host: ScannerHost, table: string, origin: Uint8Array, lo
         n++;
         last = r.key;
         host.stats.rowsScanned++;
-        if (host.skip(table, r.key, Date.now())) continue;
-        const cells = notificationsOf(r.cells).filter((c) => host.observes(table, c.column));
+        const now = Date.now();
+        const cells = notificationsOf(r.cells).filter((c) => host.observes(table, c.column) && !host.skip(table, r.key, c.column, now));
         if (cells.length === 0) continue;
         host.stats.notificationsFound++;
         if (!(await host.tryLockRow(table, r.key, lockOwner))) {

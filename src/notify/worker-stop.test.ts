@@ -4,6 +4,7 @@
  * grace period: it never commits, its notification stays for another worker or the next start,
  * and observers get a signal when the stop begins so that they can end early.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Percolator } from '../txn/percolator.js';
 import { TxnError } from '../txn/errors.js';
@@ -216,6 +217,24 @@ describe("observers' stop signal", () => {
     expect(worker.metrics.failures).toBe(0);
     expect(worker.metrics.abandoned).toBe(0);
     expect(str(await db.get('docs', 'a', 'doc:out'))).toBe(null);
+    expect(await db.pendingNotifications()).toBe(1);
+  });
+
+  it("an observer whose wait Node's own API ended (an AbortError caused by the signal) is not a failure either", async () => {
+    const started = signal();
+    const logged: string[] = [];
+    const worker = db.worker({ threads: 1, scanners: 1, log: (m) => logged.push(m) });
+    worker.observe('doc:in', 'sleepy', async (tx, row, column, table, { signal: stop }) => {
+      tx.set(table, row, 'doc:out', 'partial');
+      started.resolve();
+      await sleep(1_000_000, undefined, { signal: stop }); // rejects with an AbortError, cause: the reason
+    });
+    await worker.start();
+    await db.transaction(async (tx) => tx.set('docs', 'a', 'doc:in', 'v'));
+    await started.promise;
+    expect(await worker.stop()).toEqual({ abandoned: 0 });
+    expect(worker.metrics.failures).toBe(0);
+    expect(logged).toEqual([]);
     expect(await db.pendingNotifications()).toBe(1);
   });
 

@@ -696,6 +696,47 @@ describe('observers', () => {
     await worker.stop();
   });
 
+  it("a parked cell keeps only itself from running: the row's other observed columns still run", async () => {
+    const worker = db.worker({ threads: 1, scanners: 1, maxFailures: 2, log: () => undefined });
+    worker.observe('doc:content', 'poison', async () => {
+      throw new Error('cannot parse');
+    });
+    worker.observe('doc:title', 'titles', async (tx, row) =>
+      tx.set('docs', row, 'doc:t', (await tx.getString('docs', row, 'doc:title')) ?? ''),
+    );
+    await worker.start();
+    await db.transaction(async (tx) => tx.set('docs', 'bad', 'doc:content', '???'));
+    await db.waitForQuiescence({ timeoutMs: 10_000 }); // returns once the cell is parked
+    expect(worker.parkedCells()).toHaveLength(1);
+    // Until 2026-12-01 the parked cell made the worker skip its whole row (hinted or scanned):
+    // this change was never run, and the wait timed out on it.
+    await db.transaction(async (tx) => tx.set('docs', 'bad', 'doc:title', 'Title'));
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(str(await db.get('docs', 'bad', 'doc:t'))).toBe('Title');
+    await worker.stop();
+  });
+
+  it('start() after stop() tries the cells it parked again: their changes are run once the observer stops failing', async () => {
+    let broken = true;
+    const worker = db.worker({ threads: 1, scanners: 1, maxFailures: 2, log: () => undefined });
+    worker.observe('doc:in', 'copy', async (tx, row) => {
+      if (broken) throw new Error('its dependency is down');
+      tx.set('docs', row, 'doc:out', (await tx.getString('docs', row, 'doc:in')) ?? '');
+    });
+    await worker.start();
+    await db.transaction(async (tx) => tx.set('docs', 'r', 'doc:in', 'hello'));
+    await db.waitForQuiescence({ timeoutMs: 10_000 }); // returns once the cell is parked
+    expect(worker.parkedCells()).toHaveLength(1);
+    broken = false;
+    await worker.stop();
+    await worker.start();
+    // Until 2026-12-01 the cell stayed parked: quiescence excluded it again, and doc:out stayed unset.
+    await db.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(str(await db.get('docs', 'r', 'doc:out'))).toBe('hello');
+    expect(worker.parkedCells()).toEqual([]);
+    await worker.stop();
+  });
+
   it('keeps the notification after a failed run and clears it after the successful retry', async () => {
     let calls = 0;
     const failed = signal();

@@ -266,6 +266,19 @@ function failureKind(e: unknown): string {
 const DEFERRED = { durability: 'deferred' } as const;
 
 /**
+ * An observer ended because the worker stops: it threw the stop signal's reason, or an error
+ * caused by it. Node's own signal-aware calls (`timers/promises`, `events.once`, streams) reject
+ * with an AbortError whose `cause` is the reason; those were counted and logged as failures.
+ */
+function endedByStop(thrown: unknown, reason: unknown): boolean {
+  for (let e = thrown, depth = 0; depth < 8 && typeof e === 'object' && e !== null; depth++) {
+    if (e === reason) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
  * One start() to stop() of a worker: its loops, the rows its runners are on, and the control of
  * its observer runs. `stopped` ends its loops; nothing of it is reused by a later start.
  */
@@ -486,6 +499,11 @@ export class Worker {
     this.isRunning = true;
     // Each start tells the first failure of each kind afresh (stop told the rest).
     this.failureTallies.clear();
+    // And tries every cell afresh: a cell parked (or backing off) under the last start stayed
+    // parked for good, though its notification is pending again once the worker stops
+    // (waitForQuiescence) — after stop() and start(), quiescence excluded it once more and its
+    // changes were never run, even by an observer that no longer failed.
+    this.failuresOf.clear();
     const epoch = (this.epoch = new Epoch());
     const scannerHost = this.scannerHost(epoch);
     // Each scanner is its own advisory-lock owner, so scanners of one process exclude each other too.
@@ -650,7 +668,9 @@ export class Worker {
       }
       return;
     }
-    if (this.rowsQueued() >= MAX_HINTED || this.skipRow(table, key, Date.now())) return;
+    // Not skipped for a parked or backing-off cell of the row: the runner skips those cells, and
+    // runs the row's others (skipping the row kept them from running for as long as it was parked).
+    if (this.rowsQueued() >= MAX_HINTED) return;
     const job: Job = { table, row: key, lockOwner: this.hintOwner };
     // Held before the lock is even asked for: a second hint meanwhile only marks it again.
     const waits = kind === 'weak' ? 'long' : kind === 'brief' ? 'brief' : 'no';
@@ -716,13 +736,6 @@ export class Worker {
       for (const o of observers) briefMs = Math.min(briefMs, o.collapseMs);
       this.offer(w.table, w.row, briefMs > 0 ? 'brief' : 'strong', briefMs);
     }
-  }
-
-  private skipRow(table: string, row: Uint8Array, now: number): boolean {
-    if (this.failuresOf.size === 0) return false;
-    const prefix = `${table}/${Buffer.from(row).toString('hex')}/`;
-    for (const [k, s] of this.failuresOf) if (k.startsWith(prefix) && (s.parked || s.nextAttempt > now)) return true;
-    return false;
   }
 
   /**
@@ -862,7 +875,7 @@ export class Worker {
     return this.isRunning;
   }
 
-  /** Cells parked after too many failures: `table/rowhex/column`. */
+  /** Cells parked after too many failures since the last start(): `table/rowhex/column`. */
   parkedCells(): string[] {
     return [...this.failuresOf.entries()].filter(([, s]) => s.parked).map(([k]) => k);
   }
@@ -958,7 +971,7 @@ export class Worker {
         if (ok) this.held.set(key, { started: false, again: 'no', waits: 'no', briefMs: 0, job: null });
         return ok;
       },
-      skip: (table, row, now) => this.skipRow(table, row, now),
+      skip: (table, row, column, now) => this.isBackingOff(this.cellKey(table, row, column), now),
       // As many rows queued (hinted, waiting weak, brief, scanned) as there are runners: a pass
       // would meet them held. A saturated web index keeps hundreds waiting and few hinted.
       backlogged: () => this.rowsQueued() + this.queue.length >= this.threads,
@@ -1117,7 +1130,7 @@ export class Worker {
           if (epoch.control.abandoned) throw e;
           ok = false;
           // An observer that ended because the worker stops (it threw its signal's reason) did not fail.
-          if (!(epoch.stopped && e instanceof ObserverFailure && e.cause === epoch.control.stopping.reason)) this.fail(key, e);
+          if (!(epoch.stopped && e instanceof ObserverFailure && endedByStop(e.cause, epoch.control.stopping.reason))) this.fail(key, e);
           break;
         }
       }

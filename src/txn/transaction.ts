@@ -457,6 +457,23 @@ export class Transaction extends Snapshot {
   private clears: SideWrite[] | null = null;
   private committed: number | null = null;
   private durability: 'durable' | 'deferred' = 'durable';
+  /** Who commits this transaction, when it is not its user's to commit (reserveCommit). */
+  private commitOwner: string | null = null;
+
+  /**
+   * Internal (the observer runner): the transaction is committed by the caller, with what it adds
+   * (an observer's ack), through the function returned; a commit() from the code it runs is
+   * INVALID_ARGUMENT and leaves the transaction as it was. An observer's own commit landed its
+   * writes without the ack, then failed the run: each retry committed them again (found
+   * 2026-12-01: three commits of one change before the cell was parked).
+   */
+  reserveCommit(owner: string): () => Promise<number | null> {
+    this.commitOwner = owner;
+    return () => {
+      this.commitOwner = null;
+      return this.commit();
+    };
+  }
 
   /**
    * Internal (the observer runner): the commit resolves once visible and becomes durable with the
@@ -648,6 +665,10 @@ export class Transaction extends Snapshot {
    */
   async commit(): Promise<number | null> {
     this.checkActive();
+    if (this.commitOwner !== null)
+      throw new TxnError('INVALID_ARGUMENT', `transaction ${this.startTs} is committed by ${this.commitOwner}, not by the code it runs`, {
+        startTs: this.startTs,
+      });
     this.finished = true;
     if (this.rows.size === 0) {
       if (this.weak.length > 0) await this.writeWeakNotifications(await this.env.getTimestamp());

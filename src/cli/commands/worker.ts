@@ -35,7 +35,10 @@ export async function loadObservers(file: string): Promise<RegisterObservers> {
     mod = (await import(url)) as typeof mod;
   } catch (e) {
     // A missing file, a syntax error, a throw at load: the user's to fix, not a bug of ours.
-    throw invalidModule(`${file} failed to load: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}${whereIn(url, e)}`);
+    // TypeScript: Node's message names the extension, not what to do about it.
+    const ts = /\.[cm]?ts$/i.test(file) && (e as { code?: unknown } | null)?.code === 'ERR_UNKNOWN_FILE_EXTENSION';
+    const todo = ts ? ': compile it to JavaScript (tsc) and give the .js file' : '';
+    throw invalidModule(`${file} failed to load: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}${whereIn(url, e)}${todo}`);
   }
   const fn = typeof mod.register === 'function' ? mod.register : mod.default;
   if (typeof fn !== 'function') {

@@ -12,7 +12,7 @@ export { TxnError, isTxnError, type TxnErrorCode } from './txn/errors.js';
 // Observers and the worker (Percolator §2.4)
 export { Worker, type WorkerOptions, type WorkerMetrics, type StopOptions, type StopResult } from './notify/worker.js';
 export type { ObserverFn, ObserverContext } from './notify/observer.js';
-export { ObserverAbandoned } from './notify/run-observer.js';
+export { ObserverAbandoned, ObserverFailure } from './notify/run-observer.js';
 export { InProcessLockService, type LockService } from './notify/lock-service.js';
 export type { QuiescenceOptions } from './txn/percolator.js';
 

@@ -24,7 +24,7 @@ function exportsOf(specifier: string): string[] {
 }
 
 it.each([
-  ['percolator', ['Percolator', 'Worker', 'openStore', 'TxnError', 'StoreError', 'ObserverAbandoned']],
+  ['percolator', ['Percolator', 'Worker', 'openStore', 'TxnError', 'StoreError', 'ObserverAbandoned', 'ObserverFailure']],
   ['percolator/server', ['startServer', 'NetworkLockService', 'LockServiceError']],
   ['percolator/bigtable', ['BigtableStore', 'parseBigtableUrl']],
 ])('%s exports what the docs use', (specifier, names) => {

@@ -12,6 +12,7 @@ import { expect, it } from 'vitest';
 import { openStore } from '../store/open-store.js';
 import { frozenWriter } from '../txn/frozen-writer.fixture.js';
 import { Percolator } from '../txn/percolator.js';
+import { ObserverFailure } from './run-observer.js';
 
 const str = (v: Uint8Array | null) => (v === null ? null : Buffer.from(v).toString());
 
@@ -77,6 +78,40 @@ it("an observer's own tx.commit() is refused (INVALID_ARGUMENT): its writes comm
     expect(caught).toMatchObject({ code: 'INVALID_ARGUMENT' });
     expect(str(await db.get('t', 'b', 'c:log2'))).toBe('run;');
     await worker.stop();
+  } finally {
+    await db.close();
+  }
+});
+
+it('an observer that threw: ObserverFailure has the evidence in details, as typed errors do, so a JSON log shows it', async () => {
+  const db = await Percolator.open({ store: 'memory:' });
+  try {
+    await db.createTable('t');
+    const errors: unknown[] = [];
+    const worker = db.worker({ threads: 1, scanners: 1, maxFailures: 1, log: (_m, e) => errors.push(e) });
+    worker.observe('c:in', 'parses', async () => {
+      throw new TypeError('not a number');
+    });
+    await worker.start();
+    const row = Uint8Array.of(0xff, 0x01); // not printable: the message gives it in hex, as other errors do
+    await db.transaction(async (tx) => tx.set('t', row, 'c:in', 'x'));
+    await db.waitForQuiescence({ timeoutMs: 10_000 }); // the cell parked after its one failure
+    await worker.stop();
+    const failure = errors.find((e) => e instanceof ObserverFailure) as ObserverFailure;
+    expect(failure).toMatchObject({
+      code: 'OBSERVER_FAILED',
+      observer: 'parses',
+      table: 't',
+      column: 'c:in',
+      cause: { name: 'TypeError' },
+    });
+    const { row: bytes, ...evidence } = failure.details;
+    expect(evidence).toEqual({ observer: 'parses', table: 't', column: 'c:in', threw: 'TypeError' });
+    expect(Buffer.from(bytes as Uint8Array).toString('hex')).toBe('ff01'); // bytes, as TxnError's details.row
+    expect(failure.message).toBe('observer parses failed on t/0xff01/c:in: not a number');
+    // What a log writing errors as JSON (code, message, details) shows: the evidence, not `{}`.
+    const logged = JSON.parse(JSON.stringify({ code: failure.code, details: failure.details })) as { details: Record<string, unknown> };
+    expect(logged.details).toMatchObject({ observer: 'parses', table: 't', column: 'c:in', threw: 'TypeError' });
   } finally {
     await db.close();
   }

@@ -26,7 +26,7 @@
  */
 import type { Store } from '../store/store.js';
 import { resolveConflictLock } from '../txn/actions/resolve-lock.js';
-import { TxnError, isTxnError } from '../txn/errors.js';
+import { TxnError, describeCell, isTxnError } from '../txn/errors.js';
 import { ackColumn, encodeColumn } from '../txn/layout.js';
 import { type ReadContext, readVersionsAt } from '../txn/snapshot-read.js';
 import type { NotifiedWrite, Transaction } from '../txn/transaction.js';
@@ -38,8 +38,22 @@ export interface ObserverHost {
   begin(): Promise<Transaction & { release(): void }>;
 }
 
+/** An error's stable code, or else its class name (what an observer threw, in a word). */
+export function codeOrName(e: unknown): string {
+  const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
+  if (typeof code === 'string' && code !== '') return code;
+  return e instanceof Error ? e.name : typeof e;
+}
+
+/**
+ * An observer threw (its error is the `cause`): the run aborted, the notification stays. The
+ * evidence is in fields and, as every typed error of the project has it (TxnError, StoreError),
+ * in `details` — observer, table, row, column and `threw`, the code or class of what it threw —
+ * which logs and JSON output show; until 2026-12 it was only in fields.
+ */
 export class ObserverFailure extends Error {
   readonly code = 'OBSERVER_FAILED';
+  readonly details: Readonly<Record<string, unknown>>;
   constructor(
     readonly observer: string,
     readonly table: string,
@@ -48,10 +62,13 @@ export class ObserverFailure extends Error {
     cause: unknown,
   ) {
     super(
-      `observer ${observer} failed on ${table}/${Buffer.from(row).toString('latin1')}/${column}: ${cause instanceof Error ? cause.message : String(cause)}`,
-      { cause },
+      `observer ${observer} failed on ${describeCell({ table, row, column })}: ${cause instanceof Error ? cause.message : String(cause)}`,
+      {
+        cause,
+      },
     );
     this.name = 'ObserverFailure';
+    this.details = { observer, table, row, column, threw: codeOrName(cause) };
   }
 }
 
@@ -61,6 +78,8 @@ export class ObserverFailure extends Error {
  */
 export class ObserverAbandoned extends Error {
   readonly code = 'OBSERVER_ABANDONED';
+  /** The evidence, as in ObserverFailure: observer, table, row, column. */
+  readonly details: Readonly<Record<string, unknown>>;
   constructor(
     readonly observer: string,
     readonly table: string,
@@ -69,10 +88,11 @@ export class ObserverAbandoned extends Error {
     cause?: unknown,
   ) {
     super(
-      `observer ${observer} on ${table}/${Buffer.from(row).toString('latin1')}/${column} was abandoned by stop(): it did not commit`,
+      `observer ${observer} on ${describeCell({ table, row, column })} was abandoned by stop(): it did not commit`,
       cause === undefined ? undefined : { cause },
     );
     this.name = 'ObserverAbandoned';
+    this.details = { observer, table, row, column };
   }
 }
 

@@ -101,6 +101,8 @@ describe('stop() with an observer that never settles', () => {
         release.resolve();
         const error = await ended;
         expect(error).toMatchObject({ code: 'OBSERVER_ABANDONED', observer: 'copy', table: 'docs', column: 'doc:in' });
+        const { row, ...evidence } = (error as { details: Record<string, unknown> }).details;
+        expect([evidence, Buffer.from(row as Uint8Array).toString()]).toEqual([{ observer: 'copy', table: 'docs', column: 'doc:in' }, 'a']);
         expect(str(await on.get('docs', 'a', 'doc:out'))).toBe('second saw v1');
         expect(stuck.metrics.commits).toBe(0);
         expect(stuck.metrics.failures).toBe(0);

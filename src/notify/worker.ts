@@ -56,7 +56,7 @@ import type { NotifiedWrite } from '../txn/transaction.js';
 import { ALL_TABLES, type ObservedColumns } from './observed-columns.js';
 import type { LockService } from './lock-service.js';
 import type { ObserverFn, ObserverRegistration } from './observer.js';
-import { ObserverFailure, type ObserverHost, RunControl, runObserver } from './run-observer.js';
+import { ObserverFailure, type ObserverHost, RunControl, codeOrName, runObserver } from './run-observer.js';
 import { defaultWorkerLog } from './worker-log.js';
 import { type Job, NOTIFY_FILTER, type NotifiedCell, type ScannerHost, type ScannerStats, notificationsOf, scanLoop } from './scanner.js';
 import { Queue } from '../util/queue.js';
@@ -247,13 +247,6 @@ export const FAILURE_LOG_INTERVAL_MS = 60_000;
 
 /** Kinds tallied apart at most (an observer throwing ever new codes must not grow the map): the rest are one kind. */
 const MAX_FAILURE_KINDS = 100;
-
-/** An error's stable code, or else its class name. */
-function codeOrName(e: unknown): string {
-  const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
-  if (typeof code === 'string' && code !== '') return code;
-  return e instanceof Error ? e.name : typeof e;
-}
 
 /**
  * The kind a failed run is tallied under: its error's code (ORACLE_UNAVAILABLE, IO_ERROR,

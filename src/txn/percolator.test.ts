@@ -117,6 +117,36 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
     snap.release();
   });
 
+  it("tx.commit() inside db.transaction is INVALID_ARGUMENT and writes nothing: the caller's error means no commit", async () => {
+    // Until 2026-12 the function's commit landed, then db.transaction's own threw TXN_FINISHED.
+    let commitTs: number | null | undefined;
+    const err = await db
+      .transaction(async (tx) => {
+        tx.set('t', 'own', 'c:x', 'committed by the function');
+        commitTs = await tx.commit();
+      })
+      .catch((e: unknown) => e);
+    expect(isTxnError(err, 'INVALID_ARGUMENT')).toBe(true);
+    expect((err as Error).message).toMatch(/committed by db\.transaction when the function returns/);
+    expect(commitTs).toBeUndefined();
+    expect(await db.get('t', 'own', 'c:x')).toBeNull();
+
+    // Refused, the transaction stays open: a function that goes on and returns is committed, once.
+    const out = await db.transaction(async (tx) => {
+      tx.set('t', 'own', 'c:x', 'v1');
+      const refused = await tx.commit().catch((e: unknown) => e);
+      expect(isTxnError(refused, 'INVALID_ARGUMENT')).toBe(true);
+      tx.set('t', 'own', 'c:y', 'v2');
+      return 'returned';
+    });
+    expect(out).toBe('returned');
+    const snap = await db.snapshot();
+    expect([await snap.getString('t', 'own', 'c:x'), await snap.getString('t', 'own', 'c:y')]).toEqual(['v1', 'v2']);
+    let writeRecords = 0; // one per column: neither was committed twice
+    for await (const r of db.store.readRows('t', { filter: { familyNameRegexFilter: 'write' } })) writeRecords += r.cells.length;
+    expect(writeRecords).toBe(2);
+    snap.release();
+  });
   it('reads at the start timestamp: later commits are invisible, earlier ones visible', async () => {
     await db.transaction(async (tx) => tx.set('t', 'k', 'c:v', 'old'));
     const before = await db.snapshot();

@@ -354,9 +354,13 @@ export class Percolator {
   }
 
   /**
-   * Runs `fn` in a transaction and commits it; retries on retryable conflicts.
-   * Returns fn's value. Throws fn's own errors unchanged, non-retryable TxnErrors, or
+   * Runs `fn` in a transaction and commits it when `fn`'s promise resolves; retries on retryable
+   * conflicts. Returns fn's value. Throws fn's own errors unchanged, non-retryable TxnErrors, or
    * RETRIES_EXHAUSTED (with the last conflict as `cause`).
+   *
+   * The commit is this method's: `tx.commit()` inside `fn` is INVALID_ARGUMENT and writes nothing
+   * (the transaction stays open; `fn` ending normally still commits it). Whatever this method
+   * throws, the transaction did not commit (COMMIT_UNDETERMINED aside: readers settle that one).
    */
   async transaction<T>(fn: (tx: Transaction) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     if (typeof fn !== 'function')
@@ -381,9 +385,13 @@ export class Percolator {
     let last: unknown;
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       const tx = await this.begin();
+      // A commit from fn committed the data, then this one threw TXN_FINISHED: the caller was told
+      // of a failure for a transaction that had committed (found 2026-12). Refused up front instead:
+      // committing here, after fn, is what lets an error from fn mean that nothing was written.
+      const commit = tx.reserveCommit('db.transaction when the function returns,');
       try {
         const result = await fn(tx);
-        await tx.commit();
+        await commit();
         return result;
       } catch (e) {
         tx.abort();

@@ -461,11 +461,12 @@ export class Transaction extends Snapshot {
   private commitOwner: string | null = null;
 
   /**
-   * Internal (the observer runner): the transaction is committed by the caller, with what it adds
-   * (an observer's ack), through the function returned; a commit() from the code it runs is
-   * INVALID_ARGUMENT and leaves the transaction as it was. An observer's own commit landed its
-   * writes without the ack, then failed the run: each retry committed them again (found
-   * 2026-12-01: three commits of one change before the cell was parked).
+   * Internal (the observer runner, `Percolator.transaction`): the transaction is committed by the
+   * caller, with what it adds (an observer's ack), through the function returned; a commit() from
+   * the code it runs is INVALID_ARGUMENT and leaves the transaction as it was. An observer's own
+   * commit landed its writes without the ack, then failed the run: each retry committed them again
+   * (found 2026-12-01: three commits of one change before the cell was parked). In
+   * `db.transaction`, one landed its writes and then the wrapper's own commit threw TXN_FINISHED.
    */
   reserveCommit(owner: string): () => Promise<number | null> {
     this.commitOwner = owner;
@@ -661,7 +662,9 @@ export class Transaction extends Snapshot {
    * Throws WRITE_CONFLICT / KEY_LOCKED / TXN_ABORTED (retryable) — nothing was committed then;
    * TOO_MANY_MUTATIONS / VALUE_TOO_LARGE — a row or a value the store cannot take (row-limits.ts),
    * found before anything was written; a store error — nothing was committed either;
-   * COMMIT_UNDETERMINED — committed or not, the store could not say (readers settle it).
+   * COMMIT_UNDETERMINED — committed or not, the store could not say (readers settle it);
+   * INVALID_ARGUMENT — the transaction is `db.transaction`'s or an observer's, whose commit is
+   * theirs (reserveCommit): nothing was written and the transaction is still open.
    */
   async commit(): Promise<number | null> {
     this.checkActive();

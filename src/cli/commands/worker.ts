@@ -6,6 +6,8 @@
  * The module exports (default or named `register`) a function `(worker, db) => void | Promise<void>`
  * that calls `worker.observe(column, name, fn)`; it may also create tables through `db`. A `file:`
  * store must already exist (NOT_A_STORE otherwise): the worker processes what others write there.
+ * A module that fails to load is one line, INVALID_OBSERVERS_MODULE, with where to look: the
+ * `file:line:column` of a syntax error (in the module or one it imports), or of a throw at load.
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -14,6 +16,7 @@ import type { Worker } from '../../notify/worker.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import { Percolator } from '../../txn/percolator.js';
 import { parsePositiveInteger } from '../parent-command.js';
+import { locateSyntaxError } from '../syntax-error-location.js';
 
 export type RegisterObservers = (worker: Worker, db: Percolator) => void | Promise<void>;
 
@@ -38,7 +41,10 @@ export async function loadObservers(file: string): Promise<RegisterObservers> {
     // TypeScript: Node's message names the extension, not what to do about it.
     const ts = /\.[cm]?ts$/i.test(file) && (e as { code?: unknown } | null)?.code === 'ERR_UNKNOWN_FILE_EXTENSION';
     const todo = ts ? ': compile it to JavaScript (tsc) and give the .js file' : '';
-    throw invalidModule(`${file} failed to load: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}${whereIn(url, e)}${todo}`);
+    // A syntax error's location is not in its stack, where whereIn looks (syntax-error-location.ts).
+    const syntax = await locateSyntaxError(url, e);
+    const where = syntax === null ? whereIn(url, e) : ` (at ${syntax})`;
+    throw invalidModule(`${file} failed to load: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}${where}${todo}`);
   }
   const fn = typeof mod.register === 'function' ? mod.register : mod.default;
   if (typeof fn !== 'function') {

@@ -3,6 +3,9 @@
  * creates it, so registration order does not matter. A group's description lists its members as
  * registered (`describeGroups`, once all are): a list written by hand fell behind (it missed
  * `bench clumping`).
+ *
+ * Also the number options' parsers every command shares: each rejects what is not a number of its
+ * range — blank text included — as a UsageError (INVALID_ARGUMENT, exit 1), never a default or 0.
  */
 import type { Command } from 'commander';
 import { UsageError } from './usage-error.js';
@@ -44,27 +47,41 @@ export function printResult(result: object, json: boolean): void {
   print(result, '');
 }
 
+/**
+ * An option's value as a number. Blank text is NaN, which every parser below rejects: `Number('')`
+ * and `Number(' ')` are 0, so `--port ''` (an unset shell variable) picked a free port and
+ * `--seed ''` ran seed 0, instead of failing as a usage error.
+ */
+export function numberOf(raw: string): number {
+  return raw.trim() === '' ? Number.NaN : Number(raw);
+}
+
+/** The value given, for a message: quoted when blank, where it would print as nothing. */
+export function given(raw: string): string {
+  return raw.trim() === '' ? JSON.stringify(raw) : raw;
+}
+
 export function parsePositiveNumber(name: string) {
   return (raw: string): number => {
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number, got ${raw}`);
+    const n = numberOf(raw);
+    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number, got ${given(raw)}`);
     return n;
   };
 }
 
 export function parsePositiveInteger(name: string) {
   return (raw: string): number => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got ${raw}`);
+    const n = numberOf(raw);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got ${given(raw)}`);
     return n;
   };
 }
 
 /** A TCP port to listen on: an integer in [min, 65535] (0 = "pick one", where a command takes it). */
 function checkPort(name: string, raw: string, min: 0 | 1, orOff: string): number {
-  const n = Number(raw);
+  const n = numberOf(raw);
   if (!Number.isInteger(n) || n < min || n > 65535)
-    throw new UsageError(`--${name} must be an integer in [${min}, 65535]${orOff}, got ${raw}`);
+    throw new UsageError(`--${name} must be an integer in [${min}, 65535]${orOff}, got ${given(raw)}`);
   return n;
 }
 
@@ -80,8 +97,8 @@ export function parsePortOrOff(name: string) {
 
 export function parseNonNegativeInteger(name: string) {
   return (raw: string): number => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer, got ${raw}`);
+    const n = numberOf(raw);
+    if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer, got ${given(raw)}`);
     return n;
   };
 }

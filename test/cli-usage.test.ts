@@ -39,8 +39,10 @@ it.each([
   [['serve', '--port', '99999'], '--port must be an integer in [0, 65535], got 99999'],
   [['oracle', '--port', '-1'], '--port must be an integer in [0, 65535], got -1'],
   [['check', 'bank', '--accounts', '1.5'], '--accounts must be a positive integer, got 1.5'],
-  [['wait', '--store', 'memory:', '--timeout', '0'], '--timeout must be a positive number, got 0'],
-  [['wait', '--store', 'memory:', '--timeout', ''], '--timeout must be a positive number, got ""'],
+  [['wait', '--store', 'memory:', '--timeout', '0'], '--timeout must be a positive number of seconds, at most 2147483.647, got 0'],
+  // Past what a timer takes: named as the option was given, in seconds, not as the library's timeoutMs.
+  [['wait', '--store', 'memory:', '--timeout', '1e10'], '--timeout must be a positive number of seconds, at most 2147483.647, got 1e10'],
+  [['wait', '--store', 'memory:', '--timeout', ''], '--timeout must be a positive number of seconds, at most 2147483.647, got ""'],
   // Blank numbers (an unset shell variable) are not 0. Each also gives a mistake the command finds
   // later, so that a blank taken for 0 fails at once there rather than running the command.
   [['serve', '--port', '', '--auth-token', ''], '--port must be an integer in [0, 65535], got ""'],

@@ -8,6 +8,7 @@
  * range — blank text included — as a UsageError (INVALID_ARGUMENT, exit 1), never a default or 0.
  */
 import type { Command } from 'commander';
+import { MAX_TIMER_MS } from '../util/timer-ms.js';
 import { UsageError } from './usage-error.js';
 
 const groups: Record<string, { readonly summary: string; readonly notes?: Readonly<Record<string, string>> }> = {
@@ -65,6 +66,22 @@ export function parsePositiveNumber(name: string) {
   return (raw: string): number => {
     const n = numberOf(raw);
     if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number, got ${given(raw)}`);
+    return n;
+  };
+}
+
+/**
+ * Seconds that become a timer (MAX_TIMER_MS, ~24.8 days, at most): checked here so that the
+ * message names the option as typed, in seconds — past the bound, the library's check spoke of
+ * `timeoutMs` and a value in milliseconds the user never wrote.
+ */
+export function parseTimerSeconds(name: string) {
+  const max = MAX_TIMER_MS / 1000;
+  return (raw: string): number => {
+    const n = numberOf(raw);
+    if (!Number.isFinite(n) || n <= 0 || n > max) {
+      throw new UsageError(`--${name} must be a positive number of seconds, at most ${max}, got ${given(raw)}`);
+    }
     return n;
   };
 }

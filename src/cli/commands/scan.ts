@@ -12,8 +12,11 @@
  * Text: the row key, then one indented line per column (`family:qualifier = value`) or, raw, per
  * cell (`family:qualifier @timestamp = value`); values longer than 120 characters are cut.
  * --json: one object per row, `{"key","columns":{"family:qualifier":value}}` or, raw,
- * `{"key","cells":[{"family","qualifier","timestamp","value"}]}`. Bytes that are not clean text
- * print as `0x` and hex.
+ * `{"key","cells":[{"family","qualifier","timestamp","value"}]}`.
+ *
+ * Keys, qualifiers and values print in printable.ts's form: their text when that is clean and
+ * does not start with `0x`, else `0x` and hex — so one is never taken for the other, and `get`
+ * takes a printed key back as it is.
  */
 import type { Command } from 'commander';
 import { prefixEnd } from '../../store/key-layout.js';

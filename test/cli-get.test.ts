@@ -42,11 +42,13 @@ beforeAll(async () => {
   await db.transaction(async (tx) => tx.set('t', 'row', 'c:v', 'first'));
   await db.transaction(async (tx) => tx.set('t', 'row', 'c:v', 'second'));
   await db.transaction(async (tx) => tx.set('t', 'bin', 'c:v', Uint8Array.from([0, 1, 255])));
-  // What the printed form has to keep apart: a binary key, text that looks like hex.
+  // What the printed form has to keep apart: a binary key, text that looks like hex, a column
+  // name holding a newline.
   await db.createTable('u');
   await db.transaction(async (tx) => {
     tx.set('u', Uint8Array.from([0, 1, 255]), 'c:v', 'binary-key');
     tx.set('u', '0xff', 'c:v', '0xbeef');
+    tx.set('u', 'nl', 'c:a\nb', 'v');
   });
   // A writer that stops for good after its commit point: its secondary keeps its lock.
   const { writer: frozen, reached } = await frozenWriter({ store: db.store, oracle: db.oracle, point: 'after-primary-commit' });
@@ -147,6 +149,15 @@ it('scan prints text that starts with 0x as hex: a printed 0x… is always bytes
     // The text key 0xff, printed as it is, would read as the byte ff; its value 0xbeef as two bytes.
     stdout: ['0x0001ff', '  c:v = binary-key', '0x30786666', '  c:v = 0x307862656566', ''].join('\n'),
   });
+});
+
+it('scan prints a column name in the printable form too: one holding a newline cannot forge an output line', () => {
+  expect(scan('u', '--prefix', 'nl')).toMatchObject({ code: 0, stderr: '', stdout: 'nl\n  0x633a610a62 = v\n' }); // c:a\nb
+  const json = scan('u', '--prefix', 'nl', '--json');
+  expect(JSON.parse(json.stdout)).toEqual({ key: 'nl', columns: { '0x633a610a62': 'v' } });
+  // As --raw prints the same name, the qualifier of its write cell.
+  const raw = scan('u', '--raw', '--prefix', 'nl');
+  expect(raw.stdout.trimEnd().split('\n').slice(1)).toEqual([expect.stringMatching(/^ {2}write:0x633a610a62 @\d+ = 0x[0-9a-f]+$/)]);
 });
 
 it('get takes a row key in the 0x… form scan prints, so every printed key reads back', () => {

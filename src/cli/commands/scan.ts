@@ -14,9 +14,9 @@
  * --json: one object per row, `{"key","columns":{"family:qualifier":value}}` or, raw,
  * `{"key","cells":[{"family","qualifier","timestamp","value"}]}`.
  *
- * Keys, qualifiers and values print in printable.ts's form: their text when that is clean and
- * does not start with `0x`, else `0x` and hex — so one is never taken for the other, and `get`
- * takes a printed key back as it is.
+ * Every key, qualifier, column name and value prints in printable.ts's form: its text when that is
+ * clean and does not start with `0x`, else `0x` and hex — so one is never taken for the other, a
+ * name holding a newline cannot forge an output line, and `get` takes a printed key back as it is.
  */
 import type { Command } from 'commander';
 import { prefixEnd } from '../../store/key-layout.js';
@@ -40,6 +40,9 @@ interface ScanOptions {
 const out = (line: string): void => {
   process.stdout.write(`${line}\n`);
 };
+
+/** A column name as printed: the UTF-8 of the name is its qualifier in the table (layout.ts). */
+const printableColumn = (name: string): string => printable(Buffer.from(name, 'utf8'));
 
 export function register(program: Command): void {
   program
@@ -80,10 +83,11 @@ async function scanCommitted(store: Store, table: string, opts: ScanOptions): Pr
       for await (const row of snap.scan(table, range, opts.limit === undefined ? {} : { limit: opts.limit })) {
         const columns = [...row.columns].filter(([name]) => !isReservedColumn(name));
         if (opts.json) {
-          out(JSON.stringify({ key: printable(row.row), columns: Object.fromEntries(columns.map(([name, v]) => [name, printable(v)])) }));
+          const printed = Object.fromEntries(columns.map(([name, v]) => [printableColumn(name), printable(v)]));
+          out(JSON.stringify({ key: printable(row.row), columns: printed }));
         } else {
           out(printable(row.row));
-          for (const [name, v] of columns) out(`  ${name} = ${printable(v).slice(0, 120)}`);
+          for (const [name, v] of columns) out(`  ${printableColumn(name)} = ${printable(v).slice(0, 120)}`);
         }
       }
     } finally {

@@ -43,12 +43,13 @@ beforeAll(async () => {
   await db.transaction(async (tx) => tx.set('t', 'row', 'c:v', 'second'));
   await db.transaction(async (tx) => tx.set('t', 'bin', 'c:v', Uint8Array.from([0, 1, 255])));
   // What the printed form has to keep apart: a binary key, text that looks like hex, a column
-  // name holding a newline.
+  // name holding a newline, a long value with an emoji across the cut.
   await db.createTable('u');
   await db.transaction(async (tx) => {
     tx.set('u', Uint8Array.from([0, 1, 255]), 'c:v', 'binary-key');
     tx.set('u', '0xff', 'c:v', '0xbeef');
     tx.set('u', 'nl', 'c:a\nb', 'v');
+    tx.set('u', 'emoji', 'c:v', `${'a'.repeat(119)}\u{1f600}tail`);
   });
   // A writer that stops for good after its commit point: its secondary keeps its lock.
   const { writer: frozen, reached } = await frozenWriter({ store: db.store, oracle: db.oracle, point: 'after-primary-commit' });
@@ -160,9 +161,15 @@ it('scan prints a column name in the printable form too: one holding a newline c
   expect(raw.stdout.trimEnd().split('\n').slice(1)).toEqual([expect.stringMatching(/^ {2}write:0x633a610a62 @\d+ = 0x[0-9a-f]+$/)]);
 });
 
+it('scan cuts a long value on a code point boundary, not through an emoji', () => {
+  // 120 UTF-16 units would end on the first half of the emoji's surrogate pair.
+  expect(scan('u', '--prefix', 'emoji')).toMatchObject({ code: 0, stderr: '', stdout: `emoji\n  c:v = ${'a'.repeat(119)}\n` });
+});
+
 it('get takes a row key in the 0x… form scan prints, so every printed key reads back', () => {
   expect(get('u', '0x0001ff', 'c:v')).toMatchObject({ code: 0, stdout: 'binary-key\n' });
   expect(get('u', '0x30786666', 'c:v')).toMatchObject({ code: 0, stdout: '0x307862656566\n' });
+  expect(get('u', 'emoji', 'c:v')).toMatchObject({ code: 0, stdout: `${'a'.repeat(119)}\u{1f600}tail\n` }); // get does not cut
   // 0xff is the byte ff, not the text key "0xff" (whose printed form is 0x30786666).
   expect(get('u', '0xff', 'c:v')).toMatchObject({ code: 1, stdout: '' });
   const json = get('u', '0x0001FF', 'c:v', '--json');

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { mulberry32 } from '../util/seeded-random.js';
-import { bytesOfArgument, printable } from './printable.js';
+import { bytesOfArgument, printable, printableCut } from './printable.js';
 import { UsageError } from './usage-error.js';
 
 const utf8 = (s: string): Uint8Array => Buffer.from(s, 'utf8');
@@ -35,4 +35,12 @@ it('an argument starting with 0x must be whole bytes of hex', () => {
     expect(() => bytesOfArgument('ROW', bad)).toThrow(UsageError);
   }
   expect(() => bytesOfArgument('ROW', '0xzz')).toThrow(/give its hex form, 0x30787a7a$/);
+});
+
+it('a cut ends on a code point boundary', () => {
+  const emoji = '\u{1f600}';
+  expect(printableCut(utf8(`ab${emoji}c`), 3)).toBe('ab'); // 3 would split the pair
+  expect(printableCut(utf8(`ab${emoji}c`), 4)).toBe(`ab${emoji}`);
+  expect(printableCut(utf8('abc'), 3)).toBe('abc');
+  expect(printableCut(Uint8Array.of(0, 1, 2, 3), 4)).toBe('0x00'); // hex is cut as text is
 });

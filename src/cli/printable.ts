@@ -20,6 +20,17 @@ export function printable(b: Uint8Array): string {
 }
 
 /**
+ * `printable(b)` cut to at most `max` UTF-16 units, on a code point boundary: a cut through a
+ * surrogate pair would print half an emoji (a lone surrogate, U+FFFD on the terminal).
+ */
+export function printableCut(b: Uint8Array, max: number): string {
+  const s = printable(b);
+  if (s.length <= max) return s;
+  const end = /[\ud800-\udbff]/.test(s.charAt(max - 1)) ? max - 1 : max;
+  return s.slice(0, end);
+}
+
+/**
  * The bytes an argument names, in the form `printable` prints: `0x` and hex digits is those bytes,
  * anything else its UTF-8. An argument starting with `0x` that is not whole bytes of hex is a
  * usage error rather than text, as `printable` never prints such text as it is.

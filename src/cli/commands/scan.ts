@@ -10,9 +10,9 @@
  * way: it has no committed values apart from its cells.
  *
  * Text: the row key, then one indented line per column (`family:qualifier = value`) or, raw, per
- * cell (`family:qualifier @timestamp = value`); values longer than 120 characters are cut.
- * --json: one object per row, `{"key","columns":{"family:qualifier":value}}` or, raw,
- * `{"key","cells":[{"family","qualifier","timestamp","value"}]}`.
+ * cell (`family:qualifier @timestamp = value`); values longer than 120 UTF-16 units are cut, on a
+ * code point boundary. --json: one object per row, `{"key","columns":{"family:qualifier":value}}`
+ * or, raw, `{"key","cells":[{"family","qualifier","timestamp","value"}]}`.
  *
  * Every key, qualifier, column name and value prints in printable.ts's form: its text when that is
  * clean and does not start with `0x`, else `0x` and hex — so one is never taken for the other, a
@@ -27,7 +27,7 @@ import { PERCOLATOR_TABLE_SPEC, isReservedColumn } from '../../txn/layout.js';
 import { Percolator } from '../../txn/percolator.js';
 import { TxnError, isTxnError } from '../../txn/errors.js';
 import { parsePositiveInteger } from '../parent-command.js';
-import { printable } from '../printable.js';
+import { printable, printableCut } from '../printable.js';
 
 interface ScanOptions {
   prefix?: string;
@@ -40,6 +40,9 @@ interface ScanOptions {
 const out = (line: string): void => {
   process.stdout.write(`${line}\n`);
 };
+
+/** Values in the text listing are cut: a row stays a few lines however large its cells. */
+const VALUE_CHARS = 120;
 
 /** A column name as printed: the UTF-8 of the name is its qualifier in the table (layout.ts). */
 const printableColumn = (name: string): string => printable(Buffer.from(name, 'utf8'));
@@ -87,7 +90,7 @@ async function scanCommitted(store: Store, table: string, opts: ScanOptions): Pr
           out(JSON.stringify({ key: printable(row.row), columns: printed }));
         } else {
           out(printable(row.row));
-          for (const [name, v] of columns) out(`  ${printableColumn(name)} = ${printable(v).slice(0, 120)}`);
+          for (const [name, v] of columns) out(`  ${printableColumn(name)} = ${printableCut(v, VALUE_CHARS)}`);
         }
       }
     } finally {
@@ -115,7 +118,7 @@ async function scanRaw(store: Store, table: string, opts: ScanOptions): Promise<
       out(JSON.stringify({ key: printable(row.key), cells }));
     } else {
       out(printable(row.key));
-      for (const c of row.cells) out(`  ${c.family}:${printable(c.qualifier)} @${c.timestamp} = ${printable(c.value).slice(0, 120)}`);
+      for (const c of row.cells) out(`  ${c.family}:${printable(c.qualifier)} @${c.timestamp} = ${printableCut(c.value, VALUE_CHARS)}`);
     }
   }
 }

@@ -17,6 +17,9 @@
  * Every key, qualifier, column name and value prints in printable.ts's form: its text when that is
  * clean and does not start with `0x`, else `0x` and hex — so one is never taken for the other, a
  * name holding a newline cannot forge an output line, and `get` takes a printed key back as it is.
+ *
+ * Lines are written with backpressure (write-line.ts): a slow reader holds the scan up rather than
+ * the whole table piling up in stdout's buffer; a reader that is gone ends the scan quietly.
  */
 import type { Command } from 'commander';
 import { prefixEnd } from '../../store/key-layout.js';
@@ -28,6 +31,7 @@ import { Percolator } from '../../txn/percolator.js';
 import { TxnError, isTxnError } from '../../txn/errors.js';
 import { parsePositiveInteger } from '../parent-command.js';
 import { printable, printableCut } from '../printable.js';
+import { writeLine } from '../write-line.js';
 
 interface ScanOptions {
   prefix?: string;
@@ -37,9 +41,8 @@ interface ScanOptions {
   json?: boolean;
 }
 
-const out = (line: string): void => {
-  process.stdout.write(`${line}\n`);
-};
+/** Resolves false once nobody reads the output: the scan stops there. */
+const out = (line: string): Promise<boolean> => writeLine(process.stdout, line);
 
 /** Values in the text listing are cut: a row stays a few lines however large its cells. */
 const VALUE_CHARS = 120;
@@ -87,10 +90,10 @@ async function scanCommitted(store: Store, table: string, opts: ScanOptions): Pr
         const columns = [...row.columns].filter(([name]) => !isReservedColumn(name));
         if (opts.json) {
           const printed = Object.fromEntries(columns.map(([name, v]) => [printableColumn(name), printable(v)]));
-          out(JSON.stringify({ key: printable(row.row), columns: printed }));
+          if (!(await out(JSON.stringify({ key: printable(row.row), columns: printed })))) return;
         } else {
-          out(printable(row.row));
-          for (const [name, v] of columns) out(`  ${printableColumn(name)} = ${printableCut(v, VALUE_CHARS)}`);
+          if (!(await out(printable(row.row)))) return;
+          for (const [name, v] of columns) if (!(await out(`  ${printableColumn(name)} = ${printableCut(v, VALUE_CHARS)}`))) return;
         }
       }
     } finally {
@@ -115,10 +118,12 @@ async function scanRaw(store: Store, table: string, opts: ScanOptions): Promise<
         timestamp: c.timestamp,
         value: printable(c.value),
       }));
-      out(JSON.stringify({ key: printable(row.key), cells }));
+      if (!(await out(JSON.stringify({ key: printable(row.key), cells })))) return;
     } else {
-      out(printable(row.key));
-      for (const c of row.cells) out(`  ${c.family}:${printable(c.qualifier)} @${c.timestamp} = ${printableCut(c.value, VALUE_CHARS)}`);
+      if (!(await out(printable(row.key)))) return;
+      for (const c of row.cells) {
+        if (!(await out(`  ${c.family}:${printable(c.qualifier)} @${c.timestamp} = ${printableCut(c.value, VALUE_CHARS)}`))) return;
+      }
     }
   }
 }

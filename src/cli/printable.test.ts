@@ -1,3 +1,8 @@
+/**
+ * printable and its inverse: clean text as itself, anything else — text starting with 0x too — as
+ * 0x and hex, every printed form read back to the bytes it came from; a cut never splits a
+ * surrogate pair.
+ */
 import { expect, it } from 'vitest';
 import { mulberry32 } from '../util/seeded-random.js';
 import { bytesOfArgument, printable, printableCut } from './printable.js';

@@ -3,7 +3,9 @@
  * builds first): get prints the latest committed value of a cell, a cell left behind by a writer
  * that died after its commit point (rolled forward), exits 1 for an absent cell and 2 for bad
  * input (a typed error); scan prints a Percolator table's committed values at a snapshot, or with
- * --raw every stored cell, system columns included, and a plain store table raw either way; and,
+ * --raw every stored cell, system columns included, and a plain store table raw either way; both
+ * print bytes in one unambiguous form (text, or 0x and hex — text starting with 0x as hex), which
+ * get takes back as a row key; and,
  * for every command that reads or processes an existing store (get, scan, wait, search, worker), a
  * directory holding no store, or a missing one (a typed error, no database left there);
  * and `serve` over a directory of other files (a typed error, no database left among them).
@@ -40,6 +42,15 @@ beforeAll(async () => {
   await db.transaction(async (tx) => tx.set('t', 'row', 'c:v', 'first'));
   await db.transaction(async (tx) => tx.set('t', 'row', 'c:v', 'second'));
   await db.transaction(async (tx) => tx.set('t', 'bin', 'c:v', Uint8Array.from([0, 1, 255])));
+  // What the printed form has to keep apart: a binary key, text that looks like hex, a column
+  // name holding a newline, a long value with an emoji across the cut.
+  await db.createTable('u');
+  await db.transaction(async (tx) => {
+    tx.set('u', Uint8Array.from([0, 1, 255]), 'c:v', 'binary-key');
+    tx.set('u', '0xff', 'c:v', '0xbeef');
+    tx.set('u', 'nl', 'c:a\nb', 'v');
+    tx.set('u', 'emoji', 'c:v', `${'a'.repeat(119)}\u{1f600}tail`);
+  });
   // A writer that stops for good after its commit point: its secondary keeps its lock.
   const { writer: frozen, reached } = await frozenWriter({ store: db.store, oracle: db.oracle, point: 'after-primary-commit' });
   void frozen.transaction(async (tx) => {
@@ -130,6 +141,45 @@ it('scan prints a plain store table raw, with or without --raw', () => {
   const raw = ['r1', '  f:q @2000 = plain', '  f:q @1000 = plain-old', ''].join('\n');
   expect(scan('raw')).toMatchObject({ code: 0, stdout: raw });
   expect(scan('raw', '--raw')).toMatchObject({ code: 0, stdout: raw });
+});
+
+it('scan prints text that starts with 0x as hex: a printed 0x… is always bytes', () => {
+  expect(scan('u', '--limit', '2')).toMatchObject({
+    code: 0,
+    stderr: '',
+    // The text key 0xff, printed as it is, would read as the byte ff; its value 0xbeef as two bytes.
+    stdout: ['0x0001ff', '  c:v = binary-key', '0x30786666', '  c:v = 0x307862656566', ''].join('\n'),
+  });
+});
+
+it('scan prints a column name in the printable form too: one holding a newline cannot forge an output line', () => {
+  expect(scan('u', '--prefix', 'nl')).toMatchObject({ code: 0, stderr: '', stdout: 'nl\n  0x633a610a62 = v\n' }); // c:a\nb
+  const json = scan('u', '--prefix', 'nl', '--json');
+  expect(JSON.parse(json.stdout)).toEqual({ key: 'nl', columns: { '0x633a610a62': 'v' } });
+  // As --raw prints the same name, the qualifier of its write cell.
+  const raw = scan('u', '--raw', '--prefix', 'nl');
+  expect(raw.stdout.trimEnd().split('\n').slice(1)).toEqual([expect.stringMatching(/^ {2}write:0x633a610a62 @\d+ = 0x[0-9a-f]+$/)]);
+});
+
+it('scan cuts a long value on a code point boundary, not through an emoji', () => {
+  // 120 UTF-16 units would end on the first half of the emoji's surrogate pair.
+  expect(scan('u', '--prefix', 'emoji')).toMatchObject({ code: 0, stderr: '', stdout: `emoji\n  c:v = ${'a'.repeat(119)}\n` });
+});
+
+it('get takes a row key in the 0x… form scan prints, so every printed key reads back', () => {
+  expect(get('u', '0x0001ff', 'c:v')).toMatchObject({ code: 0, stdout: 'binary-key\n' });
+  expect(get('u', '0x30786666', 'c:v')).toMatchObject({ code: 0, stdout: '0x307862656566\n' });
+  expect(get('u', 'emoji', 'c:v')).toMatchObject({ code: 0, stdout: `${'a'.repeat(119)}\u{1f600}tail\n` }); // get does not cut
+  // 0xff is the byte ff, not the text key "0xff" (whose printed form is 0x30786666).
+  expect(get('u', '0xff', 'c:v')).toMatchObject({ code: 1, stdout: '' });
+  const json = get('u', '0x0001FF', 'c:v', '--json');
+  expect(json.code).toBe(0);
+  expect(JSON.parse(json.stdout)).toEqual({ table: 'u', row: '0x0001ff', column: 'c:v', value: 'binary-key' });
+  const bad = get('u', '0xyz', 'c:v');
+  expect(bad).toMatchObject({ code: 2, stdout: '' });
+  expect(bad.stderr).toBe(
+    'percolator: INVALID_ARGUMENT: ROW "0xyz" starts with 0x but is not whole bytes of hex; for the text itself give its hex form, 0x3078797a\n',
+  );
 });
 
 it('a directory without a store is a typed error for every reading command, and gets no database', () => {

@@ -1,6 +1,7 @@
 /**
  * Bad option values on the command line (compiled JS under dist/; `npm test` builds first): each
- * is one line on stderr with the stable code INVALID_ARGUMENT and exit 1, not a stack trace. So
+ * is one line on stderr with the stable code INVALID_ARGUMENT and exit 1, not a stack trace — a
+ * blank number too, never taken for 0 — naming the option as given. So
  * are a bad observers module (INVALID_OBSERVERS_MODULE), a port `serve` cannot bind
  * (LISTEN_FAILED) and an output that cannot be written (IO_ERROR).
  */
@@ -38,7 +39,23 @@ it.each([
   [['serve', '--port', '99999'], '--port must be an integer in [0, 65535], got 99999'],
   [['oracle', '--port', '-1'], '--port must be an integer in [0, 65535], got -1'],
   [['check', 'bank', '--accounts', '1.5'], '--accounts must be a positive integer, got 1.5'],
-  [['wait', '--store', 'memory:', '--timeout', '0'], '--timeout must be a positive number, got 0'],
+  [['wait', '--store', 'memory:', '--timeout', '0'], '--timeout must be a positive number of seconds, at most 2147483.647, got 0'],
+  // Past what a timer takes: named as the option was given, in seconds, not as the library's timeoutMs.
+  [['wait', '--store', 'memory:', '--timeout', '1e10'], '--timeout must be a positive number of seconds, at most 2147483.647, got 1e10'],
+  [['wait', '--store', 'memory:', '--timeout', ''], '--timeout must be a positive number of seconds, at most 2147483.647, got ""'],
+  // Blank numbers (an unset shell variable) are not 0. Each also gives a mistake the command finds
+  // later, so that a blank taken for 0 fails at once there rather than running the command.
+  [['serve', '--port', '', '--auth-token', ''], '--port must be an integer in [0, 65535], got ""'],
+  [['serve', '--port', ' ', '--auth-token', ''], '--port must be an integer in [0, 65535], got " "'],
+  [['serve', '--http-port', '', '--auth-token', ''], '--http-port must be an integer in [0, 65535] or "off", got ""'],
+  [['serve', '--shutdown-grace-ms', ' ', '--auth-token', ''], '--shutdown-grace-ms must be an integer ≥ 0, got " "'],
+  [['oracle', '--port', '', '--store', 'nosuch:'], '--port must be an integer in [0, 65535], got ""'],
+  [['demo', '--seed', '', '--corpus', 'nosuch'], '--seed must be a non-negative integer, got ""'],
+  [['bench', 'peers', '--warmup', '', '--only', 'nosuch'], '--warmup must be a number >= 0, got ""'],
+  [['bench', 'webindex', '--gc-interval-ms', '\t', '--store', 'nosuch:'], '--gc-interval-ms must be a non-negative integer, got "\\t"'],
+  [['bench', 'latency', '--seed', '', '--store', 'nosuch:'], '--seed must be a non-negative integer, got ""'],
+  [['bench', 'latency', '--seed', 'abc', '--store', 'nosuch:'], '--seed must be a non-negative integer, got abc'],
+  [['check', 'durability', '--seconds', ''], '--seconds must be a positive number, got ""'],
   [['wait', '--store', 'memory:', '--tables', 'a,'], '--tables needs comma-separated table names, not "a,"'],
 ])('%j is a typed one-line error', (args, message) => {
   const r = run(...args);

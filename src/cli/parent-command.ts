@@ -3,8 +3,12 @@
  * creates it, so registration order does not matter. A group's description lists its members as
  * registered (`describeGroups`, once all are): a list written by hand fell behind (it missed
  * `bench clumping`).
+ *
+ * Also the number options' parsers every command shares: each rejects what is not a number of its
+ * range — blank text included — as a UsageError (INVALID_ARGUMENT, exit 1), never a default or 0.
  */
 import type { Command } from 'commander';
+import { MAX_TIMER_MS } from '../util/timer-ms.js';
 import { UsageError } from './usage-error.js';
 
 const groups: Record<string, { readonly summary: string; readonly notes?: Readonly<Record<string, string>> }> = {
@@ -44,27 +48,57 @@ export function printResult(result: object, json: boolean): void {
   print(result, '');
 }
 
+/**
+ * An option's value as a number. Blank text is NaN, which every parser below rejects: `Number('')`
+ * and `Number(' ')` are 0, so `--port ''` (an unset shell variable) picked a free port and
+ * `--seed ''` ran seed 0, instead of failing as a usage error.
+ */
+export function numberOf(raw: string): number {
+  return raw.trim() === '' ? Number.NaN : Number(raw);
+}
+
+/** The value given, for a message: quoted when blank, where it would print as nothing. */
+export function given(raw: string): string {
+  return raw.trim() === '' ? JSON.stringify(raw) : raw;
+}
+
 export function parsePositiveNumber(name: string) {
   return (raw: string): number => {
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number, got ${raw}`);
+    const n = numberOf(raw);
+    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number, got ${given(raw)}`);
+    return n;
+  };
+}
+
+/**
+ * Seconds that become a timer (MAX_TIMER_MS, ~24.8 days, at most): checked here so that the
+ * message names the option as typed, in seconds — past the bound, the library's check spoke of
+ * `timeoutMs` and a value in milliseconds the user never wrote.
+ */
+export function parseTimerSeconds(name: string) {
+  const max = MAX_TIMER_MS / 1000;
+  return (raw: string): number => {
+    const n = numberOf(raw);
+    if (!Number.isFinite(n) || n <= 0 || n > max) {
+      throw new UsageError(`--${name} must be a positive number of seconds, at most ${max}, got ${given(raw)}`);
+    }
     return n;
   };
 }
 
 export function parsePositiveInteger(name: string) {
   return (raw: string): number => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got ${raw}`);
+    const n = numberOf(raw);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got ${given(raw)}`);
     return n;
   };
 }
 
 /** A TCP port to listen on: an integer in [min, 65535] (0 = "pick one", where a command takes it). */
 function checkPort(name: string, raw: string, min: 0 | 1, orOff: string): number {
-  const n = Number(raw);
+  const n = numberOf(raw);
   if (!Number.isInteger(n) || n < min || n > 65535)
-    throw new UsageError(`--${name} must be an integer in [${min}, 65535]${orOff}, got ${raw}`);
+    throw new UsageError(`--${name} must be an integer in [${min}, 65535]${orOff}, got ${given(raw)}`);
   return n;
 }
 
@@ -80,8 +114,8 @@ export function parsePortOrOff(name: string) {
 
 export function parseNonNegativeInteger(name: string) {
   return (raw: string): number => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer, got ${raw}`);
+    const n = numberOf(raw);
+    if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer, got ${given(raw)}`);
     return n;
   };
 }

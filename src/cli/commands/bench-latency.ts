@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULT_RATES, type LatencyBenchResult, runLatencyBench } from '../../bench/latency-bench.js';
 import { checkedSvg, renderLineChart } from '../../bench/svg-plot.js';
-import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, given, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
 import { makeDirs } from '../../util/make-dirs.js';
 
@@ -70,7 +70,7 @@ export function register(program: Command): void {
     .command('latency')
     .description('Figure 7: median crawl-to-index latency, incremental vs batch recomputation, at crawl rates 1-100 %/h (time compressed)')
     .option('--docs <n>', 'repository size (synthetic documents)', parsePositiveInteger('docs'), 1000)
-    .option('--seed <n>', 'corpus and schedule seed', Number, 42)
+    .option('--seed <n>', 'corpus and schedule seed', parseNonNegativeInteger('seed'), 42)
     .option('--hour-seconds <s>', 'real seconds per compressed hour (compression = 3600 / s)', parsePositiveNumber('hour-seconds'), 10)
     .option('--rates <list>', 'crawl rates, % of the repository per hour, comma-separated', DEFAULT_RATES.join(','))
     .option('--min-samples <n>', 're-crawls per rate at least (low rates run several hours)', parsePositiveNumber('min-samples'), 20)
@@ -92,7 +92,7 @@ export function register(program: Command): void {
       }) => {
         if (opts.store !== 'file:' && opts.store !== 'memory:') throw new UsageError(`--store must be file: or memory:, got ${opts.store}`);
         const rates = opts.rates.split(',').map((s) => Number(s.trim()));
-        if (rates.some((r) => !(r > 0 && r <= 100))) throw new UsageError(`--rates must be numbers in (0, 100], got ${opts.rates}`);
+        if (rates.some((r) => !(r > 0 && r <= 100))) throw new UsageError(`--rates must be numbers in (0, 100], got ${given(opts.rates)}`);
         const result = await runLatencyBench({
           docs: opts.docs,
           seed: opts.seed,

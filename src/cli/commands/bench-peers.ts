@@ -6,7 +6,15 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { peersSvg, runPeersBench } from '../../bench/peers-bench.js';
-import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import {
+  commandGroup,
+  given,
+  numberOf,
+  parseNonNegativeInteger,
+  parsePositiveInteger,
+  parsePositiveNumber,
+  printResult,
+} from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
 
 export function register(program: Command): void {
@@ -17,8 +25,8 @@ export function register(program: Command): void {
     .option('--clients <n>', 'concurrent clients on each side', parsePositiveInteger('clients'), 16)
     .option('--accounts <n>', 'accounts (equal initial balances)', parsePositiveInteger('accounts'), 1000)
     .option('--warmup <s>', 'unmeasured warm-up seconds per side (default: min(2, seconds/5))', (raw: string) => {
-      const n = Number(raw);
-      if (!Number.isFinite(n) || n < 0) throw new UsageError(`--warmup must be a number >= 0, got ${raw}`);
+      const n = numberOf(raw);
+      if (!Number.isFinite(n) || n < 0) throw new UsageError(`--warmup must be a number >= 0, got ${given(raw)}`);
       return n;
     })
     .option('--rounds <n>', 'rounds; each measures both sides, alternating which goes first', parsePositiveInteger('rounds'), 1)

@@ -15,7 +15,7 @@ import {
 } from '../../bench/webindex-bench.js';
 import { DEFAULT_LOADERS, DEFAULT_REMOTE_THREADS, DEFAULT_THREADS } from '../../apps/webindex/run.js';
 import { UsageError } from '../usage-error.js';
-import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, given, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 import { makeDirs } from '../../util/make-dirs.js';
 
 /** Offered loads of the default load curve, documents per second: light load to past saturation. */
@@ -26,7 +26,7 @@ export function parseLoadRates(raw: string): number[] {
   if (raw.trim() === 'none') return [];
   const rates = raw.split(',').map((x) => Number(x.trim()));
   if (rates.length === 0 || rates.some((r) => !Number.isFinite(r) || r <= 0)) {
-    throw Object.assign(new Error(`--load-rates must be positive numbers, comma-separated, or none; got ${raw}`), {
+    throw Object.assign(new Error(`--load-rates must be positive numbers, comma-separated, or none; got ${given(raw)}`), {
       code: 'INVALID_ARGUMENT',
     });
   }

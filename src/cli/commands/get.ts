@@ -3,6 +3,10 @@
  * cell, read through Percolator (`db.get`: a read-only transaction), so a cell whose writer died
  * between its commit point and its secondaries reads as committed.
  *
+ * ROW is text (its UTF-8), or `0x` and hex for any bytes: the form `scan` prints a key in, so a
+ * binary key it printed can be read back (printable.ts; text that starts with `0x` is given in hex
+ * too). The value prints in that form as well.
+ *
  * Exit status: 0 a value was printed; 1 the cell is absent (nothing on stdout; --json prints value
  * null); 2 anything else — a bad argument, no such table or store, a store that cannot be read —
  * with one line on stderr. Scripts relied on 1 for "absent" before errors got a code of their own.
@@ -13,13 +17,13 @@ import { TxnError } from '../../txn/errors.js';
 import { setFailureStatus } from '../exit-status.js';
 import { PERCOLATOR_TABLE_SPEC } from '../../txn/layout.js';
 import { Percolator } from '../../txn/percolator.js';
-import { printable } from '../printable.js';
+import { bytesOfArgument, printable } from '../printable.js';
 
 export function register(program: Command): void {
   program
     .command('get')
     .argument('<table>', 'a Percolator table')
-    .argument('<row>', 'row key (UTF-8)')
+    .argument('<row>', 'row key: text (UTF-8), or 0x and hex as scan prints it')
     .argument('<column>', 'family:qualifier')
     .description('print the latest committed value of one cell (a read-only transaction)')
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
@@ -31,7 +35,8 @@ export function register(program: Command): void {
     // Errors commander finds itself (a missing argument, an unknown option) exit 2 as well.
     .exitOverride((e) => process.exit(e.exitCode === 0 ? 0 : 2))
     .hook('preAction', () => setFailureStatus(2))
-    .action(async (table: string, row: string, column: string, opts: { store: string; json?: boolean }) => {
+    .action(async (table: string, rowArg: string, column: string, opts: { store: string; json?: boolean }) => {
+      const row = bytesOfArgument('ROW', rowArg);
       const db = await Percolator.open({ store: opts.store, storeOptions: ONE_SHOT_STORE });
       try {
         // A table without the system families (a raw Bigtable table, the oracle's) has no committed
@@ -45,7 +50,8 @@ export function register(program: Command): void {
           });
         }
         const v = await db.get(table, row, column);
-        if (opts.json) process.stdout.write(`${JSON.stringify({ table, row, column, value: v === null ? null : printable(v) })}\n`);
+        if (opts.json)
+          process.stdout.write(`${JSON.stringify({ table, row: printable(row), column, value: v === null ? null : printable(v) })}\n`);
         else if (v !== null) process.stdout.write(`${printable(v)}\n`);
         if (v === null) process.exitCode = 1;
       } finally {

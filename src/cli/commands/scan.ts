@@ -10,10 +10,16 @@
  * way: it has no committed values apart from its cells.
  *
  * Text: the row key, then one indented line per column (`family:qualifier = value`) or, raw, per
- * cell (`family:qualifier @timestamp = value`); values longer than 120 characters are cut.
- * --json: one object per row, `{"key","columns":{"family:qualifier":value}}` or, raw,
- * `{"key","cells":[{"family","qualifier","timestamp","value"}]}`. Bytes that are not clean text
- * print as `0x` and hex.
+ * cell (`family:qualifier @timestamp = value`); values longer than 120 UTF-16 units are cut, on a
+ * code point boundary. --json: one object per row, `{"key","columns":{"family:qualifier":value}}`
+ * or, raw, `{"key","cells":[{"family","qualifier","timestamp","value"}]}`.
+ *
+ * Every key, qualifier, column name and value prints in printable.ts's form: its text when that is
+ * clean and does not start with `0x`, else `0x` and hex — so one is never taken for the other, a
+ * name holding a newline cannot forge an output line, and `get` takes a printed key back as it is.
+ *
+ * Lines are written with backpressure (write-line.ts): a slow reader holds the scan up rather than
+ * the whole table piling up in stdout's buffer; a reader that is gone ends the scan quietly.
  */
 import type { Command } from 'commander';
 import { prefixEnd } from '../../store/key-layout.js';
@@ -24,7 +30,8 @@ import { PERCOLATOR_TABLE_SPEC, isReservedColumn } from '../../txn/layout.js';
 import { Percolator } from '../../txn/percolator.js';
 import { TxnError, isTxnError } from '../../txn/errors.js';
 import { parsePositiveInteger } from '../parent-command.js';
-import { printable } from '../printable.js';
+import { printable, printableCut } from '../printable.js';
+import { writeLine } from '../write-line.js';
 
 interface ScanOptions {
   prefix?: string;
@@ -34,9 +41,14 @@ interface ScanOptions {
   json?: boolean;
 }
 
-const out = (line: string): void => {
-  process.stdout.write(`${line}\n`);
-};
+/** Resolves false once nobody reads the output: the scan stops there. */
+const out = (line: string): Promise<boolean> => writeLine(process.stdout, line);
+
+/** Values in the text listing are cut: a row stays a few lines however large its cells. */
+const VALUE_CHARS = 120;
+
+/** A column name as printed: the UTF-8 of the name is its qualifier in the table (layout.ts). */
+const printableColumn = (name: string): string => printable(Buffer.from(name, 'utf8'));
 
 export function register(program: Command): void {
   program
@@ -77,10 +89,11 @@ async function scanCommitted(store: Store, table: string, opts: ScanOptions): Pr
       for await (const row of snap.scan(table, range, opts.limit === undefined ? {} : { limit: opts.limit })) {
         const columns = [...row.columns].filter(([name]) => !isReservedColumn(name));
         if (opts.json) {
-          out(JSON.stringify({ key: printable(row.row), columns: Object.fromEntries(columns.map(([name, v]) => [name, printable(v)])) }));
+          const printed = Object.fromEntries(columns.map(([name, v]) => [printableColumn(name), printable(v)]));
+          if (!(await out(JSON.stringify({ key: printable(row.row), columns: printed })))) return;
         } else {
-          out(printable(row.row));
-          for (const [name, v] of columns) out(`  ${name} = ${printable(v).slice(0, 120)}`);
+          if (!(await out(printable(row.row)))) return;
+          for (const [name, v] of columns) if (!(await out(`  ${printableColumn(name)} = ${printableCut(v, VALUE_CHARS)}`))) return;
         }
       }
     } finally {
@@ -105,10 +118,12 @@ async function scanRaw(store: Store, table: string, opts: ScanOptions): Promise<
         timestamp: c.timestamp,
         value: printable(c.value),
       }));
-      out(JSON.stringify({ key: printable(row.key), cells }));
+      if (!(await out(JSON.stringify({ key: printable(row.key), cells })))) return;
     } else {
-      out(printable(row.key));
-      for (const c of row.cells) out(`  ${c.family}:${printable(c.qualifier)} @${c.timestamp} = ${printable(c.value).slice(0, 120)}`);
+      if (!(await out(printable(row.key)))) return;
+      for (const c of row.cells) {
+        if (!(await out(`  ${c.family}:${printable(c.qualifier)} @${c.timestamp} = ${printableCut(c.value, VALUE_CHARS)}`))) return;
+      }
     }
   }
 }

@@ -15,12 +15,12 @@
 import type { Command } from 'commander';
 import { quietRedundantGrpcLogs } from '../../server/grpc-log.js';
 import { startServer } from '../../server/server.js';
-import { parsePortNumber, parsePortOrOff } from '../parent-command.js';
+import { given, numberOf, parsePortNumber, parsePortOrOff } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
 
 function parseBytes(raw: string): number {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1024) throw new UsageError(`--max-message-bytes must be an integer ≥ 1024, got ${raw}`);
+  const n = numberOf(raw);
+  if (!Number.isInteger(n) || n < 1024) throw new UsageError(`--max-message-bytes must be an integer ≥ 1024, got ${given(raw)}`);
   return n;
 }
 
@@ -49,8 +49,8 @@ export function register(program: Command): void {
     .option('--auth-token <token>', 'require "authorization: Bearer <token>" (default: $PERCOLATOR_AUTH_TOKEN)')
     .option('--max-message-bytes <n>', 'largest gRPC message in either direction', parseBytes)
     .option('--shutdown-grace-ms <ms>', 'how long in-flight calls may run after SIGTERM', (raw: string) => {
-      const n = Number(raw);
-      if (!Number.isInteger(n) || n < 0) throw new UsageError(`--shutdown-grace-ms must be an integer ≥ 0, got ${raw}`);
+      const n = numberOf(raw);
+      if (!Number.isInteger(n) || n < 0) throw new UsageError(`--shutdown-grace-ms must be an integer ≥ 0, got ${given(raw)}`);
       return n;
     })
     .action(async (opts: ServeOptions, command: Command) => {

@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
 import { Percolator } from '../../txn/percolator.js';
-import { parsePositiveNumber } from '../parent-command.js';
+import { parseTimerSeconds } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
 
 export function register(program: Command): void {
@@ -13,7 +13,7 @@ export function register(program: Command): void {
     .command('wait')
     .description('wait until no notification is pending and no timestamp was issued during a full pass')
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
-    .option('--timeout <s>', 'give up after this many seconds', parsePositiveNumber('timeout'), 60)
+    .option('--timeout <s>', 'give up after this many seconds', parseTimerSeconds('timeout'), 60)
     .option('--tables <names>', "wait for these Percolator tables' notifications only (comma-separated; default: every table)", tableList)
     .action(async (opts: { store: string; timeout: number; tables?: string[] }) => {
       const db = await Percolator.open({ store: opts.store, storeOptions: ONE_SHOT_STORE });

@@ -10,7 +10,7 @@
  * and it finds its corpus when run from a directory that has no node_modules of its own.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -127,10 +127,14 @@ it('ends with npx percolator inside the package (a checkout), which runs there',
   expect(r.code).toBe(0);
   const hint = closingHint(r.stdout);
   expect(hint).toBe(`npx percolator search "<query>" --data ${data}`);
+  // npx installs the checkout into its cache the first time, which runs `prepare`: that must not
+  // rebuild dist/ in place under whatever runs from it (a server, the other test files' children).
+  const built = statSync(mainJs).mtimeMs;
   const searched = runHint(join(repoRoot, 'src'), `${hint.replace('npx ', 'npx --no -- ')}`, 'zz-no-such-term --json');
   expect(searched.stderr).toBe('');
   expect(searched.code).toBe(0);
   expect(JSON.parse(searched.stdout)).toMatchObject({ total: 0 });
+  expect(statSync(mainJs).mtimeMs).toBe(built);
 });
 
 it("refuses to remove a store holding the user's own tables (NOT_A_WEB_INDEX), and removes it with --force", async () => {

@@ -68,6 +68,10 @@ describe('status server (HTTP)', () => {
     expect(prometheusText({ observers: { 'a"b': { runs: 2, totalMs: 500 } } })).toContain(
       'percolator_observer_run_seconds_total{observer="a_b"} 0.5',
     );
+    // A word after a digit is a word of its own: the demo's p99 was `percolator_latency_p99ms`.
+    expect(prometheusText({ gauges: { latencyP99Ms: 21, latencyMedianMs: 7 } })).toBe(
+      '# TYPE percolator_latency_p99_ms gauge\npercolator_latency_p99_ms 21\n# TYPE percolator_latency_median_ms gauge\npercolator_latency_median_ms 7\n',
+    );
   });
 
   it('keeps serving when a source fails, and shows the error', async () => {

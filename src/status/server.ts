@@ -195,10 +195,11 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   };
 }
 
+/** A camelCase key as a Prometheus name: `latencyP99Ms` → `latency_p99_ms` (a capital after a digit starts a word too). */
 const metricName = (s: string) =>
   s
     .replace(/[^a-zA-Z0-9_]/g, '_')
-    .replace(/([a-z])([A-Z])/g, '$1_$2')
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
     .toLowerCase();
 
 /** The latest sample as Prometheus text exposition. */

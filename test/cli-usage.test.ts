@@ -1,11 +1,11 @@
 /**
  * Bad option values on the command line (compiled JS under dist/; `npm test` builds first): each
  * is one line on stderr with the stable code INVALID_ARGUMENT and exit 1, not a stack trace. So
- * are a bad observers module (INVALID_OBSERVERS_MODULE), a port `serve` cannot bind
- * (LISTEN_FAILED) and an output that cannot be written (IO_ERROR).
+ * are a bad observers module (INVALID_OBSERVERS_MODULE), a port `serve` or `oracle` cannot bind
+ * (LISTEN_FAILED, with nothing left on disk) and an output that cannot be written (IO_ERROR).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { type AddressInfo, type Server, createServer } from 'node:net';
 import { join } from 'node:path';
@@ -87,7 +87,7 @@ it('worker: an observer name used twice is a typed one-line error', () => {
   expect(r.stderr).toBe('percolator: INVALID_ARGUMENT: an observer named n is already registered\n');
 });
 
-describe('serve on a port in use', () => {
+describe('serve and oracle on a port in use', () => {
   let holder: Server;
   let port: number;
   beforeAll(async () => {
@@ -110,6 +110,17 @@ describe('serve on a port in use', () => {
     expect(lines).toEqual([
       expect.stringMatching(new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(${role}\\): .*EADDRINUSE`)),
     ]);
+  });
+
+  it('oracle: fails as serve does, one line LISTEN_FAILED and exit 1, and writes no --mark file, lock or directory', () => {
+    const at = mkdtempSync(join(dir, 'oracle-mark-'));
+    const r = run('oracle', '--port', String(port), '--mark', join(at, 'sub', 'oracle.mark'));
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(
+      new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(oracle\\): .*EADDRINUSE[^\\n]*\\n$`),
+    );
+    expect(readdirSync(at)).toEqual([]);
   });
 });
 

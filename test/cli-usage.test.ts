@@ -11,6 +11,7 @@ import { type AddressInfo, type Server, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ONE_SHOT_STORE, openStore } from '../src/store/open-store.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 
@@ -120,6 +121,45 @@ describe('serve and oracle on a port in use', () => {
     expect(r.stderr).toMatch(
       new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(oracle\\): .*EADDRINUSE[^\\n]*\\n$`),
     );
+    expect(readdirSync(at)).toEqual([]);
+  });
+
+  // gRPC fails before anything is served; the oracle after the store was opened and its mark saved in it.
+  it.each([
+    ['gRPC', (p: number) => ['--port', String(p), '--http-port', 'off', '--oracle-port', 'off']],
+    ['oracle', (p: number) => ['--port', '0', '--http-port', 'off', '--oracle-port', String(p)]],
+  ])('serve --data NEWDIR whose %s port is taken leaves no store and no directory behind', (role, ports) => {
+    const at = mkdtempSync(join(dir, 'serve-new-'));
+    const r = run('serve', '--data', join(at, 'a', 'store'), ...ports(port));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(${role}\\): `));
+    expect(readdirSync(at)).toEqual([]);
+  });
+
+  it('serve --data on an existing store whose port is taken leaves that store as it was', async () => {
+    const data = mkdtempSync(join(dir, 'serve-existing-'));
+    const s = await openStore(`file:${data}`);
+    await s.createTable('kept', { families: { f: {} } });
+    await s.mutateRow('kept', Buffer.from('r'), [
+      { setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: -1, value: Buffer.from('v') } },
+    ]);
+    await s.close();
+    const r = run('serve', '--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', String(port));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^percolator: LISTEN_FAILED: /);
+    const again = await openStore(`file:${data}`, ONE_SHOT_STORE);
+    try {
+      expect(Buffer.from((await again.readRow('kept', Buffer.from('r')))?.cells[0]?.value ?? []).toString()).toBe('v');
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('oracle --store file:NEWDIR on a port in use leaves no store and no directory behind', () => {
+    const at = mkdtempSync(join(dir, 'oracle-store-'));
+    const r = run('oracle', '--port', String(port), '--store', `file:${join(at, 'store')}`);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(oracle\\): `));
     expect(readdirSync(at)).toEqual([]);
   });
 });

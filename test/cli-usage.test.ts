@@ -2,16 +2,17 @@
  * Bad option values on the command line (compiled JS under dist/; `npm test` builds first): each
  * is one line on stderr with the stable code INVALID_ARGUMENT and exit 1, not a stack trace — a
  * blank number too, never taken for 0 — naming the option as given. So
- * are a bad observers module (INVALID_OBSERVERS_MODULE), a port `serve` cannot bind
- * (LISTEN_FAILED) and an output that cannot be written (IO_ERROR).
+ * are a bad observers module (INVALID_OBSERVERS_MODULE), a port `serve` or `oracle` cannot bind
+ * (LISTEN_FAILED, with nothing left on disk) and an output that cannot be written (IO_ERROR).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { type AddressInfo, type Server, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ONE_SHOT_STORE, openStore } from '../src/store/open-store.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 
@@ -116,7 +117,7 @@ it('worker: an observer name used twice is a typed one-line error', () => {
   expect(r.stderr).toBe('percolator: INVALID_ARGUMENT: an observer named n is already registered\n');
 });
 
-describe('serve on a port in use', () => {
+describe('serve and oracle on a port in use', () => {
   let holder: Server;
   let port: number;
   beforeAll(async () => {
@@ -139,6 +140,56 @@ describe('serve on a port in use', () => {
     expect(lines).toEqual([
       expect.stringMatching(new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(${role}\\): .*EADDRINUSE`)),
     ]);
+  });
+
+  it('oracle: fails as serve does, one line LISTEN_FAILED and exit 1, and writes no --mark file, lock or directory', () => {
+    const at = mkdtempSync(join(dir, 'oracle-mark-'));
+    const r = run('oracle', '--port', String(port), '--mark', join(at, 'sub', 'oracle.mark'));
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(
+      new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(oracle\\): .*EADDRINUSE[^\\n]*\\n$`),
+    );
+    expect(readdirSync(at)).toEqual([]);
+  });
+
+  // gRPC fails before anything is served; the oracle after the store was opened and its mark saved in it.
+  it.each([
+    ['gRPC', (p: number) => ['--port', String(p), '--http-port', 'off', '--oracle-port', 'off']],
+    ['oracle', (p: number) => ['--port', '0', '--http-port', 'off', '--oracle-port', String(p)]],
+  ])('serve --data NEWDIR whose %s port is taken leaves no store and no directory behind', (role, ports) => {
+    const at = mkdtempSync(join(dir, 'serve-new-'));
+    const r = run('serve', '--data', join(at, 'a', 'store'), ...ports(port));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(${role}\\): `));
+    expect(readdirSync(at)).toEqual([]);
+  });
+
+  it('serve --data on an existing store whose port is taken leaves that store as it was', async () => {
+    const data = mkdtempSync(join(dir, 'serve-existing-'));
+    const s = await openStore(`file:${data}`);
+    await s.createTable('kept', { families: { f: {} } });
+    await s.mutateRow('kept', Buffer.from('r'), [
+      { setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: -1, value: Buffer.from('v') } },
+    ]);
+    await s.close();
+    const r = run('serve', '--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', String(port));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^percolator: LISTEN_FAILED: /);
+    const again = await openStore(`file:${data}`, ONE_SHOT_STORE);
+    try {
+      expect(Buffer.from((await again.readRow('kept', Buffer.from('r')))?.cells[0]?.value ?? []).toString()).toBe('v');
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('oracle --store file:NEWDIR on a port in use leaves no store and no directory behind', () => {
+    const at = mkdtempSync(join(dir, 'oracle-store-'));
+    const r = run('oracle', '--port', String(port), '--store', `file:${join(at, 'store')}`);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(oracle\\): `));
+    expect(readdirSync(at)).toEqual([]);
   });
 });
 

@@ -212,7 +212,10 @@ function codeOf(e: unknown): string {
 }
 
 main().catch(async (e: unknown) => {
-  const message = e instanceof Error ? (e.stack ?? e.message) : String(e);
+  // A typed error (IO_ERROR: the store out of reach) says what happened in its message; the stack
+  // is for the bugs, errors without a code.
+  const typed = /^[A-Z_]+$/.test(codeOf(e));
+  const message = e instanceof Error ? (typed ? e.message : (e.stack ?? e.message)) : String(e);
   process.stderr.write(`bank-worker: ${codeOf(e)}: ${message}\n`);
   await send({ t: 'bank.error', code: codeOf(e), message });
   process.exit(1);

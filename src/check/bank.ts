@@ -33,6 +33,11 @@
  *   reports G0, G1a, G1b, G1c, G-single, lost updates, incompatible orders and sums that do not
  *   add up. `totalAfter` is the final snapshot's sum. The check fails (`ok: false`) on any
  *   anomaly, any lock left, a total that moved, a worker that failed, or no committed transfer.
+ * - A store another process serves (`bigtable://`) that stays out of reach for `outageMs` (the
+ *   server stopped) ends the check at once with STORE_OUT_OF_REACH (store-reach.ts): whatever
+ *   phase it is in, the workers are killed and nothing more is waited for. There is no verdict
+ *   without the final read, and waiting only stacked up timeouts (restarted workers failing to
+ *   start for the whole run, then minutes).
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -63,6 +68,7 @@ import {
 import { type Anomaly, checkHistory, type HistoryTxn, type Outcome, type Version } from './history.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
 import { hasPrlimit, squeezeOwnStore } from './squeeze.js';
+import { type StoreOutOfReachError, type StoreReach, watchStoreReach } from './store-reach.js';
 
 export interface BankOptions {
   /** How long transfers run (seconds). */
@@ -125,6 +131,12 @@ export interface BankOptions {
   readonly finalTimeoutMs?: number;
   /** Most anomalies listed in the result (the total is in `anomaliesTotal`). Default 50. */
   readonly maxAnomalies?: number;
+  /**
+   * For a store another process serves (`bigtable://`): how long it may stay out of reach (no
+   * answer to the supervisor's probe) before the check ends with STORE_OUT_OF_REACH (default
+   * 10 000 ms; store-reach.ts). A server restarting, or connections reset, take less.
+   */
+  readonly outageMs?: number;
   /** Squeeze the supervisor's file-size limit at random moments, as a disk filling up and emptying (`file:` only). */
   readonly fullDisk?: boolean;
   /** Progress lines. */
@@ -259,6 +271,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
   let squeezeOver = false;
   let squeezing: Promise<number> = Promise.resolve(0);
   let passed = false;
+  let reach: StoreReach | null = null;
   try {
     oracle = await openCheckOracle(store);
     const oracleAt = { host: oracle.host, port: oracle.port }; // the workers' (fixed for the run)
@@ -284,6 +297,21 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     for (let i = 0; i < accounts; i++) initial[accountKey(i)] = version(initialLog, initialBalance);
     const totalBefore = accounts * initialBalance;
     const keys = Array.from({ length: accounts }, (_, i) => accountKey(i));
+
+    // --- a served store that goes away ends the check -------------------------------------------
+    // Without this, workers failing to start were restarted for as long as the run lasted, and
+    // every wait (worker start, readers, commits, the stop) timed out on its own: minutes for a
+    // check that could only fail. Only a store another process serves can go away under it.
+    const probed = store;
+    reach = url.startsWith('bigtable://')
+      ? watchStoreReach(() => probed.readRow(TABLE, Buffer.from(accountKey(0))), {
+          store: url,
+          outageMs: opts.outageMs ?? 10_000,
+          what: 'check bank',
+        })
+      : null;
+    const watch = reach;
+    const gone = (): StoreOutOfReachError | null => watch?.lost() ?? null;
 
     // --- workers ------------------------------------------------------------------------------
     const attempts = new Map<string, Attempt>();
@@ -419,7 +447,12 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     // The clock starts when the first workers can transfer: `seconds` (and the crash rate) is
     // transfer time, not the time Node takes to start W processes on a busy machine.
     const startDeadline = performance.now() + 60_000;
-    while (first.some((w) => !w.ready && live.has(w)) && running && performance.now() < startDeadline) await sleep(10);
+    while (first.some((w) => !w.ready && live.has(w)) && running && gone() === null && performance.now() < startDeadline) await sleep(10);
+    const goneAtStart = gone();
+    if (goneAtStart !== null) {
+      running = false;
+      throw goneAtStart;
+    }
     if (first.some((w) => !w.ready && live.has(w))) {
       errors.push('the first workers did not become ready within 60 s');
       running = false;
@@ -544,7 +577,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     const more = (): boolean =>
       performance.now() < runUntil || ((crashes < minCrashes || acknowledged === 0) && performance.now() < hardUntil);
     let lastLog = performance.now();
-    while (running && more()) {
+    while (running && more() && gone() === null) {
       // Past `seconds`, waiting on a quota: poll at 50 ms, not in a 1 ms loop.
       const left = runUntil - performance.now();
       await sleep(left > 0 ? Math.min(250, left) : 50);
@@ -558,6 +591,10 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
       }
     }
     running = false;
+    // The readers and workers need the store no more than the verdict does: nothing is awaited (the
+    // finally kills the workers and closes the rest, which ends the readers' last calls).
+    const goneInRun = gone();
+    if (goneInRun !== null) throw goneInRun;
     const activeSeconds = (performance.now() - runStarted) / 1000;
     await killer;
     await reader;
@@ -575,13 +612,21 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
         w.proc.kill('SIGKILL');
       }
     }, 20_000);
-    // Workers that are still starting or restarting are in `allClosed` too; wait until it is stable.
-    for (let seen = 0; seen < allClosed.length;) {
-      const n = allClosed.length;
-      await Promise.all(allClosed.slice(seen));
-      seen = n;
+    try {
+      // Workers that are still starting or restarting are in `allClosed` too; wait until it is stable.
+      for (let seen = 0; seen < allClosed.length;) {
+        const n = allClosed.length;
+        const closed = Promise.all(allClosed.slice(seen)).then(() => true);
+        // Workers stopping over a store that went away would wait out their own timeouts.
+        while (!(await Promise.race([closed, sleep(250).then(() => false)]))) {
+          const goneAtStop = gone();
+          if (goneAtStop !== null) throw goneAtStop;
+        }
+        seen = n;
+      }
+    } finally {
+      clearTimeout(stopDeadline);
     }
-    clearTimeout(stopDeadline);
     // Every request a worker sent before it died has been received; let them all finish.
     await Promise.all(servers.map((s) => s.idle()));
     for (const s of servers) s.detach();
@@ -606,6 +651,8 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     let final: Record<string, Version> | null = null;
     let locksLeft = -1;
     for (;;) {
+      const goneAtEnd = gone();
+      if (goneAtEnd !== null) throw goneAtEnd;
       let read: Record<string, Version> | null = null;
       let broken = false;
       try {
@@ -682,6 +729,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     passed = ok;
     return result;
   } finally {
+    reach?.stop();
     squeezeOver = true;
     await squeezing; // the limit is unlimited again
     for (const w of live) w.proc.kill('SIGKILL');

@@ -1,14 +1,18 @@
 /**
  * OracleClient ↔ oracle server over loopback, in one process: batching, ranges, reconnects,
- * timeouts, unreachable oracle, and bad input from one connection not disturbing others.
+ * timeouts, unreachable oracle, bad input from one connection not disturbing others, and start-up
+ * (the port bound before the mark is loaded).
  */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import * as net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OracleClient } from './client.js';
-import { isOracleError, WireErrorCode } from './errors.js';
-import { MemoryMarkStore } from './mark-store.js';
+import { isOracleError, OracleError, WireErrorCode } from './errors.js';
+import { FileMarkStore, MemoryMarkStore } from './mark-store.js';
 import { encodeTsRequest, MsgType, PROTOCOL_VERSION, readU64 } from './protocol.js';
-import { keepServed, rawConnection, until } from './raw-connection.fixture.js';
+import { keepServed, type RawConnection, rawConnection, until } from './raw-connection.fixture.js';
 import { type OracleServer, startOracleServer } from './server.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -260,5 +264,53 @@ describe('bad input to the server', () => {
     cleanups.push(() => new Promise<void>((r) => liar.close(() => r())));
     const c = client((liar.address() as net.AddressInfo).port, { timeoutMs: 2000 });
     await expect(c.getTimestamp()).rejects.toMatchObject({ code: 'ORACLE_PROTOCOL', details: { version: 9 } });
+  });
+});
+
+describe('server start-up', () => {
+  it('a port in use is LISTEN_FAILED with host and port, and leaves no mark file, lock or directory behind', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => holder.close(() => r())));
+    const port = (holder.address() as net.AddressInfo).port;
+    const dir = mkdtempSync(join(tmpdir(), 'oracle-listen-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const e = await startOracleServer({ port, markStore: new FileMarkStore(join(dir, 'sub', 'oracle.mark')) }).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(isOracleError(e, 'LISTEN_FAILED')).toBe(true);
+    expect((e as Error).message).toMatch(new RegExp(`^cannot listen on 127\\.0\\.0\\.1:${port} \\(oracle\\): .*EADDRINUSE`));
+    expect((e as { details: unknown }).details).toMatchObject({ host: '127.0.0.1', port, role: 'oracle', errno: 'EADDRINUSE' });
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('a connection made while the oracle opens its mark is answered once it is open, above the mark', async () => {
+    const port = await freePort();
+    const early: RawConnection[] = [];
+    // The server listens before it loads the mark: a client can connect and ask meanwhile.
+    const markStore = new MemoryMarkStore(5_000_000);
+    const load = markStore.load.bind(markStore);
+    markStore.load = async () => {
+      const conn = await raw(port);
+      conn.socket.write(encodeTsRequest(7, 3));
+      early.push(conn);
+      return load();
+    };
+    await server({ port, markStore, clock: () => 0 });
+    expect(early).toHaveLength(1);
+    const conn = early[0] as RawConnection;
+    await until(() => conn.frames.length > 0, 'the early request to be answered');
+    expect(conn.frames[0]).toMatchObject({ type: MsgType.TS_RESPONSE, id: 7 });
+    expect(readU64(conn.frames[0].payload, 0)).toBeGreaterThan(5_000_000);
+  });
+
+  it('a mark that cannot be loaded fails the start with its own error and gives the port back', async () => {
+    const port = await freePort();
+    const markStore = new MemoryMarkStore();
+    markStore.load = () => Promise.reject(new OracleError('ORACLE_MARK_CORRUPTED', 'the test says so'));
+    await expect(startOracleServer({ port, markStore })).rejects.toMatchObject({ code: 'ORACLE_MARK_CORRUPTED' });
+    const s = await server({ port });
+    expect(s.port).toBe(port);
   });
 });

@@ -32,7 +32,12 @@ export type OracleErrorCode =
   /** Another live process holds the mark (two oracles on one mark would repeat timestamps). */
   | 'ORACLE_MARK_LOCKED'
   /** The next timestamp would not be a safe integer (< 2^53). */
-  | 'ORACLE_EXHAUSTED';
+  | 'ORACLE_EXHAUSTED'
+  /**
+   * `startOracleServer` could not bind its address (in use, not ours to take, no such address;
+   * host, port, errno): the code `percolator serve` and `demo --serve` give their ports too.
+   */
+  | 'LISTEN_FAILED';
 
 export class OracleError extends Error {
   readonly code: OracleErrorCode;

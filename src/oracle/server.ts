@@ -12,6 +12,14 @@
  * - A connection whose unread responses exceed 1 MiB (a client that writes but never reads) is
  *   destroyed.
  *
+ * - Start-up binds the address before it opens the oracle it owns (loads the mark and saves the
+ *   first reservation): a port that cannot be bound is LISTEN_FAILED with nothing created — no
+ *   mark file, no lock file, no directory for them. The order is safe for the never-backwards
+ *   rule: nothing is answered before `Oracle.open` returned (connections accepted meanwhile are
+ *   held unread), so every timestamp still comes from a durable reservation above the loaded
+ *   mark. The other order would need the mark removed after a failed listen to leave nothing
+ *   behind, and removing a mark is the one thing that can make an oracle go back.
+ *
  * Concurrency contract: single JS thread; handlers never await on the hot path (the synchronous
  * `tryAllocate` serves almost every request); `close()` stops accepting, drops connections and
  * closes the oracle if the server opened it.
@@ -68,14 +76,11 @@ const MAX_UNREAD_BYTES = 1 << 20;
 export async function startOracleServer(options: OracleServerOptions = {}): Promise<OracleServer> {
   checkServerOptions(options);
   const host = options.host ?? '127.0.0.1';
-  let oracle = options.oracle;
-  const ownsOracle = oracle === undefined;
-  if (oracle === undefined) {
-    const { clock, millis, reserveMicros, maxBatch, leaseMs, holdbackMs } = options;
-    oracle = await Oracle.open({ markStore: options.markStore as MarkStore, clock, millis, reserveMicros, maxBatch, leaseMs, holdbackMs });
-  }
-  const theOracle = oracle;
-  theOracle.enableRemoteClients();
+  const port = options.port ?? 0;
+  const ownsOracle = options.oracle === undefined;
+  /** Set once the oracle is open: connections accepted before wait unread in `early` (header). */
+  let theOracle: Oracle | null = options.oracle ?? null;
+  const early: net.Socket[] = [];
 
   const sockets = new Set<net.Socket>();
   let requests = 0;
@@ -83,7 +88,7 @@ export async function startOracleServer(options: OracleServerOptions = {}): Prom
   let protocolErrors = 0;
   let badRequests = 0;
 
-  const server = net.createServer({ noDelay: true }, (socket) => {
+  const serve = (socket: net.Socket, oracle: Oracle): void => {
     sockets.add(socket);
     socket.setNoDelay(true);
     let dead = false;
@@ -133,7 +138,7 @@ export async function startOracleServer(options: OracleServerOptions = {}): Prom
         const count = buf.readUInt32LE(p);
         let first: number;
         try {
-          first = theOracle.tryAllocate(count);
+          first = oracle.tryAllocate(count);
         } catch (e) {
           sendError(requestId, e);
           return true;
@@ -142,7 +147,7 @@ export async function startOracleServer(options: OracleServerOptions = {}): Prom
           timestamps += count;
           send(encodeTsResponse(requestId, first, count));
         } else {
-          theOracle.allocate(count).then(
+          oracle.allocate(count).then(
             (f) => {
               timestamps += count;
               send(encodeTsResponse(requestId, f, count));
@@ -157,10 +162,10 @@ export async function startOracleServer(options: OracleServerOptions = {}): Prom
         const oldestHi = buf.readUInt32LE(p + 12);
         const oldest = oldestHi === NONE_HI ? Number.POSITIVE_INFINITY : readU64(buf, p + 8);
         if (clientId < 0 || oldest < 0) return protocolError(requestId, 'REPORT carries a value above 2^53');
-        send(encodeWatermark(requestId, theOracle.reportRemote(clientId, oldest)));
+        send(encodeWatermark(requestId, oracle.reportRemote(clientId, oldest)));
         return true;
       }
-      send(encodeWatermark(requestId, theOracle.watermarkNow()));
+      send(encodeWatermark(requestId, oracle.watermarkNow()));
       return true;
     };
 
@@ -171,35 +176,64 @@ export async function startOracleServer(options: OracleServerOptions = {}): Prom
       dead = true;
       sockets.delete(socket);
     });
+    // Accepted paused (pauseOnConnect): its bytes are read from here on.
+    socket.resume();
+  };
+
+  const server = net.createServer({ noDelay: true, pauseOnConnect: true }, (socket) => {
+    if (theOracle === null) {
+      socket.on('error', () => undefined); // a client that gave up waiting: dropped or served as it is
+      early.push(socket);
+    } else serve(socket, theOracle);
   });
   server.maxConnections = options.maxConnections ?? 4096;
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
+    server.listen(port, host, () => {
       server.off('error', reject);
       resolve();
     });
-  }).catch(async (e: unknown) => {
-    if (ownsOracle) await theOracle.close();
+  }).catch((e: unknown) => {
+    const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
     throw new OracleError(
-      'ORACLE_UNAVAILABLE',
-      `cannot listen on ${host}:${options.port ?? 0}: ${(e as Error).message}`,
-      {
-        host,
-        port: options.port ?? 0,
-        errno: (e as NodeJS.ErrnoException).code,
-      },
+      'LISTEN_FAILED',
+      `cannot listen on ${address} (oracle): ${(e as Error).message}`,
+      { host, port, role: 'oracle', errno: (e as NodeJS.ErrnoException).code },
       { cause: e },
     );
   });
+
+  if (theOracle === null) {
+    const { clock, millis, reserveMicros, maxBatch, leaseMs, holdbackMs } = options;
+    try {
+      theOracle = await Oracle.open({
+        markStore: options.markStore as MarkStore,
+        clock,
+        millis,
+        reserveMicros,
+        maxBatch,
+        leaseMs,
+        holdbackMs,
+      });
+    } catch (e) {
+      // No oracle, no service: the port is given back and whoever connected meanwhile is dropped.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const s of early.splice(0)) s.destroy();
+      await closed;
+      throw e;
+    }
+  }
+  const oracle = theOracle;
+  oracle.enableRemoteClients();
+  for (const s of early.splice(0)) if (!s.destroyed) serve(s, oracle);
   const address = server.address() as net.AddressInfo;
 
   let closing: Promise<void> | null = null;
   return {
     host,
     port: address.port,
-    oracle: theOracle,
+    oracle,
     stats: () => ({ connections: sockets.size, requests, timestamps, protocolErrors, badRequests }),
     close(): Promise<void> {
       if (closing === null) {
@@ -207,7 +241,7 @@ export async function startOracleServer(options: OracleServerOptions = {}): Prom
           const closed = new Promise<void>((resolve) => server.close(() => resolve()));
           for (const s of sockets) s.destroy();
           await closed;
-          if (ownsOracle) await theOracle.close();
+          if (ownsOracle) await oracle.close();
         })();
       }
       return closing;

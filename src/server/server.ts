@@ -16,6 +16,9 @@
  * - Messages above `maxMessageBytes` are refused with RESOURCE_EXHAUSTED; undecodable ones
  *   with INVALID_ARGUMENT; unexpected errors become INTERNAL and are logged. Nothing a client
  *   sends can crash the process.
+ * - A start that fails (a port that cannot be bound: LISTEN_FAILED) closes what it opened, and a
+ *   `file:` store it created in a missing or empty directory is removed again, with the directories
+ *   it made (store/embedded/new-store-dir.ts); a store that was there is left as it was.
  * - `close()` is graceful and idempotent: /healthz turns 503; new gRPC calls get UNAVAILABLE
  *   while in-flight calls run to their status (a ReadRows held back by a slow reader included);
  *   then GOAWAY and stop listening (all of it within `shutdownGraceMs`, after which the rest is
@@ -33,7 +36,7 @@ import { Liveness } from '../txn/liveness.js';
 import { acquireOracle, releaseOracle } from '../txn/shared-oracle.js';
 import { type OracleServer, startOracleServer } from '../oracle/server.js';
 import type { EngineStoreOptions } from '../store/engine-store.js';
-import { DEFAULT_STORE_URL, openStore } from '../store/open-store.js';
+import { DEFAULT_STORE_URL, fileStoreDir, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import type { StoreError } from '../store/errors.js';
 import { instanceAdminService, tableAdminService } from './admin-service.js';
@@ -129,7 +132,7 @@ function grpcAddress(host: string, port: number): string {
 /**
  * A port that cannot be bound (in use, not ours to take, no such address), whichever of the three:
  * LISTEN_FAILED naming the address, the port's role and the system's reason (the first cause in
- * the chain: the oracle wraps it in ORACLE_UNAVAILABLE, HTTP gives it bare).
+ * the chain: the oracle server's own LISTEN_FAILED wraps it, HTTP gives it bare).
  */
 function listenFailed(role: 'gRPC' | 'oracle' | 'HTTP', host: string, port: number, e: unknown): Error {
   const reason = e instanceof Error && e.cause instanceof Error ? e.cause : e;
@@ -168,7 +171,12 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
   const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   const started = performance.now();
   const ownsStore = options.store === undefined;
-  const store = options.store ?? (await openStore(options.storeUrl ?? DEFAULT_STORE_URL, options.storeOptions));
+  const storeUrl = options.storeUrl ?? DEFAULT_STORE_URL;
+  // A start that fails (a port in use) takes back a store it created: `serve --data NEWDIR` with its
+  // port taken leaves no directory behind. Loaded on demand, as open-store.ts loads LevelDB.
+  const storeDir = ownsStore ? fileStoreDir(storeUrl) : null;
+  const fresh = storeDir === null ? null : await (await import('../store/embedded/new-store-dir.js')).noteNewStoreDir(storeDir);
+  const store = options.store ?? (await openStore(storeUrl, options.storeOptions));
   // Clients in other processes cannot see this process's in-memory commit locks: from now on any
   // Percolator in this process commits in two phases on this store.
   atomicRowsOf(store)?.markShared();
@@ -201,6 +209,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
     await http?.close().catch(() => undefined);
     await dashboard?.close();
     if (ownsStore) await store.close().catch(() => undefined);
+    await fresh?.undo();
   };
 
   try {

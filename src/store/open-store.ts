@@ -26,6 +26,13 @@ export interface OpenStoreOptions extends EngineStoreOptions {
   readonly level?: LevelEngineOptions;
 }
 
+/** The directory of a `file:` URL (`file:DIR`, `file:///abs`); null for any other URL or an empty one. */
+export function fileStoreDir(url: string): string | null {
+  if (typeof url !== 'string' || !url.startsWith('file:')) return null;
+  const dir = url.slice('file:'.length).replace(/^\/\/(?=\/)/, '');
+  return dir.length === 0 ? null : dir;
+}
+
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   if (typeof url !== 'string') throw new StoreError('INVALID_STORE_URL', 'a store URL must be a string');
   validateStoreOptions(options, url);
@@ -33,8 +40,8 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     return EngineStore.open(new MemoryEngine(), url, options);
   }
   if (url.startsWith('file:')) {
-    const dir = url.slice('file:'.length).replace(/^\/\/(?=\/)/, '');
-    if (dir.length === 0) throw new StoreError('INVALID_STORE_URL', `file: URL needs a directory, e.g. file:./data (got ${url})`, { url });
+    const dir = fileStoreDir(url);
+    if (dir === null) throw new StoreError('INVALID_STORE_URL', `file: URL needs a directory, e.g. file:./data (got ${url})`, { url });
     // Loaded on demand: the native LevelDB binding costs start-up time in processes that never
     // open a file: store (workers over a served store, the crash checkers' children).
     const { openLevelEngine } = await import('./embedded/level-engine.js');

@@ -1,10 +1,11 @@
 /**
  * `percolator check bank [--crash] [--full-disk] [--seconds S] [--store URL] [--accounts N] [--workers W] [--gc-interval-ms MS]
- *  [--tail N] [--json]`
+ *  [--tail N] [--outage-ms MS] [--json]`
  *
  * Thin: parses flags and runs src/check/bank.ts. With --json, stdout carries exactly one JSON
  * object (progress goes to stderr, and only without --json). Exit code 1 when the guarantee
  * failed: any anomaly, any lock left, totals that differ, a failed worker, or no commit at all.
+ * A `bigtable://` store that goes away (its server stopped) ends it with STORE_OUT_OF_REACH, exit 1.
  */
 import type { Command } from 'commander';
 import { runBankCheck } from '../../check/bank.js';
@@ -20,6 +21,7 @@ interface Flags {
   concurrency: number;
   gcIntervalMs: number;
   tail: number;
+  outageMs: number;
   json?: boolean;
 }
 
@@ -56,6 +58,12 @@ export function register(program: Command): void {
       parsePositiveInteger('tail'),
       16,
     )
+    .option(
+      '--outage-ms <ms>',
+      'a bigtable:// store out of reach this long ends the check (STORE_OUT_OF_REACH)',
+      parsePositiveInteger('outage-ms'),
+      10_000,
+    )
     .option('--json', 'print one JSON object')
     .action(async (flags: Flags) => {
       const json = flags.json === true;
@@ -69,6 +77,7 @@ export function register(program: Command): void {
         concurrency: flags.concurrency,
         gcIntervalMs: flags.gcIntervalMs,
         tailLength: flags.tail,
+        outageMs: flags.outageMs,
         minCrashes: flags.crash === true ? Math.ceil((flags.seconds * 50) / 30) : 0,
         log: json ? undefined : (line) => process.stderr.write(`${line}\n`),
       });

@@ -5,14 +5,17 @@
  * The server prints one JSON line `{"listening":{"host","port"},"mark":…}` once it accepts
  * connections and runs until SIGINT / SIGTERM, then closes cleanly (connections dropped, a mark
  * save in flight finished, the mark lock released) and, as `percolator serve` does, says so: a
- * line on stderr at the signal, then `{"stopped":true,"signal",…}` on stdout.
+ * line on stderr at the signal, then `{"stopped":true,"signal",…}` on stdout. A port that cannot be
+ * bound is LISTEN_FAILED, as for `serve`, and leaves nothing behind: no `--mark` file (the port is
+ * bound before the mark is loaded), no `--store file:DIR` it created (taken back).
  */
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { oracleSvg, runOracleBench } from '../../bench/oracle-bench.js';
 import { FileMarkStore, type MarkStore, StoreMarkStore } from '../../oracle/mark-store.js';
 import { startOracleServer } from '../../oracle/server.js';
-import { openStore } from '../../store/open-store.js';
+import { type NewStoreDir, noteNewStoreDir } from '../../store/embedded/new-store-dir.js';
+import { fileStoreDir, openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
 import { commandGroup, parsePortNumber, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
@@ -32,14 +35,21 @@ export function register(program: Command): void {
     .action(async (opts: { host: string; port: number; mark: string; store?: string }) => {
       let store: Store | undefined;
       let markStore: MarkStore;
+      /** A `file:` store this start creates, taken back if the start fails (new-store-dir.ts). */
+      let fresh: NewStoreDir | null = null;
       if (opts.store !== undefined) {
+        const dir = fileStoreDir(opts.store);
+        if (dir !== null) fresh = await noteNewStoreDir(dir);
         store = await openStore(opts.store);
         markStore = new StoreMarkStore(store);
       } else {
+        // Nothing on disk yet: the server binds its port before the mark is loaded (oracle/server.ts).
         markStore = new FileMarkStore(opts.mark);
       }
+      let started = false;
       try {
         const server = await startOracleServer({ host: opts.host, port: opts.port, markStore });
+        started = true;
         // Listening for the signals before saying it listens: whoever reads that line may signal at once.
         const stop = new Promise<string>((resolve) => {
           process.once('SIGINT', () => resolve('SIGINT'));
@@ -62,6 +72,7 @@ export function register(program: Command): void {
         );
       } finally {
         await store?.close();
+        if (!started) await fresh?.undo();
       }
     });
 

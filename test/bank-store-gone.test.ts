@@ -10,56 +10,29 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import type { WorkerConfig, WorkerMessage } from '../src/check/bank-protocol.js';
-import { spawnCli } from './support/cli-process.js';
+import { escapeRegExp, killServeMidCheck } from './support/store-gone.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const mainJs = join(root, 'dist/cli/main.js');
 
 it('check bank ends promptly with STORE_OUT_OF_REACH, one line and exit 1, when its server is killed mid-check', async () => {
-  const serve = spawnCli(mainJs, ['serve', '--store', 'memory:', '--port', '0', '--http-port', 'off']);
-  try {
-    const listening = await serve.waitForStdout((out) => out.includes('\n'), 'it listens');
-    const { clientUrl } = JSON.parse(listening.split('\n')[0] as string) as { clientUrl: string };
-    const check = spawnCli(mainJs, ['check', 'bank', '--store', clientUrl, '--seconds', '60', '--workers', '1', '--outage-ms', '1000']);
-    try {
-      // Mid-check: the workers run and transfers were made (the first progress line says how many).
-      await Promise.race([
-        until(
-          () => /^\d+ s: [1-9]\d* transfers/m.test(check.stderr()),
-          () => `a transfer; stderr: ${check.stderr()}`,
-          60_000,
-        ),
-        check.exited.then((c) => {
-          throw new Error(`check bank exited (${c}) before its server was killed: ${check.stderr()}`);
-        }),
-      ]);
-      serve.child.kill('SIGKILL');
-      const killedAt = performance.now();
-      // 1 s of outage, then the workers killed and the rest closed: far below the minute the run had left.
-      let bound: NodeJS.Timeout | undefined;
-      const code = await Promise.race([
-        check.exited,
-        new Promise<'still running'>((resolve) => {
-          bound = setTimeout(() => resolve('still running'), 8_000);
-        }),
-      ]);
-      clearTimeout(bound);
-      expect(code, `${Math.round(performance.now() - killedAt)} ms after the kill; stderr: ${check.stderr()}`).toBe(1);
-      const lines = check.stderr().trimEnd().split('\n');
-      expect(lines.at(-1)).toMatch(
-        new RegExp(
-          `^percolator: STORE_OUT_OF_REACH: check bank: the store ${escape(clientUrl)} has been out of reach for \\d+\\.\\d s \\(`,
-        ),
-      );
-      // Progress lines and the error: no stack, no "worker failed to start".
-      expect(lines.filter((l) => !/^\d+ s: /.test(l))).toHaveLength(1);
-      expect(check.stdout()).toBe('');
-    } finally {
-      check.child.kill('SIGKILL');
-    }
-  } finally {
-    serve.child.kill('SIGKILL');
-  }
+  // Mid-check: the workers run and transfers were made (the first progress line says how many).
+  // 1 s of outage, then the workers killed and the rest closed: far below the minute the run had left.
+  const run = await killServeMidCheck(['bank', '--seconds', '60', '--workers', '1', '--outage-ms', '1000'], {
+    progress: /^\d+ s: [1-9]\d* transfers/m,
+    boundMs: 8_000,
+    serveStore: 'memory',
+  });
+  expect(run.code, `${run.msAfterKill} ms after the kill; stderr: ${run.stderr}`).toBe(1);
+  const lines = run.stderr.trimEnd().split('\n');
+  expect(lines.at(-1)).toMatch(
+    new RegExp(
+      `^percolator: STORE_OUT_OF_REACH: check bank: the store ${escapeRegExp(run.clientUrl)} has been out of reach for \\d+\\.\\d s \\(`,
+    ),
+  );
+  // Progress lines and the error: no stack, no "worker failed to start".
+  expect(lines.filter((l) => !/^\d+ s: /.test(l))).toHaveLength(1);
+  expect(run.stdout).toBe('');
 }, 90_000);
 
 it('a worker that fails with a typed error reports its message without a stack', async () => {
@@ -97,16 +70,3 @@ it('a worker that fails with a typed error reports its message without a stack',
   expect((error as { message: string }).message).not.toMatch(/\n\s+at /);
   expect(stderr).toMatch(/^bank-worker: INVALID_STORE_URL: [^\n]*\n$/);
 });
-
-function escape(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** Resolves once `cond()` holds; throws with `what()` after `ms`. */
-async function until(cond: () => boolean, what: () => string, ms: number): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -43,6 +43,7 @@ import {
 } from './bank-protocol.js';
 import type { Version } from './history.js';
 import { IpcStore } from './ipc-store.js';
+import { codeOf, failureMessage } from './worker-failure.js';
 
 let stopping = false;
 
@@ -207,15 +208,8 @@ async function main(): Promise<void> {
 
 class StopRequested extends Error {}
 
-function codeOf(e: unknown): string {
-  return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : 'ERROR';
-}
-
 main().catch(async (e: unknown) => {
-  // A typed error (IO_ERROR: the store out of reach) says what happened in its message; the stack
-  // is for the bugs, errors without a code.
-  const typed = /^[A-Z_]+$/.test(codeOf(e));
-  const message = e instanceof Error ? (typed ? e.message : (e.stack ?? e.message)) : String(e);
+  const message = failureMessage(e);
   process.stderr.write(`bank-worker: ${codeOf(e)}: ${message}\n`);
   await send({ t: 'bank.error', code: codeOf(e), message });
   process.exit(1);

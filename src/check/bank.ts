@@ -68,7 +68,7 @@ import {
 import { type Anomaly, checkHistory, type HistoryTxn, type Outcome, type Version } from './history.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
 import { hasPrlimit, squeezeOwnStore } from './squeeze.js';
-import { type StoreOutOfReachError, type StoreReach, watchStoreReach } from './store-reach.js';
+import { type StoreOutOfReachError, type StoreReach, unlessGone, watchServedStore } from './store-reach.js';
 
 export interface BankOptions {
   /** How long transfers run (seconds). */
@@ -303,13 +303,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     // every wait (worker start, readers, commits, the stop) timed out on its own: minutes for a
     // check that could only fail. Only a store another process serves can go away under it.
     const probed = store;
-    reach = url.startsWith('bigtable://')
-      ? watchStoreReach(() => probed.readRow(TABLE, Buffer.from(accountKey(0))), {
-          store: url,
-          outageMs: opts.outageMs ?? 10_000,
-          what: 'check bank',
-        })
-      : null;
+    reach = watchServedStore(url, () => probed.readRow(TABLE, Buffer.from(accountKey(0))), { outageMs: opts.outageMs, what: 'check bank' });
     const watch = reach;
     const gone = (): StoreOutOfReachError | null => watch?.lost() ?? null;
 
@@ -616,12 +610,8 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
       // Workers that are still starting or restarting are in `allClosed` too; wait until it is stable.
       for (let seen = 0; seen < allClosed.length;) {
         const n = allClosed.length;
-        const closed = Promise.all(allClosed.slice(seen)).then(() => true);
         // Workers stopping over a store that went away would wait out their own timeouts.
-        while (!(await Promise.race([closed, sleep(250).then(() => false)]))) {
-          const goneAtStop = gone();
-          if (goneAtStop !== null) throw goneAtStop;
-        }
+        await unlessGone(watch, Promise.all(allClosed.slice(seen)));
         seen = n;
       }
     } finally {
@@ -733,9 +723,16 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     squeezeOver = true;
     await squeezing; // the limit is unlimited again
     for (const w of live) w.proc.kill('SIGKILL');
+    // A store that went away: its clients closed first end the calls still waiting on it at once (a
+    // GC pass in flight, which the Percolator's close waits for, took seconds more to time out).
+    const storeGone = (reach?.lost() ?? null) !== null;
+    const closeClients = async (): Promise<void> => {
+      await oracle?.close().catch(() => undefined);
+      await store.close().catch(() => undefined);
+    };
+    if (storeGone) await closeClients();
     await db?.close().catch(() => undefined);
-    await oracle?.close().catch(() => undefined);
-    await store.close().catch(() => undefined);
+    if (!storeGone) await closeClients();
     // A failed run keeps its store for investigation (its path is in `store`).
     if (temporaryDir !== null && passed) await rm(temporaryDir, { recursive: true, force: true }).catch(() => undefined);
   }

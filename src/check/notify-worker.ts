@@ -27,6 +27,7 @@ import type { Store } from '../store/store.js';
 import { Percolator } from '../txn/percolator.js';
 import type { ProtocolPoint } from '../txn/transaction.js';
 import { IpcStore } from './ipc-store.js';
+import { codeOf, failureMessage } from './worker-failure.js';
 import {
   CRASH_POINTS,
   decodeProcessed,
@@ -165,12 +166,9 @@ function whileRefused<T>(fullDisk: boolean, start: () => Promise<T>): Promise<T>
   return fullDisk ? whileOutOfReach(start, { forMs: 60_000, firstPauseMs: 50, maxPauseMs: 50 }) : start();
 }
 
-function codeOf(e: unknown): string {
-  return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : 'ERROR';
-}
-
 main().catch(async (e: unknown) => {
-  const message = e instanceof Error ? (e.stack ?? e.message) : String(e);
+  // A typed error (IO_ERROR: the store out of reach) reports its message only (worker-failure.ts).
+  const message = failureMessage(e);
   process.stderr.write(`notify-worker: ${codeOf(e)}: ${message}\n`);
   await send({ t: 'notify.error', code: codeOf(e), message });
   process.exit(1);

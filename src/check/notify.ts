@@ -38,6 +38,11 @@
  *   appear are `collapsed`, which the paper allows. The check fails (`ok: false`) on any of those,
  *   on a quiescence timeout, on a notification left, on a worker that failed, when nothing
  *   changed, or when `crash` was asked for and no worker was killed.
+ * - A store another process serves (`bigtable://`) that stays out of reach for `outageMs` (its
+ *   server stopped) ends the check with STORE_OUT_OF_REACH (store-reach.ts), whatever phase it is
+ *   in: the workers are killed, nobody restarts them and nothing more is waited for. Without the
+ *   store there are no logs to verify, and waiting only stacked up timeouts (the quiescence wait,
+ *   then the oracle's retries: more than a minute).
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -53,6 +58,7 @@ import { LOCK, NOTIFY } from '../txn/layout.js';
 import { hasPrlimit, squeezeOwnStore } from './squeeze.js';
 import { Percolator } from '../txn/percolator.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
+import { type StoreOutOfReachError, type StoreReach, unlessGone, watchServedStore } from './store-reach.js';
 import {
   decodeProcessed,
   METRICS_REPORT_MS,
@@ -103,6 +109,12 @@ export interface NotifyOptions {
   readonly quiescenceTimeoutMs?: number;
   /** Squeeze the supervisor's file-size limit while the writers run, as a disk filling up and emptying (`file:` only). */
   readonly fullDisk?: boolean;
+  /**
+   * For a store another process serves (`bigtable://`): how long it may stay out of reach (no
+   * answer to the supervisor's probe) before the check ends with STORE_OUT_OF_REACH (default
+   * 10 000 ms; store-reach.ts). A server restarting, or connections reset, take less.
+   */
+  readonly outageMs?: number;
   /** Progress lines. */
   readonly log?: (line: string) => void;
   /**
@@ -306,9 +318,12 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
   let db: Percolator | null = null;
   let blind: Percolator | null = null;
   const live = new Set<WorkerHandle>();
+  /** A worker that exits is replaced while this holds; the finally's kills must not be. */
+  let respawn = true;
   /** Ends the full-disk squeeze however the run ends (this process's own file-size limit). */
   let squeezeOver = false;
   let squeezing: Promise<number> = Promise.resolve(0);
+  let reach: StoreReach | null = null;
   try {
     oracle = await openCheckOracle(store);
     const oracleAt = { host: oracle.host, port: oracle.port }; // the workers' (fixed for the run)
@@ -325,13 +340,20 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     if ((await store.listTables()).includes(TABLE)) await store.deleteTable(TABLE);
     await db.createTable(TABLE);
 
+    // --- a served store that goes away ends the check -------------------------------------------
+    // Only a store another process serves can go away under the check; without this, every wait
+    // below (the workers' start, the writers, quiescence, the stop, the final read) ran into its own
+    // timeout, and the check ended more than a minute later with the oracle's error.
+    reach = watchServedStore(url, () => store.readRow(TABLE, Buffer.from(rowKey(0))), { outageMs: opts.outageMs, what: 'check notify' });
+    const watch = reach;
+    const gone = (): StoreOutOfReachError | null => watch?.lost() ?? null;
+
     // --- workers ------------------------------------------------------------------------------
     const errors: string[] = [];
     const crashesAt: Record<string, number> = {};
     const finished: NotifyWorkerMetrics[] = [];
     let crashes = 0;
     let incarnations = 0;
-    let respawn = true;
     let killing = opts.crash;
     let selfKills = opts.crash;
     const servers: StoreServer[] = [];
@@ -422,8 +444,15 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     // Start writing once every first worker runs (not needed for correctness — the registry is
     // already written — but it makes the run exercise the workers from the first change).
     const readyDeadline = performance.now() + 30_000;
-    while ([...live].filter((w) => w.ready).length < workerCount && errors.length === 0 && performance.now() < readyDeadline)
+    while (
+      [...live].filter((w) => w.ready).length < workerCount &&
+      errors.length === 0 &&
+      gone() === null &&
+      performance.now() < readyDeadline
+    )
       await sleep(20);
+    const goneAtStart = gone();
+    if (goneAtStart !== null) throw goneAtStart;
     const runStarted = performance.now();
 
     // --- supervisor kills -----------------------------------------------------------------------
@@ -516,7 +545,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     // --- run, then quiesce -----------------------------------------------------------------------
     const runUntil = runStarted + opts.seconds * 1000;
     let lastLog = performance.now();
-    while (writing && performance.now() < runUntil) {
+    while (writing && performance.now() < runUntil && gone() === null) {
       await sleep(Math.min(250, Math.max(1, runUntil - performance.now())));
       if (performance.now() - lastLog >= 2000) {
         lastLog = performance.now();
@@ -524,7 +553,10 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
       }
     }
     writing = false;
-    await Promise.all(writers);
+    const goneInRun = gone();
+    if (goneInRun !== null) throw goneInRun;
+    // A writer's commit over a store that went away ends at its own deadline.
+    await unlessGone(watch, Promise.all(writers));
     const squeezes = await squeezer; // the room is back; quiescence resumes writing if needed
     killing = false;
     await killer;
@@ -536,7 +568,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     const quiesceStarted = performance.now();
     let quiescent = true;
     try {
-      await db.waitForQuiescence({ tables: [TABLE], timeoutMs: opts.quiescenceTimeoutMs ?? 60_000 });
+      await unlessGone(watch, db.waitForQuiescence({ tables: [TABLE], timeoutMs: opts.quiescenceTimeoutMs ?? 60_000 }));
     } catch (e) {
       if (!isTxnError(e, 'QUIESCENCE_TIMEOUT')) throw e;
       quiescent = false;
@@ -569,25 +601,32 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
         w.proc.kill('SIGKILL');
       }
     }, 20_000);
-    for (let seen = 0; seen < allClosed.length;) {
-      const n = allClosed.length;
-      await Promise.all(allClosed.slice(seen));
-      seen = n;
+    try {
+      for (let seen = 0; seen < allClosed.length;) {
+        const n = allClosed.length;
+        // Workers stopping over a store that went away would wait out their own timeouts.
+        await unlessGone(watch, Promise.all(allClosed.slice(seen)));
+        seen = n;
+      }
+    } finally {
+      clearTimeout(stopDeadline);
     }
-    clearTimeout(stopDeadline);
-    await Promise.all(servers.map((s) => s.idle()));
+    await unlessGone(watch, Promise.all(servers.map((s) => s.idle())));
     for (const s of servers) s.detach();
 
     // --- read the final state and verify -----------------------------------------------------------
-    const snap = await theDb.snapshot();
+    const snap = await unlessGone(watch, theDb.snapshot());
     let records: RowRecord[];
     try {
-      const values = await snap.getMany(
-        TABLE,
-        keys.flatMap((k) => [
-          { row: k, column: VALUE },
-          { row: k, column: PROCESSED },
-        ]),
+      const values = await unlessGone(
+        watch,
+        snap.getMany(
+          TABLE,
+          keys.flatMap((k) => [
+            { row: k, column: VALUE },
+            { row: k, column: PROCESSED },
+          ]),
+        ),
       );
       const text = (v: Uint8Array | null | undefined): string | null =>
         v === null || v === undefined ? null : Buffer.from(v).toString('utf8');
@@ -601,8 +640,8 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
       snap.release();
     }
     const verdict = verifyNotifyLogs(records);
-    const notificationsLeft = await countCells(store, TABLE, NOTIFY);
-    const locksLeft = await countCells(store, TABLE, LOCK);
+    const notificationsLeft = await unlessGone(watch, countCells(store, TABLE, NOTIFY));
+    const locksLeft = await unlessGone(watch, countCells(store, TABLE, LOCK));
     const workerMetrics = { ...ZERO };
     for (const m of finished)
       for (const k of Object.keys(ZERO) as (keyof NotifyWorkerMetrics)[]) (workerMetrics as Record<string, number>)[k] += m[k];
@@ -641,13 +680,22 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     );
     return result;
   } finally {
+    reach?.stop();
+    respawn = false;
     squeezeOver = true;
     await squeezing; // the limit is unlimited again
     for (const w of live) w.proc.kill('SIGKILL');
+    // A store that went away: its clients closed first end the calls still waiting on it at once (a
+    // GC pass in flight, which the Percolator's close waits for, took seconds more to time out).
+    const storeGone = (reach?.lost() ?? null) !== null;
+    const closeClients = async (): Promise<void> => {
+      await oracle?.close().catch(() => undefined);
+      await store.close().catch(() => undefined);
+    };
+    if (storeGone) await closeClients();
     await blind?.close().catch(() => undefined);
     await db?.close().catch(() => undefined);
-    await oracle?.close().catch(() => undefined);
-    await store.close().catch(() => undefined);
+    if (!storeGone) await closeClients();
   }
 }
 

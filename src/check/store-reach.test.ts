@@ -1,12 +1,14 @@
 /**
  * The store-reach watch declares a store gone only after its probes failed for the whole outage:
  * a short outage is ridden out, and a probe that is merely slow (a loaded machine) never counts.
+ * `unlessGone` ends a checker's wait on such a store with STORE_OUT_OF_REACH, and gives a failure
+ * of that wait as it is only when the store still answers.
  */
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
-import { StoreOutOfReachError, watchStoreReach } from './store-reach.js';
+import { StoreOutOfReachError, unlessGone, watchServedStore, watchStoreReach } from './store-reach.js';
 
 beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'] });
 });
 afterEach(() => {
   vi.useRealTimers();
@@ -51,4 +53,51 @@ it('a probe slower than outageMs that answers is no outage, nor the failure righ
   expect(calls).toBeGreaterThan(1);
   expect(reach.lost()).toBeNull(); // failing since it answered, 0.2 s ago
   reach.stop();
+});
+
+it('unlessGone ends a wait that would outlast the store with STORE_OUT_OF_REACH', async () => {
+  const reach = watchStoreReach(refused, { store: 's', outageMs: 1000, everyMs: 100, what: 'c' });
+  const forever = new Promise<never>(() => undefined);
+  const outcome = unlessGone(reach, forever).then(
+    () => 'resolved',
+    (e: unknown) => e,
+  );
+  await vi.advanceTimersByTimeAsync(1300);
+  expect(await outcome).toBeInstanceOf(StoreOutOfReachError);
+  reach.stop();
+});
+
+it('unlessGone holds a failure while the store does not answer, and makes it the outage', async () => {
+  const reach = watchStoreReach(refused, { store: 's', outageMs: 1000, everyMs: 100, what: 'c' });
+  const timedOut = Object.assign(new Error('oracle unreachable'), { code: 'ORACLE_UNAVAILABLE' });
+  let settled: unknown = 'pending';
+  void unlessGone(reach, Promise.reject(timedOut)).catch((e: unknown) => {
+    settled = e;
+  });
+  await vi.advanceTimersByTimeAsync(500);
+  expect(settled).toBe('pending');
+  await vi.advanceTimersByTimeAsync(700);
+  expect(settled).toBeInstanceOf(StoreOutOfReachError);
+  reach.stop();
+});
+
+it("unlessGone gives the work's own outcome while the store answers", async () => {
+  const reach = watchStoreReach(() => Promise.resolve(), { store: 's', outageMs: 1000, everyMs: 100, what: 'c' });
+  await expect(unlessGone(reach, Promise.resolve(7))).resolves.toBe(7);
+  const bug = new Error('a finding, not an outage');
+  const failed = unlessGone(reach, Promise.reject(bug));
+  const caught = failed.catch((e: unknown) => e);
+  // Given once a probe started after the failure answered (the next one, within everyMs).
+  await vi.advanceTimersByTimeAsync(200);
+  expect(await caught).toBe(bug);
+  reach.stop();
+});
+
+it('only a store another process serves is watched', async () => {
+  expect(watchServedStore('memory:', refused, { what: 'c' })).toBeNull();
+  expect(watchServedStore('file:/tmp/x', refused, { what: 'c' })).toBeNull();
+  const reach = watchServedStore('bigtable://h:1', refused, { outageMs: 1000, what: 'c' });
+  expect(reach).not.toBeNull();
+  reach?.stop();
+  await expect(unlessGone(null, Promise.resolve('as is'))).resolves.toBe('as is');
 });

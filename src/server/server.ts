@@ -16,9 +16,12 @@
  * - Messages above `maxMessageBytes` are refused with RESOURCE_EXHAUSTED; undecodable ones
  *   with INVALID_ARGUMENT; unexpected errors become INTERNAL and are logged. Nothing a client
  *   sends can crash the process.
- * - A start that fails (a port that cannot be bound: LISTEN_FAILED) closes what it opened, and a
- *   `file:` store it created in a missing or empty directory is removed again, with the directories
- *   it made (store/embedded/new-store-dir.ts); a store that was there is left as it was.
+ * - A start that fails (a port that cannot be bound: LISTEN_FAILED) closes what it opened — the
+ *   gRPC server, the oracle server and the store's shared oracle, the HTTP server and its dashboard
+ *   sampling, the rate timer, the lock service and the store it created — so the same call can be
+ *   made again in this process; and a `file:` store it created in a missing or empty directory is
+ *   removed again, with the directories it made (store/embedded/new-store-dir.ts); a store that was
+ *   there is left as it was.
  * - `close()` is graceful and idempotent: /healthz turns 503; new gRPC calls get UNAVAILABLE
  *   while in-flight calls run to their status (a ReadRows held back by a slow reader included);
  *   then GOAWAY and stop listening (all of it within `shutdownGraceMs`, after which the rest is
@@ -201,14 +204,29 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
   const tracker = new CallTracker();
   const rates = new Rates();
 
+  /**
+   * A failed start closes everything it opened, as `close()` would, so a caller that catches the
+   * error and starts again in this process finds the store free (its lock released) and nothing
+   * left running. Each step on its own: one that fails must not keep the rest open, and the
+   * start's own error is the one reported.
+   */
   const cleanup = async (): Promise<void> => {
+    const step = async (close: () => unknown): Promise<void> => {
+      try {
+        await close();
+      } catch {
+        // reported: the start's error
+      }
+    };
     if (rateTimer !== null) clearInterval(rateTimer);
-    grpcServer?.forceShutdown();
-    await oracle?.close().catch(() => undefined);
-    if (oracleHeld) await releaseOracle(store).catch(() => undefined);
-    await http?.close().catch(() => undefined);
-    await dashboard?.close();
-    if (ownsStore) await store.close().catch(() => undefined);
+    await step(() => grpcServer?.forceShutdown());
+    await step(() => oracle?.close());
+    if (oracleHeld) await step(() => releaseOracle(store));
+    await step(() => http?.close());
+    await step(() => dashboard?.close());
+    // The lock service this start created (2026-12-02: it was left open; `close()` closed it).
+    if (ownsLocks) await step(() => locks.close());
+    if (ownsStore) await step(() => store.close());
     await fresh?.undo();
   };
 

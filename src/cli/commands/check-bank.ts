@@ -9,6 +9,7 @@
  */
 import type { Command } from 'commander';
 import { runBankCheck } from '../../check/bank.js';
+import { DEFAULT_OUTAGE_MS } from '../../check/store-reach.js';
 import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 interface Flags {
@@ -62,7 +63,7 @@ export function register(program: Command): void {
       '--outage-ms <ms>',
       'a bigtable:// store out of reach this long ends the check (STORE_OUT_OF_REACH)',
       parsePositiveInteger('outage-ms'),
-      10_000,
+      DEFAULT_OUTAGE_MS,
     )
     .option('--json', 'print one JSON object')
     .action(async (flags: Flags) => {

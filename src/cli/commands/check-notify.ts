@@ -1,14 +1,16 @@
 /**
- * `percolator check notify [--crash] [--full-disk] [--seconds S] [--store URL] [--workers W] [--rows N] [--json]`
+ * `percolator check notify [--crash] [--full-disk] [--seconds S] [--store URL] [--workers W] [--rows N] [--outage-ms MS] [--json]`
  *
  * Thin: parses flags and runs src/check/notify.ts. With --json, stdout carries exactly one JSON
  * object (`changes`, `processed`, `missed`, `duplicateCommits`, `crashes`, …); progress goes to
  * stderr, and only without --json. Exit code 1 when the guarantee failed: a missed change, a
  * duplicate observer commit, an out-of-order or unknown log entry, no quiescence, a failed
- * worker, or no change at all.
+ * worker, or no change at all. A `bigtable://` store that goes away (its server stopped) ends it
+ * with STORE_OUT_OF_REACH, exit 1.
  */
 import type { Command } from 'commander';
 import { runNotifyCheck } from '../../check/notify.js';
+import { DEFAULT_OUTAGE_MS } from '../../check/store-reach.js';
 import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
 
 interface Flags {
@@ -19,6 +21,7 @@ interface Flags {
   workers: number;
   rows: number;
   writers: number;
+  outageMs: number;
   json?: boolean;
 }
 
@@ -41,6 +44,12 @@ export function register(program: Command): void {
     .option('--workers <n>', 'worker processes', parsePositiveInteger('workers'), 3)
     .option('--rows <n>', 'rows the writers change', parsePositiveInteger('rows'), 50)
     .option('--writers <n>', 'concurrent writer loops', parsePositiveInteger('writers'), 2)
+    .option(
+      '--outage-ms <ms>',
+      'a bigtable:// store out of reach this long ends the check (STORE_OUT_OF_REACH)',
+      parsePositiveInteger('outage-ms'),
+      DEFAULT_OUTAGE_MS,
+    )
     .option('--json', 'print one JSON object')
     .action(async (flags: Flags) => {
       const json = flags.json === true;
@@ -52,6 +61,7 @@ export function register(program: Command): void {
         workers: flags.workers,
         rows: flags.rows,
         writers: flags.writers,
+        outageMs: flags.outageMs,
         log: json ? undefined : (line) => process.stderr.write(`${line}\n`),
       });
       printResult(result, json);

@@ -1,0 +1,67 @@
+/**
+ * `check notify` against a `percolator serve` that stops in the middle of the check (kill -9)
+ * ends within a bounded time with one typed line, STORE_OUT_OF_REACH, and exit 1 — it used to
+ * wait out its quiescence deadline and the oracle's retries, ending more than a minute later with
+ * ORACLE_UNAVAILABLE (compiled JS under dist/; `npm test` builds first). A worker that fails with
+ * a typed error reports its message, not its stack.
+ */
+import { fork } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect, it } from 'vitest';
+import type { NotifyWorkerConfig, NotifyWorkerMessage } from '../src/check/notify-protocol.js';
+import { escapeRegExp, killServeMidCheck } from './support/store-gone.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+it('check notify ends promptly with STORE_OUT_OF_REACH, one line and exit 1, when its server is killed mid-check', async () => {
+  // Mid-check: the worker runs and changes were written (the first progress line says how many).
+  // 1 s of outage, then the workers killed and the rest closed: far below the minute the run had left.
+  const run = await killServeMidCheck(['notify', '--seconds', '60', '--workers', '1', '--outage-ms', '1000'], {
+    progress: /^\d+ s: [1-9]\d* changes/m,
+    boundMs: 8_000,
+    serveStore: 'data',
+  });
+  expect(run.code, `${run.msAfterKill} ms after the kill; stderr: ${run.stderr}`).toBe(1);
+  const lines = run.stderr.trimEnd().split('\n');
+  expect(lines.at(-1)).toMatch(
+    new RegExp(
+      `^percolator: STORE_OUT_OF_REACH: check notify: the store ${escapeRegExp(run.clientUrl)} has been out of reach for \\d+\\.\\d s \\(`,
+    ),
+  );
+  // Progress lines (the writers may have stopped on the outage first) and the error: no stack.
+  expect(lines.filter((l) => !/^(\d+ s: |writers stopped after \d+ changes)/.test(l))).toHaveLength(1);
+  expect(run.stdout).toBe('');
+}, 90_000);
+
+it('a notify worker that fails with a typed error reports its message without a stack', async () => {
+  const cfg: NotifyWorkerConfig = {
+    incarnation: 1,
+    storeUrl: 'bigtable://',
+    oracleHost: '127.0.0.1',
+    oraclePort: 1,
+    threads: 1,
+    scanners: 1,
+    leaseMs: 1000,
+    lockTtlMs: 3000,
+    crash: null,
+    observerDelayMs: 0,
+    fullDisk: false,
+  };
+  const child = fork(join(root, 'dist/check/notify-worker.js'), [JSON.stringify(cfg)], {
+    serialization: 'advanced',
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const messages: NotifyWorkerMessage[] = [];
+  child.on('message', (m: NotifyWorkerMessage) => messages.push(m));
+  const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+  expect(code).toBe(1);
+  const error = messages.find((m) => m.t === 'notify.error');
+  expect(error).toMatchObject({ t: 'notify.error', code: 'INVALID_STORE_URL' });
+  expect((error as { message: string }).message).not.toMatch(/\n\s+at /);
+  expect(stderr).toMatch(/^notify-worker: INVALID_STORE_URL: [^\n]*\n$/);
+});

@@ -1,0 +1,86 @@
+/**
+ * A check against a `percolator serve` child that is killed (SIGKILL) in the middle of the check,
+ * for the store-gone tests: the server is killed once `progress` appears on the check's stderr
+ * (work was done against the store), and the check is given `boundMs` from the kill to exit.
+ * Both processes are killed, and `--data` removed, however it ends.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { spawnCli } from './cli-process.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const mainJs = join(root, 'dist/cli/main.js');
+
+export interface StoreGoneRun {
+  readonly clientUrl: string;
+  /** The check's exit code, or 'still running' `boundMs` after the kill. */
+  readonly code: number | null | 'still running';
+  readonly msAfterKill: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export async function killServeMidCheck(
+  check: readonly string[],
+  options: { readonly progress: RegExp; readonly boundMs: number; readonly serveStore: 'memory' | 'data' },
+): Promise<StoreGoneRun> {
+  const data = options.serveStore === 'data' ? await mkdtemp(join(tmpdir(), 'percolator-store-gone-')) : null;
+  const serve = spawnCli(mainJs, [
+    'serve',
+    ...(data === null ? ['--store', 'memory:'] : ['--data', data]),
+    '--port',
+    '0',
+    '--http-port',
+    'off',
+  ]);
+  try {
+    const listening = await serve.waitForStdout((out) => out.includes('\n'), 'it listens');
+    const { clientUrl } = JSON.parse(listening.split('\n')[0] as string) as { clientUrl: string };
+    const child = spawnCli(mainJs, ['check', ...check, '--store', clientUrl]);
+    try {
+      await Promise.race([
+        until(
+          () => options.progress.test(child.stderr()),
+          () => `${options.progress}; stderr: ${child.stderr()}`,
+          60_000,
+        ),
+        child.exited.then((c) => {
+          throw new Error(`check ${check[0]} exited (${c}) before its server was killed: ${child.stderr()}`);
+        }),
+      ]);
+      serve.child.kill('SIGKILL');
+      const killedAt = performance.now();
+      let bound: NodeJS.Timeout | undefined;
+      const code = await Promise.race([
+        child.exited,
+        new Promise<'still running'>((resolve) => {
+          bound = setTimeout(() => resolve('still running'), options.boundMs);
+        }),
+      ]);
+      clearTimeout(bound);
+      return { clientUrl, code, msAfterKill: Math.round(performance.now() - killedAt), stdout: child.stdout(), stderr: child.stderr() };
+    } finally {
+      child.child.kill('SIGKILL');
+    }
+  } finally {
+    serve.child.kill('SIGKILL');
+    await serve.exited;
+    if (data !== null) await rm(data, { recursive: true, force: true });
+  }
+}
+
+/** `s` as a literal in a RegExp. */
+export function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Resolves once `cond()` holds; throws with `what()` after `ms`. */
+async function until(cond: () => boolean, what: () => string, ms: number): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!cond()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

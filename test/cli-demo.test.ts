@@ -144,7 +144,7 @@ it("refuses to remove a store holding the user's own tables (NOT_A_WEB_INDEX), a
   expect(r.code).toBe(1);
   expect(r.stdout).toBe('');
   expect(r.stderr).toBe(
-    `percolator: NOT_A_WEB_INDEX: ${data} holds tables that are not the web index's (accounts); the demo starts clean and would remove them — nothing was removed: give another --data directory, or --force to remove them\n`,
+    `percolator: NOT_A_WEB_INDEX: ${data} holds tables that are not the web index's (accounts, pages; a web index has all of pages, docs, anchors, clusters, ckeys, index, exports); the demo starts clean and would remove them — nothing was removed: give another --data directory, or --force to remove them\n`,
   );
   const db = await Percolator.open({ store: `file:${data}` });
   expect(await db.getString('accounts', 'alice', 'bal:v')).toBe('100');
@@ -154,6 +154,27 @@ it("refuses to remove a store holding the user's own tables (NOT_A_WEB_INDEX), a
   expect(forced.stderr).toBe('');
   expect(forced.code).toBe(0);
   expect(await storeTables(data)).not.toContain('accounts');
+});
+
+it("refuses a store whose tables have some of the web index's names and not all: the README example's docs table", async () => {
+  // README › Using it: a `docs` table in file:./data. Taken name by name for the web index's, it was removed.
+  const data = tempDir();
+  const db = await Percolator.open({ store: `file:${data}` });
+  await db.createTable('docs');
+  await db.transaction(async (tx) => tx.set('docs', 'https://example.com/', 'raw:content', 'hello incremental world'));
+  await db.close();
+
+  const searched = run(tempDir(), 'search', 'hello', '--data', data);
+  expect(searched.stderr).toMatch(/^percolator: NO_INDEX: .* holds no web index but other tables \(docs\): build one in a new directory/);
+  const r = demo(tempDir(), '--corpus', 'synthetic', '--docs', '5', '--data', data);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toBe(
+    `percolator: NOT_A_WEB_INDEX: ${data} holds tables that are not the web index's (docs; a web index has all of pages, docs, anchors, clusters, ckeys, index, exports); the demo starts clean and would remove them — nothing was removed: give another --data directory, or --force to remove them\n`,
+  );
+  const after = await Percolator.open({ store: `file:${data}` });
+  expect(await after.getString('docs', 'https://example.com/', 'raw:content')).toBe('hello incremental world');
+  await after.close();
+  // A web index the demo made is still started over: test 'starts clean over a store it made before'.
 });
 
 it("search's NO_INDEX hint names a new directory over a store of other tables, the same one over an empty store", async () => {

@@ -2,7 +2,7 @@
  * cliCommand: a hint names the command that runs this program from where it was printed — never
  * `npx percolator` where npx would fetch the registry's unrelated package of that name. Each case
  * is a directory layout in a scratch directory (a package, a project that installed it, a project
- * that installed another `percolator`, a directory with neither, a global bin).
+ * that installed another `percolator`, a directory with neither, a global bin, npx's own bin).
  */
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -95,6 +95,25 @@ describe('cliCommand', () => {
     mkdirSync(shadow);
     writeFileSync(join(shadow, 'percolator'), '');
     expect(cliCommand(started(main, plain, { ...global, path: `${shadow}:${bin}` }))).toBe(`node ${main}`);
+  });
+
+  it("is npx percolator when npx started it: the node_modules/.bin npx puts first on the PATH is not the shell's", () => {
+    const { root, pkg, main } = layout();
+    // In a checkout npx links the package into its cache and runs it from there.
+    const cacheBin = join(root, 'npx-cache', 'node_modules', '.bin');
+    mkdirSync(cacheBin, { recursive: true });
+    symlinkSync(main, join(cacheBin, 'percolator'));
+    const fromCache = { argv1: join(cacheBin, 'percolator'), path: `${cacheBin}:${join(pkg, 'node_modules', '.bin')}:/usr/bin` };
+    expect(cliCommand(started(main, pkg, fromCache))).toBe('npx percolator');
+    // In a project that installed it: its own node_modules/.bin.
+    const app = project(root, 'app', main);
+    const appBin = join(app, 'node_modules', '.bin');
+    expect(cliCommand(started(main, app, { argv1: join(appBin, 'percolator'), path: `${appBin}:/usr/bin` }))).toBe('npx percolator');
+    // A global install still wins where the shell's PATH has it.
+    const bin = join(root, 'bin');
+    mkdirSync(bin);
+    symlinkSync(main, join(bin, 'percolator'));
+    expect(cliCommand(started(main, app, { argv1: join(appBin, 'percolator'), path: `${appBin}:${bin}` }))).toBe('percolator');
   });
 
   it('quotes a path the shell would split', () => {

@@ -2,7 +2,8 @@
  * How the hints the commands print (the demo's closing line, search's NO_INDEX) spell a command,
  * so that a hint copied as printed runs this program from the directory it was printed in:
  * - `percolator`, when this process was started as the `percolator` the PATH finds (a global
- *   install);
+ *   install) — the user's PATH: a `node_modules/.bin` on it is one npm and npx put first for the
+ *   command they run (`npx percolator` is started from one), gone in the shell the hint is read in;
  * - `npx percolator`, when npx, run in the working directory, finds this program: the directory
  *   is inside this package (npx runs a project's own bin: a checkout) or inside a project whose
  *   `node_modules/.bin/percolator` is this program (where the package is installed);
@@ -32,6 +33,9 @@ export interface Invocation {
 /** The package's name and its executable's name. */
 const NAME = 'percolator';
 
+/** A `node_modules/.bin` directory: npm and npx put them on the PATH of what they run. */
+const NPM_BIN = /(^|[\\/])node_modules[\\/]\.bin[\\/]?$/;
+
 function thisInvocation(): Invocation {
   return {
     cwd: process.cwd(),
@@ -59,11 +63,12 @@ function real(path: string): string | null {
   }
 }
 
-/** Started as `percolator`, and the PATH's first `percolator` is this program. */
+/** Started as `percolator`, and the user's PATH's first `percolator` is this program. */
 function startedFromPath(inv: Invocation, main: string): boolean {
   if (inv.argv1 === undefined || !/(^|[\\/])percolator$/.test(inv.argv1)) return false;
   for (const dir of (inv.path ?? '').split(delimiter)) {
-    if (dir === '') continue;
+    // npm's and npx's own entries (see the header): a hint spelt `percolator` from them did not run.
+    if (dir === '' || NPM_BIN.test(dir)) continue;
     const candidate = join(dir, NAME);
     if (existsSync(candidate)) return real(candidate) === main;
   }

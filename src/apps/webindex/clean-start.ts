@@ -10,6 +10,10 @@
  *   worker liveness). Percolator's own tables alone pass: they are what `percolator serve` or any
  *   `Percolator.open` leaves in a new store, and the mark goes with the data it protects. (A store
  *   kept only for a standalone oracle's mark, `percolator oracle --store`, is not told apart.)
+ * - A table is the web index's by its name only beside the whole web index: the demo creates
+ *   every one of TABLES before it writes anything (pipeline.ts), so a store holding some of those
+ *   names and not all is someone else's — the README's own example is a `docs` table in
+ *   `file:./data`, which a name-by-name check passed as a web index and the demo removed.
  * - The check opens the store as the CLI's reading commands do (`create: false`): a missing or
  *   empty directory, or one holding no store, passes (nothing there to lose, and removeStoreDir
  *   judges other files); a store some process has open is STORE_LOCKED; any other failure to read
@@ -36,17 +40,25 @@ export class NotAWebIndexError extends Error {
     readonly tables: readonly string[],
   ) {
     const shown = `${foreign.slice(0, 5).join(', ')}${foreign.length > 5 ? `, … (${foreign.length} in all)` : ''}`;
+    // A web index's name among them: say why it is not taken for one (foreignTables).
+    const named = foreign.some((t) => (TABLES as readonly string[]).includes(t));
+    const why = named ? `; a web index has all of ${TABLES.join(', ')}` : '';
     super(
-      `${dir} holds tables that are not the web index's (${shown}); the demo starts clean and would remove them — nothing was removed: give another --data directory, or --force to remove them`,
+      `${dir} holds tables that are not the web index's (${shown}${why}); the demo starts clean and would remove them — nothing was removed: give another --data directory, or --force to remove them`,
     );
     this.name = 'NotAWebIndexError';
   }
 }
 
-/** The tables of `tables` a clean start must not remove unasked: neither the web index's nor Percolator's own (sorted). */
+/**
+ * The tables of `tables` a clean start must not remove unasked (sorted): those neither the web
+ * index's nor Percolator's own — and the web index's names too unless all of them are there.
+ */
 export function foreignTables(tables: readonly string[]): string[] {
-  const web = new Set<string>(TABLES);
-  return tables.filter((t) => !web.has(t) && !t.startsWith(SYSTEM_TABLE_PREFIX)).sort();
+  const user = tables.filter((t) => !t.startsWith(SYSTEM_TABLE_PREFIX));
+  const wholeWebIndex = TABLES.every((t) => user.includes(t));
+  const web = new Set<string>(wholeWebIndex ? TABLES : []);
+  return user.filter((t) => !web.has(t)).sort();
 }
 
 /** Throws NotAWebIndexError when the store in `dir` holds foreign tables (see the header); nothing is written. */

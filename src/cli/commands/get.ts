@@ -18,6 +18,7 @@ import { setFailureStatus } from '../exit-status.js';
 import { PERCOLATOR_TABLE_SPEC } from '../../txn/layout.js';
 import { Percolator } from '../../txn/percolator.js';
 import { bytesOfArgument, printable } from '../printable.js';
+import { tableToRead } from '../table-to-read.js';
 
 export function register(program: Command): void {
   program
@@ -41,7 +42,7 @@ export function register(program: Command): void {
       try {
         // A table without the system families (a raw Bigtable table, the oracle's) has no committed
         // cells to read: say so, rather than print nothing as for an absent cell.
-        const families = (await db.store.getTable(table)).families;
+        const families = (await tableToRead(db.store, table)).families;
         const missing = Object.keys(PERCOLATOR_TABLE_SPEC.families).find((f) => !Object.hasOwn(families, f));
         if (missing !== undefined) {
           throw new TxnError('NOT_A_PERCOLATOR_TABLE', `table ${table} is not a Percolator table (it lacks the system family ${missing})`, {

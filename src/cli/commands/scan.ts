@@ -31,6 +31,7 @@ import { Percolator } from '../../txn/percolator.js';
 import { TxnError, isTxnError } from '../../txn/errors.js';
 import { parsePositiveInteger } from '../parent-command.js';
 import { printable, printableCut } from '../printable.js';
+import { tableToRead } from '../table-to-read.js';
 import { writeLine } from '../write-line.js';
 
 interface ScanOptions {
@@ -63,7 +64,7 @@ export function register(program: Command): void {
     .action(async (table: string, opts: ScanOptions) => {
       const store = await openStore(opts.store, { ...ONE_SHOT_STORE, gcIntervalMs: 0 });
       try {
-        const families = (await store.getTable(table)).families;
+        const families = (await tableToRead(store, table)).families;
         const percolatorTable = Object.keys(PERCOLATOR_TABLE_SPEC.families).every((f) => Object.hasOwn(families, f));
         if (percolatorTable && opts.raw !== true) await scanCommitted(store, table, opts);
         else await scanRaw(store, table, opts);

@@ -191,6 +191,29 @@ function combine(a: RowFilter | null | undefined, b: RowFilter | null | undefine
   return a ?? b ?? undefined;
 }
 
+/**
+ * grpc-js's account of a connection it could not make (nothing listening, a name that does not
+ * resolve, a port that does not speak HTTP/2): UNAVAILABLE, "No connection established. Last
+ * error: …" (or gax's DEADLINE_EXCEEDED after its retries, readableMessage in grpc-errors.ts). It
+ * names neither the store nor what to do, and the address only sometimes.
+ */
+const NO_CONNECTION = /No connection established|Failed to connect|ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH/;
+
+function isUnreachable(err: StoreError): boolean {
+  // details.url: said so already (an error that passes through `fail` twice).
+  return err.code === 'IO_ERROR' && err.details.url === undefined && NO_CONNECTION.test(err.message);
+}
+
+/** The same error, saying which server was out of reach and what usually runs there. */
+function unreachable(url: string, err: StoreError): StoreError {
+  return new StoreError(
+    'IO_ERROR',
+    `cannot reach ${url}: ${err.message} (is a \`percolator serve\` listening there? give its gRPC port, the clientUrl of its listening line)`,
+    { ...err.details, url },
+    { cause: err },
+  );
+}
+
 export class BigtableStore implements Store {
   readonly url: string;
   readonly config: BigtableUrl;
@@ -267,7 +290,7 @@ export class BigtableStore implements Store {
       return new StoreError('STORE_CLOSED', `the store ${this.url} is closed`, { url: this.url }, { cause: e });
     const err = toStoreError(e, context);
     if (err.code === 'TABLE_NOT_FOUND' && typeof context.table === 'string') this.schemas.delete(context.table);
-    return err;
+    return this.config.host !== undefined && isUnreachable(err) ? unreachable(this.url, err) : err;
   }
 
   private async call<T>(context: Record<string, unknown>, fn: () => Promise<T>): Promise<T> {

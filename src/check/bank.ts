@@ -68,7 +68,8 @@ import {
 import { type Anomaly, checkHistory, type HistoryTxn, type Outcome, type Version } from './history.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
 import { hasPrlimit, squeezeOwnStore } from './squeeze.js';
-import { type StoreOutOfReachError, type StoreReach, unlessGone, watchServedStore } from './store-reach.js';
+import { awaitWorkersClosed } from './await-workers.js';
+import { type StoreOutOfReachError, type StoreReach, watchServedStore } from './store-reach.js';
 
 export interface BankOptions {
   /** How long transfers run (seconds). */
@@ -600,23 +601,8 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
       if (still !== null && still !== undefined) errors.push(`the store did not resume writing: ${still.message}`);
     }
     for (const w of live) if (w.proc.connected) w.proc.send({ t: 'bank.stop' } satisfies SupervisorMessage, ignoreSendError);
-    const stopDeadline = setTimeout(() => {
-      for (const w of live) {
-        errors.push(`worker ${w.incarnation} did not stop within 20 s: killed`);
-        w.proc.kill('SIGKILL');
-      }
-    }, 20_000);
-    try {
-      // Workers that are still starting or restarting are in `allClosed` too; wait until it is stable.
-      for (let seen = 0; seen < allClosed.length;) {
-        const n = allClosed.length;
-        // Workers stopping over a store that went away would wait out their own timeouts.
-        await unlessGone(watch, Promise.all(allClosed.slice(seen)));
-        seen = n;
-      }
-    } finally {
-      clearTimeout(stopDeadline);
-    }
+    // Workers still starting or restarting are in `allClosed` too.
+    await awaitWorkersClosed(live, allClosed, watch, errors);
     // Every request a worker sent before it died has been received; let them all finish.
     await Promise.all(servers.map((s) => s.idle()));
     for (const s of servers) s.detach();

@@ -58,6 +58,7 @@ import { LOCK, NOTIFY } from '../txn/layout.js';
 import { hasPrlimit, squeezeOwnStore } from './squeeze.js';
 import { Percolator } from '../txn/percolator.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
+import { awaitWorkersClosed } from './await-workers.js';
 import { type StoreOutOfReachError, type StoreReach, unlessGone, watchServedStore } from './store-reach.js';
 import {
   decodeProcessed,
@@ -595,22 +596,8 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     // --- stop the workers ----------------------------------------------------------------------
     respawn = false;
     for (const w of live) if (w.proc.connected) w.proc.send({ t: 'notify.stop' } satisfies NotifySupervisorMessage);
-    const stopDeadline = setTimeout(() => {
-      for (const w of live) {
-        errors.push(`worker ${w.incarnation} did not stop within 20 s: killed`);
-        w.proc.kill('SIGKILL');
-      }
-    }, 20_000);
-    try {
-      for (let seen = 0; seen < allClosed.length;) {
-        const n = allClosed.length;
-        // Workers stopping over a store that went away would wait out their own timeouts.
-        await unlessGone(watch, Promise.all(allClosed.slice(seen)));
-        seen = n;
-      }
-    } finally {
-      clearTimeout(stopDeadline);
-    }
+    // Workers still starting or restarting are in `allClosed` too.
+    await awaitWorkersClosed(live, allClosed, watch, errors);
     await unlessGone(watch, Promise.all(servers.map((s) => s.idle())));
     for (const s of servers) s.detach();
 

@@ -12,7 +12,10 @@
  *   oracle_timestamps_total / oracle_requests_total / oracle_connections   from the oracle server
  *   lock_requests_total{op,result}           network lock service
  *   locks_held                               advisory locks currently held
- * plus prom-client's default process metrics (CPU, memory, event-loop lag).
+ * plus prom-client's default process metrics (CPU, memory, event-loop lag), collected once per
+ * process and shared by every server's registry: each `collectDefaultMetrics` call starts a GC
+ * observer and an event-loop-delay monitor that nothing stops, so a process starting servers again
+ * and again (the tests, a library user retrying a failed start) piled them up.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -21,8 +24,20 @@ export interface ServerMetricSources {
   locksHeld?: () => number;
 }
 
+let processMetrics: Registry | null = null;
+
+/** The process's default metrics (see the header), made on first use. */
+function processRegistry(): Registry {
+  if (processMetrics === null) {
+    processMetrics = new Registry();
+    collectDefaultMetrics({ register: processMetrics, prefix: 'percolator_' });
+  }
+  return processMetrics;
+}
+
 export class ServerMetrics {
-  readonly registry = new Registry();
+  /** What `/metrics` shows: this server's metrics, and the process's unless turned off. */
+  readonly registry: Registry;
   readonly requests: Counter<'method' | 'code'>;
   readonly duration: Histogram<'method'>;
   readonly inflight: Gauge;
@@ -36,7 +51,8 @@ export class ServerMetrics {
   readonly totals = { requests: 0, errors: 0, cancelled: 0, rowsRead: 0, rowsWritten: 0, inflight: 0 };
 
   constructor(sources: ServerMetricSources = {}, defaultMetrics = true) {
-    const registers = [this.registry];
+    const own = new Registry();
+    const registers = [own];
     this.requests = new Counter({
       name: 'percolator_grpc_requests_total',
       help: 'gRPC calls finished, by method and status code',
@@ -103,7 +119,7 @@ export class ServerMetrics {
         this.set(locksHeld?.() ?? 0);
       },
     });
-    if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'percolator_' });
+    this.registry = defaultMetrics ? Registry.merge([own, processRegistry()]) : own;
   }
 
   callStarted(): void {

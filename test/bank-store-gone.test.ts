@@ -5,15 +5,9 @@
  * dist/; `npm test` builds first). A worker that fails with a typed error reports its message,
  * not its stack.
  */
-import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import type { WorkerConfig, WorkerMessage } from '../src/check/bank-protocol.js';
-import { escapeRegExp, killServeMidCheck } from './support/store-gone.js';
-
-const root = fileURLToPath(new URL('..', import.meta.url));
-const mainJs = join(root, 'dist/cli/main.js');
+import { escapeRegExp, killServeMidCheck, runWorkerToItsEnd } from './support/store-gone.js';
 
 it('check bank ends promptly with STORE_OUT_OF_REACH, one line and exit 1, when its server is killed mid-check', async () => {
   // Mid-check: the workers run and transfers were made (the first progress line says how many).
@@ -53,17 +47,7 @@ it('a worker that fails with a typed error reports its message without a stack',
     maxAmount: 100,
     standby: false,
   };
-  const child = fork(join(root, 'dist/check/bank-worker.js'), [JSON.stringify(cfg)], {
-    serialization: 'advanced',
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const messages: WorkerMessage[] = [];
-  child.on('message', (m: WorkerMessage) => messages.push(m));
-  const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+  const { code, messages, stderr } = await runWorkerToItsEnd<WorkerMessage>('bank-worker.js', cfg);
   expect(code).toBe(1);
   const error = messages.find((m) => m.t === 'bank.error');
   expect(error).toMatchObject({ t: 'bank.error', code: 'INVALID_STORE_URL' });

@@ -5,14 +5,9 @@
  * ORACLE_UNAVAILABLE (compiled JS under dist/; `npm test` builds first). A worker that fails with
  * a typed error reports its message, not its stack.
  */
-import { fork } from 'node:child_process';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import type { NotifyWorkerConfig, NotifyWorkerMessage } from '../src/check/notify-protocol.js';
-import { escapeRegExp, killServeMidCheck } from './support/store-gone.js';
-
-const root = fileURLToPath(new URL('..', import.meta.url));
+import { escapeRegExp, killServeMidCheck, runWorkerToItsEnd } from './support/store-gone.js';
 
 it('check notify ends promptly with STORE_OUT_OF_REACH, one line and exit 1, when its server is killed mid-check', async () => {
   // Mid-check: the worker runs and changes were written (the first progress line says how many).
@@ -48,17 +43,7 @@ it('a notify worker that fails with a typed error reports its message without a 
     observerDelayMs: 0,
     fullDisk: false,
   };
-  const child = fork(join(root, 'dist/check/notify-worker.js'), [JSON.stringify(cfg)], {
-    serialization: 'advanced',
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const messages: NotifyWorkerMessage[] = [];
-  child.on('message', (m: NotifyWorkerMessage) => messages.push(m));
-  const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+  const { code, messages, stderr } = await runWorkerToItsEnd<NotifyWorkerMessage>('notify-worker.js', cfg);
   expect(code).toBe(1);
   const error = messages.find((m) => m.t === 'notify.error');
   expect(error).toMatchObject({ t: 'notify.error', code: 'INVALID_STORE_URL' });

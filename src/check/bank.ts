@@ -69,7 +69,7 @@ import { type Anomaly, checkHistory, type HistoryTxn, type Outcome, type Version
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
 import { hasPrlimit, squeezeOwnStore } from './squeeze.js';
 import { awaitWorkersClosed } from './await-workers.js';
-import { type StoreOutOfReachError, type StoreReach, watchServedStore } from './store-reach.js';
+import { closeCheckHandles, type StoreOutOfReachError, type StoreReach, watchServedStore } from './store-reach.js';
 
 export interface BankOptions {
   /** How long transfers run (seconds). */
@@ -709,16 +709,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     squeezeOver = true;
     await squeezing; // the limit is unlimited again
     for (const w of live) w.proc.kill('SIGKILL');
-    // A store that went away: its clients closed first end the calls still waiting on it at once (a
-    // GC pass in flight, which the Percolator's close waits for, took seconds more to time out).
-    const storeGone = (reach?.lost() ?? null) !== null;
-    const closeClients = async (): Promise<void> => {
-      await oracle?.close().catch(() => undefined);
-      await store.close().catch(() => undefined);
-    };
-    if (storeGone) await closeClients();
-    await db?.close().catch(() => undefined);
-    if (!storeGone) await closeClients();
+    await closeCheckHandles(reach, [db], [oracle, store]);
     // A failed run keeps its store for investigation (its path is in `store`).
     if (temporaryDir !== null && passed) await rm(temporaryDir, { recursive: true, force: true }).catch(() => undefined);
   }

@@ -59,7 +59,7 @@ import { hasPrlimit, squeezeOwnStore } from './squeeze.js';
 import { Percolator } from '../txn/percolator.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
 import { awaitWorkersClosed } from './await-workers.js';
-import { type StoreOutOfReachError, type StoreReach, unlessGone, watchServedStore } from './store-reach.js';
+import { closeCheckHandles, type StoreOutOfReachError, type StoreReach, unlessGone, watchServedStore } from './store-reach.js';
 import {
   decodeProcessed,
   METRICS_REPORT_MS,
@@ -672,17 +672,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     squeezeOver = true;
     await squeezing; // the limit is unlimited again
     for (const w of live) w.proc.kill('SIGKILL');
-    // A store that went away: its clients closed first end the calls still waiting on it at once (a
-    // GC pass in flight, which the Percolator's close waits for, took seconds more to time out).
-    const storeGone = (reach?.lost() ?? null) !== null;
-    const closeClients = async (): Promise<void> => {
-      await oracle?.close().catch(() => undefined);
-      await store.close().catch(() => undefined);
-    };
-    if (storeGone) await closeClients();
-    await blind?.close().catch(() => undefined);
-    await db?.close().catch(() => undefined);
-    if (!storeGone) await closeClients();
+    await closeCheckHandles(reach, [blind, db], [oracle, store]);
   }
 }
 

@@ -18,6 +18,7 @@
  * no answer for the outage, STORE_OUT_OF_REACH — an outage is not a finding of the check.
  * `watchServedStore` watches only what another process serves (`bigtable://`): a store of the
  * checker's own process cannot go away under it.
+ * `closeCheckHandles` is a check's last step: with the store gone, its clients are closed first.
  *
  * Invariants: `lost()` is cheap and synchronous (the checker's loops ask it often); once it has
  * returned an error it keeps returning one; `stop()` ends the probing (it waits for no probe in
@@ -179,4 +180,29 @@ export function unlessGone<T>(reach: StoreReach | null, work: Promise<T>, pollMs
     );
     decide();
   });
+}
+
+/** Something a check closes at its end. */
+interface Closable {
+  close(): Promise<unknown>;
+}
+
+/**
+ * Closes a check's handles at its end, ignoring their errors (the outcome is decided): its
+ * Percolator instances (`dbs`), then the oracle and store clients they run on — the clients first
+ * when `reach` found the store gone: closed, they end at once the calls still waiting on it (a GC
+ * pass in flight, which a Percolator's close waits for, took seconds more to time out).
+ */
+export async function closeCheckHandles(
+  reach: StoreReach | null,
+  dbs: readonly (Closable | null)[],
+  clients: readonly (Closable | null)[],
+): Promise<void> {
+  const closeAll = async (handles: readonly (Closable | null)[]): Promise<void> => {
+    for (const h of handles) await h?.close().catch(() => undefined);
+  };
+  const gone = (reach?.lost() ?? null) !== null;
+  if (gone) await closeAll(clients);
+  await closeAll(dbs);
+  if (!gone) await closeAll(clients);
 }

@@ -2,8 +2,11 @@
  * A check against a `percolator serve` child that is killed (SIGKILL) in the middle of the check,
  * for the store-gone tests: the server is killed once `progress` appears on the check's stderr
  * (work was done against the store), and the check is given `boundMs` from the kill to exit.
- * Both processes are killed, and `--data` removed, however it ends.
+ * Both processes are killed, and `--data` removed, however it ends. Also `runWorkerToItsEnd`: a
+ * checker's worker process (dist/check/NAME.js) run alone until it exits, for how it reports the
+ * error that ended it.
  */
+import { fork } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,6 +72,22 @@ export async function killServeMidCheck(
     await serve.exited;
     if (data !== null) await rm(data, { recursive: true, force: true });
   }
+}
+
+/** The checker's worker `script` (under dist/check/) run with `cfg` until it exits: its exit code, IPC messages and stderr. */
+export async function runWorkerToItsEnd<M>(script: string, cfg: object): Promise<{ code: number | null; messages: M[]; stderr: string }> {
+  const child = fork(join(root, 'dist/check', script), [JSON.stringify(cfg)], {
+    serialization: 'advanced',
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const messages: M[] = [];
+  child.on('message', (m: M) => messages.push(m));
+  const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+  return { code, messages, stderr };
 }
 
 /** `s` as a literal in a RegExp. */

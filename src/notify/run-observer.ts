@@ -31,6 +31,7 @@ import { ackColumn, encodeColumn } from '../txn/layout.js';
 import { type ReadContext, readVersionsAt } from '../txn/snapshot-read.js';
 import type { NotifiedWrite, Transaction } from '../txn/transaction.js';
 import type { ObserverContext, ObserverRegistration } from './observer.js';
+import { type ErrorJson, errorJson } from '../util/error-json.js';
 
 export interface ObserverHost {
   readonly store: Store;
@@ -70,6 +71,11 @@ export class ObserverFailure extends Error {
     this.name = 'ObserverFailure';
     this.details = { observer, table, row, column, threw: codeOrName(cause) };
   }
+
+  /** Message, code, evidence (the row as text) and cause (util/error-json.ts). */
+  toJSON(): ErrorJson {
+    return errorJson(this);
+  }
 }
 
 /**
@@ -93,6 +99,11 @@ export class ObserverAbandoned extends Error {
     );
     this.name = 'ObserverAbandoned';
     this.details = { observer, table, row, column };
+  }
+
+  /** As ObserverFailure's. */
+  toJSON(): ErrorJson {
+    return errorJson(this);
   }
 }
 

@@ -7,6 +7,7 @@
  * (timestamps the server may have reserved for a failed request are simply never used, which is
  * harmless: the oracle guarantees uniqueness and order, not density).
  */
+import { type ErrorJson, errorJson } from '../util/error-json.js';
 
 export type OracleErrorCode =
   /** No connection to the oracle could be made / kept within the request timeout. */
@@ -49,6 +50,11 @@ export class OracleError extends Error {
     this.name = 'OracleError';
     this.code = code;
     this.details = details;
+  }
+
+  /** Message, code and evidence (util/error-json.ts). */
+  toJSON(): ErrorJson {
+    return errorJson(this);
   }
 }
 

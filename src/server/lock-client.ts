@@ -39,6 +39,7 @@ import { unknownOption } from '../util/options.js';
 import { isTimerMs } from '../util/timer-ms.js';
 import { type LockOpResult, lockServiceDefinition } from './lock-protocol.js';
 import { sendBatch } from '../util/send-batch.js';
+import { type ErrorJson, errorJson } from '../util/error-json.js';
 
 export type LockServiceErrorCode = 'LOCK_SERVICE_UNAVAILABLE' | 'LOCK_SERVICE_REJECTED' | 'LOCK_SERVICE_CLOSED';
 
@@ -50,6 +51,11 @@ export class LockServiceError extends Error {
   ) {
     super(message);
     this.name = 'LockServiceError';
+  }
+
+  /** Message, code and evidence (util/error-json.ts). */
+  toJSON(): ErrorJson {
+    return errorJson(this);
   }
 }
 

@@ -4,6 +4,7 @@
  *
  * Invariant: an operation that throws one of these for bad input has written nothing.
  */
+import { type ErrorJson, errorJson } from '../util/error-json.js';
 
 /** gRPC status codes used by the mapping (numbers from grpc/status.proto). */
 export const GrpcStatus = {
@@ -91,6 +92,11 @@ export class StoreError extends Error {
 
   get grpcStatus(): number {
     return statusOf[this.code];
+  }
+
+  /** Message, code and evidence, row keys as text (util/error-json.ts). */
+  toJSON(): ErrorJson {
+    return errorJson(this);
   }
 }
 

@@ -3,6 +3,7 @@
  * again (with a new start timestamp) can succeed; the evidence (table, row, column, timestamps,
  * the blocking lock's primary) is in fields so callers and logs can act on it.
  */
+import { type ErrorJson, errorJson } from '../util/error-json.js';
 
 export type TxnErrorCode =
   /** Prewrite found a write committed at or after our start timestamp. */
@@ -81,6 +82,11 @@ export class TxnError extends Error {
     this.code = code;
     this.retryable = RETRYABLE.has(code);
     this.details = details;
+  }
+
+  /** Message, code and evidence, row keys as text (util/error-json.ts). */
+  toJSON(): ErrorJson {
+    return errorJson(this);
   }
 }
 

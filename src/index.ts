@@ -29,4 +29,4 @@ export { OracleClient, type OracleClientOptions } from './oracle/client.js';
 export { startOracleServer, type OracleServer, type OracleServerOptions } from './oracle/server.js';
 export { FileMarkStore, StoreMarkStore, MemoryMarkStore, type MarkStore } from './oracle/mark-store.js';
 export { OracleError, isOracleError, type OracleErrorCode } from './oracle/errors.js';
-export type { TimestampSource } from './oracle/types.js';
+export type { TimestampSource, ActiveRegistration } from './oracle/types.js';

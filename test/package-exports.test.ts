@@ -7,6 +7,8 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
+import { MemoryMarkStore, Oracle, Percolator } from '../src/index.js';
+import type { ActiveRegistration, TimestampSource } from '../src/index.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -33,4 +35,33 @@ it.each([
 
 it('a path the package does not export is refused, not reached into', () => {
   expect(() => exportsOf('percolator/dist/txn/gc.js')).toThrow(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
+});
+
+it("a TimestampSource of the user's own can be written with the type docs/oracle.md names (ActiveRegistration)", async () => {
+  // A wrapper counting the start timestamps it hands out, as a user might write one: the type its
+  // methods return must be importable from the package, not only TimestampSource (a typecheck fails
+  // without it). (The package's TimestampRange is the store's filter range, hence the literal type.)
+  const oracle = await Oracle.open({ markStore: new MemoryMarkStore(0) });
+  let starts = 0;
+  const counting: TimestampSource = {
+    getTimestamp: () => oracle.getTimestamp(),
+    getTimestamps: (count: number): Promise<{ readonly first: number; readonly count: number }> => oracle.getTimestamps(count),
+    getStartTimestamp: (): Promise<ActiveRegistration> => {
+      starts++;
+      return oracle.getStartTimestamp();
+    },
+    registerActive: (ts: number): ActiveRegistration => oracle.registerActive(ts),
+    getWatermark: () => oracle.getWatermark(),
+    close: () => oracle.close(),
+  };
+  const db = await Percolator.open({ store: 'memory:', oracle: counting });
+  try {
+    await db.createTable('t');
+    await db.transaction(async (tx) => tx.set('t', 'r', 'c:x', 'v'));
+    expect(await db.getString('t', 'r', 'c:x')).toBe('v');
+    expect(starts).toBeGreaterThan(0);
+  } finally {
+    await db.close();
+    await oracle.close();
+  }
 });

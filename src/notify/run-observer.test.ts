@@ -76,6 +76,7 @@ it("an observer's own tx.commit() is refused (INVALID_ARGUMENT): its writes comm
     expect(errors[0]).toMatchObject({ code: 'OBSERVER_FAILED', cause: { code: 'INVALID_ARGUMENT' } });
     // An observer that goes on after the refusal commits once, with its ack.
     expect(caught).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect((caught as Error).message).toMatch(/ is committed by the worker, with its ack, not by the code it runs$/);
     expect(str(await db.get('t', 'b', 'c:log2'))).toBe('run;');
     await worker.stop();
   } finally {

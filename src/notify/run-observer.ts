@@ -249,7 +249,7 @@ export async function runObserver(
           return { ran: false, committed: false, upTo, conflicts, staleRetries: 1000 - freeRetries, notified: [], cleared: false };
         }
         // Its commit is ours, with the ack: an observer's own commit() is refused.
-        const commit = tx.reserveCommit('the worker, with its ack,');
+        const commit = tx.reserveCommit('the worker, with its ack');
         try {
           await obs.fn(tx, row, obs.column, table, context);
         } catch (e) {

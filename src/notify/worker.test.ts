@@ -528,12 +528,14 @@ describe('observers', () => {
       const fn = async () => undefined;
       for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY, 1_001])
         expect(() => worker.observe('doc:x', `x${bad}`, fn, { collapseMs: bad })).toThrow(
-          expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+          expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ option: 'collapseMs' }) }),
         );
       expect(() => worker.observe('doc:x', 'ok', fn, { collapseMs: 1_000 })).not.toThrow();
       for (const bad of [-0.1, Number.NaN])
         expect(() => db.worker({ busyUtilization: bad })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
-      expect(() => worker.observe('doc:y', 'ok', fn)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' })); // the name again
+      expect(() => worker.observe('doc:y', 'ok', fn)).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT', details: { column: 'doc:y', name: 'ok' } }),
+      ); // the name again
     });
 
     it('refuses arguments of the wrong type at the call (a name, a body, options, a table), not at the first run', async () => {
@@ -548,6 +550,10 @@ describe('observers', () => {
         ['doc:x', 'n3', fn, { table: 5 }],
       ])
         expect(() => loose.observe(...args)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+      // A bad option is named in details, as a misspelt one is (docs/observers.md › API).
+      expect(() => loose.observe('doc:x', 'n4', fn, { table: '' })).toThrow(
+        expect.objectContaining({ details: expect.objectContaining({ option: 'table' }) }),
+      );
       expect(() => db.worker(null as unknown as object)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
       await expect(loose.stop(null)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
       await expect(db.waitForQuiescence(null as unknown as object)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });

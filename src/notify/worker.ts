@@ -457,13 +457,23 @@ export class Worker {
     // A misspelt `table` observed every table.
     checkKnown(`observer ${name}`, options, OBSERVE_OPTIONS);
     if (options.table !== undefined && (typeof options.table !== 'string' || options.table === ''))
-      throw invalidOption(`observer ${name}'s table must be a table name or '*', not ${String(options.table)}`, { column, name });
+      throw invalidOption(`observer ${name}'s table must be a table name or '*', not ${String(options.table)}`, {
+        column,
+        name,
+        option: 'table',
+      });
     if (this.isRunning || this.starting !== null)
       throw new TxnError('WORKER_STARTED', `observer ${name} must be registered before start(): the worker runs`, { column, name });
-    if (this.observers.some((o) => o.name === name)) throw invalidOption(`an observer named ${name} is already registered`);
+    if (this.observers.some((o) => o.name === name))
+      throw invalidOption(`an observer named ${name} is already registered`, { column, name });
     const collapseMs = options.collapseMs ?? 0;
     if (!Number.isFinite(collapseMs) || collapseMs < 0 || collapseMs > this.rowLockTtlMs / 3) {
-      throw invalidOption(`collapseMs must be a number of ms from 0 to a third of rowLockTtlMs (${this.rowLockTtlMs}), not ${collapseMs}`);
+      throw invalidOption(`collapseMs must be a number of ms from 0 to a third of rowLockTtlMs (${this.rowLockTtlMs}), not ${collapseMs}`, {
+        column,
+        name,
+        option: 'collapseMs',
+        value: collapseMs,
+      });
     }
     this.observers.push({ name, column, table: options.table ?? ALL_TABLES, fn, collapseMs });
     return this;

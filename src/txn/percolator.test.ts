@@ -127,7 +127,7 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
       })
       .catch((e: unknown) => e);
     expect(isTxnError(err, 'INVALID_ARGUMENT')).toBe(true);
-    expect((err as Error).message).toMatch(/committed by db\.transaction when the function returns/);
+    expect((err as Error).message).toMatch(/ is committed by db\.transaction when the function returns, not by the code it runs$/);
     expect(commitTs).toBeUndefined();
     expect(await db.get('t', 'own', 'c:x')).toBeNull();
 

@@ -388,7 +388,7 @@ export class Percolator {
       // A commit from fn committed the data, then this one threw TXN_FINISHED: the caller was told
       // of a failure for a transaction that had committed (found 2026-12). Refused up front instead:
       // committing here, after fn, is what lets an error from fn mean that nothing was written.
-      const commit = tx.reserveCommit('db.transaction when the function returns,');
+      const commit = tx.reserveCommit('db.transaction when the function returns');
       try {
         const result = await fn(tx);
         await commit();

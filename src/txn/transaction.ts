@@ -467,6 +467,7 @@ export class Transaction extends Snapshot {
    * commit landed its writes without the ack, then failed the run: each retry committed them again
    * (found 2026-12-01: three commits of one change before the cell was parked). In
    * `db.transaction`, one landed its writes and then the wrapper's own commit threw TXN_FINISHED.
+   * `owner` completes the refusal's message: "is committed by OWNER, not by the code it runs".
    */
   reserveCommit(owner: string): () => Promise<number | null> {
     this.commitOwner = owner;

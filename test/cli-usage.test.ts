@@ -77,6 +77,10 @@ it.each([
   [['serve', '--max-message-bytes', '1e6', '--auth-token', ''], '--max-message-bytes must be an integer ≥ 1024, got 1e6'],
   [['serve', '--shutdown-grace-ms', '0x0', '--auth-token', ''], '--shutdown-grace-ms must be an integer ≥ 0, got 0x0'],
   [['bench', 'peers', '--warmup', '0x1', '--only', 'nosuch'], '--warmup must be a number >= 0, got 0x1'],
+  // A list of numbers reads each the same way; a count takes no fraction.
+  [['bench', 'latency', '--rates', '50,0x10', '--docs', '1', '--store', 'memory:'], '--rates must be a positive number, got 0x10'],
+  [['bench', 'latency', '--min-samples', '2.5', '--store', 'nosuch:'], '--min-samples must be a positive integer, got 2.5'],
+  [['bench', 'webindex', '--window', '1.5', '--store', 'nosuch:'], '--window must be a positive integer, got 1.5'],
 ])('%j is a typed one-line error', (args, message) => {
   const r = run(...args);
   expect(r.code).toBe(1);

@@ -225,12 +225,30 @@ it.skipIf(!existsSync('/dev/full'))('an output that cannot be written (a full di
   expect(r.status).toBe(1);
 });
 
-it('wait --tables: a name that is no Percolator table is NOT_A_PERCOLATOR_TABLE; the tables given are waited for', () => {
-  const missing = run('wait', '--store', 'memory:', '--tables', 'nosuch', '--timeout', '5');
-  expect(missing.code).toBe(1);
-  expect(missing.stderr).toMatch(/^percolator: NOT_A_PERCOLATOR_TABLE: .*nosuch/);
+it('wait --tables: a table the store does not have is TABLE_NOT_FOUND naming those it has, one that is no Percolator table NOT_A_PERCOLATOR_TABLE; the tables given are waited for', async () => {
+  expect(run('wait', '--store', 'memory:', '--tables', 'nosuch', '--timeout', '5')).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `percolator: TABLE_NOT_FOUND: table "nosuch" does not exist; the store holds no table but Percolator's own\n`,
+  });
   const store = join(dir, 'wait-tables');
   expect(run('demo', '--docs', '5', '--corpus', 'synthetic', '--data', store, '--keep').code).toBe(0);
+  const s = await openStore(`file:${store}`, ONE_SHOT_STORE);
+  try {
+    await s.createTable('plain', { families: { f: {} } }); // a store table, not a Percolator one
+  } finally {
+    await s.close();
+  }
+  const missing = run('wait', '--store', `file:${store}`, '--tables', 'docs,nosuch', '--timeout', '5');
+  expect(missing.code).toBe(1);
+  expect(missing.stderr).toMatch(
+    /^percolator: TABLE_NOT_FOUND: table "nosuch" does not exist; the store's tables: (\w+, )*docs, (\w+, )*plain(, \w+)*\n$/,
+  );
+  expect(run('wait', '--store', `file:${store}`, '--tables', 'plain', '--timeout', '5')).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: 'percolator: NOT_A_PERCOLATOR_TABLE: cannot wait for quiescence of plain: it is not a Percolator table\n',
+  });
   const r = run('wait', '--store', `file:${store}`, '--tables', 'docs,pages', '--timeout', '30');
   expect(r.stderr).toBe('');
   expect(r.stdout).toBe('quiescent\n');

@@ -151,6 +151,9 @@ describe('--load-rates', () => {
   it('takes positive numbers, comma-separated, or none', () => {
     expect(parseLoadRates('20, 50,100')).toEqual([20, 50, 100]);
     expect(parseLoadRates('none')).toEqual([]);
-    for (const bad of ['', '0', '20,x', '-5', '10,,20']) expect(() => parseLoadRates(bad)).toThrow(/--load-rates/);
+    // Plain decimal, as every number option (parent-command.ts): Number() read 0x10 as 16 and 1e2 as 100.
+    for (const bad of ['', '0', '20,x', '-5', '10,,20', '0x10', '20,1e2', '+5', 'Infinity']) {
+      expect(() => parseLoadRates(bad), bad).toThrow(/^--load-rates must be positive numbers, comma-separated, or none; got /);
+    }
   });
 });

@@ -5,7 +5,7 @@
  * input (a typed error); scan prints a Percolator table's committed values at a snapshot, or with
  * --raw every stored cell, system columns included, and a plain store table raw either way; both
  * print bytes in one unambiguous form (text, or 0x and hex — text starting with 0x as hex), which
- * get takes back as a row key; a table that is not there named with the tables that are; and,
+ * get takes back as a row key and scan as a --prefix; a table that is not there named with the tables that are; and,
  * for every command that reads or processes an existing store (get, scan, wait, search, worker), a
  * directory holding no store, or a missing one (a typed error, no database left there);
  * and `serve` over a directory of other files (a typed error, no database left among them).
@@ -186,6 +186,26 @@ it('get takes a row key in the 0x… form scan prints, so every printed key read
   expect(bad.stderr).toBe(
     'percolator: INVALID_ARGUMENT: ROW "0xyz" starts with 0x but is not whole bytes of hex; for the text itself give its hex form, 0x3078797a\n',
   );
+});
+
+it('scan takes a --prefix in the 0x… form it prints, as get takes a row: a key printed in hex can be scanned from', () => {
+  expect(scan('u', '--prefix', '0x00')).toEqual({ code: 0, stderr: '', stdout: '0x0001ff\n  c:v = binary-key\n' });
+  // The text key 0xff, by its printed form's first bytes (the text "0x").
+  expect(scan('u', '--prefix', '0x3078')).toEqual({ code: 0, stderr: '', stdout: '0x30786666\n  c:v = 0x307862656566\n' });
+  expect(JSON.parse(scan('u', '--prefix', '0x0001FF', '--json').stdout)).toEqual({ key: '0x0001ff', columns: { 'c:v': 'binary-key' } });
+  const raw = scan('u', '--raw', '--prefix', '0x0001');
+  expect(raw.stdout.trimEnd().split('\n')[0]).toBe('0x0001ff');
+  expect(raw.stdout.trimEnd().split('\n').slice(1)).toEqual([expect.stringMatching(/^ {2}write:c:v @\d+ = 0x[0-9a-f]+$/)]);
+  // Text is still text.
+  expect(scan('u', '--prefix', 'em').stdout).toBe(`emoji\n  c:v = ${'a'.repeat(119)}\n`);
+  expect(scan('u', '--prefix', '0xzz')).toEqual({
+    code: 1,
+    stdout: '',
+    stderr:
+      'percolator: INVALID_ARGUMENT: --prefix "0xzz" starts with 0x but is not whole bytes of hex; for the text itself give its hex form, 0x30787a7a\n',
+  });
+  const help = spawnSync(process.execPath, [mainJs, 'scan', '--help'], { encoding: 'utf8' });
+  expect(help.stdout.replace(/\s+/g, ' ')).toContain('--prefix <p> only rows whose key starts with this: text (UTF-8), or 0x and hex');
 });
 
 it('a directory without a store is a typed error for every reading command, and gets no database', () => {

@@ -1,7 +1,8 @@
 /**
  * Bad option values on the command line (compiled JS under dist/; `npm test` builds first): each
  * is one line on stderr with the stable code INVALID_ARGUMENT and exit 1, not a stack trace — a
- * blank number too, never taken for 0 — naming the option as given. So
+ * blank number too, never taken for 0, and a number not in plain decimal (hex, an exponent) —
+ * naming the option as given. So
  * are a bad observers module (INVALID_OBSERVERS_MODULE), a port `serve` or `oracle` cannot bind
  * (LISTEN_FAILED, with nothing left on disk) and an output that cannot be written (IO_ERROR).
  */
@@ -58,6 +59,28 @@ it.each([
   [['bench', 'latency', '--seed', 'abc', '--store', 'nosuch:'], '--seed must be a non-negative integer, got abc'],
   [['check', 'durability', '--seconds', ''], '--seconds must be a positive number, got ""'],
   [['wait', '--store', 'memory:', '--tables', 'a,'], '--tables needs comma-separated table names, not "a,"'],
+  // Plain decimal only: each of these is a number to Number() — hex, an exponent, a sign, padding, -0,
+  // an integer past 2^53 — so the command ran with a value nobody typed (or fails later, as above).
+  [['serve', '--port', '0x10', '--auth-token', ''], '--port must be an integer in [0, 65535], got 0x10'],
+  [['serve', '--port', ' 5 ', '--auth-token', ''], '--port must be an integer in [0, 65535], got " 5 "'],
+  [['oracle', '--port', '+1', '--store', 'nosuch:'], '--port must be an integer in [0, 65535], got +1'],
+  [['demo', '--docs', '1e3', '--corpus', 'nosuch'], '--docs must be a positive integer, got 1e3'],
+  [['demo', '--docs', '5.0', '--corpus', 'nosuch'], '--docs must be a positive integer, got 5.0'],
+  [['demo', '--docs', '99999999999999999999', '--corpus', 'nosuch'], '--docs must be a positive integer, got 99999999999999999999'],
+  [['demo', '--seed', '-0', '--corpus', 'nosuch'], '--seed must be a non-negative integer, got -0'],
+  [['wait', '--store', 'memory:', '--timeout', '0x10'], '--timeout must be a positive number of seconds, at most 2147483.647, got 0x10'],
+  [['wait', '--store', 'memory:', '--timeout', '1e1'], '--timeout must be a positive number of seconds, at most 2147483.647, got 1e1'],
+  [
+    ['wait', '--store', 'memory:', '--timeout', 'Infinity'],
+    '--timeout must be a positive number of seconds, at most 2147483.647, got Infinity',
+  ],
+  [['serve', '--max-message-bytes', '1e6', '--auth-token', ''], '--max-message-bytes must be an integer ≥ 1024, got 1e6'],
+  [['serve', '--shutdown-grace-ms', '0x0', '--auth-token', ''], '--shutdown-grace-ms must be an integer ≥ 0, got 0x0'],
+  [['bench', 'peers', '--warmup', '0x1', '--only', 'nosuch'], '--warmup must be a number >= 0, got 0x1'],
+  // A list of numbers reads each the same way; a count takes no fraction.
+  [['bench', 'latency', '--rates', '50,0x10', '--docs', '1', '--store', 'memory:'], '--rates must be a positive number, got 0x10'],
+  [['bench', 'latency', '--min-samples', '2.5', '--store', 'nosuch:'], '--min-samples must be a positive integer, got 2.5'],
+  [['bench', 'webindex', '--window', '1.5', '--store', 'nosuch:'], '--window must be a positive integer, got 1.5'],
 ])('%j is a typed one-line error', (args, message) => {
   const r = run(...args);
   expect(r.code).toBe(1);
@@ -202,16 +225,40 @@ it.skipIf(!existsSync('/dev/full'))('an output that cannot be written (a full di
   expect(r.status).toBe(1);
 });
 
-it('wait --tables: a name that is no Percolator table is NOT_A_PERCOLATOR_TABLE; the tables given are waited for', () => {
-  const missing = run('wait', '--store', 'memory:', '--tables', 'nosuch', '--timeout', '5');
-  expect(missing.code).toBe(1);
-  expect(missing.stderr).toMatch(/^percolator: NOT_A_PERCOLATOR_TABLE: .*nosuch/);
+it('wait --tables: a table the store does not have is TABLE_NOT_FOUND naming those it has, one that is no Percolator table NOT_A_PERCOLATOR_TABLE; the tables given are waited for', async () => {
+  expect(run('wait', '--store', 'memory:', '--tables', 'nosuch', '--timeout', '5')).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `percolator: TABLE_NOT_FOUND: table "nosuch" does not exist; the store holds no table but Percolator's own\n`,
+  });
   const store = join(dir, 'wait-tables');
   expect(run('demo', '--docs', '5', '--corpus', 'synthetic', '--data', store, '--keep').code).toBe(0);
+  const s = await openStore(`file:${store}`, ONE_SHOT_STORE);
+  try {
+    await s.createTable('plain', { families: { f: {} } }); // a store table, not a Percolator one
+  } finally {
+    await s.close();
+  }
+  const missing = run('wait', '--store', `file:${store}`, '--tables', 'docs,nosuch', '--timeout', '5');
+  expect(missing.code).toBe(1);
+  expect(missing.stderr).toMatch(
+    /^percolator: TABLE_NOT_FOUND: table "nosuch" does not exist; the store's tables: (\w+, )*docs, (\w+, )*plain(, \w+)*\n$/,
+  );
+  expect(run('wait', '--store', `file:${store}`, '--tables', 'plain', '--timeout', '5')).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: 'percolator: NOT_A_PERCOLATOR_TABLE: cannot wait for quiescence of plain: it is not a Percolator table\n',
+  });
   const r = run('wait', '--store', `file:${store}`, '--tables', 'docs,pages', '--timeout', '30');
   expect(r.stderr).toBe('');
   expect(r.stdout).toBe('quiescent\n');
   expect(r.code).toBe(0);
+});
+
+it('a number option takes a fraction written in plain decimal where it is seconds', () => {
+  for (const timeout of ['0.5', '.5', '2.']) {
+    expect(run('wait', '--store', 'memory:', '--timeout', timeout), timeout).toEqual({ code: 0, stdout: 'quiescent\n', stderr: '' });
+  }
 });
 
 it('--version prints the package version', () => {

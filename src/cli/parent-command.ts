@@ -5,7 +5,8 @@
  * `bench clumping`).
  *
  * Also the number options' parsers every command shares: each rejects what is not a number of its
- * range — blank text included — as a UsageError (INVALID_ARGUMENT, exit 1), never a default or 0.
+ * range written in plain decimal — blank text, hex, exponents included — as a UsageError
+ * (INVALID_ARGUMENT, exit 1), never a default or 0.
  */
 import type { Command } from 'commander';
 import { MAX_TIMER_MS } from '../util/timer-ms.js';
@@ -49,22 +50,28 @@ export function printResult(result: object, json: boolean): void {
 }
 
 /**
- * An option's value as a number. Blank text is NaN, which every parser below rejects: `Number('')`
- * and `Number(' ')` are 0, so `--port ''` (an unset shell variable) picked a free port and
- * `--seed ''` ran seed 0, instead of failing as a usage error.
+ * The number an option's value writes in plain decimal — digits, and for a `decimal` a fraction
+ * (`0.5`, `.5`) — else NaN, which every parser below rejects. `Number()` read forms nobody means
+ * on a command line: `0x10` (16), `1e3`, `Infinity`, ` 5 ` with its spaces, and blank text as 0
+ * (`--port ''`, an unset shell variable, picked a free port; `--seed ''` ran seed 0). No option
+ * takes a negative number, so no sign is plain either: `-5` and `+5` are rejected as their range
+ * would reject them, and `-0` is not 0. An integer past 2^53 - 1 is NaN too (it would not be the
+ * integer written), and so is a decimal too long to be finite.
  */
-export function numberOf(raw: string): number {
-  return raw.trim() === '' ? Number.NaN : Number(raw);
+export function numberOf(raw: string, kind: 'integer' | 'decimal'): number {
+  if (!(kind === 'integer' ? /^\d+$/ : /^(?:\d+(?:\.\d*)?|\.\d+)$/).test(raw)) return Number.NaN;
+  const n = Number(raw);
+  return (kind === 'integer' ? Number.isSafeInteger(n) : Number.isFinite(n)) ? n : Number.NaN;
 }
 
-/** The value given, for a message: quoted when blank, where it would print as nothing. */
+/** The value given, for a message: quoted when blank or padded, where its spaces would not show. */
 export function given(raw: string): string {
-  return raw.trim() === '' ? JSON.stringify(raw) : raw;
+  return raw === '' || raw.trim() !== raw ? JSON.stringify(raw) : raw;
 }
 
 export function parsePositiveNumber(name: string) {
   return (raw: string): number => {
-    const n = numberOf(raw);
+    const n = numberOf(raw, 'decimal');
     if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number, got ${given(raw)}`);
     return n;
   };
@@ -78,7 +85,7 @@ export function parsePositiveNumber(name: string) {
 export function parseTimerSeconds(name: string) {
   const max = MAX_TIMER_MS / 1000;
   return (raw: string): number => {
-    const n = numberOf(raw);
+    const n = numberOf(raw, 'decimal');
     if (!Number.isFinite(n) || n <= 0 || n > max) {
       throw new UsageError(`--${name} must be a positive number of seconds, at most ${max}, got ${given(raw)}`);
     }
@@ -88,7 +95,7 @@ export function parseTimerSeconds(name: string) {
 
 export function parsePositiveInteger(name: string) {
   return (raw: string): number => {
-    const n = numberOf(raw);
+    const n = numberOf(raw, 'integer');
     if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got ${given(raw)}`);
     return n;
   };
@@ -96,7 +103,7 @@ export function parsePositiveInteger(name: string) {
 
 /** A TCP port to listen on: an integer in [min, 65535] (0 = "pick one", where a command takes it). */
 function checkPort(name: string, raw: string, min: 0 | 1, orOff: string): number {
-  const n = numberOf(raw);
+  const n = numberOf(raw, 'integer');
   if (!Number.isInteger(n) || n < min || n > 65535)
     throw new UsageError(`--${name} must be an integer in [${min}, 65535]${orOff}, got ${given(raw)}`);
   return n;
@@ -114,7 +121,7 @@ export function parsePortOrOff(name: string) {
 
 export function parseNonNegativeInteger(name: string) {
   return (raw: string): number => {
-    const n = numberOf(raw);
+    const n = numberOf(raw, 'integer');
     if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer, got ${given(raw)}`);
     return n;
   };

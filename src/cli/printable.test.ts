@@ -1,6 +1,6 @@
 /**
- * printable and its inverse: clean text as itself, anything else — text starting with 0x too — as
- * 0x and hex, every printed form read back to the bytes it came from; a cut never splits a
+ * printable and its inverse: clean text as itself, anything else — text starting with 0x too, text
+ * holding a line separator, a bidirectional control or an invisible format character — as 0x and hex, every printed form read back to the bytes it came from; a cut never splits a
  * surrogate pair.
  */
 import { expect, it } from 'vitest';
@@ -19,6 +19,49 @@ it('clean text prints as itself; control characters, invalid UTF-8 and text star
   expect(printable(utf8('0xff'))).toBe('0x30786666');
   expect(printable(utf8('0x'))).toBe('0x3078');
   expect(printable(utf8('0X1'))).toBe('0X1'); // only the lowercase prefix is the hex form
+});
+
+it('line and paragraph separators, bidirectional controls and invisible format characters print as hex', () => {
+  const hexOf = (s: string): string => `0x${Buffer.from(s, 'utf8').toString('hex')}`;
+  const unclean = [
+    '\u2028', // line separator: a line break to some terminals and editors
+    '\u2029', // paragraph separator
+    '\u202a', // left-to-right embedding … right-to-left override: they reorder what follows
+    '\u202b',
+    '\u202c',
+    '\u202d',
+    '\u202e',
+    '\u2066', // isolates
+    '\u2067',
+    '\u2068',
+    '\u2069',
+    '\u200e', // left-to-right and right-to-left marks
+    '\u200f',
+    '\u061c', // Arabic letter mark
+    '\u200b', // zero width space, non-joiner, joiner
+    '\u200c',
+    '\u200d',
+    '\u2060', // word joiner
+    '\ufeff', // byte order mark
+    '\u00ad', // soft hyphen
+    '\u007f', // delete and a C1 control
+    '\u0085',
+    '\ue000', // private use
+    '\u0378', // unassigned
+    '\uffff', // a noncharacter
+    '\u{e0041}', // a tag character (astral, format)
+  ];
+  for (const c of unclean) {
+    // Alone and among clean text, where a terminal would show the text around it reordered or joined.
+    for (const s of [c, `abc${c}`, `${c}def`, `ab${c}cd`]) {
+      expect(printable(utf8(s)), JSON.stringify(s)).toBe(hexOf(s));
+      expect(Buffer.from(bytesOfArgument('ROW', printable(utf8(s)))).toString('utf8')).toBe(s);
+    }
+  }
+  // The Trojan Source shape: an override makes "admin" and "nimda" look alike.
+  expect(printable(utf8('\u202enimda'))).toBe('0xe280ae6e696d6461');
+  // Visible text of any script, spaces and emoji stay text.
+  for (const s of ['שלום', 'مرحبا', 'a b', 'a\u00a0b', '日本語', '\u{1f600}', 'e\u0301']) expect(printable(utf8(s))).toBe(s);
 });
 
 it('every printed form reads back as the bytes it came from', () => {

@@ -2,21 +2,29 @@
  * Printable form of bytes for the command line (`get`, `scan`), and its inverse for arguments.
  *
  * Invariant: the printed form is unambiguous and one line. Bytes print as their UTF-8 text when
- * that is clean (no control character, no invalid sequence) and does not itself start with `0x`;
- * anything else prints as `0x` and lowercase hex. So a printed `0x…` is always hex — text such as
- * `0xff` prints as `0x30786666` — and `bytesOfArgument` reads every printed form back as the bytes
- * it came from (a binary row key that `scan` printed can be passed to `get`).
+ * that is clean and does not itself start with `0x`; anything else prints as `0x` and lowercase
+ * hex. So a printed `0x…` is always hex — text such as `0xff` prints as `0x30786666` — and
+ * `bytesOfArgument` reads every printed form back as the bytes it came from (a binary row key
+ * that `scan` printed can be passed to `get`).
+ *
+ * Clean text is valid UTF-8 with no character of Unicode's category Other — controls (Cc), format
+ * characters (Cf), private use (Co), unassigned (Cn) — and no line or paragraph separator
+ * (U+2028, U+2029, which terminals and editors may break a line at). Format characters are the
+ * bidirectional controls (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C), which reorder
+ * what a terminal shows after them, and invisible ones (U+200B–U+200D, U+2060, U+FEFF, U+00AD):
+ * printed as they are, two keys would look alike, or one like a different key.
  */
 import { UsageError } from './usage-error.js';
 
 const HEX_PREFIX = '0x';
 
+/** Text with no character of category Other (Cc, Cf, Co, Cn; Cs cannot occur in decoded UTF-8) and no Zl, Zp. */
+const CLEAN = /^[^\p{C}\p{Zl}\p{Zp}]*$/u;
+
 export function printable(b: Uint8Array): string {
   const bytes = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
   const s = bytes.toString('utf8');
-  return /^[\x20-\x7e\u00a0-\uffff]*$/.test(s) && !s.includes('\ufffd') && !s.startsWith(HEX_PREFIX)
-    ? s
-    : `${HEX_PREFIX}${bytes.toString('hex')}`;
+  return CLEAN.test(s) && !s.includes('\ufffd') && !s.startsWith(HEX_PREFIX) ? s : `${HEX_PREFIX}${bytes.toString('hex')}`;
 }
 
 /**

@@ -73,7 +73,7 @@ export function register(program: Command): void {
     .option('--seed <n>', 'corpus and schedule seed', parseNonNegativeInteger('seed'), 42)
     .option('--hour-seconds <s>', 'real seconds per compressed hour (compression = 3600 / s)', parsePositiveNumber('hour-seconds'), 10)
     .option('--rates <list>', 'crawl rates, % of the repository per hour, comma-separated', DEFAULT_RATES.join(','))
-    .option('--min-samples <n>', 're-crawls per rate at least (low rates run several hours)', parsePositiveNumber('min-samples'), 20)
+    .option('--min-samples <n>', 're-crawls per rate at least (low rates run several hours)', parsePositiveInteger('min-samples'), 20)
     .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 16)
     .option('--store <kind>', 'file: (a fresh temporary directory) or memory:', 'file:')
     .option('--svg <file>', 'write the Figure-7-style plot (log-log) to this file')
@@ -91,8 +91,9 @@ export function register(program: Command): void {
         json?: boolean;
       }) => {
         if (opts.store !== 'file:' && opts.store !== 'memory:') throw new UsageError(`--store must be file: or memory:, got ${opts.store}`);
-        const rates = opts.rates.split(',').map((s) => Number(s.trim()));
-        if (rates.some((r) => !(r > 0 && r <= 100))) throw new UsageError(`--rates must be numbers in (0, 100], got ${given(opts.rates)}`);
+        // Each read as every number option is (plain decimal: not 0x10 or 1e1), then capped.
+        const rates = opts.rates.split(',').map((s) => parsePositiveNumber('rates')(s.trim()));
+        if (rates.some((r) => r > 100)) throw new UsageError(`--rates must be numbers in (0, 100], got ${given(opts.rates)}`);
         const result = await runLatencyBench({
           docs: opts.docs,
           seed: opts.seed,

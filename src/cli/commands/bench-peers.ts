@@ -25,7 +25,7 @@ export function register(program: Command): void {
     .option('--clients <n>', 'concurrent clients on each side', parsePositiveInteger('clients'), 16)
     .option('--accounts <n>', 'accounts (equal initial balances)', parsePositiveInteger('accounts'), 1000)
     .option('--warmup <s>', 'unmeasured warm-up seconds per side (default: min(2, seconds/5))', (raw: string) => {
-      const n = numberOf(raw);
+      const n = numberOf(raw, 'decimal');
       if (!Number.isFinite(n) || n < 0) throw new UsageError(`--warmup must be a number >= 0, got ${given(raw)}`);
       return n;
     })

@@ -21,16 +21,18 @@ import { makeDirs } from '../../util/make-dirs.js';
 /** Offered loads of the default load curve, documents per second: light load to past saturation. */
 export const DEFAULT_LOAD_RATES: readonly number[] = [20, 50, 100, 150, 200, 300];
 
-/** `--load-rates`: comma-separated positive numbers, or `none` (no load curve). */
+/**
+ * `--load-rates`: comma-separated positive numbers, or `none` (no load curve). Each is read as
+ * every number option is (parent-command.ts: plain decimal, so not `0x10` or `1e2`).
+ */
 export function parseLoadRates(raw: string): number[] {
   if (raw.trim() === 'none') return [];
-  const rates = raw.split(',').map((x) => Number(x.trim()));
-  if (rates.length === 0 || rates.some((r) => !Number.isFinite(r) || r <= 0)) {
-    throw Object.assign(new Error(`--load-rates must be positive numbers, comma-separated, or none; got ${given(raw)}`), {
-      code: 'INVALID_ARGUMENT',
-    });
+  const rate = parsePositiveNumber('load-rates');
+  try {
+    return raw.split(',').map((x) => rate(x.trim()));
+  } catch {
+    throw new UsageError(`--load-rates must be positive numbers, comma-separated, or none; got ${given(raw)}`);
   }
-  return rates;
 }
 
 /**
@@ -111,7 +113,7 @@ export function register(program: Command): void {
     .option(
       '--window <n>',
       'saturation: documents loaded but not yet searchable before loaders wait',
-      parsePositiveNumber('window'),
+      parsePositiveInteger('window'),
       DEFAULT_SATURATION_WINDOW,
     )
     .option('--light-docs <n>', 'light-load phase: documents (0 skips it)', parseNonNegativeInteger('light-docs'), 200)

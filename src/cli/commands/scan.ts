@@ -1,6 +1,7 @@
 /**
  * `percolator scan TABLE [--prefix P] [--limit N] [--raw] [--store URL] [--json]`: prints the rows
- * of a table.
+ * of a table; with --prefix, those whose key starts with P — text (its UTF-8), or `0x` and hex for
+ * any bytes, as `get` reads ROW (printable.ts), so a key printed in hex can be scanned from too.
  *
  * A Percolator table (one with the system families, as `get` checks) shows by default what a
  * reader sees: each row's committed user values at one snapshot, read through the transaction
@@ -30,12 +31,12 @@ import { PERCOLATOR_TABLE_SPEC, isReservedColumn } from '../../txn/layout.js';
 import { Percolator } from '../../txn/percolator.js';
 import { TxnError, isTxnError } from '../../txn/errors.js';
 import { parsePositiveInteger } from '../parent-command.js';
-import { printable, printableCut } from '../printable.js';
+import { bytesOfArgument, printable, printableCut } from '../printable.js';
 import { tableToRead } from '../table-to-read.js';
 import { writeLine } from '../write-line.js';
 
 interface ScanOptions {
-  prefix?: string;
+  prefix?: Uint8Array;
   limit?: number;
   raw?: boolean;
   store: string;
@@ -56,7 +57,9 @@ export function register(program: Command): void {
     .command('scan')
     .argument('<table>', 'table name')
     .description("print a table's rows: a Percolator table's committed values (a snapshot), or with --raw every stored cell")
-    .option('--prefix <p>', 'only rows whose key starts with this')
+    .option('--prefix <p>', 'only rows whose key starts with this: text (UTF-8), or 0x and hex as scan prints a key', (raw: string) =>
+      bytesOfArgument('--prefix', raw),
+    )
     .option('--limit <n>', 'at most this many rows', parsePositiveInteger('limit'))
     .option('--raw', "every stored cell, every version, a Percolator table's system columns included (always so for plain store tables)")
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
@@ -86,7 +89,7 @@ async function scanCommitted(store: Store, table: string, opts: ScanOptions): Pr
   try {
     const snap = await db.snapshot();
     try {
-      const range = opts.prefix ? { prefix: opts.prefix } : {};
+      const range = opts.prefix !== undefined && opts.prefix.length > 0 ? { prefix: opts.prefix } : {};
       for await (const row of snap.scan(table, range, opts.limit === undefined ? {} : { limit: opts.limit })) {
         const columns = [...row.columns].filter(([name]) => !isReservedColumn(name));
         if (opts.json) {
@@ -107,7 +110,7 @@ async function scanCommitted(store: Store, table: string, opts: ScanOptions): Pr
 
 async function scanRaw(store: Store, table: string, opts: ScanOptions): Promise<void> {
   let rows: RowSet | undefined;
-  if (opts.prefix) {
+  if (opts.prefix !== undefined && opts.prefix.length > 0) {
     const p = Buffer.from(opts.prefix);
     rows = { rowRanges: [{ startKeyClosed: p, endKeyOpen: prefixEnd(p) }] };
   }

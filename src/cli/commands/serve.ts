@@ -19,7 +19,7 @@ import { given, numberOf, parsePortNumber, parsePortOrOff } from '../parent-comm
 import { UsageError } from '../usage-error.js';
 
 function parseBytes(raw: string): number {
-  const n = numberOf(raw);
+  const n = numberOf(raw, 'integer');
   if (!Number.isInteger(n) || n < 1024) throw new UsageError(`--max-message-bytes must be an integer ≥ 1024, got ${given(raw)}`);
   return n;
 }
@@ -49,7 +49,7 @@ export function register(program: Command): void {
     .option('--auth-token <token>', 'require "authorization: Bearer <token>" (default: $PERCOLATOR_AUTH_TOKEN)')
     .option('--max-message-bytes <n>', 'largest gRPC message in either direction', parseBytes)
     .option('--shutdown-grace-ms <ms>', 'how long in-flight calls may run after SIGTERM', (raw: string) => {
-      const n = numberOf(raw);
+      const n = numberOf(raw, 'integer');
       if (!Number.isInteger(n) || n < 0) throw new UsageError(`--shutdown-grace-ms must be an integer ≥ 0, got ${given(raw)}`);
       return n;
     })

@@ -1,11 +1,16 @@
 /**
  * `percolator wait [--store URL] [--timeout S] [--tables T1,T2]`: returns when the system (or the
  * named Percolator tables) is quiescent.
+ *
+ * A name in --tables the store does not have is TABLE_NOT_FOUND listing the tables it has, as for
+ * `get` and `scan` (table-to-read.ts); one the store has that is not a Percolator table stays the
+ * library's NOT_A_PERCOLATOR_TABLE.
  */
 import type { Command } from 'commander';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
 import { Percolator } from '../../txn/percolator.js';
 import { parseTimerSeconds } from '../parent-command.js';
+import { tableToRead } from '../table-to-read.js';
 import { UsageError } from '../usage-error.js';
 
 export function register(program: Command): void {
@@ -18,6 +23,8 @@ export function register(program: Command): void {
     .action(async (opts: { store: string; timeout: number; tables?: string[] }) => {
       const db = await Percolator.open({ store: opts.store, storeOptions: ONE_SHOT_STORE });
       try {
+        // waitForQuiescence calls a missing table "not a Percolator table", naming none there is.
+        for (const table of opts.tables ?? []) await tableToRead(db.store, table);
         await db.waitForQuiescence({ timeoutMs: opts.timeout * 1000, ...(opts.tables === undefined ? {} : { tables: opts.tables }) });
         process.stdout.write('quiescent\n');
       } finally {

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { openStore } from '../store/open-store.js';
 import { unreachableAt } from '../store/unreachable-store.fixture.js';
 import { Percolator } from '../txn/percolator.js';
@@ -405,6 +405,10 @@ describe('observers', () => {
     it('wait while another row runs, even with nothing queued, and run once the worker is idle', async () => {
       // Under saturation the queues are empty most of the time (free runners take every hint at
       // once): "nothing queued" alone let weak rows run as soon as they were notified.
+      // The worker's clock stands still: on a loaded machine the 500 turns below outlasted
+      // IDLE_AFTER_MS, after which the hub rightly runs (the drain) and the test failed.
+      vi.useFakeTimers({ toFake: ['Date'] });
+      onTestFinished(() => void vi.useRealTimers());
       const order: string[] = [];
       const worker = db.worker({ threads: 4 }); // idle: no other row running (a quarter of 4 runners)
       let release!: () => void;

@@ -130,7 +130,7 @@ it('the CLI: `worker --store bigtable://…?oracle=…` runs observers against s
 
   // Oracle not named: the worker's first failed run is told at once, with where the address came from.
   const guessing = cli(['worker', '--observers', observers, '--store', plainUrl(), '--threads', '1']);
-  await vi.waitFor(() => expect(guessing.stderr()).toContain('running observers'), { timeout: 20_000, interval: 50 });
+  await vi.waitFor(() => expect(guessing.stderr()).toContain('running observers'), { timeout: 40_000, interval: 50 });
   const writer = await Percolator.open({ store: namedUrl() }); // opened after the worker registered its column
   try {
     await writer.transaction(async (tx) => tx.set('cli', 'r', 'c:in', 'hello'));
@@ -148,7 +148,7 @@ it('the CLI: `worker --store bigtable://…?oracle=…` runs observers against s
 
   // Named: the same row is processed, and `wait` with the same URL sees the system quiescent.
   const worker = cli(['worker', '--observers', observers, '--store', namedUrl(), '--threads', '1']);
-  await vi.waitFor(() => expect(worker.stderr()).toContain('running observers'), { timeout: 20_000, interval: 50 });
+  await vi.waitFor(() => expect(worker.stderr()).toContain('running observers'), { timeout: 40_000, interval: 50 });
   const wait = cli(['wait', '--store', namedUrl(), '--timeout', '30']);
   expect(await wait.exited, wait.stderr()).toBe(0);
   expect(wait.stdout()).toBe('quiescent\n');
@@ -162,4 +162,4 @@ it('the CLI: `worker --store bigtable://…?oracle=…` runs observers against s
   expect(await worker.exited).toBe(0);
   expect(worker.stderr()).toContain('stopped after 1 observer commits (0 skipped, 0 failures');
   expect(worker.stderr()).not.toContain('ORACLE_UNAVAILABLE');
-}, 120_000);
+}, 180_000);

@@ -14,7 +14,8 @@ export { Worker, type WorkerOptions, type WorkerMetrics, type StopOptions, type 
 export type { ObserverFn, ObserverContext } from './notify/observer.js';
 export { ObserverAbandoned, ObserverFailure } from './notify/run-observer.js';
 export { InProcessLockService, type LockService } from './notify/lock-service.js';
-export type { QuiescenceOptions } from './txn/percolator.js';
+export type { QuiescenceOptions, PendingEvidence } from './txn/percolator.js';
+export type { GcResult } from './txn/gc.js';
 
 // The Bigtable-model store
 export { openStore, DEFAULT_STORE_URL, type OpenStoreOptions } from './store/open-store.js';

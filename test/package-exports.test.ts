@@ -8,7 +8,8 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { MemoryMarkStore, Oracle, Percolator } from '../src/index.js';
-import type { ActiveRegistration, TimestampSource } from '../src/index.js';
+import { isTxnError, type TxnError } from '../src/index.js';
+import type { ActiveRegistration, GcResult, PendingEvidence, TimestampSource } from '../src/index.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -63,5 +64,28 @@ it("a TimestampSource of the user's own can be written with the type docs/oracle
   } finally {
     await db.close();
     await oracle.close();
+  }
+});
+
+it('the results and evidence the API hands out have types a user can name (GcResult, PendingEvidence)', async () => {
+  // A user's helpers over them: the typecheck fails if either is not exported.
+  const removed = (r: GcResult): number => r.versionsRemoved + r.locksResolved;
+  const worst = (e: PendingEvidence): string => e.byColumn[0]?.column ?? '';
+  const db = await Percolator.open({ store: 'memory:' });
+  try {
+    await db.createTable('t');
+    expect(removed(await db.collectGarbage())).toBeGreaterThanOrEqual(0);
+    const w = db.worker();
+    w.observe('c:x', 'never', async () => {
+      await new Promise<never>(() => {}); // never done: the change stays pending
+    });
+    await w.start();
+    await db.transaction(async (tx) => tx.set('t', 'r', 'c:x', 'v')); // observed: a notification
+    const e = await db.waitForQuiescence({ timeoutMs: 1 }).catch((x: unknown) => x);
+    expect(isTxnError(e, 'QUIESCENCE_TIMEOUT')).toBe(true);
+    expect(worst((e as TxnError).details as unknown as PendingEvidence)).toBe('c:x');
+    await w.stop({ graceMs: 0 });
+  } finally {
+    await db.close();
   }
 });

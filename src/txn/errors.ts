@@ -23,8 +23,6 @@ export type TxnErrorCode =
   | 'COMMIT_UNDETERMINED'
   /** A transaction object was used after it committed or aborted. */
   | 'TXN_FINISHED'
-  /** A snapshot (read-only) transaction was asked to write. */
-  | 'READ_ONLY'
   /** A column name is not `family:qualifier` with a valid family. */
   | 'INVALID_COLUMN'
   /** An argument out of its range (e.g. a scan's limit). */

@@ -31,11 +31,17 @@ import { type DeletionGroup, GcFailures, chunkDeletions } from './gc-rows.js';
 import { DATA, LOCK, WRITE, decodeWrite } from './layout.js';
 import { lockedCell } from './snapshot-read.js';
 
+/** What one pass did (`db.collectGarbage()`, `db.lastGc`). */
 export interface GcResult {
+  /** The oracle's watermark the pass started from. */
   readonly watermark: number;
+  /** The watermark versions were collected below: lowered to the start ts of a lock it could not resolve. */
   readonly effectiveWatermark: number;
+  /** Locks older than the watermark rolled forward or back. */
   readonly locksResolved: number;
+  /** Write records (with their data cells) deleted. */
   readonly versionsRemoved: number;
+  /** Rows that had anything deleted. */
   readonly rowsRewritten: number;
 }
 

@@ -46,6 +46,7 @@ import { DOCS, EXPORT_FETCHED_AT, EXPORT_LATENCY_MS, PAGES, RAW_CONTENT, RAW_TYP
 import type { Worker } from '../notify/worker.js';
 import type { Percolator } from '../txn/percolator.js';
 import { mulberry32 as rng } from '../util/seeded-random.js';
+import { BenchOptionError } from './bench-option-error.js';
 
 export const DEFAULT_RATES: readonly number[] = [1, 2, 5, 10, 20, 50, 100];
 /** The DESIGN §10 target: incremental median latency ≥ 1000× lower than batch at 1 %/h. */
@@ -279,12 +280,12 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
   const load1mStart = loadavg()[0] as number;
   const log = options.log ?? (() => undefined);
   const n = Math.floor(options.docs);
-  if (!(n >= 8)) throw new Error(`--docs must be at least 8, got ${options.docs}`);
+  if (!(n >= 8)) throw new BenchOptionError('--docs', options.docs, `--docs must be at least 8, got ${options.docs}`);
   const seed = options.seed ?? 42;
   const hourSeconds = options.hourSeconds ?? 10;
   const rates = [...(options.rates ?? DEFAULT_RATES)].sort((a, b) => a - b);
-  for (const r of rates) if (!(r > 0 && r <= 100)) throw new Error(`crawl rates must be in (0, 100] %/h, got ${r}`);
-  if (rates.length === 0) throw new Error('no crawl rates');
+  for (const r of rates) if (!(r > 0 && r <= 100)) throw new BenchOptionError('--rates', r, `--rates must be in (0, 100] %/h, got ${r}`);
+  if (rates.length === 0) throw new BenchOptionError('--rates', rates, '--rates must name at least one crawl rate');
   const minSamples = Math.max(1, Math.floor(options.minSamples ?? 20));
   const threads = options.threads ?? 16;
   const random = rng(seed ^ 0x5bd1e995);

@@ -38,6 +38,7 @@ import { isTxnError } from '../txn/errors.js';
 import { Percolator } from '../txn/percolator.js';
 import { type PostgresServer, startPostgres } from './peers-postgres.js';
 import { renderBarChart } from './svg-plot.js';
+import { BenchOptionError } from './bench-option-error.js';
 
 export interface PeersOptions {
   /** Measured seconds per side and round (default 10). */
@@ -446,8 +447,8 @@ export async function runPeersBench(opts: PeersOptions = {}): Promise<PeersResul
   const clients = Math.floor(opts.clients ?? 16);
   const accounts = Math.floor(opts.accounts ?? 1000);
   const rounds = Math.max(1, Math.floor(opts.rounds ?? 1));
-  if (accounts < 2) throw new Error('--accounts must be at least 2');
-  if (clients < 1) throw new Error('--clients must be at least 1');
+  if (accounts < 2) throw new BenchOptionError('--accounts', accounts, `--accounts must be at least 2, got ${accounts}`);
+  if (clients < 1) throw new BenchOptionError('--clients', clients, `--clients must be at least 1, got ${clients}`);
   const w: Workload = {
     seconds,
     clients,

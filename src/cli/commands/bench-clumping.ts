@@ -11,7 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { type ClumpingSweepPoint, clumpingSvg, runClumpingBench, sweepScanners } from '../../bench/clumping.js';
-import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parsePositiveInteger, parseTimerSeconds, printResult } from '../parent-command.js';
 import { formatTable } from '../table.js';
 
 /** The sweep as a table: one row per scanner count, both configurations (empty without a sweep). */
@@ -51,7 +51,7 @@ export function register(program: Command): void {
     .description(
       'bus clumping (Percolator §2.4): scanners over a table with slow rows, with and without anti-clumping (prints withAntiClumping, withoutAntiClumping, ratio)',
     )
-    .option('--seconds <s>', 'measured seconds of each real-worker configuration', parsePositiveNumber('seconds'), 5)
+    .option('--seconds <s>', 'measured seconds of each real-worker configuration', parseTimerSeconds('seconds'), 5)
     .option('--scanners <n>', 'scanners, in the simulation and in the real run (defaults 16 and 8)', parsePositiveInteger('scanners'))
     .option('--no-real', 'only the (deterministic) simulation, not the real worker')
     .option('--json', 'print one JSON object')

@@ -9,7 +9,15 @@ import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULT_RATES, type LatencyBenchResult, runLatencyBench } from '../../bench/latency-bench.js';
 import { checkedSvg, renderLineChart } from '../../bench/svg-plot.js';
-import { commandGroup, given, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import {
+  commandGroup,
+  given,
+  parseNonNegativeInteger,
+  parsePositiveInteger,
+  parsePositiveNumber,
+  parseTimerSeconds,
+  printResult,
+} from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
 import { makeDirs } from '../../util/make-dirs.js';
 
@@ -71,7 +79,7 @@ export function register(program: Command): void {
     .description('Figure 7: median crawl-to-index latency, incremental vs batch recomputation, at crawl rates 1-100 %/h (time compressed)')
     .option('--docs <n>', 'repository size (synthetic documents)', parsePositiveInteger('docs'), 1000)
     .option('--seed <n>', 'corpus and schedule seed', parseNonNegativeInteger('seed'), 42)
-    .option('--hour-seconds <s>', 'real seconds per compressed hour (compression = 3600 / s)', parsePositiveNumber('hour-seconds'), 10)
+    .option('--hour-seconds <s>', 'real seconds per compressed hour (compression = 3600 / s)', parseTimerSeconds('hour-seconds'), 10)
     .option('--rates <list>', 'crawl rates, % of the repository per hour, comma-separated', DEFAULT_RATES.join(','))
     .option('--min-samples <n>', 're-crawls per rate at least (low rates run several hours)', parsePositiveInteger('min-samples'), 20)
     .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 16)

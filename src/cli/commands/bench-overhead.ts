@@ -2,13 +2,13 @@
 import { writeFileSync } from 'node:fs';
 import { type Command, Option } from 'commander';
 import { type TxnKeyForm, overheadSvg, runOverheadBench } from '../../bench/overhead-bench.js';
-import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parsePositiveInteger, parseTimerSeconds, printResult } from '../parent-command.js';
 
 export function register(program: Command): void {
   commandGroup(program, 'bench')
     .command('overhead')
     .description("Figure 8: Percolator's transactional reads/writes vs raw store reads/writes on one backend")
-    .option('--seconds <s>', 'seconds per phase', parsePositiveNumber('seconds'), 3)
+    .option('--seconds <s>', 'seconds per phase', parseTimerSeconds('seconds'), 3)
     .option('--clients <n>', 'concurrent clients on each side', parsePositiveInteger('clients'), 32)
     .option('--store <url>', 'backend: file: (a temporary directory), memory:, or a URL', 'file:')
     .addOption(

@@ -12,7 +12,7 @@ import {
   numberOf,
   parseNonNegativeInteger,
   parsePositiveInteger,
-  parsePositiveNumber,
+  parseTimerSeconds,
   printResult,
 } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
@@ -21,7 +21,7 @@ export function register(program: Command): void {
   commandGroup(program, 'bench')
     .command('peers')
     .description('bank transfers/s: Percolator (file:) vs PostgreSQL REPEATABLE READ on loopback, same clients (target ratio >= 1.0)')
-    .option('--seconds <s>', 'measured seconds per side and round', parsePositiveNumber('seconds'), 10)
+    .option('--seconds <s>', 'measured seconds per side and round', parseTimerSeconds('seconds'), 10)
     .option('--clients <n>', 'concurrent clients on each side', parsePositiveInteger('clients'), 16)
     .option('--accounts <n>', 'accounts (equal initial balances)', parsePositiveInteger('accounts'), 1000)
     .option('--warmup <s>', 'unmeasured warm-up seconds per side (default: min(2, seconds/5))', (raw: string) => {

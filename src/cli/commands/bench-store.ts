@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { type StoreBenchResult, runStoreBench, storeSvg } from '../../bench/store-bench.js';
-import { commandGroup, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parseTimerSeconds, printResult } from '../parent-command.js';
 import { formatTable } from '../table.js';
 import { UsageError } from '../usage-error.js';
 
@@ -35,7 +35,7 @@ export function register(program: Command): void {
   commandGroup(program, 'bench')
     .command('store')
     .description('raw store throughput (writes single/concurrent/batched, point reads, scans) for memory: and file:')
-    .option('--seconds <s>', 'seconds per phase', parsePositiveNumber('seconds'), 2)
+    .option('--seconds <s>', 'seconds per phase', parseTimerSeconds('seconds'), 2)
     .option('--store <kind>', 'only this backend: memory: or file: (a fresh temporary directory)')
     .option('--json', 'print one JSON object')
     .option('--svg <file>', 'also write a bar chart of every rate to this SVG file')

@@ -15,7 +15,15 @@ import {
 } from '../../bench/webindex-bench.js';
 import { DEFAULT_LOADERS, DEFAULT_REMOTE_THREADS, DEFAULT_THREADS } from '../../apps/webindex/run.js';
 import { UsageError } from '../usage-error.js';
-import { commandGroup, given, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import {
+  commandGroup,
+  given,
+  parseNonNegativeInteger,
+  parsePositiveInteger,
+  parsePositiveNumber,
+  parseTimerSeconds,
+  printResult,
+} from '../parent-command.js';
 import { makeDirs } from '../../util/make-dirs.js';
 
 /** Offered loads of the default load curve, documents per second: light load to past saturation. */
@@ -123,7 +131,7 @@ export function register(program: Command): void {
       'load curve: offered documents per second, comma-separated, each on a fresh store (none: skip)',
       DEFAULT_LOAD_RATES.join(','),
     )
-    .option('--load-seconds <s>', 'load curve: seconds of arrivals per offered load', parsePositiveNumber('load-seconds'), 8)
+    .option('--load-seconds <s>', 'load curve: seconds of arrivals per offered load', parseTimerSeconds('load-seconds'), 8)
     .option('--svg <file>', 'write the latency-vs-throughput plot (load curve and saturation) to this file')
     .option('--size-svg <file>', 'write the throughput-vs-repository-size plot (saturation, by tenths) to this file')
     .option(

@@ -10,7 +10,7 @@
 import type { Command } from 'commander';
 import { runBankCheck } from '../../check/bank.js';
 import { DEFAULT_OUTAGE_MS } from '../../check/store-reach.js';
-import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parseTimerSeconds, printResult } from '../parent-command.js';
 
 interface Flags {
   crash?: boolean;
@@ -40,7 +40,7 @@ export function register(program: Command): void {
     .option(
       '--seconds <s>',
       'how long transfers run (with --crash, longer if needed for 50 crashes per 30 s, up to 3×)',
-      parsePositiveNumber('seconds'),
+      parseTimerSeconds('seconds'),
       10,
     )
     .option('--store <url>', 'store URL (memory:, file:DIR); default: file: in a temporary directory, removed when the check passes')

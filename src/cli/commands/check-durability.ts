@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander';
 import { type DurabilityResult, runDurabilityCheck } from '../../check/durability.js';
-import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parsePositiveInteger, parseTimerSeconds, printResult } from '../parent-command.js';
 
 interface Flags {
   crash?: boolean;
@@ -37,7 +37,7 @@ export function register(program: Command): void {
     .description('every acknowledged write survives kill -9 of the writer (prints acknowledged, lost, kills)')
     .option('--crash', 'SIGKILL the writer at random moments (without it: graceful stops)')
     .option('--full-disk', "squeeze the writer's file-size limit at random moments, as a disk filling up and emptying (needs prlimit)")
-    .option('--seconds <s>', 'minimum run time (at least 3 kills happen regardless)', parsePositiveNumber('seconds'), 10)
+    .option('--seconds <s>', 'minimum run time (at least 3 kills happen regardless)', parseTimerSeconds('seconds'), 10)
     .option('--data <dir>', 'store directory (default: a temporary directory, removed when the check passes)')
     .option('--store <url>', 'same as --data, as a file:DIR URL')
     .option('--writers <n>', 'concurrent write loops in the writer process', parsePositiveInteger('writers'), 8)

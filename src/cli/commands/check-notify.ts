@@ -11,7 +11,7 @@
 import type { Command } from 'commander';
 import { runNotifyCheck } from '../../check/notify.js';
 import { DEFAULT_OUTAGE_MS } from '../../check/store-reach.js';
-import { commandGroup, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parsePositiveInteger, parseTimerSeconds, printResult } from '../parent-command.js';
 
 interface Flags {
   crash?: boolean;
@@ -36,7 +36,7 @@ export function register(program: Command): void {
       '--full-disk',
       "squeeze the store's file-size limit while the writers run, as a disk filling up and emptying (file: only; needs prlimit)",
     )
-    .option('--seconds <s>', 'how long writers run', parsePositiveNumber('seconds'), 10)
+    .option('--seconds <s>', 'how long writers run', parseTimerSeconds('seconds'), 10)
     .option(
       '--store <url>',
       'store URL (memory:, file:DIR, bigtable://HOST:PORT); default memory: (the supervisor holding it is never killed)',

@@ -17,7 +17,7 @@ import { startOracleServer } from '../../oracle/server.js';
 import { type NewStoreDir, noteNewStoreDir } from '../../store/embedded/new-store-dir.js';
 import { fileStoreDir, openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
-import { commandGroup, parsePortNumber, parsePositiveInteger, parsePositiveNumber, printResult } from '../parent-command.js';
+import { commandGroup, parsePortNumber, parsePositiveInteger, parseTimerSeconds, printResult } from '../parent-command.js';
 
 /** Finds or creates the shared `bench` command group. */
 export function benchCommand(program: Command): Command {
@@ -79,7 +79,7 @@ export function register(program: Command): void {
   benchCommand(program)
     .command('oracle')
     .description('timestamps/s from an oracle server over loopback with several client processes (and in-process)')
-    .option('--seconds <s>', 'seconds of measurement', parsePositiveNumber('seconds'), 5)
+    .option('--seconds <s>', 'seconds of measurement', parseTimerSeconds('seconds'), 5)
     .option('--clients <n>', 'client processes', parsePositiveInteger('clients'), 2)
     .option('--callers <n>', 'concurrent callers per client process', parsePositiveInteger('callers'), 2000)
     .option('--server-process', 'run the server in its own process (default: in this one)')

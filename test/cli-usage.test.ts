@@ -252,7 +252,8 @@ it('wait --tables: a table the store does not have is TABLE_NOT_FOUND naming tho
   expect(run('wait', '--store', `file:${store}`, '--tables', 'plain', '--timeout', '5')).toEqual({
     code: 1,
     stdout: '',
-    stderr: 'percolator: NOT_A_PERCOLATOR_TABLE: cannot wait for quiescence of plain: it is not a Percolator table\n',
+    stderr:
+      'percolator: NOT_A_PERCOLATOR_TABLE: table plain is not a Percolator table: it lacks the system families lock, write, data, notify\n',
   });
   const r = run('wait', '--store', `file:${store}`, '--tables', 'docs,pages', '--timeout', '30');
   expect(r.stderr).toBe('');

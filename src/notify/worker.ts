@@ -146,6 +146,8 @@ export interface WorkerHost extends ObserverHost {
   readonly observed: ObservedColumns;
   readonly lockService: LockService;
   percolatorTables(): Promise<string[]>;
+  /** Resolves if `table` is a Percolator table; else the store's TABLE_NOT_FOUND, or NOT_A_PERCOLATOR_TABLE. */
+  checkTable(table: string): Promise<void>;
 }
 
 let workerSeq = 0;
@@ -443,7 +445,8 @@ export class Worker {
 
   /**
    * Registers an observer of `column` (`family:qualifier`) under a unique `name`, in `table` or
-   * (default) in every Percolator table. Call before start().
+   * (default) in every Percolator table. Call before start(), which checks `table` (it observed
+   * nothing, without a word, in a table that does not exist or is no Percolator table).
    */
   observe(column: string, name: string, fn: ObserverFn, options: { table?: string; collapseMs?: number } = {}): this {
     encodeColumn(column);
@@ -482,7 +485,8 @@ export class Worker {
   /**
    * Records the observed columns (so writers start notifying), then starts the scanners and runners. Concurrent calls share
    * one start; a `stop()` (or the database's close) during it waits for it and leaves nothing running. A start during a
-   * stop begins once the stop has ended.
+   * stop begins once the stop has ended. Rejects, with nothing started or registered, when an observer's `table` does not exist
+   * (the store's TABLE_NOT_FOUND) or is no Percolator table (NOT_A_PERCOLATOR_TABLE).
    */
   start(): Promise<void> {
     if (this.isRunning) return Promise.resolve();
@@ -497,6 +501,8 @@ export class Worker {
 
   private async begin(): Promise<void> {
     this.stopAsked = false;
+    // Before anything is registered: the store's TABLE_NOT_FOUND, or NOT_A_PERCOLATOR_TABLE.
+    for (const t of new Set(this.observers.map((o) => o.table))) if (t !== ALL_TABLES) await this.host.checkTable(t);
     for (const o of this.observers) await this.host.observed.register(o.table, o.column, o.name);
     if (this.stopAsked) return;
     this.isRunning = true;

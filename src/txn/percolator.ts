@@ -32,6 +32,7 @@ import { LocalCommits } from './local-commits.js';
 import { acquireOracle, releaseOracle } from './shared-oracle.js';
 import { memLocksOf } from './mem-locks.js';
 import { type ReadContext, readResolvedNow } from './snapshot-read.js';
+import { TableCheck, missingFamilies, notAPercolatorTable } from './table-check.js';
 import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, checkTable, rowKeyOf } from './transaction.js';
 import { MAX_TIMER_MS, isTimerMs } from '../util/timer-ms.js';
 import { describeType } from '../util/describe-type.js';
@@ -113,8 +114,8 @@ export interface QuiescenceOptions {
   readonly timeoutMs?: number;
   /**
    * Wait for the notifications of these Percolator tables only (default: every one): a check of
-   * its own tables must not wait for other tables' backlog (a user's parked rows). A name that is
-   * not a Percolator table is NOT_A_PERCOLATOR_TABLE.
+   * its own tables must not wait for other tables' backlog (a user's parked rows). A name the
+   * store does not have is its TABLE_NOT_FOUND, one that is no Percolator table NOT_A_PERCOLATOR_TABLE.
    */
   readonly tables?: readonly string[];
 }
@@ -271,6 +272,7 @@ export class Percolator {
       const env: TxnEnvironment = {
         store,
         read,
+        tables: new TableCheck(store),
         getTimestamp: () => oracle.getTimestamp(),
         owner,
         lockTtlMs: options.lockTtlMs ?? 30_000,
@@ -331,16 +333,16 @@ export class Percolator {
     if (this.closed) throw new TxnError('TXN_FINISHED', 'the Percolator instance is closed');
   }
 
-  /** Creates a Percolator table (system families; notify in its own locality group). Idempotent. */
+  /**
+   * Creates a Percolator table (system families; notify in its own locality group). Idempotent.
+   * NOT_A_PERCOLATOR_TABLE when a table of that name exists without the system families.
+   */
   async createTable(name: string): Promise<void> {
     this.checkOpen();
     const spec = await ensureTable(this.store, name, PERCOLATOR_TABLE_SPEC);
-    if (spec === null) return;
-    for (const f of Object.keys(PERCOLATOR_TABLE_SPEC.families)) {
-      if (!Object.hasOwn(spec.families, f)) {
-        throw new TxnError('NOT_A_PERCOLATOR_TABLE', `table ${name} exists but lacks the system family ${f}`, { table: name, family: f });
-      }
-    }
+    const missing = spec === null ? [] : missingFamilies(spec);
+    if (missing.length > 0) throw notAPercolatorTable(name, missing);
+    this.env.tables.remember(name);
   }
 
   /** Starts a transaction by hand (prefer `transaction`, which retries). */
@@ -428,7 +430,7 @@ export class Percolator {
       this.checkOpen();
       checkTable(table);
       const ctx = this.env.read;
-      if (ctx.syncStore !== undefined) {
+      if (ctx.syncStore !== undefined && this.env.tables.has(table)) {
         const now = readResolvedNow(table, rowKeyOf(row), userColumn(column), LATEST, ctx);
         if (now !== undefined) return now;
       }
@@ -438,8 +440,18 @@ export class Percolator {
     return this.getSlow(table, row, column);
   }
 
-  /** `get` past its synchronous path: one store read on a remote store, then (or with a lock in the way) a fresh timestamp. */
+  /**
+   * `get` past its synchronous path: the table checked on its first use; one store read on a
+   * remote store, then (or with a lock in the way) a fresh timestamp.
+   */
   private async getSlow(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
+    if (!this.env.tables.has(table)) {
+      // The arguments first, as on the known path; then back to it once the table is known.
+      userColumn(column);
+      rowKeyOf(row);
+      await this.env.tables.check(table);
+      return this.get(table, row, column);
+    }
     if (this.env.read.syncStore === undefined) {
       const v = await new Snapshot(this.env, LATEST).tryGet(table, row, column);
       if (v !== undefined) return v;
@@ -612,7 +624,9 @@ export class Percolator {
         if (isStoreError(e, 'TABLE_NOT_FOUND')) return null;
         throw e;
       });
-      if (spec !== null && Object.keys(PERCOLATOR_TABLE_SPEC.families).every((f) => Object.hasOwn(spec.families, f))) tables.push(name);
+      if (spec === null || missingFamilies(spec).length > 0) continue;
+      tables.push(name);
+      this.env.tables.remember(name);
     }
     this.tablesCache = { at: Date.now(), tables };
     return tables;
@@ -636,6 +650,7 @@ export class Percolator {
       observed: this.observed,
       lockService: this.lockService,
       percolatorTables: () => this.percolatorTables(),
+      checkTable: (table) => this.env.tables.check(table),
     };
     const worker = new Worker(host, options);
     this.workers.add(worker);
@@ -653,8 +668,9 @@ export class Percolator {
    * observers the registry names, a few rows) and the message (`cause`: the last pass's
    * IO_ERROR, if it failed); the store's IO_ERROR at once when an embedded store refuses writes
    * (a full disk: docs/durability.md) while notifications are pending — no observer can commit
-   * until the store is reopened. INVALID_ARGUMENT for a bad `timeoutMs` or `tables`,
-   * NOT_A_PERCOLATOR_TABLE for a name in `tables` that is none.
+   * until the store is reopened. INVALID_ARGUMENT for a bad `timeoutMs` or `tables`; for a name
+   * in `tables`, the store's TABLE_NOT_FOUND when there is no such table, NOT_A_PERCOLATOR_TABLE
+   * when it is no Percolator table.
    */
   async waitForQuiescence(options: QuiescenceOptions = {}): Promise<void> {
     this.checkOpen();
@@ -781,15 +797,18 @@ export class Percolator {
     return pending;
   }
 
-  /** `names`, each checked to be a Percolator table (the cached listing first, a fresh one before saying no). */
+  /**
+   * `names`, each checked to be a Percolator table (the cached listing first, a fresh one before
+   * asking about a name): the store's TABLE_NOT_FOUND for one it does not have, NOT_A_PERCOLATOR_TABLE.
+   * The listing, not the remembered tables, so that a table recreated without the families is seen.
+   */
   private async namedPercolatorTables(names: readonly string[]): Promise<readonly string[]> {
     let known = await this.percolatorTables();
     if (names.some((t) => !known.includes(t))) known = await this.percolatorTables(0);
-    const missing = names.find((t) => !known.includes(t));
-    if (missing !== undefined) {
-      throw new TxnError('NOT_A_PERCOLATOR_TABLE', `cannot wait for quiescence of ${missing}: it is not a Percolator table`, {
-        table: missing,
-      });
+    for (const t of names) {
+      if (known.includes(t)) continue;
+      this.env.tables.forget(t);
+      await this.env.tables.check(t);
     }
     return names;
   }

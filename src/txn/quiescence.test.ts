@@ -116,7 +116,7 @@ it('tables: waits for the named tables only, and their timeout lists only them',
   expect(e.message).toMatch(/^not quiescent after 30 ms \(tables mine\): 1 notifications pending: mine\/c:x 1/);
 });
 
-it('tables: a table created a moment ago is found; bad values are INVALID_ARGUMENT, a name that is no Percolator table NOT_A_PERCOLATOR_TABLE', async () => {
+it('tables: a table created a moment ago is found; bad values are INVALID_ARGUMENT, a plain table NOT_A_PERCOLATOR_TABLE, a missing one TABLE_NOT_FOUND', async () => {
   await openWithObserved([]);
   await db.waitForQuiescence({ timeoutMs: 5_000 }); // the table listing is cached now
   await db.createTable('fresh');
@@ -128,9 +128,12 @@ it('tables: a table created a moment ago is found; bad values are INVALID_ARGUME
     });
   }
   await store.createTable('plain', { families: { f: {} } });
-  for (const name of ['nope', 'plain']) {
-    await expect(db.waitForQuiescence({ tables: ['fresh', name], timeoutMs: 5_000 })).rejects.toMatchObject({
-      code: 'NOT_A_PERCOLATOR_TABLE',
+  for (const [name, code] of [
+    ['nope', 'TABLE_NOT_FOUND'], // was NOT_A_PERCOLATOR_TABLE, as if a table of that name existed
+    ['plain', 'NOT_A_PERCOLATOR_TABLE'],
+  ]) {
+    await expect(db.waitForQuiescence({ tables: ['fresh', name as string], timeoutMs: 5_000 })).rejects.toMatchObject({
+      code,
       details: { table: name },
     });
   }

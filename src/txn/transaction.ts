@@ -30,6 +30,7 @@ import { TxnError, describeCell } from './errors.js';
 import type { CommittedTxn } from './gc-recent.js';
 import { LockRefresher } from './lock-refresher.js';
 import { RowBuffer } from './row-buffer.js';
+import type { TableCheck } from './table-check.js';
 import type { MemLocks } from './mem-locks.js';
 import { LOCK, clearNotifications, encodeColumn, encodeUserColumn, userColumn, weakNotifyMutations } from './layout.js';
 
@@ -71,6 +72,8 @@ export interface NotifiedWrite {
 export interface TxnEnvironment {
   readonly store: Store;
   readonly read: ReadContext;
+  /** Which tables are Percolator tables (table-check.ts): every read and commit checks the tables it names. */
+  readonly tables: TableCheck;
   getTimestamp(): Promise<number>;
   readonly owner: string;
   readonly lockTtlMs: number;
@@ -302,6 +305,7 @@ export class Snapshot {
     try {
       this.checkActive();
       checkTable(table);
+      if (!this.env.tables.has(table)) return this.getInUnchecked(table, row, column);
       const own = this.buffered(table, row, column);
       if (own !== undefined) return Promise.resolve(own);
       const ref = this.columnRef(column);
@@ -311,6 +315,14 @@ export class Snapshot {
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /** `get` in a table not yet known to be a Percolator table: the arguments first (as on the known path), then the table. */
+  private async getInUnchecked(table: string, row: RowKey, column: string): Promise<Uint8Array | null> {
+    this.columnRef(column);
+    rowKeyOf(row);
+    await this.env.tables.check(table);
+    return this.get(table, row, column);
   }
 
   /**
@@ -326,10 +338,11 @@ export class Snapshot {
   ): Promise<{ readonly value: Uint8Array | null; readonly commitTs: number | null }> {
     this.checkActive();
     checkTable(table);
-    const own = this.buffered(table, row, column);
-    if (own !== undefined) return { value: own, commitTs: null };
     const key = toBytes(row);
     const ref = this.columnRef(column);
+    if (!this.env.tables.has(table)) await this.env.tables.check(table);
+    const own = this.buffered(table, row, column);
+    if (own !== undefined) return { value: own, commitTs: null };
     const v =
       readVersionNow(table, key, ref, this.startTs, this.env.read) ??
       (await readVersionsAt(this.env.store, table, key, [ref], this.startTs, this.env.read))[0];
@@ -350,9 +363,12 @@ export class Snapshot {
   async tryGet(table: string, row: RowKey, column: string): Promise<Uint8Array | null | undefined> {
     this.checkActive();
     checkTable(table);
+    const key = toBytes(row);
+    const ref = this.columnRef(column);
+    if (!this.env.tables.has(table)) await this.env.tables.check(table);
     const own = this.buffered(table, row, column);
     if (own !== undefined) return own;
-    return (await tryReadVersion(this.env.store, table, toBytes(row), this.columnRef(column), this.startTs, this.env.read))?.value;
+    return (await tryReadVersion(this.env.store, table, key, ref, this.startTs, this.env.read))?.value;
   }
 
   /** Several cells, one store read per distinct row, in parallel. Values in the order asked. */
@@ -393,6 +409,7 @@ export class Snapshot {
       e.refs.push(this.columnRef(c.column));
       e.slots.push(i);
     });
+    if (!this.env.tables.has(table)) await this.env.tables.check(table);
     // Rows the embedded store answers synchronously are filled in place; the rest (locks, long
     // values, a remote store) go through the full read, in parallel.
     let pending: Promise<void>[] | null = null;
@@ -434,7 +451,10 @@ export class Snapshot {
     this.checkActive();
     checkTable(table);
     checkScanOptions(options);
-    yield* scanAt(this.env.store, table, toRowRange(range), this.startTs, this.env.read, columnsFilter(options.columns), options.limit);
+    const rows = toRowRange(range);
+    const filter = columnsFilter(options.columns);
+    if (!this.env.tables.has(table)) await this.env.tables.check(table);
+    yield* scanAt(this.env.store, table, rows, this.startTs, this.env.read, filter, options.limit);
   }
 
   /** Buffered value for read-your-writes: undefined = not written by this transaction. */
@@ -459,6 +479,8 @@ export class Transaction extends Snapshot {
   private durability: 'durable' | 'deferred' = 'durable';
   /** Who commits this transaction, when it is not its user's to commit (reserveCommit). */
   private commitOwner: string | null = null;
+  /** Tables written to (or notified in) that were not known to be Percolator tables then: checked at commit. */
+  private unchecked: Set<string> | null = null;
 
   /**
    * Internal (the observer runner, `Percolator.transaction`): the transaction is committed by the
@@ -515,6 +537,7 @@ export class Transaction extends Snapshot {
     encodeUserColumn(column);
     const key = toBytes(row);
     if (key.byteLength === 0) throw emptyRowKey(table);
+    if (!this.env.tables.has(table)) (this.unchecked ??= new Set()).add(table);
     this.weak.push({ table, row: key, column });
   }
 
@@ -550,6 +573,8 @@ export class Transaction extends Snapshot {
     const q = internal ? encodeColumn(column) : encodeUserColumn(column);
     const key = toBytes(row);
     if (key.byteLength === 0) throw emptyRowKey(table);
+    // `set` is synchronous: a table not known yet is checked at commit, before anything is written.
+    if (!this.env.tables.has(table)) (this.unchecked ??= new Set()).add(table);
     const rk = rowBytesKey(row, key);
     const k = `${table}\u0000${rk}`;
     const r = this.rows.get(k);
@@ -662,7 +687,9 @@ export class Transaction extends Snapshot {
    * Two-phase commit. Returns the commit timestamp (null if nothing was written).
    * Throws WRITE_CONFLICT / KEY_LOCKED / TXN_ABORTED (retryable) — nothing was committed then;
    * TOO_MANY_MUTATIONS / VALUE_TOO_LARGE — a row or a value the store cannot take (row-limits.ts),
-   * found before anything was written; a store error — nothing was committed either;
+   * found before anything was written; NOT_A_PERCOLATOR_TABLE or the store's TABLE_NOT_FOUND — a
+   * table written to is none (table-check.ts), found before anything was written; a store error —
+   * nothing was committed either;
    * COMMIT_UNDETERMINED — committed or not, the store could not say (readers settle it);
    * INVALID_ARGUMENT — the transaction is `db.transaction`'s or an observer's, whose commit is
    * theirs (reserveCommit): nothing was written and the transaction is still open.
@@ -674,6 +701,25 @@ export class Transaction extends Snapshot {
         startTs: this.startTs,
       });
     this.finished = true;
+    if (this.unchecked !== null) for (const t of this.unchecked) await this.env.tables.check(t);
+    try {
+      return await this.commitWrites();
+    } catch (e) {
+      // A table remembered good may have been recreated without the system families since: the
+      // store's FAMILY_NOT_FOUND for an internal family becomes NOT_A_PERCOLATOR_TABLE (table-check.ts).
+      throw await this.env.tables.explain(e, this.tablesWritten());
+    }
+  }
+
+  /** The distinct tables this transaction writes to or notifies in. */
+  private tablesWritten(): string[] {
+    const tables = new Set<string>();
+    for (const r of this.rows.values()) tables.add(r.table);
+    for (const w of this.weak) tables.add(w.table);
+    return [...tables];
+  }
+
+  private async commitWrites(): Promise<number | null> {
     if (this.rows.size === 0) {
       if (this.weak.length > 0) await this.writeWeakNotifications(await this.env.getTimestamp());
       this.reportNotified([]);

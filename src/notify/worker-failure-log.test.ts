@@ -99,11 +99,11 @@ it('a worker whose oracle is out of reach says so at its first failed run, long 
   const logs: Line[] = [];
   const worker = db.worker({ threads: 1, maxFailures: 1_000_000, log: (message, error) => logs.push({ message, error }) });
   worker.observe('doc:in', 'copy', async (tx, row) => tx.set('docs', row, 'doc:out', '1'), { table: 'docs' });
-  await db.createTable('docs'); // start() checks an observer's table
   await worker.start();
   // Written through a process-local oracle on the same store, after the column was registered.
   const writer = await Percolator.open({ store, leaseMs: 1000 });
   closing.push(() => writer.close());
+  await writer.createTable('docs');
   await writer.transaction(async (tx) => tx.set('docs', 'r', 'doc:in', 'v'));
   await vi.waitFor(() => expect(logs.some((l) => l.message.includes('(ORACLE_UNAVAILABLE)'))).toBe(true), {
     timeout: 10_000,

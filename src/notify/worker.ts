@@ -501,8 +501,13 @@ export class Worker {
 
   private async begin(): Promise<void> {
     this.stopAsked = false;
-    // Before anything is registered: the store's TABLE_NOT_FOUND, or NOT_A_PERCOLATOR_TABLE.
-    for (const t of new Set(this.observers.map((o) => o.table))) if (t !== ALL_TABLES) await this.host.checkTable(t);
+    // Before anything is registered: NOT_A_PERCOLATOR_TABLE for a table its observers could never
+    // see a change of. A table not there yet is observed once created (a worker may start before
+    // the process that creates its tables).
+    for (const t of new Set(this.observers.map((o) => o.table))) {
+      if (t !== ALL_TABLES)
+        await this.host.checkTable(t).catch((e: unknown) => (isStoreError(e, 'TABLE_NOT_FOUND') ? undefined : Promise.reject(e)));
+    }
     for (const o of this.observers) await this.host.observed.register(o.table, o.column, o.name);
     if (this.stopAsked) return;
     this.isRunning = true;

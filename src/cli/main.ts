@@ -1,29 +1,19 @@
 #!/usr/bin/env node
 /**
  * The `percolator` command. Thin: each subcommand lives in `commands/<name>.ts`, parses its flags
- * with commander and calls into the layers. Errors with a stable `code` are printed as one line on
- * stderr (`percolator: CODE: message`, also with --json) and exit 1 (2 for `get`, whose 1 means
- * an absent cell: exit-status.ts); anything else is a bug and prints its stack.
+ * with commander and calls into the layers; only the files of the command named are loaded.
+ * Errors with a stable `code` are printed as one line on stderr (`percolator: CODE: message`,
+ * also with --json) and exit 1 (2 for `get`, whose 1 means an absent cell: exit-status.ts);
+ * anything else is a bug and prints its stack.
  */
-import { readFileSync } from 'node:fs';
-import { Command } from 'commander';
-import { commands } from './commands/index.js';
 import { failureStatus } from './exit-status.js';
-import { describeGroups } from './parent-command.js';
+import { pickCommandFiles } from './pick-commands.js';
+import { percolatorProgram } from './program.js';
 
-// dist/cli/main.js → the package's own package.json.
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-
-const program = new Command();
-program
-  .name('percolator')
-  .version(version)
-  .description('Percolator for TypeScript: incremental processing over a Bigtable-model store')
-  .showHelpAfterError()
-  .enablePositionalOptions();
-
-for (const register of commands) register(program);
-describeGroups(program);
+// Only the files of the command named (pick-commands.ts): loading every command's layers (gRPC,
+// LevelDB, the web index, the benchmarks) took most of a short command's time.
+const files = pickCommandFiles(process.argv.slice(2));
+const program = percolatorProgram((await Promise.all(files.map((f) => f.load()))).map((m) => m.register));
 
 // A reader that stops early (`percolator scan t | head`) closes the pipe: that ends the output,
 // it is not an error worth a stack trace.

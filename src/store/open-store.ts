@@ -4,11 +4,13 @@
  *   file:DIR           embedded and durable (LevelDB under DIR); the default for the CLI
  *   bigtable://…       the Cloud Bigtable v2 API (`percolator serve`, the emulator, Cloud Bigtable)
  * Throws INVALID_STORE_URL for anything else.
+ *
+ * Each backend, and the engine store the first two share, is loaded when a URL of its scheme is
+ * opened: a process that names a store (a CLI command's --store default) loads none it does not use.
  */
 import type { LevelEngineOptions } from './embedded/level-engine.js';
-import { EngineStore, type EngineStoreOptions } from './engine-store.js';
+import type { EngineStoreOptions } from './engine-store.js';
 import { StoreError } from './errors.js';
-import { MemoryEngine } from './memory/memory-engine.js';
 import type { Store } from './store.js';
 import { validateStoreOptions } from './store-options.js';
 
@@ -37,6 +39,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   if (typeof url !== 'string') throw new StoreError('INVALID_STORE_URL', 'a store URL must be a string');
   validateStoreOptions(options, url);
   if (url === 'memory:' || url.startsWith('memory:')) {
+    const [{ EngineStore }, { MemoryEngine }] = await Promise.all([import('./engine-store.js'), import('./memory/memory-engine.js')]);
     return EngineStore.open(new MemoryEngine(), url, options);
   }
   if (url.startsWith('file:')) {
@@ -44,7 +47,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     if (dir === null) throw new StoreError('INVALID_STORE_URL', `file: URL needs a directory, e.g. file:./data (got ${url})`, { url });
     // Loaded on demand: the native LevelDB binding costs start-up time in processes that never
     // open a file: store (workers over a served store, the crash checkers' children).
-    const { openLevelEngine } = await import('./embedded/level-engine.js');
+    const [{ EngineStore }, { openLevelEngine }] = await Promise.all([import('./engine-store.js'), import('./embedded/level-engine.js')]);
     const engine = await openLevelEngine(dir, options.level);
     try {
       return await EngineStore.open(engine, url, options);

@@ -10,7 +10,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { type ClumpingSweepPoint, clumpingSvg, runClumpingBench, sweepScanners } from '../../bench/clumping.js';
+import type { ClumpingSweepPoint } from '../../bench/clumping.js';
 import { commandGroup, parsePositiveInteger, parseTimerSeconds, printResult } from '../parent-command.js';
 import { formatTable } from '../table.js';
 
@@ -57,6 +57,7 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object')
     .option('--svg <file>', 'also simulate 1, 2, 4, … scanners and plot rows scanned per second against them to this SVG file')
     .action(async (flags: Flags) => {
+      const { clumpingSvg, runClumpingBench, sweepScanners } = await import('../../bench/clumping.js');
       const json = flags.json === true;
       const result = await runClumpingBench({
         simulation: flags.scanners === undefined ? {} : { scanners: flags.scanners },

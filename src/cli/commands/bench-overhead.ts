@@ -1,7 +1,7 @@
 /** `percolator bench overhead [--seconds S] [--clients N] [--store URL] [--txn-keys string|bytes] [--json] [--svg FILE]` (Figure 8). */
 import { writeFileSync } from 'node:fs';
 import { type Command, Option } from 'commander';
-import { type TxnKeyForm, overheadSvg, runOverheadBench } from '../../bench/overhead-bench.js';
+import type { TxnKeyForm } from '../../bench/overhead-bench.js';
 import { commandGroup, parsePositiveInteger, parseTimerSeconds, printResult } from '../parent-command.js';
 
 export function register(program: Command): void {
@@ -19,6 +19,7 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object')
     .option('--svg <file>', 'also write the bar chart (Figure 8) to this SVG file')
     .action(async (opts: { seconds: number; clients: number; store: string; txnKeys: TxnKeyForm; json?: boolean; svg?: string }) => {
+      const { overheadSvg, runOverheadBench } = await import('../../bench/overhead-bench.js');
       const result = await runOverheadBench({ seconds: opts.seconds, clients: opts.clients, store: opts.store, txnKeys: opts.txnKeys });
       if (opts.svg !== undefined) writeFileSync(opts.svg, overheadSvg(result));
       printResult(result, opts.json === true);

@@ -5,7 +5,6 @@
  */
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { peersSvg, runPeersBench } from '../../bench/peers-bench.js';
 import {
   commandGroup,
   given,
@@ -60,6 +59,7 @@ export function register(program: Command): void {
         if (opts.only !== undefined && opts.only !== 'percolator' && opts.only !== 'postgres') {
           throw new UsageError(`--only must be percolator or postgres, got ${opts.only}`);
         }
+        const { peersSvg, runPeersBench } = await import('../../bench/peers-bench.js');
         const result = await runPeersBench({
           seconds: opts.seconds,
           clients: opts.clients,

@@ -8,7 +8,6 @@
  * A `bigtable://` store that goes away (its server stopped) ends it with STORE_OUT_OF_REACH, exit 1.
  */
 import type { Command } from 'commander';
-import { runBankCheck } from '../../check/bank.js';
 import { DEFAULT_OUTAGE_MS } from '../../check/store-reach.js';
 import { commandGroup, parseNonNegativeInteger, parsePositiveInteger, parseTimerSeconds, printResult } from '../parent-command.js';
 
@@ -67,6 +66,7 @@ export function register(program: Command): void {
     )
     .option('--json', 'print one JSON object')
     .action(async (flags: Flags) => {
+      const { runBankCheck } = await import('../../check/bank.js');
       const json = flags.json === true;
       const result = await runBankCheck({
         seconds: flags.seconds,

@@ -9,7 +9,6 @@
  * with STORE_OUT_OF_REACH, exit 1.
  */
 import type { Command } from 'commander';
-import { runNotifyCheck } from '../../check/notify.js';
 import { DEFAULT_OUTAGE_MS } from '../../check/store-reach.js';
 import { commandGroup, parsePositiveInteger, parseTimerSeconds, printResult } from '../parent-command.js';
 
@@ -52,6 +51,7 @@ export function register(program: Command): void {
     )
     .option('--json', 'print one JSON object')
     .action(async (flags: Flags) => {
+      const { runNotifyCheck } = await import('../../check/notify.js');
       const json = flags.json === true;
       const result = await runNotifyCheck({
         seconds: flags.seconds,

@@ -13,11 +13,10 @@
  */
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import { type CorpusName, type Progress, type RunHandle, type RunSummary, runWebIndex } from '../../apps/webindex/run.js';
+import type { CorpusName, Progress, RunHandle, RunSummary } from '../../apps/webindex/run.js';
 import { type SearchResult, search } from '../../apps/webindex/search.js';
-import { webIndexStatusPage } from '../../apps/webindex/status.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
-import { type StatusServer, startStatusServer } from '../../status/server.js';
+import type { StatusServer } from '../../status/server.js';
 import { cliCommand, shellWord } from '../invocation.js';
 import { parseNonNegativeInteger, parsePortNumber, parsePositiveInteger } from '../parent-command.js';
 
@@ -164,6 +163,11 @@ export function register(program: Command): void {
         throw Object.assign(new Error(`--corpus must be local or synthetic, got ${opts.corpus}`), { code: 'INVALID_ARGUMENT' });
       }
       const corpus: CorpusName = opts.corpus;
+      const [{ runWebIndex }, { webIndexStatusPage }, { startStatusServer }] = await Promise.all([
+        import('../../apps/webindex/run.js'),
+        import('../../apps/webindex/status.js'),
+        import('../../status/server.js'),
+      ]);
       // The port first: a port in use fails the demo before it touches the store.
       const page = opts.serve === true ? webIndexStatusPage() : null;
       const serving: StatusServer | null =

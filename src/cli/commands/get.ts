@@ -16,7 +16,7 @@ import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
 import { TxnError } from '../../txn/errors.js';
 import { setFailureStatus } from '../exit-status.js';
 import { PERCOLATOR_TABLE_SPEC } from '../../txn/layout.js';
-import { Percolator } from '../../txn/percolator.js';
+import { Percolator } from '../percolator-on-demand.js';
 import { bytesOfArgument, printable } from '../printable.js';
 import { tableToRead } from '../table-to-read.js';
 

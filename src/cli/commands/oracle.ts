@@ -11,10 +11,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { oracleSvg, runOracleBench } from '../../bench/oracle-bench.js';
-import { FileMarkStore, type MarkStore, StoreMarkStore } from '../../oracle/mark-store.js';
-import { startOracleServer } from '../../oracle/server.js';
-import { type NewStoreDir, noteNewStoreDir } from '../../store/embedded/new-store-dir.js';
+import type { MarkStore } from '../../oracle/mark-store.js';
+import type { NewStoreDir } from '../../store/embedded/new-store-dir.js';
 import { fileStoreDir, openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
 import { commandGroup, parsePortNumber, parsePositiveInteger, parseTimerSeconds, printResult } from '../parent-command.js';
@@ -33,6 +31,11 @@ export function register(program: Command): void {
     .option('--mark <file>', 'durable high-water mark file', './percolator-oracle.mark')
     .option('--store <url>', 'keep the mark in this store (table _percolator_oracle) instead of --mark')
     .action(async (opts: { host: string; port: number; mark: string; store?: string }) => {
+      const [{ FileMarkStore, StoreMarkStore }, { startOracleServer }, { noteNewStoreDir }] = await Promise.all([
+        import('../../oracle/mark-store.js'),
+        import('../../oracle/server.js'),
+        import('../../store/embedded/new-store-dir.js'),
+      ]);
       let store: Store | undefined;
       let markStore: MarkStore;
       /** A `file:` store this start creates, taken back if the start fails (new-store-dir.ts). */
@@ -86,6 +89,7 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object')
     .option('--svg <file>', 'also write a bar chart to this SVG file')
     .action(async (opts: { seconds: number; clients: number; callers: number; serverProcess?: boolean; json?: boolean; svg?: string }) => {
+      const { oracleSvg, runOracleBench } = await import('../../bench/oracle-bench.js');
       const result = await runOracleBench({
         seconds: opts.seconds,
         clients: opts.clients,

@@ -28,7 +28,7 @@ import { DEFAULT_STORE_URL, ONE_SHOT_STORE, openStore } from '../../store/open-s
 import type { Store } from '../../store/store.js';
 import type { RowSet } from '../../store/types.js';
 import { PERCOLATOR_TABLE_SPEC, isReservedColumn } from '../../txn/layout.js';
-import { Percolator } from '../../txn/percolator.js';
+import { Percolator } from '../percolator-on-demand.js';
 import { TxnError, isTxnError } from '../../txn/errors.js';
 import { parsePositiveInteger } from '../parent-command.js';
 import { bytesOfArgument, printable, printableCut } from '../printable.js';

@@ -14,7 +14,7 @@ import { search } from '../../apps/webindex/search.js';
 import { INDEX } from '../../apps/webindex/schema.js';
 import { isStoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
-import { Percolator } from '../../txn/percolator.js';
+import { Percolator } from '../percolator-on-demand.js';
 import { cliCommand, shellWord } from '../invocation.js';
 import { parsePositiveInteger, printResult } from '../parent-command.js';
 

@@ -13,8 +13,6 @@
  * and prints `{"stopped":true,…}`. The bearer token may come from PERCOLATOR_AUTH_TOKEN.
  */
 import type { Command } from 'commander';
-import { quietRedundantGrpcLogs } from '../../server/grpc-log.js';
-import { startServer } from '../../server/server.js';
 import { given, numberOf, parsePortNumber, parsePortOrOff } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
 
@@ -68,6 +66,10 @@ export function register(program: Command): void {
       if (opts.authToken === '') throw new UsageError('--auth-token must not be empty');
       const authToken = opts.authToken ?? (process.env.PERCOLATOR_AUTH_TOKEN || undefined);
       const storeUrl = opts.store ?? `file:${opts.data}`;
+      const [{ quietRedundantGrpcLogs }, { startServer }] = await Promise.all([
+        import('../../server/grpc-log.js'),
+        import('../../server/server.js'),
+      ]);
       // A port in use is one line, LISTEN_FAILED, with no grpc-js log line before it.
       quietRedundantGrpcLogs();
       const server = await startServer({

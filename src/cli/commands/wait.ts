@@ -8,7 +8,7 @@
  */
 import type { Command } from 'commander';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
-import { Percolator } from '../../txn/percolator.js';
+import { Percolator } from '../percolator-on-demand.js';
 import { parseTimerSeconds } from '../parent-command.js';
 import { tableToRead } from '../table-to-read.js';
 import { UsageError } from '../usage-error.js';

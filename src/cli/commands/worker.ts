@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import type { Worker } from '../../notify/worker.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
-import { Percolator } from '../../txn/percolator.js';
+import { Percolator } from '../percolator-on-demand.js';
 import { parsePositiveInteger } from '../parent-command.js';
 import { locateSyntaxError } from '../syntax-error-location.js';
 

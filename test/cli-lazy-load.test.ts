@@ -1,0 +1,104 @@
+/**
+ * What a `percolator` command line loads (compiled JS under dist/; `npm test` builds first): the
+ * file of the command it names and what that command needs to parse its arguments, not the other
+ * commands nor the layers its action uses — loading every command's layers (gRPC, LevelDB, the web
+ * index, the benchmarks) made each invocation, help and usage errors included, take ~0.8 s instead
+ * of ~0.2 s. And a `memory:` store is opened without the other backends. The program runs with a
+ * hook recording every module it imports (support/record-modules.mjs).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const mainJs = join(root, 'dist/cli/main.js');
+const recorder = pathToFileURL(join(root, 'test/support/record-modules.mjs')).href;
+let dir: string;
+let runs = 0;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'percolator-cli-lazy-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs the command line; its exit code, stderr and the modules it loaded (dist/… and package names). */
+function loaded(...args: string[]): { code: number | null; stderr: string; modules: string[] } {
+  const file = join(dir, `modules-${runs++}.txt`);
+  const r = spawnSync(process.execPath, ['--import', recorder, mainJs, ...args], {
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { ...process.env, RECORD_MODULES: file },
+  });
+  const urls = new Set(
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l !== ''),
+  );
+  const modules = [...urls].flatMap((url) => {
+    const ours = /\/dist\/(.+)$/.exec(url);
+    if (ours !== null && !url.includes('/node_modules/')) return [`dist/${ours[1]}`];
+    const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+    return pkg === null ? [] : [pkg[1]];
+  });
+  return { code: r.status, stderr: r.stderr, modules };
+}
+
+const commandFilesOf = (modules: string[]) =>
+  modules.filter((m) => m.startsWith('dist/cli/commands/') && m !== 'dist/cli/commands/index.js');
+
+/** What no command needs to parse its arguments or to report a usage error. */
+const HEAVY = [
+  '@grpc/grpc-js',
+  '@grpc/proto-loader',
+  'classic-level',
+  'prom-client',
+  'pg',
+  're2',
+  'dist/txn/percolator.js',
+  'dist/store/engine-store.js',
+  'dist/server/server.js',
+  'dist/apps/webindex/run.js',
+];
+
+it('the top-level help loads every command file (the recording sees what the program loads)', () => {
+  const r = loaded('--help');
+  expect(r.code).toBe(0);
+  expect(commandFilesOf(r.modules)).toEqual(
+    expect.arrayContaining(['dist/cli/commands/get.js', 'dist/cli/commands/demo.js', 'dist/cli/commands/check-bank.js']),
+  );
+  expect(commandFilesOf(r.modules).length).toBeGreaterThanOrEqual(18);
+});
+
+it.each([
+  [['get', '--help'], 0, 'get.js'],
+  [['get'], 2, 'get.js'],
+  [['scan', 't', '--store', 'memory:', '--limit', '1.5'], 1, 'scan.js'],
+  [['wait', '--timeout', 'abc'], 1, 'wait.js'],
+  [['search', 'x', '--limit', '0'], 1, 'search.js'],
+  [['worker', '--observers', 'x.mjs', '--threads', '1.5'], 1, 'worker.js'],
+  [['oracle', '--port', 'x'], 1, 'oracle.js'],
+  [['serve', '--port', '99999'], 1, 'serve.js'],
+  [['demo', '--docs', '1.5'], 1, 'demo.js'],
+  [['check', 'bank', '--seconds', 'x'], 1, 'check-bank.js'],
+  [['bench', 'overhead', '--help'], 0, 'bench-overhead.js'],
+  [['bench', 'oracle', '--clients', '0'], 1, 'oracle.js'],
+])('%j loads only its own command file and none of the layers its action uses', (args, code, file) => {
+  const r = loaded(...args);
+  expect(r.code, r.stderr).toBe(code);
+  expect(commandFilesOf(r.modules)).toEqual([`dist/cli/commands/${file}`]);
+  expect(r.modules.filter((m) => HEAVY.includes(m))).toEqual([]);
+});
+
+it('get on a memory: store loads neither LevelDB nor the bigtable:// client', () => {
+  const r = loaded('get', '--store', 'memory:', 't', 'r', 'c:v');
+  expect(r.stderr).toMatch(/^percolator: TABLE_NOT_FOUND: /); // it opened the store and looked
+  expect(r.code).toBe(2);
+  expect(r.modules).toContain('dist/store/memory/memory-engine.js');
+  expect(commandFilesOf(r.modules)).toEqual(['dist/cli/commands/get.js']);
+  expect(
+    r.modules.filter((m) => ['classic-level', 'dist/store/embedded/level-engine.js', 'dist/store/bigtable/bigtable-store.js'].includes(m)),
+  ).toEqual([]);
+});

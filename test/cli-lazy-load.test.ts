@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Percolator } from '../src/index.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const mainJs = join(root, 'dist/cli/main.js');
@@ -101,4 +102,19 @@ it('get on a memory: store loads neither LevelDB nor the bigtable:// client', ()
   expect(
     r.modules.filter((m) => ['classic-level', 'dist/store/embedded/level-engine.js', 'dist/store/bigtable/bigtable-store.js'].includes(m)),
   ).toEqual([]);
+});
+
+it('get on a file: store opens the transaction layer without gRPC (the lock service client is a bigtable:// deployment’s)', async () => {
+  const data = join(dir, 'store');
+  const db = await Percolator.open({ store: `file:${data}` });
+  try {
+    await db.createTable('t');
+  } finally {
+    await db.close();
+  }
+  const r = loaded('get', '--store', `file:${data}`, 't', 'r', 'c:v');
+  expect(r.code, r.stderr).toBe(1); // the cell is absent: it opened the table transactionally and read
+  expect(r.modules).toContain('dist/txn/percolator.js');
+  expect(r.modules).toContain('classic-level');
+  expect(r.modules.filter((m) => ['@grpc/grpc-js', '@grpc/proto-loader', 'dist/server/lock-client.js'].includes(m))).toEqual([]);
 });

@@ -15,7 +15,6 @@ import { DEFAULT_STORE_URL, type OpenStoreOptions, openStore } from '../store/op
 import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
 import { Oracle } from '../oracle/oracle.js';
-import { NetworkLockService } from '../server/lock-client.js';
 import { localAuthToken, parseBigtableUrl } from '../store/bigtable/url.js';
 import { type ServiceAddress, deploymentServices } from './deployment-services.js';
 import type { ActiveRegistration, TimestampSource } from '../oracle/types.js';
@@ -297,7 +296,12 @@ export class Percolator {
       const lockService =
         options.lockService ??
         (services !== null && services.lockService !== null
-          ? new NetworkLockService({ address: services.lockService, authToken: localAuthToken() })
+          ? // Loaded only here: gRPC and the lock protocol are a bigtable:// deployment's, and the
+            // command line and a file: user start without them.
+            new (await import('../server/lock-client.js')).NetworkLockService({
+              address: services.lockService,
+              authToken: localAuthToken(),
+            })
           : new InProcessLockService());
       db = new Percolator(
         store,

@@ -13,9 +13,7 @@
  */
 import type { Command } from 'commander';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
-import { TxnError } from '../../txn/errors.js';
 import { setFailureStatus } from '../exit-status.js';
-import { PERCOLATOR_TABLE_SPEC } from '../../txn/layout.js';
 import { Percolator } from '../percolator-on-demand.js';
 import { bytesOfArgument, printable } from '../printable.js';
 import { tableToRead } from '../table-to-read.js';
@@ -40,16 +38,9 @@ export function register(program: Command): void {
       const row = bytesOfArgument('ROW', rowArg);
       const db = await Percolator.open({ store: opts.store, storeOptions: ONE_SHOT_STORE });
       try {
-        // A table without the system families (a raw Bigtable table, the oracle's) has no committed
-        // cells to read: say so, rather than print nothing as for an absent cell.
-        const families = (await tableToRead(db.store, table)).families;
-        const missing = Object.keys(PERCOLATOR_TABLE_SPEC.families).find((f) => !Object.hasOwn(families, f));
-        if (missing !== undefined) {
-          throw new TxnError('NOT_A_PERCOLATOR_TABLE', `table ${table} is not a Percolator table (it lacks the system family ${missing})`, {
-            table,
-            family: missing,
-          });
-        }
+        // A missing table is TABLE_NOT_FOUND listing those there are; one without the system
+        // families (a raw Bigtable table, the oracle's) is db.get's NOT_A_PERCOLATOR_TABLE.
+        await tableToRead(db.store, table);
         const v = await db.get(table, row, column);
         if (opts.json)
           process.stdout.write(`${JSON.stringify({ table, row: printable(row), column, value: v === null ? null : printable(v) })}\n`);

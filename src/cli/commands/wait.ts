@@ -23,7 +23,7 @@ export function register(program: Command): void {
     .action(async (opts: { store: string; timeout: number; tables?: string[] }) => {
       const db = await Percolator.open({ store: opts.store, storeOptions: ONE_SHOT_STORE });
       try {
-        // waitForQuiescence calls a missing table "not a Percolator table", naming none there is.
+        // A missing table is TABLE_NOT_FOUND listing those there are (the library's names none).
         for (const table of opts.tables ?? []) await tableToRead(db.store, table);
         await db.waitForQuiescence({ timeoutMs: opts.timeout * 1000, ...(opts.tables === undefined ? {} : { tables: opts.tables }) });
         process.stdout.write('quiescent\n');

@@ -86,6 +86,9 @@ it.each([
   [['check', 'bank', '--seconds', 'x'], 1, 'check-bank.js'],
   [['bench', 'overhead', '--help'], 0, 'bench-overhead.js'],
   [['bench', 'oracle', '--clients', '0'], 1, 'oracle.js'],
+  // Their help shows defaults that lived in the pipeline's modules (bench-defaults.ts, apps/webindex/defaults.ts).
+  [['bench', 'webindex', '--help'], 0, 'bench-webindex.js'],
+  [['bench', 'latency', '--help'], 0, 'bench-latency.js'],
 ])('%j loads only its own command file and none of the layers its action uses', (args, code, file) => {
   const r = loaded(...args);
   expect(r.code, r.stderr).toBe(code);

@@ -48,7 +48,8 @@ import type { Percolator } from '../txn/percolator.js';
 import { mulberry32 as rng } from '../util/seeded-random.js';
 import { BenchOptionError } from './bench-option-error.js';
 
-export const DEFAULT_RATES: readonly number[] = [1, 2, 5, 10, 20, 50, 100];
+export { DEFAULT_RATES } from './bench-defaults.js';
+import { DEFAULT_RATES } from './bench-defaults.js';
 /** The DESIGN §10 target: incremental median latency ≥ 1000× lower than batch at 1 %/h. */
 export const TARGET_RATIO = 1000;
 

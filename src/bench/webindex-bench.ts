@@ -38,8 +38,8 @@ import { type ServeProcess, startServeProcess } from './serve-process.js';
 import { type SizeSample, type SizeStep, lastSearchableMs, sizeCurve } from './size-curve.js';
 import { mainThreadCpuMs } from './thread-cpu.js';
 
-export const WEB_INDEX_BENCH_STORES = ['file:', 'memory:', 'serve'] as const;
-export type WebIndexBenchStore = (typeof WEB_INDEX_BENCH_STORES)[number];
+export { WEB_INDEX_BENCH_STORES, type WebIndexBenchStore, DEFAULT_SATURATION_WINDOW } from './bench-defaults.js';
+import { type WebIndexBenchStore, DEFAULT_SATURATION_WINDOW } from './bench-defaults.js';
 
 export interface WebIndexBenchOptions {
   readonly docs: number;
@@ -251,9 +251,6 @@ function rssSampler(intervalMs = 200): { stop(): { rss: number; anon: number | n
     },
   };
 }
-
-/** The saturation phase's default window (see WebIndexBenchOptions.window). */
-export const DEFAULT_SATURATION_WINDOW = 4096;
 
 /** Parts of the saturation phase's size curve. */
 const SIZE_PARTS = 10;

@@ -58,7 +58,7 @@ import type { LockService } from './lock-service.js';
 import type { ObserverFn, ObserverRegistration } from './observer.js';
 import { ObserverFailure, type ObserverHost, RunControl, codeOrName, runObserver } from './run-observer.js';
 import { defaultWorkerLog } from './worker-log.js';
-import { type Job, NOTIFY_FILTER, type NotifiedCell, type ScannerHost, type ScannerStats, notificationsOf, scanLoop } from './scanner.js';
+import { type Job, NOTIFY_FILTER, type ScannerHost, type ScannerStats, notificationsOf, scanLoop } from './scanner.js';
 import { Queue } from '../util/queue.js';
 import { MAX_TIMER_MS, isTimerMs } from '../util/timer-ms.js';
 import { describeType } from '../util/describe-type.js';

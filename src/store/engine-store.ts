@@ -22,7 +22,7 @@ import { StoreError, keyHex } from './errors.js';
 import { compileFilter, type CompiledFilter } from './filter/row-filter.js';
 import { collectColumn, gcRuleHasMaxAge, validateGcRule } from './gc-rule.js';
 import { CATALOG_KEY, prefixEnd, rowKeyFrom, rowKeyOf, tableBounds } from './key-layout.js';
-import type { KvEngine, KvEntry, KvOp, KvRange } from './kv-engine.js';
+import type { KvEngine, KvOp } from './kv-engine.js';
 import { ABSENT_ROW } from './encoded-row-cache.js';
 import { KeyFilter } from './key-filter.js';
 import { RowCache } from './row-cache.js';

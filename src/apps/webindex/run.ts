@@ -24,24 +24,11 @@ import type { KeyMode } from './parse.js';
 import { WEB_INDEX_WORKER, type WebIndexStage, createWebIndexTables, registerWebIndex } from './pipeline.js';
 import { PAGES } from './schema.js';
 import { type IndexStats, readStats } from './stats.js';
+import { DEFAULT_LOADERS, DEFAULT_REMOTE_THREADS, DEFAULT_THREADS } from './defaults.js';
 
 export type CorpusName = 'local' | 'synthetic';
 
-/** Concurrent loader transactions unless told (RunOptions.loaders). */
-export const DEFAULT_LOADERS = 16;
-
-/** Concurrent observer runs unless told (RunOptions.threads), on an embedded or in-memory store. */
-export const DEFAULT_THREADS = 16;
-
-/**
- * The same over `bigtable://` (`percolator serve`, the emulator, Cloud Bigtable). A run there
- * spends most of its time waiting for replies, and the client batches the calls of one event-loop
- * turn (conditional mutations, point reads): more runs at once fill each call with more entries.
- * Over `percolator serve` on this machine, 64 runs index ~40 % more documents a second than 16,
- * at less CPU a document on both sides; 128 gain nothing more (BENCHMARKS.md, 2026-11-30 seventh
- * session).
- */
-export const DEFAULT_REMOTE_THREADS = 64;
+export { DEFAULT_LOADERS, DEFAULT_REMOTE_THREADS, DEFAULT_THREADS } from './defaults.js';
 
 /** The default number of concurrent observer runs for a store (URL or open store). */
 export function defaultThreads(store: string | Store): number {

@@ -7,7 +7,8 @@
 import { writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
-import { DEFAULT_RATES, type LatencyBenchResult, runLatencyBench } from '../../bench/latency-bench.js';
+import { DEFAULT_RATES } from '../../bench/bench-defaults.js';
+import type { LatencyBenchResult } from '../../bench/latency-bench.js';
 import { checkedSvg, renderLineChart } from '../../bench/svg-plot.js';
 import {
   commandGroup,
@@ -102,6 +103,7 @@ export function register(program: Command): void {
         // Each read as every number option is (plain decimal: not 0x10 or 1e1), then capped.
         const rates = opts.rates.split(',').map((s) => parsePositiveNumber('rates')(s.trim()));
         if (rates.some((r) => r > 100)) throw new UsageError(`--rates must be numbers in (0, 100], got ${given(opts.rates)}`);
+        const { runLatencyBench } = await import('../../bench/latency-bench.js');
         const result = await runLatencyBench({
           docs: opts.docs,
           seed: opts.seed,

@@ -7,13 +7,9 @@ import { writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { checkedSvg, renderLineChart } from '../../bench/svg-plot.js';
-import {
-  DEFAULT_SATURATION_WINDOW,
-  WEB_INDEX_BENCH_STORES,
-  type WebIndexBenchResult,
-  runWebIndexBench,
-} from '../../bench/webindex-bench.js';
-import { DEFAULT_LOADERS, DEFAULT_REMOTE_THREADS, DEFAULT_THREADS } from '../../apps/webindex/run.js';
+import { DEFAULT_SATURATION_WINDOW, WEB_INDEX_BENCH_STORES } from '../../bench/bench-defaults.js';
+import type { WebIndexBenchResult } from '../../bench/webindex-bench.js';
+import { DEFAULT_LOADERS, DEFAULT_REMOTE_THREADS, DEFAULT_THREADS } from '../../apps/webindex/defaults.js';
 import { UsageError } from '../usage-error.js';
 import {
   commandGroup,
@@ -168,6 +164,7 @@ export function register(program: Command): void {
       }) => {
         const store = WEB_INDEX_BENCH_STORES.find((k) => k === opts.store);
         if (store === undefined) throw new UsageError(`--store must be file:, memory: or serve, got ${opts.store}`);
+        const { runWebIndexBench } = await import('../../bench/webindex-bench.js');
         const result = await runWebIndexBench({
           docs: opts.docs,
           store,

@@ -51,9 +51,15 @@ export class TableCheck {
 
   constructor(private readonly store: Store) {}
 
+  /** The table a `has` last answered true for: most calls name the table the one before did. */
+  private last: string | null = null;
+
   /** Whether `table` is known to be a Percolator table (no store call). */
   has(table: string): boolean {
-    return this.known.has(table);
+    if (table === this.last) return true;
+    if (!this.known.has(table)) return false;
+    this.last = table;
+    return true;
   }
 
   /** Resolves once `table` is known to be a Percolator table; else the store's TABLE_NOT_FOUND, or NOT_A_PERCOLATOR_TABLE. */
@@ -81,6 +87,7 @@ export class TableCheck {
   /** Forgets `table` (its next check asks the store). */
   forget(table: string): void {
     this.known.delete(table);
+    if (this.last === table) this.last = null;
   }
 
   /**
@@ -91,7 +98,7 @@ export class TableCheck {
    */
   async explain(e: unknown, tables: readonly string[]): Promise<unknown> {
     if (!isStoreError(e, 'FAMILY_NOT_FOUND') && !isStoreError(e, 'TABLE_NOT_FOUND')) return e;
-    for (const t of tables) this.known.delete(t);
+    for (const t of tables) this.forget(t);
     for (const t of tables) {
       try {
         await this.check(t);

@@ -427,6 +427,32 @@ describe('percolator/server and percolator/bigtable', () => {
     expect(e.message).not.toContain('12345');
   });
 
+  it.each<[string, () => unknown, string]>([
+    // Until 2026-12-02 each said `…, not string`: the type of a value whose type was right.
+    [
+      'an address without a port',
+      () => new NetworkLockService({ address: 'localhost' }),
+      `NetworkLockService's address must be HOST:PORT, not "localhost"`,
+    ],
+    [
+      'an onUnavailable of "fail"',
+      () => new NetworkLockService({ address: '127.0.0.1:1', onUnavailable: any('fail') }),
+      `NetworkLockService's onUnavailable must be 'grant', 'deny' or 'throw', not "fail"`,
+    ],
+    [
+      'an empty authToken',
+      () => new NetworkLockService({ address: '127.0.0.1:1', authToken: '' }),
+      "NetworkLockService's authToken must be a non-empty string, not an empty string",
+    ],
+    [
+      'an empty authToken to startServer',
+      () => startServer({ ...base, authToken: '' }),
+      "startServer's authToken must be a non-empty string, not an empty string",
+    ],
+  ])('the error for %s shows the value that was wrong', async (_what, make, message) => {
+    expect((await errorOf(make)).message).toBe(message);
+  });
+
   it.each<[string, () => unknown]>([
     ['no options', () => new NetworkLockService(any(undefined))],
     ['an address that is a number', () => new NetworkLockService(any({ address: 5 }))],

@@ -6,7 +6,7 @@
  * Needs dist/ (the writer child runs compiled JS): `npm test` builds first.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -115,6 +115,21 @@ describe('check durability', () => {
     });
     expect(r.lost).toBe(0);
     expect(r.corrupted).toBe(2);
+  });
+
+  it("a writer that cannot open the store fails the check with the store's code and message, not the writer's stack", async () => {
+    // A directory of the user's that holds no store: the writer's open is NOT_A_STORE. Until
+    // 2026-12-02 the check said `durability writer generation 0 failed to start: writer exited
+    // (code 1, signal null) before it was writing: NOT_A_STORE: StoreError: … holds files …`.
+    const dir = tempDir();
+    writeFileSync(join(dir, 'notes.txt'), 'mine');
+    const e = (await runDurabilityCheck({ seconds: 0.01, crash: true, dataDir: dir }).catch((x: unknown) => x)) as Error & {
+      code?: string;
+    };
+    expect(e.code).toBe('NOT_A_STORE');
+    expect(e.message).toBe(
+      `durability writer generation 0 failed to start: ${dir} holds files and no store (notes.txt); nothing was created (store directory kept: ${dir})`,
+    );
   });
 
   it('the CLI prints exactly one JSON object with acknowledged, lost, kills', () => {

@@ -29,6 +29,7 @@ import {
   rowMutations,
   type WriterMessage,
 } from './durability-protocol.js';
+import { failureMessage } from './worker-failure.js';
 
 let stopping = false;
 
@@ -39,7 +40,9 @@ function send(m: WriterMessage, then?: () => void): void {
 
 function fail(e: unknown): void {
   const code = typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : 'WRITER_FAILED';
-  const message = e instanceof Error ? (e.stack ?? e.message) : String(e);
+  // A typed error's message says what happened (NOT_A_STORE, DATA_CORRUPTED, STORE_LOCKED at the
+  // open); the stack is the evidence only for a bug. The parent shows the first line.
+  const message = failureMessage(e);
   process.stderr.write(`durability-writer: ${code}: ${message}\n`);
   // Exit once the message is flushed to the parent.
   send({ t: 'error', code, message }, () => process.exit(1));

@@ -161,8 +161,9 @@ function startWriter(
 
 function childFailure(c: Child, what: string): Error {
   if (c.error !== null) {
-    // Keep the writer's stable code (e.g. DATA_CORRUPTED from the store's open) for the CLI.
-    return Object.assign(new Error(`durability writer ${what}: ${c.error.code}: ${c.error.message.split('\n')[0]}`), {
+    // Keep the writer's stable code (e.g. DATA_CORRUPTED from the store's open) for the CLI, which
+    // prints it before the message: the message does not repeat it.
+    return Object.assign(new Error(`durability writer ${what}: ${c.error.message.split('\n')[0]}`), {
       code: c.error.code,
       writerMessage: c.error.message,
     });
@@ -208,7 +209,8 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
       } catch (e) {
         child.proc.kill('SIGKILL');
         await child.closed;
-        throw childFailure(child, `generation ${generation} failed to start: ${(e as Error).message}`);
+        // The writer's own error, when it sent one, says why; "exited before it was writing" only that it did.
+        throw childFailure(child, `generation ${generation} failed to start${child.error === null ? `: ${(e as Error).message}` : ''}`);
       } finally {
         clearTimeout(timer);
       }

@@ -1,6 +1,6 @@
 /**
- * How a checker's worker process (bank-worker.ts, notify-worker.ts) reports the error that ended
- * it, on its stderr and to its supervisor.
+ * How a checker's worker process (bank-worker.ts, notify-worker.ts, durability-writer.ts) reports
+ * the error that ended it, on its stderr and to its supervisor.
  *
  * Invariants: `codeOf` is the error's `code` as a string, 'ERROR' when it has none; a typed error
  * (an uppercase code, such as IO_ERROR for a store out of reach) says what happened in its

@@ -91,8 +91,14 @@ const NETWORK_LOCK_OPTIONS: ReadonlySet<string> = new Set(['address', 'authToken
  * default ('grant'). TxnError INVALID_ARGUMENT naming the option, like LockService's arguments.
  */
 function checkNetworkLockOptions(options: unknown): void {
+  // A wrong string is shown as it is ("localhost"), not as its type; a token only by its type.
+  const shown = (option: string, value: unknown): string => {
+    if (option === 'authToken') return value === '' ? 'an empty string' : describeType(value);
+    if (typeof value === 'string') return JSON.stringify(value);
+    return typeof value === 'number' ? String(value) : describeType(value);
+  };
   const bad = (option: string, needs: string, value: unknown): TxnError =>
-    new TxnError('INVALID_ARGUMENT', `NetworkLockService's ${option} must be ${needs}, not ${describeType(value)}`, { option });
+    new TxnError('INVALID_ARGUMENT', `NetworkLockService's ${option} must be ${needs}, not ${shown(option, value)}`, { option });
   if (options === null || typeof options !== 'object') throw bad('options', 'an object with an address', options);
   const o = options as Record<string, unknown>;
   const unknown = unknownOption('NetworkLockService', o, NETWORK_LOCK_OPTIONS);

@@ -68,10 +68,15 @@ function invalid(option: string, needs: string, value: unknown): StoreError {
   const evidence = option !== 'authToken' && (typeof value === 'number' || typeof value === 'string') ? { value } : {};
   return new StoreError(
     'INVALID_ARGUMENT',
-    `startServer's ${option} must be ${needs}, not ${option === 'authToken' ? describeType(value) : shown}`,
+    `startServer's ${option} must be ${needs}, not ${option === 'authToken' ? secretShown(value) : shown}`,
     {
       option,
       ...evidence,
     },
   );
+}
+
+/** A token that is wrong is named by its type only (a secret does not belong in logs), an empty one as such. */
+function secretShown(value: unknown): string {
+  return value === '' ? 'an empty string' : describeType(value);
 }

@@ -449,6 +449,17 @@ describe('percolator/server and percolator/bigtable', () => {
       () => startServer({ ...base, authToken: '' }),
       "startServer's authToken must be a non-empty string, not an empty string",
     ],
+    // NaN and Infinity were shown as JSON spells them: `not null`.
+    [
+      'a port of NaN to startServer',
+      () => startServer({ ...base, port: NaN }),
+      "startServer's port must be an integer from 0 to 65535, not NaN",
+    ],
+    [
+      'a cacheBytes of Infinity to openStore',
+      () => openStore('memory:', { cacheBytes: Infinity }),
+      'cacheBytes must be an integer of bytes from 0, not Infinity',
+    ],
   ])('the error for %s shows the value that was wrong', async (_what, make, message) => {
     expect((await errorOf(make)).message).toBe(message);
   });

@@ -9,7 +9,7 @@
  * `oracle` beside `markStore` ignored the mark store. Every failure is an OracleError ORACLE_INVALID_OPTION
  * naming the option in `details` (and its value when it is a number, a string or a boolean).
  */
-import { describeType } from '../util/describe-type.js';
+import { describeValue } from '../util/describe-type.js';
 import { hasMethods, unknownOption } from '../util/options.js';
 import { isTimerMs } from '../util/timer-ms.js';
 import { OracleError } from './errors.js';
@@ -40,7 +40,7 @@ const FILE_MARK_KNOWN: ReadonlySet<string> = new Set(['lock']);
 const STORE_MARK_KNOWN: ReadonlySet<string> = new Set(['table', 'row']);
 
 function invalidOption(what: string, option: string, needs: string, value: unknown): OracleError {
-  const shown = typeof value === 'number' || typeof value === 'string' ? JSON.stringify(value) : describeType(value);
+  const shown = describeValue(value);
   return new OracleError('ORACLE_INVALID_OPTION', `${what}: ${option} must be ${needs}, not ${shown}`, {
     option,
     ...(typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean' ? { value } : {}),

@@ -7,7 +7,7 @@
  * INVALID_ARGUMENT (what the server serves is a store) naming the option in `details`.
  */
 import { StoreError } from '../store/errors.js';
-import { describeType } from '../util/describe-type.js';
+import { describeType, describeValue } from '../util/describe-type.js';
 import { hasMethods, unknownOption } from '../util/options.js';
 import { isTimerMs } from '../util/timer-ms.js';
 
@@ -63,7 +63,7 @@ function isPort(v: unknown): boolean {
 }
 
 function invalid(option: string, needs: string, value: unknown): StoreError {
-  const shown = typeof value === 'number' || typeof value === 'string' ? JSON.stringify(value) : describeType(value);
+  const shown = describeValue(value);
   // The value itself is kept out of details for authToken: a secret does not belong in logs.
   const evidence = option !== 'authToken' && (typeof value === 'number' || typeof value === 'string') ? { value } : {};
   return new StoreError(

@@ -7,7 +7,7 @@
  * LevelDB. Every failure is a StoreError INVALID_ARGUMENT naming the option in `details`.
  */
 import { StoreError } from './errors.js';
-import { describeType } from '../util/describe-type.js';
+import { describeValue } from '../util/describe-type.js';
 import { unknownOption } from '../util/options.js';
 import { isTimerMs } from '../util/timer-ms.js';
 
@@ -85,7 +85,7 @@ function positive(v: unknown, option: string, url: string): void {
 }
 
 function invalid(option: string, needs: string, value: unknown, url: string): StoreError {
-  const shown = typeof value === 'number' || typeof value === 'string' ? JSON.stringify(value) : describeType(value);
+  const shown = describeValue(value);
   return new StoreError('INVALID_ARGUMENT', `${option} must be ${needs}, not ${shown}`, {
     url,
     option,

@@ -445,8 +445,9 @@ export class Worker {
 
   /**
    * Registers an observer of `column` (`family:qualifier`) under a unique `name`, in `table` or
-   * (default) in every Percolator table. Call before start(), which checks `table` (it observed
-   * nothing, without a word, in a table that does not exist or is no Percolator table).
+   * (default) in every Percolator table. Call before start(), which refuses a `table` that exists
+   * without Percolator's families (it would observe nothing, without a word); a table not there yet
+   * is observed once created.
    */
   observe(column: string, name: string, fn: ObserverFn, options: { table?: string; collapseMs?: number } = {}): this {
     encodeColumn(column);
@@ -485,8 +486,8 @@ export class Worker {
   /**
    * Records the observed columns (so writers start notifying), then starts the scanners and runners. Concurrent calls share
    * one start; a `stop()` (or the database's close) during it waits for it and leaves nothing running. A start during a
-   * stop begins once the stop has ended. Rejects, with nothing started or registered, when an observer's `table` does not exist
-   * (the store's TABLE_NOT_FOUND) or is no Percolator table (NOT_A_PERCOLATOR_TABLE).
+   * stop begins once the stop has ended. Rejects, with nothing started or registered, when an observer's `table` exists but is no
+   * Percolator table (NOT_A_PERCOLATOR_TABLE); one that does not exist yet is no error.
    */
   start(): Promise<void> {
     if (this.isRunning) return Promise.resolve();

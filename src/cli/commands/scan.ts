@@ -57,9 +57,10 @@ export function register(program: Command): void {
     .command('scan')
     .argument('<table>', 'table name')
     .description("print a table's rows: a Percolator table's committed values (a snapshot), or with --raw every stored cell")
-    .option('--prefix <p>', 'only rows whose key starts with this: text (UTF-8), or 0x and hex as scan prints a key', (raw: string) =>
-      bytesOfArgument('--prefix', raw),
-    )
+    .option('--prefix <p>', 'only rows whose key starts with this: text (UTF-8), or 0x and hex as scan prints a key', (raw: string) => {
+      const prefix = bytesOfArgument('--prefix', raw);
+      return prefix.length > 0 ? prefix : undefined; // '' or 0x: the whole table
+    })
     .option('--limit <n>', 'at most this many rows', parsePositiveInteger('limit'))
     .option('--raw', "every stored cell, every version, a Percolator table's system columns included (always so for plain store tables)")
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
@@ -89,7 +90,7 @@ async function scanCommitted(store: Store, table: string, opts: ScanOptions): Pr
   try {
     const snap = await db.snapshot();
     try {
-      const range = opts.prefix !== undefined && opts.prefix.length > 0 ? { prefix: opts.prefix } : {};
+      const range = opts.prefix !== undefined ? { prefix: opts.prefix } : {};
       for await (const row of snap.scan(table, range, opts.limit === undefined ? {} : { limit: opts.limit })) {
         const columns = [...row.columns].filter(([name]) => !isReservedColumn(name));
         if (opts.json) {
@@ -110,7 +111,7 @@ async function scanCommitted(store: Store, table: string, opts: ScanOptions): Pr
 
 async function scanRaw(store: Store, table: string, opts: ScanOptions): Promise<void> {
   let rows: RowSet | undefined;
-  if (opts.prefix !== undefined && opts.prefix.length > 0) {
+  if (opts.prefix !== undefined) {
     const p = Buffer.from(opts.prefix);
     rows = { rowRanges: [{ startKeyClosed: p, endKeyOpen: prefixEnd(p) }] };
   }

@@ -198,6 +198,18 @@ it('scan takes a --prefix in the 0x… form it prints, as get takes a row: a key
   expect(raw.stdout.trimEnd().split('\n').slice(1)).toEqual([expect.stringMatching(/^ {2}write:c:v @\d+ = 0x[0-9a-f]+$/)]);
   // Text is still text.
   expect(scan('u', '--prefix', 'em').stdout).toBe(`emoji\n  c:v = ${'a'.repeat(119)}\n`);
+  // An empty prefix, in either form, is the whole table, as none is.
+  const all = scan('u');
+  expect(scan('u', '--prefix', '')).toEqual(all);
+  expect(
+    scan('u', '--raw', '--prefix', '0x')
+      .stdout.split('\n')
+      .filter((l) => !l.startsWith(' ')),
+  ).toEqual(
+    scan('u', '--raw')
+      .stdout.split('\n')
+      .filter((l) => !l.startsWith(' ')),
+  );
   expect(scan('u', '--prefix', '0xzz')).toEqual({
     code: 1,
     stdout: '',

@@ -34,7 +34,7 @@ import { type Client, credentials, Metadata, makeGenericClientConstructor, type 
 import { type LockService, checkLockArguments } from '../notify/lock-service.js';
 import { parseHostPort } from '../store/bigtable/url.js';
 import { TxnError } from '../txn/errors.js';
-import { describeType, describeValue } from '../util/describe-type.js';
+import { describeSecret, describeValue } from '../util/describe-type.js';
 import { unknownOption } from '../util/options.js';
 import { isTimerMs } from '../util/timer-ms.js';
 import { type LockOpResult, lockServiceDefinition } from './lock-protocol.js';
@@ -92,10 +92,7 @@ const NETWORK_LOCK_OPTIONS: ReadonlySet<string> = new Set(['address', 'authToken
  */
 function checkNetworkLockOptions(options: unknown): void {
   // A wrong string is shown as it is ("localhost"), not as its type; a token only by its type.
-  const shown = (option: string, value: unknown): string => {
-    if (option === 'authToken') return value === '' ? 'an empty string' : describeType(value);
-    return describeValue(value);
-  };
+  const shown = (option: string, value: unknown): string => (option === 'authToken' ? describeSecret(value) : describeValue(value));
   const bad = (option: string, needs: string, value: unknown): TxnError =>
     new TxnError('INVALID_ARGUMENT', `NetworkLockService's ${option} must be ${needs}, not ${shown(option, value)}`, { option });
   if (options === null || typeof options !== 'object') throw bad('options', 'an object with an address', options);

@@ -7,7 +7,7 @@
  * INVALID_ARGUMENT (what the server serves is a store) naming the option in `details`.
  */
 import { StoreError } from '../store/errors.js';
-import { describeType, describeValue } from '../util/describe-type.js';
+import { describeSecret, describeValue } from '../util/describe-type.js';
 import { hasMethods, unknownOption } from '../util/options.js';
 import { isTimerMs } from '../util/timer-ms.js';
 
@@ -68,15 +68,10 @@ function invalid(option: string, needs: string, value: unknown): StoreError {
   const evidence = option !== 'authToken' && (typeof value === 'number' || typeof value === 'string') ? { value } : {};
   return new StoreError(
     'INVALID_ARGUMENT',
-    `startServer's ${option} must be ${needs}, not ${option === 'authToken' ? secretShown(value) : shown}`,
+    `startServer's ${option} must be ${needs}, not ${option === 'authToken' ? describeSecret(value) : shown}`,
     {
       option,
       ...evidence,
     },
   );
-}
-
-/** A token that is wrong is named by its type only (a secret does not belong in logs), an empty one as such. */
-function secretShown(value: unknown): string {
-  return value === '' ? 'an empty string' : describeType(value);
 }

@@ -16,3 +16,8 @@ export function describeValue(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v);
   return typeof v === 'number' ? String(v) : describeType(v);
 }
+
+/** A wrong secret (a token) as a message shows it: by its type only, an empty one as such — never its text. */
+export function describeSecret(v: unknown): string {
+  return v === '' ? 'an empty string' : describeType(v);
+}

@@ -4,7 +4,10 @@
  * network lock service, the oracle port, HTTP status/metrics and bearer-token auth.
  * (Fuzzing: serve-fuzz.test.ts; cbt: serve-cbt.test.ts; kill -9 / SIGTERM: serve-process.test.ts.)
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OracleClient } from '../src/oracle/client.js';
@@ -976,6 +979,37 @@ describe('a store that refuses writes', () => {
       await s.close();
       engine.failure = null; // closing saves the catalog
       await store.close();
+    }
+  });
+  it('a file: store whose directory is removed under the server: the next write fails, /healthz says 503, nothing more is acknowledged', async () => {
+    const parent = mkdtempSync(join(tmpdir(), 'serve-removed-'));
+    const dir = join(parent, 'data');
+    const store = await openStore(`file:${dir}`);
+    await store.createTable('t', { families: { f: {} } });
+    const s = await startServer({ store, port: 0, oraclePort: null, log: () => undefined });
+    const base = `http://127.0.0.1:${s.httpPort}`;
+    const client = new Raw(`127.0.0.1:${s.port}`);
+    const write = (row: string) =>
+      client.call(DATA_SERVICE, 'MutateRow', {
+        tableName: T('t'),
+        rowKey: Buffer.from(row),
+        mutations: [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from('v') } }],
+      });
+    try {
+      expect((await write('a')).err).toBeNull();
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      rmSync(dir, { recursive: true, force: true });
+      // Checked by the health probe itself, before any write…
+      const health = await fetch(`${base}/healthz`);
+      expect(health.status).toBe(503);
+      expect(await health.text()).toMatch(/^the store refuses writes: .*the directory was removed or moved/);
+      // …and by every write: none is acknowledged.
+      for (const row of ['b', 'c']) expect((await write(row)).err).not.toBeNull();
+    } finally {
+      client.close();
+      await s.close();
+      await store.close().catch(() => undefined);
+      rmSync(parent, { recursive: true, force: true });
     }
   });
 });

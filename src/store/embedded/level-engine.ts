@@ -61,6 +61,11 @@
  *   once to resume; deferred ops still unwritten then are lost, as in a crash before their group's
  *   fsync. If the reopen's recovery dropped data (LevelDB's LOG says so), the engine is broken for
  *   good: DATA_CORRUPTED for every call.
+ * - A DIRECTORY THAT WENT AWAY (removed, moved or replaced while open; dir-identity.ts): LevelDB
+ *   goes on appending and fsyncing into files no path reaches, lost when the process ends. So a
+ *   group is acknowledged only if, after its fsync, `dir` still names the directory opened; else
+ *   its callers get IO_ERROR (`details.removed`) and writes are refused for good, as after a
+ *   failed fsync. `writeFailure()` (a health check) looks too, so an idle server reports it.
  * - `iterate` uses a LevelDB iterator, which reads from an implicit snapshot taken when the
  *   iterator is created (on the consumer's first `next()`); it is closed in `finally`, so a
  *   consumer's early `break` releases it.
@@ -94,6 +99,7 @@ import { bytesKey, keyBytes } from '../bytes.js';
 import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
 import { ioError, mapError } from './level-errors.js';
+import { DirIdentity } from './dir-identity.js';
 import { heldError, lockHolder } from './level-lock.js';
 import { takeSeal, writeSeal } from './level-seal.js';
 import { CORRUPTION_MARKER, isStoreEntry, logFiles } from './store-files.js';
@@ -173,6 +179,8 @@ export interface LevelEngine extends KvEngine {
   /** LevelDB's own flush and compaction counters since open (`leveldb.stats`, level-stats.ts). */
   compaction(): LevelCompaction;
   takeSealed(): Uint8Array | null;
+  /** Why writes are refused (a failed write, the directory gone), or null: they are taken. */
+  writeFailure(): StoreError | null;
 }
 
 export { CORRUPTION_MARKER };
@@ -277,7 +285,7 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
   // between our check and our open.
   const sequence = await lastSequence(dir);
   const sealed = sequence === null ? null : await takeSeal(dir, sequence);
-  return new LevelEngineImpl(db, handle, dir, options, sealed);
+  return new LevelEngineImpl(db, handle, dir, options, sealed, DirIdentity.of(dir));
 }
 
 type Level = ClassicLevel<Uint8Array, Uint8Array>;
@@ -405,6 +413,8 @@ class LevelEngineImpl implements LevelEngine {
     readonly dir: string,
     options: LevelEngineOptions,
     private sealed: Uint8Array | null,
+    /** What `dir` was at open (dir-identity.ts); null if it could not be read then (nothing is checked). */
+    private readonly identity: DirIdentity | null,
   ) {
     this.maxGroupOps = options.maxGroupOps ?? 100_000;
     this.maxGroupBytes = options.maxGroupBytes ?? 32 * MiB;
@@ -598,7 +608,8 @@ class LevelEngineImpl implements LevelEngine {
       p = Promise.reject(e);
     }
     p.then(
-      () => this.settle(g, null),
+      // Written and fsynced — but acknowledged only if into the directory that is still at `dir`.
+      () => this.settle(g, this.dirLost()),
       (e: unknown) => this.settle(g, mapError(e, this.dir, 'write', false)),
     );
   }
@@ -682,7 +693,23 @@ class LevelEngineImpl implements LevelEngine {
   }
 
   writeFailure(): StoreError | null {
+    if (this.writesRefused === null && this.state === 'open') {
+      // Asked by health checks: a store whose directory went away refuses before its next write does.
+      const lost = this.dirLost();
+      if (lost !== null) this.writesRefused = refusedError(this.dir, lost);
+    }
     return this.writesRefused;
+  }
+
+  /** IO_ERROR (`details.removed`) when the path no longer names the directory opened (dir-identity.ts), else null. */
+  private dirLost(): StoreError | null {
+    const why = this.identity?.lost() ?? null;
+    if (why === null) return null;
+    return new StoreError(
+      'IO_ERROR',
+      `the store directory ${this.dir} is not the one opened: ${why}; LevelDB's writes now go to files no path reaches, lost when the process ends: stop the process`,
+      { dir: this.dir, removed: true },
+    );
   }
 
   resumeWrites(): Promise<StoreError | null> {
@@ -851,8 +878,9 @@ class LevelEngineImpl implements LevelEngine {
     // Deferred ops a failed write left unwritten are lost by the close unless writing resumes now.
     if (this.writesRefused !== null) await this.resumeWrites();
     // Sealed while we still hold the directory and nothing is in flight, so the sequence read is
-    // that of our last write. A seal is a shortcut: failing to write one is not an error.
-    if (seal !== undefined && this.writesRefused === null) {
+    // that of our last write. A seal is a shortcut: failing to write one is not an error. Never
+    // into a directory that replaced ours (writeFailure checks).
+    if (seal !== undefined && this.writeFailure() === null) {
       const sequence = await lastSequence(this.dir);
       if (sequence !== null) await writeSeal(this.dir, sequence, seal).catch(() => undefined);
     }
@@ -874,7 +902,9 @@ function refusedError(dir: string, first: StoreError): StoreError {
   const resumable = OUT_OF_ROOM.test(first.message);
   const then = resumable
     ? 'they resume by themselves once the disk has room (retried every few seconds)'
-    : 'restart the process (reopen the store) to write again: after a failed fsync or a device error the failed write may be on disk or not, and writing on in place could make it appear later';
+    : first.details.removed === true
+      ? 'stop the process; what was in the directory went with it (restore it from a backup, or start a new store)'
+      : 'restart the process (reopen the store) to write again: after a failed fsync or a device error the failed write may be on disk or not, and writing on in place could make it appear later';
   return new StoreError(
     'IO_ERROR',
     `writes to the store at ${dir} are refused since one failed (${first.message}); ${then}`,

@@ -12,14 +12,22 @@
  * (U+2028, U+2029, which terminals and editors may break a line at). Format characters are the
  * bidirectional controls (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C), which reorder
  * what a terminal shows after them, and invisible ones (U+200B–U+200D, U+2060, U+FEFF, U+00AD):
- * printed as they are, two keys would look alike, or one like a different key.
+ * printed as they are, two keys would look alike, or one like a different key. For the same
+ * reason neither is any other character that shows as nothing or as a plain space: spaces other
+ * than U+0020 (no-break, ideographic, the typographic ones: Zs), Unicode's default-ignorable code
+ * points outside Other (Hangul fillers, variation selectors, the combining grapheme joiner) and
+ * the blank braille pattern U+2800. So an emoji with its presentation selector (❤️ = U+2764 U+FE0F)
+ * prints as hex: unlike ❤ alone, which is clean, the two would look alike.
  */
 import { UsageError } from './usage-error.js';
 
 const HEX_PREFIX = '0x';
 
-/** Text with no character of category Other (Cc, Cf, Co, Cn; Cs cannot occur in decoded UTF-8) and no Zl, Zp. */
-const CLEAN = /^[^\p{C}\p{Zl}\p{Zp}]*$/u;
+/**
+ * Text with no character of category Other (Cc, Cf, Co, Cn; Cs cannot occur in decoded UTF-8), no
+ * separator but U+0020 (Zs, Zl, Zp), no default-ignorable code point, and no U+2800.
+ */
+const CLEAN = /^(?:[^\p{C}\p{Z}\p{Default_Ignorable_Code_Point}\u2800]| )*$/u;
 
 export function printable(b: Uint8Array): string {
   const bytes = Buffer.from(b.buffer, b.byteOffset, b.byteLength);

@@ -81,7 +81,7 @@ export class SyntheticCorpus {
       for (let j = 0; j < size && i < this.size; j++, i++) {
         this.clusterOf[i] = c;
         this.memberOf[i] = j;
-        this.relationOf[i] = j === 0 ? REL_COPY : Math.floor(r() * 3);
+        this.relationOf[i] = j === 0 ? REL_COPY : Math.floor(r() * (REL_TITLE + 1));
       }
       c++;
     }

@@ -31,3 +31,5 @@ export { startOracleServer, type OracleServer, type OracleServerOptions } from '
 export { FileMarkStore, StoreMarkStore, MemoryMarkStore, type MarkStore } from './oracle/mark-store.js';
 export { OracleError, isOracleError, type OracleErrorCode } from './oracle/errors.js';
 export type { TimestampSource, ActiveRegistration } from './oracle/types.js';
+/** What `getTimestamps(n)` resolves to (named apart from the store's filter `TimestampRange`). */
+export type { TimestampRange as OracleTimestampRange } from './oracle/types.js';

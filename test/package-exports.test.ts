@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { MemoryMarkStore, Oracle, Percolator } from '../src/index.js';
 import { isTxnError, type TxnError } from '../src/index.js';
-import type { ActiveRegistration, GcResult, PendingEvidence, TimestampSource } from '../src/index.js';
+import type { ActiveRegistration, GcResult, OracleTimestampRange, PendingEvidence, TimestampSource } from '../src/index.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -41,12 +41,13 @@ it('a path the package does not export is refused, not reached into', () => {
 it("a TimestampSource of the user's own can be written with the type docs/oracle.md names (ActiveRegistration)", async () => {
   // A wrapper counting the start timestamps it hands out, as a user might write one: the type its
   // methods return must be importable from the package, not only TimestampSource (a typecheck fails
-  // without it). (The package's TimestampRange is the store's filter range, hence the literal type.)
+  // without them). The package's TimestampRange is the store's filter range: the oracle's is
+  // OracleTimestampRange.
   const oracle = await Oracle.open({ markStore: new MemoryMarkStore(0) });
   let starts = 0;
   const counting: TimestampSource = {
     getTimestamp: () => oracle.getTimestamp(),
-    getTimestamps: (count: number): Promise<{ readonly first: number; readonly count: number }> => oracle.getTimestamps(count),
+    getTimestamps: (count: number): Promise<OracleTimestampRange> => oracle.getTimestamps(count),
     getStartTimestamp: (): Promise<ActiveRegistration> => {
       starts++;
       return oracle.getStartTimestamp();

@@ -346,6 +346,12 @@ describe('percolator serve as a process', () => {
       await until(async () => (await fetch(`${http}/healthz`)).status === 200, 'healthz 200 once the store resumed');
       expect(await put('z-after')).toBeNull();
       acked.push('z-after');
+      // The log says when the refusal began and when it ended, once each; the refused calls themselves are not logged.
+      await until(async () => s.stderr().includes('the store takes writes again'), 'the log line saying writes resumed');
+      const lines = s.stderr().split('\n');
+      expect(lines.filter((l) => l.includes('percolator serve: the store refuses writes: ')).length).toBe(1);
+      expect(lines.filter((l) => l.includes('percolator serve: the store takes writes again')).length).toBe(1);
+      expect(s.stderr()).not.toMatch(/unexpected error/);
       client.close();
       s.child.kill('SIGTERM');
       expect((await s.exited).code).toBe(0);

@@ -986,7 +986,8 @@ describe('a store that refuses writes', () => {
     const dir = join(parent, 'data');
     const store = await openStore(`file:${dir}`);
     await store.createTable('t', { families: { f: {} } });
-    const s = await startServer({ store, port: 0, oraclePort: null, log: () => undefined });
+    const logged: string[] = [];
+    const s = await startServer({ store, port: 0, oraclePort: null, log: (line) => logged.push(line) });
     const base = `http://127.0.0.1:${s.httpPort}`;
     const client = new Raw(`127.0.0.1:${s.port}`);
     const write = (row: string) =>
@@ -1005,6 +1006,13 @@ describe('a store that refuses writes', () => {
       expect(await health.text()).toMatch(/^the store refuses writes: .*the directory was removed or moved/);
       // …and by every write: none is acknowledged.
       for (const row of ['b', 'c']) expect((await write(row)).err).not.toBeNull();
+      // The operator hears of it once (the server's once-a-second look), not once per refused call.
+      const deadline = Date.now() + 10_000;
+      while (!logged.some((l) => l.startsWith('the store refuses writes: ')) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(logged.filter((l) => /refuses writes|unexpected error/.test(l))).toEqual([
+        expect.stringMatching(/^the store refuses writes: .*the directory was removed or moved/),
+      ]);
     } finally {
       client.close();
       await s.close();

@@ -328,13 +328,20 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
         locks: { held: locks.size },
       };
     };
-    const sampleRates = () =>
+    // The operator hears of a refusal once, when it starts and when it ends: the calls it refuses
+    // are answered with it, not logged one by one (handlers.ts logs only what is unexpected).
+    let refusalLogged: string | null = null;
+    const sampleRates = () => {
       rates.sample({
         requests: metrics.totals.requests,
         rowsRead: metrics.totals.rowsRead,
         rowsWritten: metrics.totals.rowsWritten,
         timestamps: oracleStats()?.timestamps ?? 0,
       });
+      const refusal = writeFailure()?.message ?? null;
+      if (refusal !== refusalLogged) log(refusal === null ? 'the store takes writes again' : `the store refuses writes: ${refusal}`);
+      refusalLogged = refusal;
+    };
     sampleRates();
     rateTimer = setInterval(sampleRates, 1000);
     rateTimer.unref();

@@ -4,7 +4,9 @@
  * - `StoreError`: `err.grpcStatus` and `CODE: message`; the stable code also travels in the
  *   trailing metadata `percolator-error-code` (and, for per-entry MutateRows statuses, in a
  *   `google.rpc.ErrorInfo` detail with `reason` = the code, `domain` = "percolator"), so a
- *   client can rebuild the exact StoreError;
+ *   client can rebuild the exact StoreError. It is the caller's evidence, not a bug here, so it is
+ *   not logged: a failed write (IO_ERROR, answered INTERNAL) makes the store refuse writes,
+ *   which the server logs once when it starts and once when it ends (server.ts);
  * - anything else is a bug: INTERNAL, logged with its stack, never rethrown.
  */
 import { Metadata, status } from '@grpc/grpc-js';
@@ -45,8 +47,8 @@ export interface TranslatedError {
 export function translateError(e: unknown): TranslatedError {
   if (e instanceof ServerError) return { code: e.grpcCode, details: e.message, errorCode: e.code, unexpected: false };
   if (isStoreError(e)) {
-    const code = e.grpcStatus as status;
-    return { code, details: `${e.code}: ${e.message}`, errorCode: e.code, unexpected: code === status.INTERNAL };
+    // Answered, not logged (see the header).
+    return { code: e.grpcStatus as status, details: `${e.code}: ${e.message}`, errorCode: e.code, unexpected: false };
   }
   const message = e instanceof Error ? e.message : String(e);
   return { code: status.INTERNAL, details: `internal error: ${message}`, errorCode: 'INTERNAL', unexpected: true };

@@ -43,7 +43,7 @@ describe('a store whose directory goes away under it', () => {
     expect(e.code).toBe('IO_ERROR');
     expect(e.details).toMatchObject({ dir, removed: true });
     expect(e.message).toMatch(/is gone: the directory was removed or moved/);
-    expect(e.message).toMatch(/stop the process/);
+    expect(e.message).toMatch(/stop the process \(what was in the directory went with it/);
     expect(engine.writeFailure()?.cause).toBe(e);
     // Refused before anything reaches LevelDB now, for good; reads of what is in memory go on.
     expect((await refusal(engine.write([put('c', '3')]))).details).toMatchObject({ removed: true, refused: true, resumable: false });

@@ -707,7 +707,7 @@ class LevelEngineImpl implements LevelEngine {
     if (why === null) return null;
     return new StoreError(
       'IO_ERROR',
-      `the store directory ${this.dir} is not the one opened: ${why}; LevelDB's writes now go to files no path reaches, lost when the process ends: stop the process`,
+      `the store directory ${this.dir} is not the one opened: ${why}; LevelDB's writes would go to files no path reaches, lost when the process ends: stop the process (what was in the directory went with it: restore it from a backup, or start a new store)`,
       { dir: this.dir, removed: true },
     );
   }
@@ -900,14 +900,19 @@ class LevelEngineImpl implements LevelEngine {
  */
 function refusedError(dir: string, first: StoreError): StoreError {
   const resumable = OUT_OF_ROOM.test(first.message);
-  const then = resumable
-    ? 'they resume by themselves once the disk has room (retried every few seconds)'
-    : first.details.removed === true
-      ? 'stop the process; what was in the directory went with it (restore it from a backup, or start a new store)'
-      : 'restart the process (reopen the store) to write again: after a failed fsync or a device error the failed write may be on disk or not, and writing on in place could make it appear later';
+  const why =
+    first.details.removed === true
+      ? first.message // says what to do itself
+      : `${first.message}); ${
+          resumable
+            ? 'they resume by themselves once the disk has room (retried every few seconds)'
+            : 'restart the process (reopen the store) to write again: after a failed fsync or a device error the failed write may be on disk or not, and writing on in place could make it appear later'
+        }`;
   return new StoreError(
     'IO_ERROR',
-    `writes to the store at ${dir} are refused since one failed (${first.message}); ${then}`,
+    first.details.removed === true
+      ? `writes to the store at ${dir} are refused: ${why}`
+      : `writes to the store at ${dir} are refused since one failed (${why}`,
     { ...first.details, dir, refused: true, resumable },
     { cause: first },
   );

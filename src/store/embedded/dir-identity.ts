@@ -11,7 +11,7 @@
  *
  * The identity is LevelDB's own `LOCK` file (device and inode), which LevelDB holds open and never
  * replaces while the database is open: a path that no longer names it, or names another file, means
- * the directory was removed, moved or replaced. One `stat` (~2 µs) per question, synchronous so it
+ * the directory was removed, moved or replaced. One `stat` (~5 µs) per question, synchronous so it
  * sits between the fsync and the acknowledgement with nothing in between.
  */
 import { statSync } from 'node:fs';

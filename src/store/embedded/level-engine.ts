@@ -879,8 +879,8 @@ class LevelEngineImpl implements LevelEngine {
     if (this.writesRefused !== null) await this.resumeWrites();
     // Sealed while we still hold the directory and nothing is in flight, so the sequence read is
     // that of our last write. A seal is a shortcut: failing to write one is not an error. Never
-    // into a directory that replaced ours (writeFailure checks).
-    if (seal !== undefined && this.writeFailure() === null) {
+    // into a directory that replaced ours.
+    if (seal !== undefined && this.writesRefused === null && this.dirLost() === null) {
       const sequence = await lastSequence(this.dir);
       if (sequence !== null) await writeSeal(this.dir, sequence, seal).catch(() => undefined);
     }
@@ -900,22 +900,15 @@ class LevelEngineImpl implements LevelEngine {
  */
 function refusedError(dir: string, first: StoreError): StoreError {
   const resumable = OUT_OF_ROOM.test(first.message);
-  const why =
+  const message =
     first.details.removed === true
-      ? first.message // says what to do itself
-      : `${first.message}); ${
+      ? `writes to the store at ${dir} are refused: ${first.message}` // it says what to do
+      : `writes to the store at ${dir} are refused since one failed (${first.message}); ${
           resumable
             ? 'they resume by themselves once the disk has room (retried every few seconds)'
             : 'restart the process (reopen the store) to write again: after a failed fsync or a device error the failed write may be on disk or not, and writing on in place could make it appear later'
         }`;
-  return new StoreError(
-    'IO_ERROR',
-    first.details.removed === true
-      ? `writes to the store at ${dir} are refused: ${why}`
-      : `writes to the store at ${dir} are refused since one failed (${why}`,
-    { ...first.details, dir, refused: true, resumable },
-    { cause: first },
-  );
+  return new StoreError('IO_ERROR', message, { ...first.details, dir, refused: true, resumable }, { cause: first });
 }
 
 /**

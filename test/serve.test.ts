@@ -935,6 +935,19 @@ describe('bearer token, for our own clients', () => {
   });
 });
 
+/** A server (no oracle) on `store`, whose table `t` has family `f`; `write(row)` sets `f:q` in it. */
+async function serveTableT(store: Store, log: (line: string) => void) {
+  const s = await startServer({ store, port: 0, oraclePort: null, log });
+  const client = new Raw(`127.0.0.1:${s.port}`);
+  const write = (row: string) =>
+    client.call(DATA_SERVICE, 'MutateRow', {
+      tableName: T('t'),
+      rowKey: Buffer.from(row),
+      mutations: [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from('v') } }],
+    });
+  return { s, base: `http://127.0.0.1:${s.httpPort}`, client, write };
+}
+
 describe('a store that refuses writes', () => {
   it('turns /healthz to 503 with the reason and names it in /status.json, while reads go on', async () => {
     // The engine of a file: store after a write failed (a full disk): refuses writes until reopened.
@@ -950,15 +963,7 @@ describe('a store that refuses writes', () => {
     const engine = new FailingEngine();
     const store = await EngineStore.open(engine, 'memory:');
     await store.createTable('t', { families: { f: {} } });
-    const s = await startServer({ store, port: 0, oraclePort: null, log: () => undefined });
-    const base = `http://127.0.0.1:${s.httpPort}`;
-    const client = new Raw(`127.0.0.1:${s.port}`);
-    const write = (row: string) =>
-      client.call(DATA_SERVICE, 'MutateRow', {
-        tableName: T('t'),
-        rowKey: Buffer.from(row),
-        mutations: [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from('v') } }],
-      });
+    const { s, base, client, write } = await serveTableT(store, () => undefined);
     try {
       expect((await write('a')).err).toBeNull();
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
@@ -981,21 +986,14 @@ describe('a store that refuses writes', () => {
       await store.close();
     }
   });
+
   it('a file: store whose directory is removed under the server: the next write fails, /healthz says 503, nothing more is acknowledged', async () => {
     const parent = mkdtempSync(join(tmpdir(), 'serve-removed-'));
     const dir = join(parent, 'data');
     const store = await openStore(`file:${dir}`);
     await store.createTable('t', { families: { f: {} } });
     const logged: string[] = [];
-    const s = await startServer({ store, port: 0, oraclePort: null, log: (line) => logged.push(line) });
-    const base = `http://127.0.0.1:${s.httpPort}`;
-    const client = new Raw(`127.0.0.1:${s.port}`);
-    const write = (row: string) =>
-      client.call(DATA_SERVICE, 'MutateRow', {
-        tableName: T('t'),
-        rowKey: Buffer.from(row),
-        mutations: [{ setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from('v') } }],
-      });
+    const { s, base, client, write } = await serveTableT(store, (line) => logged.push(line));
     try {
       expect((await write('a')).err).toBeNull();
       expect((await fetch(`${base}/healthz`)).status).toBe(200);

@@ -30,6 +30,8 @@ it.each([
   [['scan', 't', '--store', 'memory:', '--limit', '1.5'], '--limit must be a positive integer, got 1.5'],
   [['serve', '--auth-token', ''], '--auth-token must not be empty'],
   [['serve', '--data', 'x', '--store', 'memory:'], '--data x and --store memory: name two stores: give one'],
+  [['oracle', '--mark', 'm', '--store', 'memory:'], '--mark m and --store memory: name two marks: give one'],
+  [['demo', '--keep', '--force', '--corpus', 'nosuch'], '--keep keeps the store and --force removes it: give one'],
   [['demo', '--serve', '--port', '70000'], '--port must be an integer in [0, 65535], got 70000'],
   [['worker', '--observers', 'x.mjs', '--threads', '1.5'], '--threads must be a positive integer, got 1.5'],
   [['check', 'durability', '--writers', '0.5'], '--writers must be a positive integer, got 0.5'],

@@ -19,6 +19,7 @@ import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import type { StatusServer } from '../../status/server.js';
 import { cliCommand, shellWord } from '../invocation.js';
 import { parseNonNegativeInteger, parsePortNumber, parsePositiveInteger } from '../parent-command.js';
+import { UsageError } from '../usage-error.js';
 
 /** The status page's default port: clear of `percolator serve`'s gRPC, HTTP and oracle defaults (8086, 8087, 8088). */
 export const DEMO_STATUS_PORT = 8090;
@@ -159,6 +160,8 @@ export function register(program: Command): void {
     .option('--seed <n>', 'synthetic corpus seed', parseNonNegativeInteger('seed'), 42)
     .action(async (opts: DemoOptions) => {
       const t0 = performance.now();
+      // --force only widens what a clean start may remove, and --keep removes nothing: together one was silently unused.
+      if (opts.keep === true && opts.force === true) throw new UsageError('--keep keeps the store and --force removes it: give one');
       if (opts.corpus !== 'local' && opts.corpus !== 'synthetic') {
         throw Object.assign(new Error(`--corpus must be local or synthetic, got ${opts.corpus}`), { code: 'INVALID_ARGUMENT' });
       }

@@ -16,6 +16,7 @@ import type { NewStoreDir } from '../../store/embedded/new-store-dir.js';
 import { fileStoreDir, openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
 import { commandGroup, parsePortNumber, parsePositiveInteger, parseTimerSeconds, printResult } from '../parent-command.js';
+import { UsageError } from '../usage-error.js';
 
 /** Finds or creates the shared `bench` command group. */
 export function benchCommand(program: Command): Command {
@@ -30,7 +31,10 @@ export function register(program: Command): void {
     .option('--port <port>', 'TCP port (0 = pick one)', parsePortNumber('port', 0), 8088)
     .option('--mark <file>', 'durable high-water mark file', './percolator-oracle.mark')
     .option('--store <url>', 'keep the mark in this store (table _percolator_oracle) instead of --mark')
-    .action(async (opts: { host: string; port: number; mark: string; store?: string }) => {
+    .action(async (opts: { host: string; port: number; mark: string; store?: string }, command: Command) => {
+      // --mark has a default: only one given on the command line is a second mark, which would go unused.
+      if (opts.store !== undefined && command.getOptionValueSource('mark') === 'cli')
+        throw new UsageError(`--mark ${opts.mark} and --store ${opts.store} name two marks: give one`);
       const [{ FileMarkStore, StoreMarkStore }, { startOracleServer }, { noteNewStoreDir }] = await Promise.all([
         import('../../oracle/mark-store.js'),
         import('../../oracle/server.js'),

@@ -175,6 +175,40 @@ describe.skipIf(!hasChromium)('status page in headless Chromium', () => {
     }
   }, 60_000);
 
+  it("fits a phone's width: no page that scrolls sideways", async () => {
+    const server = await startStatusServer({
+      intervalMs: 100,
+      sources: {
+        title: 'Percolator web index',
+        sample: () => ({ counters: { documentsIndexed: Date.now() % 1000 }, gauges: { latencyP99Ms: 142 } }),
+        headline: [{ key: 'counters.documentsIndexed', label: 'Documents indexed', total: true }],
+        charts: [
+          { title: 'Crawl-to-index latency (recent documents)', unit: 'ms', series: [{ key: 'gauges.latencyP99Ms', label: 'p99' }] },
+        ],
+        search: async () => ({
+          total: 1,
+          tookMs: 1,
+          hits: [{ url: 'https://example.com/node_modules/call-bind-apply-helpers/LICENSE', title: 'MIT License', snippet: 'MIT' }],
+        }),
+      },
+    });
+    const page = await (browser as Browser).newPage({ viewport: { width: 390, height: 844 } });
+    try {
+      await page.goto(server.url);
+      await page.waitForFunction("[...document.querySelectorAll('canvas')].every((c) => Number(c.dataset.points) >= 2)", null, {
+        timeout: 15_000,
+      });
+      // A chart card was 420 px at least: on a phone the page scrolled sideways and cut the charts off.
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await page.goto(`${server.url}search?q=license`);
+      await page.waitForSelector('.hit');
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    } finally {
+      await page.close();
+      await server.close();
+    }
+  }, 60_000);
+
   it('shows the real web index indexing live, and searches it', async () => {
     const db = await Percolator.open({ store: 'memory:', leaseMs: 2_000 });
     const metrics = new WebIndexMetrics();
@@ -232,6 +266,27 @@ describe.skipIf(!hasChromium)('percolator serve: the dashboard', () => {
         timeout: 15_000,
       });
       expect(await page.locator('canvas').count()).toBe(4);
+    } finally {
+      await page.close();
+      await server.close();
+    }
+  }, 60_000);
+
+  it("fits a phone's width: the status table's numbers are on screen", async () => {
+    const { startServer } = await import('../src/server/server.js');
+    const server = await startServer({ storeUrl: 'memory:', port: 0, httpPort: 0, oraclePort: 0, log: () => undefined });
+    const page = await (browser as Browser).newPage({ viewport: { width: 390, height: 844 } });
+    try {
+      const base = `http://127.0.0.1:${server.httpPort}`;
+      await page.goto(`${base}/`);
+      await page.waitForSelector('#t td.num');
+      // The table was 28em wide at least: on a phone the numbers column was off screen.
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await page.goto(`${base}/dashboard/`);
+      await page.waitForFunction("[...document.querySelectorAll('canvas')].every((c) => Number(c.dataset.points) >= 2)", null, {
+        timeout: 15_000,
+      });
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     } finally {
       await page.close();
       await server.close();

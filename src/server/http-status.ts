@@ -77,8 +77,9 @@ function statusPage(title: string, links: { path: string; title: string }[]): st
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
-h1{font-size:1.3em} table{border-collapse:collapse;min-width:28em}
-td{padding:.25em .8em;border-bottom:1px solid #eee} td:first-child{color:#666}
+h1{font-size:1.3em} table{border-collapse:collapse;min-width:min(28em,100%)}
+td{padding:.25em .8em;border-bottom:1px solid #eee;overflow-wrap:anywhere} td:first-child{color:#666}
+@media (max-width:600px){body{margin:1em}}
 td.num{text-align:right;font-variant-numeric:tabular-nums} .err{color:#b00}
 nav{margin:.5em 0 1.5em}
 </style></head><body>

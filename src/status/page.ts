@@ -13,17 +13,18 @@ const STYLE = `
 :root { --bg:#f6f7f9; --card:#fff; --ink:#1f2937; --muted:#6b7280; --line:#e5e7eb; --accent:#2563eb; }
 * { box-sizing: border-box; }
 body { margin:0; font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif; background:var(--bg); color:var(--ink); }
-header { display:flex; align-items:center; gap:16px; padding:14px 24px; background:var(--card); border-bottom:1px solid var(--line); }
+header { display:flex; flex-wrap:wrap; align-items:center; gap:4px 16px; padding:14px 24px; background:var(--card); border-bottom:1px solid var(--line); }
 header h1 { font-size:18px; margin:0; font-weight:600; }
-header a { color:var(--accent); text-decoration:none; margin-left:auto; }
-#live { font-size:12px; color:var(--muted); }
+header a { color:var(--accent); text-decoration:none; margin-left:auto; white-space:nowrap; }
+#live { font-size:12px; color:var(--muted); white-space:nowrap; }
 #live.on { color:#16a34a; }
 main { padding:20px 24px; max-width:1400px; margin:0 auto; }
-#headline { display:grid; grid-template-columns:repeat(auto-fill,minmax(170px,1fr)); gap:12px; margin-bottom:18px; }
+#headline { display:grid; grid-template-columns:repeat(auto-fill,minmax(150px,1fr)); gap:12px; margin-bottom:18px; }
 .num { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:10px 14px; }
 .num .label { display:block; color:var(--muted); font-size:12px; }
 .num .value { display:block; font-size:24px; font-weight:600; font-variant-numeric:tabular-nums; }
-#charts { display:grid; grid-template-columns:repeat(auto-fill,minmax(420px,1fr)); gap:14px; }
+/* min(…, 100%): a phone narrower than one chart gets one full-width column, not a page that scrolls sideways. */
+#charts { display:grid; grid-template-columns:repeat(auto-fill,minmax(min(420px,100%),1fr)); gap:14px; }
 .chart { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:12px 14px; }
 .chart h2 { font-size:13px; margin:0 0 6px; font-weight:600; }
 .chart canvas { width:100%; height:180px; display:block; }
@@ -38,6 +39,7 @@ button { font-size:15px; padding:8px 16px; border:0; border-radius:6px; backgrou
 .hit a { color:var(--accent); font-size:16px; text-decoration:none; }
 .hit .url { color:#15803d; font-size:12px; word-break:break-all; }
 .hit .meta { color:var(--muted); font-size:12px; margin-top:4px; }
+@media (max-width:600px) { header { padding:12px 16px; } main { padding:16px; } }
 `;
 
 const SCRIPT = `

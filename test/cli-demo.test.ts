@@ -247,6 +247,11 @@ it('with --serve, the closing hint is the search page (a search command would fi
     expect(stdout).not.toMatch(/percolator search/);
     const page = await fetch(`${m?.[1]}api/search?q=topic0`);
     expect(page.status).toBe(200);
+    // The search page offers the example queries the summary printed, so a newcomer has one to click.
+    const examples = [...stdout.matchAll(/^ {2}"(.+)" — /gm)].map((x) => x[1] as string);
+    expect(examples.length).toBeGreaterThan(0);
+    const html = await (await fetch(`${m?.[1]}search`)).text();
+    for (const q of examples) expect(html).toContain(`href="search?q=${encodeURIComponent(q)}"`);
   } finally {
     demo.child.kill('SIGTERM');
   }

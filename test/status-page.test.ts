@@ -74,6 +74,46 @@ describe('status server (HTTP)', () => {
     );
   });
 
+  it('the search page links only web results, says when nothing matches, offers examples and says how many it shows', async () => {
+    const hits = [
+      { url: 'https://example.com/a', title: 'On the web' },
+      { url: 'file:///node_modules/x/README.md', title: 'A local file' },
+      { url: 'javascript:alert(1)', title: 'A script' },
+    ];
+    const server = await startStatusServer({
+      sources: {
+        sample: () => ({}),
+        search: async (q) =>
+          q === 'many'
+            ? { terms: ['many'], total: 70, tookMs: 1, hits }
+            : { terms: q === '%' ? [] : [q.replace(/[^a-z]/g, '')], total: 0, tookMs: 1, hits: [] },
+        searchExamples: () => ['mit license', 'stream'],
+      },
+    });
+    const page = async (q: string | null) => (await fetch(`${server.url}search${q === null ? '' : `?q=${encodeURIComponent(q)}`}`)).text();
+    try {
+      const examples = '<a href="search?q=mit%20license">mit license</a> · <a href="search?q=stream">stream</a>';
+      expect(await page(null)).toContain(examples);
+      const none = await page('zzqq');
+      expect(none).toContain('No documents match “zzqq”');
+      expect(none).toContain(examples);
+      expect(await page('%')).toContain('Nothing to search for in “%”');
+      const script = await page('<script>alert(1)</script>');
+      expect(script).not.toContain('<script>alert');
+      expect(script).toContain('No documents match “&lt;script&gt;alert(1)&lt;/script&gt;”');
+
+      const many = await page('many');
+      expect(many).toContain('<a href="https://example.com/a">On the web</a>');
+      // A file: URL is a dead link from an http page, and a javascript: one would run: both are text.
+      expect(many).not.toMatch(/href="(file|javascript):/);
+      expect(many).toContain('<span class="title">A local file</span>');
+      expect(many).toContain('<span class="title">A script</span>');
+      expect(many).toContain('70 results in 1.0 ms · top 3 shown · <a href="search?q=many&amp;limit=100">show all</a>');
+    } finally {
+      await server.close();
+    }
+  });
+
   it('keeps serving when a source fails, and shows the error', async () => {
     let fail = false;
     const server = await startStatusServer({

@@ -36,9 +36,11 @@ form { display:flex; gap:8px; margin-bottom:18px; }
 input[type=search] { flex:1; font-size:16px; padding:8px 10px; border:1px solid var(--line); border-radius:6px; }
 button { font-size:15px; padding:8px 16px; border:0; border-radius:6px; background:var(--accent); color:#fff; cursor:pointer; }
 .hit { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:10px 14px; margin-bottom:10px; }
-.hit a { color:var(--accent); font-size:16px; text-decoration:none; }
+.hit a, .hit .title { color:var(--accent); font-size:16px; text-decoration:none; }
+.hit .title { color:var(--ink); }
 .hit .url { color:#15803d; font-size:12px; word-break:break-all; }
 .hit .meta { color:var(--muted); font-size:12px; margin-top:4px; }
+.meta a { color:var(--accent); }
 @media (max-width:600px) { header { padding:12px 16px; } main { padding:16px; } }
 `;
 
@@ -195,15 +197,49 @@ export function dashboardHtml(title: string, searchEnabled: boolean): string {
 <script>${SCRIPT}</script></body></html>`;
 }
 
-export function searchHtml(title: string, query: string, result: SearchView | null, error: string | null): string {
+/** Result links only for the web's schemes: a `file:` URL is dead from an http page, a `javascript:` one would run. */
+const linkable = (url: string) => /^https?:\/\//i.test(url);
+
+const searchLink = (q: string, limit?: number) => `search?q=${encodeURIComponent(q)}${limit === undefined ? '' : `&amp;limit=${limit}`}`;
+
+/** The most hits the search page asks for (server.ts caps `limit` there). */
+export const SEARCH_LIMIT_MAX = 100;
+
+export function searchHtml(
+  title: string,
+  query: string,
+  result: SearchView | null,
+  error: string | null,
+  examples: readonly string[] = [],
+): string {
+  const tryThese =
+    examples.length === 0
+      ? ''
+      : `<p class="meta">Try: ${examples.map((q) => `<a href="${searchLink(q)}">${escapeHtml(q)}</a>`).join(' · ')}</p>`;
+  let summary = '';
+  if (result !== null && result.terms?.length === 0) {
+    summary = `<p class="meta">Nothing to search for in “${escapeHtml(query)}”: the index leaves out very short and very common words.</p>${tryThese}`;
+  } else if (result !== null && result.total === 0) {
+    summary = `<p class="meta">No documents match “${escapeHtml(query)}”.</p>${tryThese}`;
+  } else if (result !== null) {
+    const shown = result.hits.length;
+    const more =
+      result.total > shown && shown < SEARCH_LIMIT_MAX
+        ? ` · top ${shown} shown · <a href="${searchLink(query, SEARCH_LIMIT_MAX)}">show ${result.total > SEARCH_LIMIT_MAX ? `the top ${SEARCH_LIMIT_MAX}` : 'all'}</a>`
+        : '';
+    summary = `<p class="meta">${result.total.toLocaleString('en-US')} result${result.total === 1 ? '' : 's'} in ${result.tookMs.toFixed(1)} ms${more}</p>`;
+  } else if (error === null) summary = tryThese;
   const hits =
     result === null
       ? ''
-      : `<p class="meta">${result.total.toLocaleString('en-US')} result${result.total === 1 ? '' : 's'} in ${result.tookMs.toFixed(1)} ms</p>` +
-        result.hits
+      : result.hits
           .map(
             (h) =>
-              `<div class="hit"><a href="${escapeHtml(h.url)}">${escapeHtml(h.title || h.url)}</a><div class="url">${escapeHtml(h.url)}</div>` +
+              `<div class="hit">${
+                linkable(h.url)
+                  ? `<a href="${escapeHtml(h.url)}">${escapeHtml(h.title || h.url)}</a>`
+                  : `<span class="title">${escapeHtml(h.title || h.url)}</span>`
+              }<div class="url">${escapeHtml(h.url)}</div>` +
               `${h.snippet ? `<div>${escapeHtml(h.snippet)}</div>` : ''}<div class="meta">` +
               [
                 h.size !== undefined && h.size > 1 ? `${h.size - 1} duplicate${h.size === 2 ? '' : 's'}` : null,
@@ -222,5 +258,5 @@ export function searchHtml(title: string, query: string, result: SearchView | nu
 <title>${query ? `${escapeHtml(query)} — ` : ''}${escapeHtml(title)} search</title><style>${STYLE}</style></head>
 <body><header><h1>${escapeHtml(title)} — search</h1><a href="./">← Status</a></header>
 <main><form action="search" method="get"><input type="search" name="q" value="${escapeHtml(query)}" placeholder="Search the index" autofocus><button>Search</button></form>
-${error !== null ? `<p id="error">${escapeHtml(error)}</p>` : ''}<section id="results">${hits}</section></main></body></html>`;
+${error !== null ? `<p id="error">${escapeHtml(error)}</p>` : ''}<section id="results">${summary}${hits}</section></main></body></html>`;
 }

@@ -11,7 +11,7 @@
  * bounded by `historySize` points.
  */
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
-import { dashboardHtml, escapeHtml, searchHtml } from './page.js';
+import { SEARCH_LIMIT_MAX, dashboardHtml, escapeHtml, searchHtml } from './page.js';
 import type { ChartSpec, HeadlineSpec, HistoryPoint, StatusDocument, StatusSample, StatusSources } from './types.js';
 import { listen } from '../util/listen.js';
 
@@ -139,7 +139,7 @@ export function createStatusHandler(options: Omit<StatusServerOptions, 'port' | 
       case '/api/search': {
         if (sources.search === undefined) return send(res, 404, 'text/plain', 'search is not enabled\n');
         const q = url.searchParams.get('q') ?? '';
-        const limit = Math.min(100, Math.max(1, Number(url.searchParams.get('limit') ?? 10) || 10));
+        const limit = Math.min(SEARCH_LIMIT_MAX, Math.max(1, Number(url.searchParams.get('limit') ?? 10) || 10));
         let result = null;
         let error: string | null = null;
         if (q.trim() !== '') {
@@ -157,7 +157,12 @@ export function createStatusHandler(options: Omit<StatusServerOptions, 'port' | 
             JSON.stringify(error === null ? { query: q, ...(result ?? { total: 0, tookMs: 0, hits: [] }) } : { error }),
           );
         }
-        return send(res, 200, 'text/html; charset=utf-8', searchHtml(sources.title ?? 'Percolator', q, result, error));
+        return send(
+          res,
+          200,
+          'text/html; charset=utf-8',
+          searchHtml(sources.title ?? 'Percolator', q, result, error, sources.searchExamples?.() ?? []),
+        );
       }
       default:
         return send(res, 404, 'text/html; charset=utf-8', `<p>not found: ${escapeHtml(url.pathname)}</p>`);

@@ -44,6 +44,8 @@ export interface SearchHitView {
 }
 
 export interface SearchView {
+  /** The words searched for, when the source says: none means the query had nothing to search for. */
+  readonly terms?: readonly string[];
   readonly total: number;
   readonly tookMs: number;
   readonly hits: readonly SearchHitView[];
@@ -57,6 +59,8 @@ export interface StatusSources {
   readonly headline?: readonly HeadlineSpec[];
   /** Enables the search page. */
   search?(query: string, limit: number): Promise<SearchView>;
+  /** Queries the search page offers as examples (asked at each page view: they may come once the index is built). */
+  searchExamples?(): readonly string[];
 }
 
 /** One point of history: series key → value (null = no data in that interval). */

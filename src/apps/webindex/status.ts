@@ -75,12 +75,17 @@ export function webIndexStatusSources(
   };
 }
 
-/** The sources of `webIndexStatusSources`, usable before the index is open; `attach` connects them to it. */
+/**
+ * The sources of `webIndexStatusSources`, usable before the index is open; `attach` connects them
+ * to it, and `setExamples` gives the search page queries to offer (ones known to find something).
+ */
 export function webIndexStatusPage(title = 'Percolator web index'): {
   readonly sources: StatusSources;
   attach(db: Percolator, worker: Worker, metrics: WebIndexMetrics): void;
+  setExamples(queries: readonly string[]): void;
 } {
   let live: StatusSources | null = null;
+  let examples: readonly string[] = [];
   return {
     sources: {
       title,
@@ -89,9 +94,13 @@ export function webIndexStatusPage(title = 'Percolator web index'): {
       charts: CHARTS,
       search: (query, limit) =>
         live?.search?.(query, limit) ?? Promise.reject(new Error('the web index is being set up: search again in a moment')),
+      searchExamples: () => examples,
     },
     attach(db, worker, metrics) {
       live = webIndexStatusSources(db, worker, metrics, title);
+    },
+    setExamples(queries) {
+      examples = [...queries];
     },
   };
 }

@@ -195,6 +195,7 @@ export function register(program: Command): void {
           onStarted: ({ db, worker, metrics }) => page?.attach(db, worker, metrics),
         }).finally(() => progress.stop());
         const searches = await exampleSearches(handle, corpus, opts.seed);
+        page?.setExamples(searches.map((r) => r.query));
         const s = handle.summary;
         // Listening for Ctrl-C (to stop serving) before the summary says to press it; not earlier,
         // so that Ctrl-C during the run stops the process at once.

@@ -333,6 +333,44 @@ describe.skipIf(!hasChromium)('percolator serve: the dashboard', () => {
     }
   }, 60_000);
 
+  it("logs nothing in the browser console on any page, the demo's or the server's", async () => {
+    const { startServer } = await import('../src/server/server.js');
+    const server = await startServer({
+      storeUrl: 'memory:',
+      port: 0,
+      httpPort: 0,
+      oraclePort: 0,
+      authToken: 'sekret',
+      log: () => undefined,
+    });
+    const demo = await startStatusServer({
+      intervalMs: 100,
+      sources: { sample: () => ({ counters: { n: Date.now() } }), search: async () => ({ total: 0, tookMs: 0, hits: [] }) },
+    });
+    const page = await (browser as Browser).newPage();
+    const logged: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') logged.push(`${page.url()}: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => logged.push(`${page.url()}: ${e.message}`));
+    try {
+      const base = `http://127.0.0.1:${server.httpPort}`;
+      for (const url of [`${base}/?token=sekret`, `${base}/dashboard/?token=sekret`, demo.url, `${demo.url}search?q=x`]) {
+        await page.goto(url);
+        // Each page's own requests done, and, for the live ones, a refresh drawn from status.json.
+        await page.waitForLoadState('networkidle');
+        if (!url.includes('search'))
+          await page.waitForFunction("document.querySelector('#t td, #live.on') !== null", null, { timeout: 15_000 });
+      }
+      // The browser asked each server for /favicon.ico: a 404 in the console.
+      expect(logged).toEqual([]);
+    } finally {
+      await page.close();
+      await demo.close();
+      await server.close();
+    }
+  }, 60_000);
+
   it('passes the bearer token it was opened with on to its data requests', async () => {
     const { startServer } = await import('../src/server/server.js');
     const server = await startServer({

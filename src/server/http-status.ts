@@ -18,6 +18,7 @@ import { timingSafeEqual } from 'node:crypto';
 import * as http from 'node:http';
 import type { Registry } from 'prom-client';
 import { tokenDigest } from './handlers.js';
+import { NO_FAVICON } from '../status/page.js';
 import { listen } from '../util/listen.js';
 
 export interface HttpRoute {
@@ -74,7 +75,7 @@ function statusPage(title: string, links: { path: string; title: string }[]): st
   const nav = links.map((l) => `<a href="${escapeHtml(l.path.replace(/\/\*$/, '/'))}">${escapeHtml(l.title)}</a>`).join(' · ');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="viewport" content="width=device-width, initial-scale=1">${NO_FAVICON}
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
 h1{font-size:1.3em} table{border-collapse:collapse;min-width:min(28em,100%)}

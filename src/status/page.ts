@@ -5,6 +5,9 @@
  */
 import type { SearchView } from './types.js';
 
+/** An empty icon: without one the browser asks for /favicon.ico, a 404 logged in its console on every page. */
+export const NO_FAVICON = '<link rel="icon" href="data:,">';
+
 export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
 }
@@ -190,7 +193,7 @@ tick();
 
 export function dashboardHtml(title: string, searchEnabled: boolean): string {
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">${NO_FAVICON}
 <title>${escapeHtml(title)} — status</title><style>${STYLE}</style></head>
 <body><header><h1 id="title">${escapeHtml(title)}</h1><span id="live">○ connecting</span>${searchEnabled ? '<a href="search">Search →</a>' : ''}</header>
 <main><section id="headline"></section><p id="error"></p><section id="charts"></section></main>
@@ -254,7 +257,7 @@ export function searchHtml(
           )
           .join('');
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">${NO_FAVICON}
 <title>${query ? `${escapeHtml(query)} — ` : ''}${escapeHtml(title)} search</title><style>${STYLE}</style></head>
 <body><header><h1>${escapeHtml(title)} — search</h1><a href="./">← Status</a></header>
 <main><form action="search" method="get"><input type="search" name="q" value="${escapeHtml(query)}" placeholder="Search the index" autofocus><button>Search</button></form>

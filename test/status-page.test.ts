@@ -306,6 +306,8 @@ describe.skipIf(!hasChromium)('percolator serve: the dashboard', () => {
         timeout: 15_000,
       });
       expect(await page.locator('canvas').count()).toBe(4);
+      // The label says per second; the number is bare, as the demo's are (it read "requests/s 0 /s").
+      expect(await page.locator('#h-counters-requests').textContent()).toMatch(/^[\d,.]+$/);
     } finally {
       await page.close();
       await server.close();
@@ -388,6 +390,10 @@ describe.skipIf(!hasChromium)('percolator serve: the dashboard', () => {
       expect((await fetch(`${base}/dashboard/status.json?token=sekret`)).status).toBe(200);
       await page.goto(`${base}/dashboard/?token=sekret`);
       await page.waitForFunction("document.getElementById('live')?.textContent?.includes('live')", null, { timeout: 15_000 });
+      // The way back to the server's status page, with the token: without it that page is a 401.
+      await page.click('header a:text("Status")');
+      await page.waitForSelector('#t td.num');
+      expect(new URL(page.url()).pathname).toBe('/');
     } finally {
       await page.close();
       await server.close();

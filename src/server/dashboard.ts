@@ -38,9 +38,9 @@ const CHARTS: readonly ChartSpec[] = [
 ];
 
 const HEADLINE: readonly HeadlineSpec[] = [
-  { key: 'counters.requests', label: 'requests/s', unit: '/s' },
-  { key: 'counters.rowsWritten', label: 'rows written/s', unit: '/s' },
-  { key: 'counters.timestamps', label: 'timestamps/s', unit: '/s' },
+  { key: 'counters.requests', label: 'requests/s' },
+  { key: 'counters.rowsWritten', label: 'rows written/s' },
+  { key: 'counters.timestamps', label: 'timestamps/s' },
   { key: 'counters.rowsWritten', label: 'rows written', total: true },
 ];
 
@@ -62,6 +62,7 @@ export function dashboardRoute(status: () => ServerStatus, intervalMs = 1_000): 
   const handler = createStatusHandler({
     sources: { title: 'percolator serve', sample: () => sampleServer(status()), charts: CHARTS, headline: HEADLINE },
     intervalMs,
+    links: [{ href: '../', label: '← Status' }],
   });
   return {
     route: {

@@ -18,7 +18,8 @@ const STYLE = `
 body { margin:0; font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif; background:var(--bg); color:var(--ink); }
 header { display:flex; flex-wrap:wrap; align-items:center; gap:4px 16px; padding:14px 24px; background:var(--card); border-bottom:1px solid var(--line); }
 header h1 { font-size:18px; margin:0; font-weight:600; }
-header a { color:var(--accent); text-decoration:none; margin-left:auto; white-space:nowrap; }
+header a { color:var(--accent); text-decoration:none; white-space:nowrap; }
+#live + a { margin-left:auto; }
 #live { font-size:12px; color:var(--muted); white-space:nowrap; }
 #live.on { color:#16a34a; }
 main { padding:20px 24px; max-width:1400px; margin:0 auto; }
@@ -176,6 +177,7 @@ function render(s) {
 // A page opened with ?token=… (a server that requires a bearer token) passes it on.
 const pageToken = new URLSearchParams(location.search).get('token');
 const tokenSuffix = pageToken ? '?token=' + encodeURIComponent(pageToken) : '';
+for (const a of document.querySelectorAll('header a')) a.href += tokenSuffix;
 async function tick() {
   const live = document.getElementById('live');
   try {
@@ -191,11 +193,20 @@ async function tick() {
 tick();
 `;
 
-export function dashboardHtml(title: string, searchEnabled: boolean): string {
+/** A link in the dashboard's header, e.g. back to the page of the server that mounts it. */
+export interface HeaderLink {
+  readonly href: string;
+  readonly label: string;
+}
+
+export function dashboardHtml(title: string, searchEnabled: boolean, links: readonly HeaderLink[] = []): string {
+  const nav = [...links, ...(searchEnabled ? [{ href: 'search', label: 'Search →' }] : [])]
+    .map((l) => `<a href="${escapeHtml(l.href)}">${escapeHtml(l.label)}</a>`)
+    .join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">${NO_FAVICON}
 <title>${escapeHtml(title)} — status</title><style>${STYLE}</style></head>
-<body><header><h1 id="title">${escapeHtml(title)}</h1><span id="live">○ connecting</span>${searchEnabled ? '<a href="search">Search →</a>' : ''}</header>
+<body><header><h1 id="title">${escapeHtml(title)}</h1><span id="live">○ connecting</span>${nav}</header>
 <main><section id="headline"></section><p id="error"></p><section id="charts"></section></main>
 <script>${SCRIPT}</script></body></html>`;
 }

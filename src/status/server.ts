@@ -11,7 +11,7 @@
  * bounded by `historySize` points.
  */
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
-import { SEARCH_LIMIT_MAX, dashboardHtml, escapeHtml, searchHtml } from './page.js';
+import { type HeaderLink, SEARCH_LIMIT_MAX, dashboardHtml, escapeHtml, searchHtml } from './page.js';
 import type { ChartSpec, HeadlineSpec, HistoryPoint, StatusDocument, StatusSample, StatusSources } from './types.js';
 import { listen } from '../util/listen.js';
 
@@ -24,6 +24,8 @@ export interface StatusServerOptions {
   readonly intervalMs?: number;
   /** Points kept. Default 600 (10 minutes at 1 s). */
   readonly historySize?: number;
+  /** Links in the dashboard's header (before Search), e.g. back to the server's own page. */
+  readonly links?: readonly HeaderLink[];
 }
 
 export interface StatusServer {
@@ -130,7 +132,12 @@ export function createStatusHandler(options: Omit<StatusServerOptions, 'port' | 
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
     switch (pathname) {
       case '/':
-        return send(res, 200, 'text/html; charset=utf-8', dashboardHtml(sources.title ?? 'Percolator', sources.search !== undefined));
+        return send(
+          res,
+          200,
+          'text/html; charset=utf-8',
+          dashboardHtml(sources.title ?? 'Percolator', sources.search !== undefined, options.links),
+        );
       case '/status.json':
         return send(res, 200, 'application/json', JSON.stringify(statusDocument()));
       case '/metrics':

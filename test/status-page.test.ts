@@ -386,7 +386,10 @@ describe.skipIf(!hasChromium)('percolator serve: the dashboard', () => {
     const page = await (browser as Browser).newPage();
     try {
       const base = `http://127.0.0.1:${server.httpPort}`;
-      expect((await fetch(`${base}/dashboard/status.json`)).status).toBe(401);
+      const refused = await fetch(`${base}/dashboard/status.json`);
+      expect(refused.status).toBe(401);
+      // Said to whoever opened the page without its token: how to give it from a browser.
+      expect(await refused.text()).toContain('add ?token=<token> to the address');
       expect((await fetch(`${base}/dashboard/status.json?token=sekret`)).status).toBe(200);
       await page.goto(`${base}/dashboard/?token=sekret`);
       await page.waitForFunction("document.getElementById('live')?.textContent?.includes('live')", null, { timeout: 15_000 });

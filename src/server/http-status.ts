@@ -187,7 +187,13 @@ export async function startHttpStatus(options: HttpStatusOptions = {}): Promise<
     }
     if (route.public !== true && !authorized(req, url)) {
       res.setHeader('www-authenticate', 'Bearer');
-      return send(res, 401, 'text/plain; charset=utf-8', 'missing or wrong bearer token\n');
+      // Most who read this body opened a page in a browser, which cannot send the header.
+      return send(
+        res,
+        401,
+        'text/plain; charset=utf-8',
+        'missing or wrong bearer token: send "Authorization: Bearer <token>", or, in a browser, add ?token=<token> to the address\n',
+      );
     }
     Promise.resolve()
       .then(() => route.handler(req, res, url))

@@ -19,7 +19,8 @@ body { margin:0; font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif; ba
 header { display:flex; flex-wrap:wrap; align-items:center; gap:4px 16px; padding:14px 24px; background:var(--card); border-bottom:1px solid var(--line); }
 header h1 { font-size:18px; margin:0; font-weight:600; }
 header a { color:var(--accent); text-decoration:none; white-space:nowrap; }
-#live + a { margin-left:auto; }
+/* The first link and those after it go to the right, on the dashboard and the search page alike. */
+header a:first-of-type { margin-left:auto; }
 #live { font-size:12px; color:var(--muted); white-space:nowrap; }
 #live.on { color:#16a34a; }
 main { padding:20px 24px; max-width:1400px; margin:0 auto; }

@@ -178,7 +178,7 @@ function render(s) {
 // A page opened with ?token=… (a server that requires a bearer token) passes it on.
 const pageToken = new URLSearchParams(location.search).get('token');
 const tokenSuffix = pageToken ? '?token=' + encodeURIComponent(pageToken) : '';
-for (const a of document.querySelectorAll('header a')) a.href += tokenSuffix;
+if (pageToken) for (const a of document.querySelectorAll('header a')) a.href += tokenSuffix;
 async function tick() {
   const live = document.getElementById('live');
   try {

@@ -235,7 +235,12 @@ it('a directory without a store is a typed error for every reading command, and 
       ]) {
         const r = spawnSync(process.execPath, [mainJs, ...args], { encoding: 'utf8', timeout: 30_000 });
         expect(r.status, args.join(' ')).toBe(args[0] === 'get' ? 2 : 1);
-        expect(r.stderr).toBe(`percolator: NOT_A_STORE: no store at ${store} (nothing was created)\n`);
+        // The worker also says how a store it can work on is made (and reached by its writers).
+        const how =
+          args[0] === 'worker'
+            ? '; a worker processes what others write to a store: create and serve it with percolator serve --data DIR, and give the worker its clientUrl'
+            : '';
+        expect(r.stderr).toBe(`percolator: NOT_A_STORE: no store at ${store} (nothing was created)${how}\n`);
       }
     }
     const s = spawnSync(process.execPath, [mainJs, 'search', 'x', '--data', empty], { encoding: 'utf8', timeout: 30_000 });

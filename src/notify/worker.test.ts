@@ -58,6 +58,28 @@ describe('observers', () => {
     await worker.stop();
   });
 
+  // docs/transactions.md promises it: a derived value is taken back when its source is deleted.
+  it.each(['auto', 'two-phase'] as const)('run when an observed column is deleted, and read null (%s commits)', async (commitProtocol) => {
+    const own = await Percolator.open({ store: 'memory:', commitProtocol });
+    others.push(own);
+    await own.createTable('docs');
+    const worker = own.worker({ threads: 2 });
+    worker.observe('doc:content', 'length', async (tx, row) => {
+      const v = await tx.getString('docs', row, 'doc:content');
+      if (v === null) tx.delete('docs', row, 'doc:length');
+      else tx.set('docs', row, 'doc:length', String(v.length));
+    });
+    await worker.start();
+    await own.transaction(async (tx) => tx.set('docs', 'a', 'doc:content', 'hello'));
+    await own.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(await read('a', 'doc:length', own)).toBe('5');
+    await own.transaction(async (tx) => tx.delete('docs', 'a', 'doc:content'));
+    await own.waitForQuiescence({ timeoutMs: 10_000 });
+    expect(await read('a', 'doc:length', own)).toBeNull();
+    expect(worker.metrics.commits).toBe(2);
+    await worker.stop();
+  });
+
   it('quiescence waits for every pending notification; its timeout reports how many are pending', async () => {
     const worker = db.worker({ threads: 2 });
     const go = signal();

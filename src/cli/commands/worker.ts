@@ -13,6 +13,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import type { Worker } from '../../notify/worker.js';
+import { StoreError, isStoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import { Percolator } from '../percolator-on-demand.js';
 import { parsePositiveInteger } from '../parent-command.js';
@@ -75,7 +76,16 @@ export function register(program: Command): void {
       const registerObservers = await loadObservers(opts.observers);
       // The store must exist (NOT_A_STORE otherwise): a worker over a mistyped directory would
       // create an empty store there and poll it forever, finding no notification.
-      const db = await Percolator.open({ store: opts.store, storeOptions: { level: { create: false } } });
+      const db = await Percolator.open({ store: opts.store, storeOptions: { level: { create: false } } }).catch((e: unknown) => {
+        // "No store" alone leaves a newcomer asking how one is made; the way that also lets
+        // writers and `wait` reach it while the worker runs is a server.
+        if (!isStoreError(e, 'NOT_A_STORE') || !e.message.startsWith('no store at')) throw e;
+        throw new StoreError(
+          'NOT_A_STORE',
+          `${e.message}; a worker processes what others write to a store: create and serve it with percolator serve --data DIR, and give the worker its clientUrl`,
+          { ...e.details },
+        );
+      });
       const worker = db.worker({ threads: opts.threads });
       await registerObservers(worker, db);
       await worker.start();

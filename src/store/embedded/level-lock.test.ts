@@ -1,7 +1,8 @@
 /**
  * heldError: STORE_LOCKED says what holds the store (Linux: the holder's command line) and, for
  * the two commands that hold a store while a user wants to read it — `percolator serve` and
- * `percolator demo --serve` — the way in that works meanwhile. The holders are child processes
+ * `percolator demo --serve` — the way in that works meanwhile; for `percolator worker`, which shuts
+ * out the writers it is there to process, that the store is to be served. The holders are child processes
  * whose command lines look like those commands (nothing is locked: heldError reads /proc only).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -47,3 +48,13 @@ it.skipIf(!existsSync('/proc/self/cmdline'))("names the holder's way in for serv
     expect(other.message).toMatch(new RegExp(`held by process \\d+: .*${args.at(-1)}\\)$`));
   }
 });
+
+it.skipIf(!existsSync('/proc/self/cmdline'))(
+  'says a worker on a file: store shuts out its writers and wait: the store is to be served',
+  async () => {
+    const worker = await heldError('./d', await holder('/x/dist/cli/main.js', 'worker', '--observers', 'o.js', '--store', 'file:./d'));
+    expect(worker.message).toMatch(
+      /worker --observers o\.js --store file:\.\/d; a percolator worker on a file: store holds it, so nothing else can write to it or wait on it: serve the store \(percolator serve --data DIR\) and give its clientUrl, bigtable:\/\/HOST:PORT, to the worker, the writers and wait\)$/,
+    );
+  },
+);

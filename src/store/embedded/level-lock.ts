@@ -41,7 +41,9 @@ export function lockedError(dir: string, why: string, details: Record<string, un
  * STORE_LOCKED for a directory `pid` holds, saying what that process is (Linux: its command line)
  * and, when it is a `percolator serve`, how to reach the store anyway: through that server — the
  * user who meets this most is one running `get`/`scan`/`worker` on the directory a server holds.
- * A `percolator demo --serve` holds its store while it serves: its search page is the way in.
+ * A `percolator demo --serve` holds its store while it serves: its search page is the way in. A
+ * `percolator worker` on a `file:` store shuts out the writers whose changes it is there to process
+ * (and `percolator wait`): the store is to be served, and everyone to go through the server.
  */
 export async function heldError(dir: string, pid: number, suffix = ''): Promise<StoreError> {
   let command: string | null = null;
@@ -52,12 +54,15 @@ export async function heldError(dir: string, pid: number, suffix = ''): Promise<
   }
   const serve = command !== null && /(^|[\s/])(percolator|main\.js) serve(\s|$)/.test(command);
   const demo = command !== null && /(^|[\s/])(percolator|main\.js) demo\s(.*\s)?--serve(\s|$)/.test(command);
+  const worker = command !== null && /(^|[\s/])(percolator|main\.js) worker(\s|$)/.test(command);
   const why =
     `held by process ${pid}${command === null ? '' : `: ${command}`}${suffix}` +
     (serve
       ? '; a percolator serve holds it: reach the store through the server, --store bigtable://HOST:PORT (the clientUrl of its listening line)'
       : demo
         ? '; a percolator demo --serve holds it while it serves: search on its search page (the URL its last line printed), or stop it first'
-        : '');
+        : worker
+          ? '; a percolator worker on a file: store holds it, so nothing else can write to it or wait on it: serve the store (percolator serve --data DIR) and give its clientUrl, bigtable://HOST:PORT, to the worker, the writers and wait'
+          : '');
   return lockedError(dir, why, { holderPid: pid, holderCommand: command });
 }

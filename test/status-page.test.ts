@@ -40,6 +40,19 @@ afterAll(async () => {
   await browser?.close();
 });
 
+/** `percolator serve` in this process over `memory:`, on ports of its own (with `authToken`, behind it). */
+async function memoryServer(authToken?: string) {
+  const { startServer } = await import('../src/server/server.js');
+  return startServer({
+    storeUrl: 'memory:',
+    port: 0,
+    httpPort: 0,
+    oraclePort: 0,
+    log: () => undefined,
+    ...(authToken === undefined ? {} : { authToken }),
+  });
+}
+
 describe('status server (HTTP)', () => {
   it('serves history as JSON, Prometheus text, and 404s', async () => {
     let n = 0;
@@ -315,8 +328,7 @@ describe.skipIf(!hasChromium)('percolator serve: the dashboard', () => {
   }, 60_000);
 
   it("fits a phone's width: the status table's numbers are on screen", async () => {
-    const { startServer } = await import('../src/server/server.js');
-    const server = await startServer({ storeUrl: 'memory:', port: 0, httpPort: 0, oraclePort: 0, log: () => undefined });
+    const server = await memoryServer();
     const page = await (browser as Browser).newPage({ viewport: { width: 390, height: 844 } });
     try {
       const base = `http://127.0.0.1:${server.httpPort}`;
@@ -336,15 +348,7 @@ describe.skipIf(!hasChromium)('percolator serve: the dashboard', () => {
   }, 60_000);
 
   it("logs nothing in the browser console on any page, the demo's or the server's", async () => {
-    const { startServer } = await import('../src/server/server.js');
-    const server = await startServer({
-      storeUrl: 'memory:',
-      port: 0,
-      httpPort: 0,
-      oraclePort: 0,
-      authToken: 'sekret',
-      log: () => undefined,
-    });
+    const server = await memoryServer('sekret');
     const demo = await startStatusServer({
       intervalMs: 100,
       sources: { sample: () => ({ counters: { n: Date.now() } }), search: async () => ({ total: 0, tookMs: 0, hits: [] }) },
@@ -374,15 +378,7 @@ describe.skipIf(!hasChromium)('percolator serve: the dashboard', () => {
   }, 60_000);
 
   it('passes the bearer token it was opened with on to its data requests', async () => {
-    const { startServer } = await import('../src/server/server.js');
-    const server = await startServer({
-      storeUrl: 'memory:',
-      port: 0,
-      httpPort: 0,
-      oraclePort: 0,
-      authToken: 'sekret',
-      log: () => undefined,
-    });
+    const server = await memoryServer('sekret');
     const page = await (browser as Browser).newPage();
     try {
       const base = `http://127.0.0.1:${server.httpPort}`;

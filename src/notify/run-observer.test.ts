@@ -13,6 +13,7 @@ import { openStore } from '../store/open-store.js';
 import { frozenWriter } from '../txn/frozen-writer.fixture.js';
 import { Percolator } from '../txn/percolator.js';
 import { ObserverFailure } from './run-observer.js';
+import { isTxnError, type TxnError } from '../txn/errors.js';
 
 const str = (v: Uint8Array | null) => (v === null ? null : Buffer.from(v).toString());
 
@@ -117,3 +118,30 @@ it('an observer that threw: ObserverFailure has the evidence in details, as type
     await db.close();
   }
 });
+
+it('an observer that loses every attempt: RETRIES_EXHAUSTED names the row, its attempts, the last conflict and what to change', async () => {
+  const db = await Percolator.open({ store: 'memory:' });
+  try {
+    await db.createTable('t');
+    const errors: unknown[] = [];
+    const worker = db.worker({ threads: 1, scanners: 1, maxFailures: 1, log: (_m, e) => errors.push(e) });
+    // A hot row: another transaction commits to it during every run, so every run's commit loses.
+    worker.observe('c:in', 'sums', async (tx, row, _column, table) => {
+      const total = Number((await tx.getString(table, 'total', 'c:n')) ?? '0');
+      await db.transaction(async (other) => other.set(table, 'total', 'c:n', String(total + 100)));
+      tx.set(table, 'total', 'c:n', String(total + 1));
+    });
+    await worker.start();
+    await db.transaction(async (tx) => tx.set('t', 'doc', 'c:in', 'x'));
+    await db.waitForQuiescence({ timeoutMs: 30_000 }); // the cell parked after its one failure
+    await worker.stop();
+    const e = errors.find((x) => isTxnError(x, 'RETRIES_EXHAUSTED')) as TxnError;
+    expect(e.details).toMatchObject({ observer: 'sums', table: 't', column: 'c:in', attempts: 50 });
+    expect(Buffer.from(e.details.row as Uint8Array).toString()).toBe('doc');
+    expect(isTxnError(e.cause) && e.cause.retryable).toBe(true);
+    expect(e.message).toContain('observer sums conflicted 50 times on t/doc/c:in; its notification stays, and a later pass runs it again');
+    expect(e.message).toContain('fewer worker threads');
+  } finally {
+    await db.close();
+  }
+}, 40_000);

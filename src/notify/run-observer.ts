@@ -233,6 +233,7 @@ export async function runObserver(
   const abandoned = (cause?: unknown) => new ObserverAbandoned(obs.name, table, row, obs.column, cause);
   const context = new RunContext(control?.stopping);
   let conflicts = 0;
+  let lastConflict: unknown;
   let freeRetries = 1000;
   try {
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
@@ -279,6 +280,7 @@ export async function runObserver(
         // transaction is aborted), except a commit that may have landed: that one is told as it is.
         if (control?.abandoned && !(e instanceof ObserverAbandoned) && !isTxnError(e, 'COMMIT_UNDETERMINED')) throw abandoned(e);
         if (!isTxnError(e) || !e.retryable) throw e;
+        lastConflict = e;
         conflicts++;
         // An observer that found its snapshot stale before writing (it waited for a concurrent run
         // of its process to commit: `details.retryNow`) retries at once, and not at the expense of
@@ -302,9 +304,12 @@ export async function runObserver(
   } finally {
     context.end();
   }
-  throw new TxnError('RETRIES_EXHAUSTED', `observer ${obs.name} conflicted ${maxAttempts} times`, {
-    observer: obs.name,
-    table,
-    column: obs.column,
-  });
+  // Said with what a user can change: the worker runs the row again on a later pass, and runs
+  // that keep losing write rows many runs write.
+  throw new TxnError(
+    'RETRIES_EXHAUSTED',
+    `observer ${obs.name} conflicted ${maxAttempts} times on ${describeCell({ table, row, column: obs.column })}; its notification stays, and a later pass runs it again. Runs that keep conflicting write rows that many runs write (a hot row, such as an aggregate): fewer worker threads, or the aggregate spread over several rows (docs/observers.md)`,
+    { observer: obs.name, table, row, column: obs.column, attempts: maxAttempts },
+    { cause: lastConflict },
+  );
 }

@@ -290,3 +290,33 @@ it.skipIf(emulator === null)(
   },
   60_000,
 );
+
+it('wait that times out says what is pending, then what to do: wait longer, or start a worker', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'percolator-cli-wait-'));
+  try {
+    const { ObservedColumns } = await import('../src/notify/observed-columns.js');
+    const store = await openStore(`file:${dir}`);
+    const registry = new ObservedColumns(store);
+    await registry.open(0);
+    await registry.register('docs', 'doc:in', 'indexer');
+    await registry.close();
+    const db = await Percolator.open({ store });
+    await db.createTable('docs');
+    await db.transaction(async (tx) => tx.set('docs', 'r1', 'doc:in', 'v'));
+    await db.close();
+    await store.close();
+    const r = spawnSync(process.execPath, [mainJs, 'wait', '--store', `file:${dir}`, '--timeout', '0.5'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(
+      /^percolator: QUIESCENCE_TIMEOUT: not quiescent after 500 ms: 1 notifications pending: docs\/doc:in 1 \(observer indexer\)/,
+    );
+    expect(r.stderr).toMatch(
+      /\. A worker may still be working through them: wait again, or longer \(--timeout S, 0\.5 s now\); if none runs for these columns, start one \(percolator worker --observers FILE --store URL\)\n$/,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

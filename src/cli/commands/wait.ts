@@ -8,6 +8,7 @@
  */
 import type { Command } from 'commander';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
+import { TxnError, isTxnError } from '../../txn/errors.js';
 import { Percolator } from '../percolator-on-demand.js';
 import { parseTimerSeconds } from '../parent-command.js';
 import { tableToRead } from '../table-to-read.js';
@@ -25,7 +26,18 @@ export function register(program: Command): void {
       try {
         // A missing table is TABLE_NOT_FOUND listing those there are (the library's names none).
         for (const table of opts.tables ?? []) await tableToRead(db.store, table);
-        await db.waitForQuiescence({ timeoutMs: opts.timeout * 1000, ...(opts.tables === undefined ? {} : { tables: opts.tables }) });
+        await db
+          .waitForQuiescence({ timeoutMs: opts.timeout * 1000, ...(opts.tables === undefined ? {} : { tables: opts.tables }) })
+          .catch((e: unknown) => {
+            if (!isTxnError(e, 'QUIESCENCE_TIMEOUT') || e.details.pending === null) throw e;
+            // What is pending is in the library's message; what a user at a prompt does next is ours.
+            throw new TxnError(
+              'QUIESCENCE_TIMEOUT',
+              `${e.message}. A worker may still be working through them: wait again, or longer (--timeout S, ${opts.timeout} s now); if none runs for these columns, start one (percolator worker --observers FILE --store URL)`,
+              { ...e.details },
+              { cause: e },
+            );
+          });
         process.stdout.write('quiescent\n');
       } finally {
         await db.close();

@@ -160,6 +160,6 @@ it('the CLI: `worker --store bigtable://…?oracle=…` runs observers against s
   }
   worker.child.kill('SIGTERM');
   expect(await worker.exited).toBe(0);
-  expect(worker.stderr()).toContain('stopped after 1 observer commits (0 skipped, 0 failures');
+  expect(worker.stderr()).toMatch(/stopped after 1 observer commits \(0 skipped, 0 failures, 0 parked, 0 loops restarted, \d+ conflicts retried\)\n/);
   expect(worker.stderr()).not.toContain('ORACLE_UNAVAILABLE');
 }, 180_000);

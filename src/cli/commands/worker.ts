@@ -99,7 +99,7 @@ export function register(program: Command): void {
       await db.close();
       const m = worker.metrics;
       process.stderr.write(
-        `percolator worker: stopped after ${m.commits} observer commits (${m.skipped} skipped, ${m.failures} failures, ${m.parked} parked, ${m.restarts} loops restarted)\n`,
+        `percolator worker: stopped after ${m.commits} observer commits (${m.skipped} skipped, ${m.failures} failures, ${m.parked} parked, ${m.restarts} loops restarted, ${m.conflicts} conflicts retried)\n`,
       );
     });
 }

@@ -160,6 +160,8 @@ it('the CLI: `worker --store bigtable://…?oracle=…` runs observers against s
   }
   worker.child.kill('SIGTERM');
   expect(await worker.exited).toBe(0);
-  expect(worker.stderr()).toMatch(/stopped after 1 observer commits \(0 skipped, 0 failures, 0 parked, 0 loops restarted, \d+ conflicts retried\)\n/);
+  expect(worker.stderr()).toMatch(
+    /stopped after 1 observer commits \(0 skipped, 0 failures, 0 parked, 0 loops restarted, \d+ conflicts retried\)\n/,
+  );
   expect(worker.stderr()).not.toContain('ORACLE_UNAVAILABLE');
 }, 180_000);

@@ -279,6 +279,29 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
     t2.release();
   });
 
+  it('a transaction that loses every attempt: RETRIES_EXHAUSTED with the last conflict as cause, and what to change', async () => {
+    let attempts = 0;
+    const err = await db
+      .transaction(
+        async (tx) => {
+          attempts++;
+          tx.set('t', 'hot', 'c:v', 'mine');
+          // Another writer commits to the same cell during every attempt: first committer wins.
+          await db.transaction(async (other) => other.set('t', 'hot', 'c:v', `theirs ${attempts}`));
+        },
+        { maxAttempts: 3 },
+      )
+      .catch((e: unknown) => e);
+    expect(attempts).toBe(3);
+    expect(isTxnError(err, 'RETRIES_EXHAUSTED')).toBe(true);
+    const e = err as Error & { details: Record<string, unknown> };
+    expect(e.details).toEqual({ attempts: 3 });
+    expect(isTxnError(e.cause, 'WRITE_CONFLICT')).toBe(true);
+    expect(e.message).toMatch(/^transaction failed after 3 attempts, each lost to a conflict \(the last, WRITE_CONFLICT, is the cause: /);
+    expect(e.message).toMatch(/retry it later, give it more attempts \(maxAttempts\), or spread a hot row over several$/);
+    expect(str(await db.get('t', 'hot', 'c:v'))).toBe('theirs 3');
+  });
+
   it('write skew is possible: snapshot isolation, not serializability', async () => {
     // Invariant the application wants: at least one of x, y is on call. Each transaction checks
     // that the other is on call, then goes off call. Under SI both commit (disjoint write sets).

@@ -388,7 +388,7 @@ export class Percolator {
         throw new TxnError('INVALID_ARGUMENT', `${name} must be a number of ms from 0 to ${MAX_TIMER_MS}, not ${v}`, { [name]: v });
       }
     }
-    let last: unknown;
+    let last: TxnError | undefined;
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       const tx = await this.begin();
       // A commit from fn committed the data, then this one threw TXN_FINISHED: the caller was told
@@ -411,7 +411,14 @@ export class Percolator {
       // Jittered backoff between attempts is the retry protocol, not a test wait.
       await new Promise((r) => setTimeout(r, delay));
     }
-    throw new TxnError('RETRIES_EXHAUSTED', `transaction failed after ${maxAttempts} attempts`, { attempts: maxAttempts }, { cause: last });
+    throw new TxnError(
+      'RETRIES_EXHAUSTED',
+      `transaction failed after ${maxAttempts} attempts, each lost to a conflict (the last, ${last?.code ?? 'none'}, is the cause: ${
+        last?.message ?? ''
+      }); it writes rows other transactions keep writing: retry it later, give it more attempts (maxAttempts), or spread a hot row over several`,
+      { attempts: maxAttempts },
+      { cause: last },
+    );
   }
 
   /**

@@ -120,8 +120,8 @@ export interface WorkerMetrics {
   restarts: number;
   /** Rows whose observer runs a stop() abandoned after its grace period (they did not commit). */
   abandoned: number;
-  /** Per-observer run latency (ms): last and total, for status pages. */
-  readonly observerMs: Record<string, { runs: number; totalMs: number; lastMs: number; commits?: number; conflicts?: number }>;
+  /** Per observer: runs, their latency (ms: last, and total with retries), commits and conflicts retried. */
+  readonly observerMs: Record<string, { runs: number; totalMs: number; lastMs: number; commits: number; conflicts: number }>;
   readonly scanner: ScannerStats;
 }
 
@@ -1129,12 +1129,12 @@ export class Worker {
           this.metrics.conflicts += r.conflicts - r.staleRetries;
           this.metrics.staleRetries += r.staleRetries;
           const m = (this.metrics.observerMs[obs.name] ??= { runs: 0, totalMs: 0, lastMs: 0, commits: 0, conflicts: 0 });
-          m.conflicts = (m.conflicts ?? 0) + r.conflicts - r.staleRetries;
+          m.conflicts += r.conflicts - r.staleRetries;
           if (r.ran) {
             this.metrics.runs++;
             if (r.committed) {
               this.metrics.commits++;
-              m.commits = (m.commits ?? 0) + 1;
+              m.commits++;
               this.offerNotified(r.notified, true);
             }
             m.runs++;

@@ -363,8 +363,8 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
     for (const [name, o] of Object.entries(m.observerMs)) {
       observerRuns[name] = {
         runs: o.runs,
-        commits: o.commits ?? 0,
-        conflicts: o.conflicts ?? 0,
+        commits: o.commits,
+        conflicts: o.conflicts,
         meanMs: Math.round((o.totalMs / Math.max(1, o.runs)) * 100) / 100,
       };
     }

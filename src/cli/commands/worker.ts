@@ -79,7 +79,7 @@ export function register(program: Command): void {
       const db = await Percolator.open({ store: opts.store, storeOptions: { level: { create: false } } }).catch((e: unknown) => {
         // "No store" alone leaves a newcomer asking how one is made; the way that also lets
         // writers and `wait` reach it while the worker runs is a server.
-        if (!isStoreError(e, 'NOT_A_STORE') || !e.message.startsWith('no store at')) throw e;
+        if (!isStoreError(e, 'NOT_A_STORE') || e.details.absent !== true) throw e;
         throw new StoreError(
           'NOT_A_STORE',
           `${e.message}; a worker processes what others write to a store: create and serve it with percolator serve --data DIR, and give the worker its clientUrl`,

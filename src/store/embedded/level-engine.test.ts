@@ -412,6 +412,7 @@ describe('LevelEngine: locking', () => {
       (err: unknown) => err,
     );
     expect(isStoreError(e, 'NOT_A_STORE')).toBe(true);
+    expect((e as StoreError).details).toMatchObject({ absent: true }); // nothing there: how one is made is the caller's to say
     expect(readdirSync(dir)).toEqual([]);
     writeFileSync(join(dir, 'notes.txt'), 'x');
     expect(isStoreError(await openLevelEngine(dir, { create: false }).catch((err: unknown) => err), 'NOT_A_STORE')).toBe(true);

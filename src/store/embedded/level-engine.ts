@@ -220,7 +220,8 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
       problems: orphans,
     });
   }
-  if (!found && create === false) throw new StoreError('NOT_A_STORE', `no store at ${dir} (nothing was created)`, { dir });
+  // `absent`: nothing there at all — a caller may say how one is made (the worker does).
+  if (!found && create === false) throw new StoreError('NOT_A_STORE', `no store at ${dir} (nothing was created)`, { dir, absent: true });
   try {
     await makeDirs(dir);
   } catch (e) {

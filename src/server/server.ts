@@ -331,7 +331,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
     // The operator hears of a refusal once, when it starts and when it ends: the calls it refuses
     // are answered with it, not logged one by one (handlers.ts logs only what is unexpected).
     let refusalLogged: string | null = null;
-    const sampleRates = () => {
+    const everySecond = () => {
       rates.sample({
         requests: metrics.totals.requests,
         rowsRead: metrics.totals.rowsRead,
@@ -342,8 +342,8 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
       if (refusal !== refusalLogged) log(refusal === null ? 'the store takes writes again' : `the store refuses writes: ${refusal}`);
       refusalLogged = refusal;
     };
-    sampleRates();
-    rateTimer = setInterval(sampleRates, 1000);
+    everySecond();
+    rateTimer = setInterval(everySecond, 1000);
     rateTimer.unref();
 
     // --- HTTP -------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 if (process.env.npm_command === 'exec' && existsSync(new URL('../dist/cli/main.js', import.meta.url))) process.exit(0);
-// `npm run build`, without a shell or npm in between (typescript's package exports no bin path).
-const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+// `npm run build`, without a shell or npm in between.
+const r = spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
 process.exit(r.status ?? 1);

@@ -130,6 +130,9 @@ it('ends with npx percolator inside the package (a checkout), which runs there',
   // npx installs the checkout into its cache the first time, which runs `prepare`: that must not
   // rebuild dist/ in place under whatever runs from it (a server, the other test files' children).
   const built = statSync(mainJs).mtimeMs;
+  // npx runs the bin file itself, and links it executable only the first time (into its cache):
+  // the build must make it so, or a fresh build where an earlier checkout stood is not runnable.
+  expect(statSync(mainJs).mode & 0o111).toBe(0o111);
   const searched = runHint(join(repoRoot, 'src'), `${hint.replace('npx ', 'npx --no -- ')}`, 'zz-no-such-term --json');
   expect(searched.stderr).toBe('');
   expect(searched.code).toBe(0);

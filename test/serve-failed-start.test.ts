@@ -30,6 +30,13 @@ function resources(): Record<string, number> {
   return n;
 }
 
+/** Resolves once this process's resources are `expected`, or after 2 s of turns without that. */
+async function settled(expected: Record<string, number>): Promise<void> {
+  const deadline = performance.now() + 2_000;
+  const same = () => JSON.stringify(resources()) === JSON.stringify(expected);
+  while (!same() && performance.now() < deadline) await new Promise<void>((resolve) => setTimeout(resolve, 10));
+}
+
 for (const which of ['port', 'oraclePort', 'httpPort'] as const) {
   it(`a start whose ${which} is taken closes what it opened; the same call with a free port then succeeds on the same --data`, async () => {
     const dir = await mkdtemp(join(tmpdir(), 'percolator-failed-start-'));
@@ -43,8 +50,10 @@ for (const which of ['port', 'oraclePort', 'httpPort'] as const) {
 
       await expect(startServer({ ...options, [which]: taken.port })).rejects.toMatchObject({ code: 'LISTEN_FAILED' });
       expect(closedLocks).toHaveBeenCalledTimes(1);
-      // Nothing the attempt opened is still active (a closed listener is gone by the next turn).
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      // Nothing the attempt opened is still active. A closed listener is gone by the next turn, but
+      // a callback the closing queued (an Immediate) may still be pending under load: wait for the
+      // count to settle, which a handle left open never does.
+      await settled(before);
       expect(resources()).toEqual(before);
 
       // The store's lock was released: the same directory opens again, with its tables.

@@ -314,7 +314,7 @@ it('wait that times out says what is pending, then what to do: wait longer, or s
       /^percolator: QUIESCENCE_TIMEOUT: not quiescent after 500 ms: 1 notifications pending: docs\/doc:in 1 \(observer indexer\)/,
     );
     expect(r.stderr).toMatch(
-      /\. A worker may still be working through them: wait again, or longer \(--timeout S, 0\.5 s now\); if none runs for these columns, start one \(percolator worker --observers FILE --store URL\)\n$/,
+      /; 1 when the wait began\. The backlog did not shrink while the wait went on: if no worker runs for these columns, start one \(percolator worker --observers FILE --store URL\); if one does, wait again, or longer \(--timeout S, 0\.5 s now\)\n$/,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

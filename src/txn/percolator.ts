@@ -136,6 +136,12 @@ export interface PendingEvidence {
   readonly moreColumns: number;
   /** A few pending cells (at most PENDING_EXAMPLES), the row printable (`0x…` when binary). */
   readonly examples: readonly { readonly table: string; readonly row: string; readonly column: string }[];
+  /**
+   * Pending notifications counted at the wait's first poll that found one (a full pass, once), so
+   * `pending` beside it says whether the backlog shrank while the wait went on; null when no poll
+   * before the last found one, or the store could not answer then.
+   */
+  readonly pendingAtStart: number | null;
 }
 
 /** Table/column groups a QUIESCENCE_TIMEOUT lists in details (its message: the first PENDING_IN_MESSAGE). */
@@ -714,6 +720,8 @@ export class Percolator {
     // store counts per table; the oracle's count would see every other table's work too, and a
     // process busy elsewhere (another application's tables) would never let the wait end.
     const activity = only === null ? null : tablesWriteActivity(this.store, only);
+    // A wait that times out says whether the backlog shrank meanwhile: counted in full once.
+    let pendingAtStart: number | null = null;
     for (;;) {
       failed = null;
       const before = activity?.() ?? issuedCount(this.oracle);
@@ -721,6 +729,9 @@ export class Percolator {
       // instead of reading every notification at every poll (5 % of a web index run's thread).
       const pending = await orOutOfReach(this.scanPending(1, only));
       const after = activity?.() ?? issuedCount(this.oracle);
+      if (pendingAtStart === null && pending !== null && pending > 0) {
+        pendingAtStart = await orOutOfReach(this.scanPending(Number.POSITIVE_INFINITY, only));
+      }
       if (pending === 0 && before === after && before !== BUSY) {
         // Observers commit with deferred durability: quiescent also means durable.
         await atomicRowsOf(this.store)?.sync();
@@ -733,13 +744,14 @@ export class Percolator {
         if (refused !== null) throw refused;
       }
       if (Date.now() > deadline) {
-        const evidence = failed === null ? await orOutOfReach(this.pendingEvidence(only)) : null;
+        const found = failed === null ? await orOutOfReach(this.pendingEvidence(only)) : null;
+        const evidence = found === null ? null : { ...found, pendingAtStart };
         throw new TxnError(
           'QUIESCENCE_TIMEOUT',
           `not quiescent after ${timeoutMs} ms${only === null ? '' : ` (tables ${only.join(', ')})`}: ${
             evidence === null ? 'the store is out of reach' : describePending(evidence)
           }`,
-          evidence === null ? { pending: null, tables: only } : { ...evidence },
+          evidence === null ? { pending: null, tables: only, pendingAtStart } : evidence,
           failed === null ? undefined : { cause: failed },
         );
       }
@@ -756,7 +768,7 @@ export class Percolator {
   }
 
   /** What is pending, per table and column, with a few examples (a QUIESCENCE_TIMEOUT's evidence; a full pass). */
-  private async pendingEvidence(only: readonly string[] | null): Promise<PendingEvidence> {
+  private async pendingEvidence(only: readonly string[] | null): Promise<Omit<PendingEvidence, 'pendingAtStart'>> {
     const groups = new Map<string, { table: string; column: string; pending: number }>();
     const examples: { table: string; row: string; column: string }[] = [];
     const pending = await this.scanPending(Number.POSITIVE_INFINITY, only, (table, row, column) => {
@@ -994,7 +1006,8 @@ function describePending(e: PendingEvidence): string {
     .map((g) => `${g.table}/${g.column} ${g.pending}${g.observers.length > 0 ? ` (observer ${g.observers.join(', ')})` : ''}`);
   const more = e.byColumn.length - groups.length + e.moreColumns;
   const rows = e.examples.slice(0, 3).map((x) => `${x.table}/${x.row}/${x.column}`);
-  return `${e.pending} notifications pending: ${groups.join(', ')}${more > 0 ? `, and ${more} more column(s)` : ''}; e.g. ${rows.join(', ')}`;
+  const start = e.pendingAtStart === null ? '' : `; ${e.pendingAtStart} when the wait began`;
+  return `${e.pending} notifications pending: ${groups.join(', ')}${more > 0 ? `, and ${more} more column(s)` : ''}; e.g. ${rows.join(', ')}${start}`;
 }
 
 /** A snapshot whose `release()` ends its registration (so GC can advance past it). */

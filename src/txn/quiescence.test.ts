@@ -9,6 +9,7 @@ import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import type { ReadRowsOptions } from '../store/types.js';
 import { TxnError } from './errors.js';
+import { NOTIFY } from './layout.js';
 import { Percolator } from './percolator.js';
 import { MemoryMarkStore } from '../oracle/mark-store.js';
 import { Oracle } from '../oracle/oracle.js';
@@ -76,7 +77,43 @@ it('a QUIESCENCE_TIMEOUT counts what is pending per table and column, names the 
       `docs/c:x 1 (observer everywhere); e.g. ${examples
         .slice(0, 3)
         .map((x) => `${x.table}/${x.row}/${x.column}`)
-        .join(', ')}`,
+        .join(', ')}; 10 when the wait began`,
+  );
+});
+
+it('a QUIESCENCE_TIMEOUT says how many were pending when the wait began, so a shrinking backlog shows', async () => {
+  await openWithObserved([['docs', 'doc:in', 'indexer']]);
+  await db.close();
+  // A worker elsewhere acknowledges four of ten as soon as the wait has counted them (its first full
+  // pass over the notify family): done here by deleting their notify cells, deterministically.
+  let counted = 0;
+  const inner = store;
+  const draining = new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop === 'readRows')
+        return (table: string, options: ReadRowsOptions) => {
+          const rows = target.readRows(table, options);
+          if (table !== 'docs') return rows;
+          return (async function* () {
+            yield* rows;
+            // Only a pass read to its end gets here (a pass that stops at its first find does not).
+            if (++counted === 1)
+              for (let i = 0; i < 4; i++)
+                await inner.mutateRow('docs', new TextEncoder().encode(`r${i}`), [{ deleteFromFamily: { familyName: NOTIFY } }]);
+          })();
+        };
+      return Reflect.get(target, prop, receiver) as unknown;
+    },
+  });
+  db = await Percolator.open({ store: draining, leaseMs: 1000 });
+  await db.createTable('docs');
+  await db.transaction(async (tx) => {
+    for (let i = 0; i < 10; i++) tx.set('docs', `r${i}`, 'doc:in', 'v');
+  });
+  const e = await timeoutOf(db.waitForQuiescence({ timeoutMs: 30 }));
+  expect(e.details).toMatchObject({ pending: 6, pendingAtStart: 10 });
+  expect(e.message).toMatch(
+    /^not quiescent after 30 ms: 6 notifications pending: docs\/doc:in 6 \(observer indexer\); e\.g\. .*; 10 when the wait began$/,
   );
 });
 

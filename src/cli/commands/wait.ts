@@ -33,7 +33,7 @@ export function register(program: Command): void {
             // What is pending is in the library's message; what a user at a prompt does next is ours.
             throw new TxnError(
               'QUIESCENCE_TIMEOUT',
-              `${e.message}. A worker may still be working through them: wait again, or longer (--timeout S, ${opts.timeout} s now); if none runs for these columns, start one (percolator worker --observers FILE --store URL)`,
+              `${e.message}. ${timeoutAdvice(e.details, opts.timeout)}`,
               { ...e.details },
               { cause: e },
             );
@@ -43,6 +43,21 @@ export function register(program: Command): void {
         await db.close();
       }
     });
+}
+
+/**
+ * What to do after a QUIESCENCE_TIMEOUT, from whether the backlog shrank while the wait went on
+ * (the library's `pendingAtStart` beside `pending`; its message gives both counts). A backlog that did not shrink may still have
+ * been worked on (new writes arriving as fast): the advice names both ways, most likely first.
+ */
+export function timeoutAdvice(details: Readonly<Record<string, unknown>>, timeoutS: number): string {
+  const { pending, pendingAtStart } = details;
+  const longer = `wait again, or longer (--timeout S, ${timeoutS} s now)`;
+  const startWorker = 'start one (percolator worker --observers FILE --store URL)';
+  if (typeof pending !== 'number' || typeof pendingAtStart !== 'number')
+    return `A worker may still be working through them: ${longer}; if none runs for these columns, ${startWorker}`;
+  if (pending < pendingAtStart) return `The backlog shrank while the wait went on: a worker is working through it; ${longer}`;
+  return `The backlog did not shrink while the wait went on: if no worker runs for these columns, ${startWorker}; if one does, ${longer}`;
 }
 
 /** `a,b` → ['a', 'b']; an empty name is a usage error (a table named '' cannot exist). */

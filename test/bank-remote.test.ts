@@ -27,11 +27,8 @@ describe('check bank over bigtable://', () => {
     await server?.close();
   });
 
-  /**
-   * Three crashing worker processes for 4 s (at least 3 crashes), whatever the store. The default
-   * kill floor (2.2/s) makes those 3 crashes in the first 2 s; 2 s more only added transfers.
-   */
-  const CRASHING_BANK = { seconds: 4, maxSeconds: 20, crash: true, minCrashes: 3, workers: 3 } as const;
+  /** Three crashing worker processes for 6 s (at least 3 crashes), whatever the store. */
+  const CRASHING_BANK = { seconds: 6, maxSeconds: 20, crash: true, minCrashes: 3, workers: 3 } as const;
 
   /** The server's URL for clients, naming its oracle (listening on a port of its own choosing). */
   const served = (port = server.port) => `bigtable://127.0.0.1:${port}?oracle=127.0.0.1:${server.oraclePort}`;
@@ -60,9 +57,8 @@ describe('check bank over bigtable://', () => {
       }
     })();
     try {
-      // 4 s: some 20 cuts at one every 175 ms on average, twice what the test asks for.
       const r = await runBankCheck({
-        seconds: 4,
+        seconds: 6,
         crash: false,
         workers: 3,
         store: served(),

@@ -5,31 +5,36 @@
  * dist/; `npm test` builds first). A worker that fails with a typed error reports its message,
  * not its stack.
  */
-import { expect, it } from 'vitest';
+import { it } from 'vitest';
 import type { WorkerConfig, WorkerMessage } from '../src/check/bank-protocol.js';
 import { escapeRegExp, killServeMidCheck, runWorkerToItsEnd } from './support/store-gone.js';
 
-it('check bank ends promptly with STORE_OUT_OF_REACH, one line and exit 1, when its server is killed mid-check', async () => {
-  // Mid-check: the workers run and transfers were made (the first progress line says how many).
-  // 1 s of outage, then the workers killed and the rest closed: far below the minute the run had left.
-  const run = await killServeMidCheck(['bank', '--seconds', '60', '--workers', '1', '--outage-ms', '1000'], {
-    progress: /^\d+ s: [1-9]\d* transfers/m,
-    boundMs: 8_000,
-    serveStore: 'memory',
-  });
-  expect(run.code, `${run.msAfterKill} ms after the kill; stderr: ${run.stderr}`).toBe(1);
-  const lines = run.stderr.trimEnd().split('\n');
-  expect(lines.at(-1)).toMatch(
-    new RegExp(
-      `^percolator: STORE_OUT_OF_REACH: check bank: the store ${escapeRegExp(run.clientUrl)} has been out of reach for \\d+\\.\\d s \\(`,
-    ),
-  );
-  // Progress lines and the error: no stack, no "worker failed to start".
-  expect(lines.filter((l) => !/^\d+ s: /.test(l))).toHaveLength(1);
-  expect(run.stdout).toBe('');
-}, 90_000);
+// The two tests run side by side: separate processes, nothing shared.
+it.concurrent(
+  'check bank ends promptly with STORE_OUT_OF_REACH, one line and exit 1, when its server is killed mid-check',
+  async ({ expect }) => {
+    // Mid-check: the workers run and transfers were made (the first progress line says how many).
+    // 0.5 s of outage, then the workers killed and the rest closed: far below the minute the run had left.
+    const run = await killServeMidCheck(['bank', '--seconds', '60', '--workers', '1', '--outage-ms', '500'], {
+      progress: /^\d+ s: [1-9]\d* transfers/m,
+      boundMs: 8_000,
+      serveStore: 'memory',
+    });
+    expect(run.code, `${run.msAfterKill} ms after the kill; stderr: ${run.stderr}`).toBe(1);
+    const lines = run.stderr.trimEnd().split('\n');
+    expect(lines.at(-1)).toMatch(
+      new RegExp(
+        `^percolator: STORE_OUT_OF_REACH: check bank: the store ${escapeRegExp(run.clientUrl)} has been out of reach for \\d+\\.\\d s \\(`,
+      ),
+    );
+    // Progress lines and the error: no stack, no "worker failed to start".
+    expect(lines.filter((l) => !/^\d+ s: /.test(l))).toHaveLength(1);
+    expect(run.stdout).toBe('');
+  },
+  90_000,
+);
 
-it('a worker that fails with a typed error reports its message without a stack', async () => {
+it.concurrent('a worker that fails with a typed error reports its message without a stack', async ({ expect }) => {
   const cfg: WorkerConfig = {
     table: 'bank_check',
     accounts: 2,

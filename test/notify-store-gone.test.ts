@@ -5,31 +5,36 @@
  * ORACLE_UNAVAILABLE (compiled JS under dist/; `npm test` builds first). A worker that fails with
  * a typed error reports its message, not its stack.
  */
-import { expect, it } from 'vitest';
+import { it } from 'vitest';
 import type { NotifyWorkerConfig, NotifyWorkerMessage } from '../src/check/notify-protocol.js';
 import { escapeRegExp, killServeMidCheck, runWorkerToItsEnd } from './support/store-gone.js';
 
-it('check notify ends promptly with STORE_OUT_OF_REACH, one line and exit 1, when its server is killed mid-check', async () => {
-  // Mid-check: the worker runs and changes were written (the first progress line says how many).
-  // 1 s of outage, then the workers killed and the rest closed: far below the minute the run had left.
-  const run = await killServeMidCheck(['notify', '--seconds', '60', '--workers', '1', '--outage-ms', '1000'], {
-    progress: /^\d+ s: [1-9]\d* changes/m,
-    boundMs: 8_000,
-    serveStore: 'data',
-  });
-  expect(run.code, `${run.msAfterKill} ms after the kill; stderr: ${run.stderr}`).toBe(1);
-  const lines = run.stderr.trimEnd().split('\n');
-  expect(lines.at(-1)).toMatch(
-    new RegExp(
-      `^percolator: STORE_OUT_OF_REACH: check notify: the store ${escapeRegExp(run.clientUrl)} has been out of reach for \\d+\\.\\d s \\(`,
-    ),
-  );
-  // Progress lines (the writers may have stopped on the outage first) and the error: no stack.
-  expect(lines.filter((l) => !/^(\d+ s: |writers stopped after \d+ changes)/.test(l))).toHaveLength(1);
-  expect(run.stdout).toBe('');
-}, 90_000);
+// The two tests run side by side: separate processes, nothing shared.
+it.concurrent(
+  'check notify ends promptly with STORE_OUT_OF_REACH, one line and exit 1, when its server is killed mid-check',
+  async ({ expect }) => {
+    // Mid-check: the worker runs and changes were written (the first progress line says how many).
+    // 0.5 s of outage, then the workers killed and the rest closed: far below the minute the run had left.
+    const run = await killServeMidCheck(['notify', '--seconds', '60', '--workers', '1', '--outage-ms', '500'], {
+      progress: /^\d+ s: [1-9]\d* changes/m,
+      boundMs: 8_000,
+      serveStore: 'data',
+    });
+    expect(run.code, `${run.msAfterKill} ms after the kill; stderr: ${run.stderr}`).toBe(1);
+    const lines = run.stderr.trimEnd().split('\n');
+    expect(lines.at(-1)).toMatch(
+      new RegExp(
+        `^percolator: STORE_OUT_OF_REACH: check notify: the store ${escapeRegExp(run.clientUrl)} has been out of reach for \\d+\\.\\d s \\(`,
+      ),
+    );
+    // Progress lines (the writers may have stopped on the outage first) and the error: no stack.
+    expect(lines.filter((l) => !/^(\d+ s: |writers stopped after \d+ changes)/.test(l))).toHaveLength(1);
+    expect(run.stdout).toBe('');
+  },
+  90_000,
+);
 
-it('a notify worker that fails with a typed error reports its message without a stack', async () => {
+it.concurrent('a notify worker that fails with a typed error reports its message without a stack', async ({ expect }) => {
   const cfg: NotifyWorkerConfig = {
     incarnation: 1,
     storeUrl: 'bigtable://',

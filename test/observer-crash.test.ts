@@ -32,7 +32,8 @@ async function crashRun(generation: number, acks: number, acked: Map<string, str
 it('after kill -9 of the store owner, observers finish every change: derived cells equal their source', async () => {
   const acked = new Map<string, string[]>(); // per row, acknowledged values in order
   for (let g = 0; g < 6; g++) await crashRun(g, 400, acked);
-  const db = await Percolator.open({ store: `file:${dir}`, lockWaitMs: 20_000 });
+  // No mmap ballast (~1 s to build): this process reads the store once.
+  const db = await Percolator.open({ store: `file:${dir}`, lockWaitMs: 20_000, storeOptions: { level: { mmapBallast: false } } });
   try {
     const worker = registerCopiers(db.worker({ threads: 4 }));
     await worker.start();

@@ -146,10 +146,12 @@ it('the CLI: `worker --store bigtable://…?oracle=…` runs observers against s
   expect(await guessing.exited).toBe(0);
   expect(guessing.stderr()).toMatch(/stopped after 0 observer commits \(0 skipped, [1-9]\d* failures/);
 
-  // Named: the same row is processed, and `wait` with the same URL sees the system quiescent.
+  // Named: the same row is processed, and `wait` with the same URL sees the system quiescent. Both
+  // start at once (two process start-ups overlap): the notification the failed runs left is
+  // pending until the worker's run clears it, so `wait` cannot end before the worker has run.
   const worker = cli(['worker', '--observers', observers, '--store', namedUrl(), '--threads', '1']);
-  await vi.waitFor(() => expect(worker.stderr()).toContain('running observers'), { timeout: 40_000, interval: 50 });
   const wait = cli(['wait', '--store', namedUrl(), '--timeout', '30']);
+  await vi.waitFor(() => expect(worker.stderr()).toContain('running observers'), { timeout: 40_000, interval: 50 });
   expect(await wait.exited, wait.stderr()).toBe(0);
   expect(wait.stdout()).toBe('quiescent\n');
   const reader = await Percolator.open({ store: namedUrl() });

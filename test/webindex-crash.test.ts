@@ -149,13 +149,16 @@ async function expectIndexOf(run: Run, crawl: Crawl, context: string): Promise<v
   }
 }
 
+// The five cases run at once (describe.concurrent): each has its own store directory, server and
+// ports, and much of each one's time is its children's start-ups and its server's round trips.
+
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'percolator-webindex-crash-'));
   dirs.push(dir);
   return dir;
 }
 
-describe.each(['content', 'content+url+title'] as const)('clustering keys %s', (keyMode) => {
+describe.concurrent.each(['content', 'content+url+title'] as const)('clustering keys %s', (keyMode) => {
   it('after kill -9 of the indexing process, mid-crawl and mid-pipeline, the index equals the batch recomputation', async () => {
     await crashAndCheck({ store: `file:${tempDir()}`, docs: DOCS, keyMode });
   }, 240_000);
@@ -173,7 +176,7 @@ async function serveOnFreePorts(storeUrl: string): Promise<PercolatorServer> {
   }
 }
 
-describe('over percolator serve', () => {
+describe.concurrent('over percolator serve', () => {
   it('after kill -9 of the indexing client, its two-phase commits cut anywhere, the index equals the batch recomputation', async () => {
     const server = await serveOnFreePorts(`file:${tempDir()}`);
     try {
@@ -198,7 +201,7 @@ function serveProcess(dir: string, port: number): Promise<ChildProcess> {
   });
 }
 
-describe('through a server killed and restarted', () => {
+describe.concurrent('through a server killed and restarted', () => {
   // Until 2026-11-30 this failed in about half the runs: a commit point whose reply the kill cut
   // off rolled its secondaries back though the primary had committed (docs/transactions.md ›
   // "A failed commit point may have taken effect"). Two kills: twice the commits cut mid-flight.
@@ -251,7 +254,7 @@ async function proxiesTo(server: PercolatorServer): Promise<[ResettingProxy, Res
   }
 }
 
-describe('through a network that resets connections', () => {
+describe.concurrent('through a network that resets connections', () => {
   // Every connection between client and server is reset every 0.2–1.2 s while the crawl and the
   // pipeline run: requests the server applied lose their replies, commit points included.
   it('the index equals the batch recomputation', async () => {

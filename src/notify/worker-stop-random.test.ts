@@ -23,7 +23,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { LOCK } from '../txn/layout.js';
 import { Percolator } from '../txn/percolator.js';
 import { mulberry32 } from '../util/seeded-random.js';
@@ -349,12 +349,14 @@ async function drive(storeUrl: string, seed: number): Promise<string[]> {
   }
 }
 
-describe('Worker.stop({ graceMs }) under random start/stop schedules', () => {
-  it(`memory: — every change processed once, no abandoned run commits, nothing left (seed ${SEED})`, async () => {
+// The two stores are driven at once: each drive lasts DRIVE_MS of wall time, mostly timers, and
+// interleaved they keep about the same numbers of stops, abandoned and stuck runs each.
+describe.concurrent('Worker.stop({ graceMs }) under random start/stop schedules', () => {
+  it(`memory: — every change processed once, no abandoned run commits, nothing left (seed ${SEED})`, async ({ expect }) => {
     expect(await drive('memory:', SEED), `seed ${SEED} (WORKER_STOP_SEED=${SEED})`).toEqual([]);
   });
 
-  it(`file: — the same on a store in a directory (seed ${SEED + 1})`, async () => {
+  it(`file: — the same on a store in a directory (seed ${SEED + 1})`, async ({ expect }) => {
     const dir = await mkdtemp(join(tmpdir(), 'percolator-stop-random-'));
     try {
       expect(await drive(`file:${dir}`, SEED + 1), `seed ${SEED + 1} (WORKER_STOP_SEED=${SEED})`).toEqual([]);

@@ -1,6 +1,8 @@
 /**
  * A `percolator` command as a child process for the CLI tests: its stdout and stderr collected as
- * they come, its exit code, and a wait for what it prints (failing, with its stderr, if it exits first).
+ * they come, its exit code, and a wait for what it prints (failing, with its stderr, if it exits first);
+ * or (runCli, runProcess) run to its end like spawnSync, but without blocking the event loop, so that
+ * the commands of concurrent tests run side by side.
  */
 import { type ChildProcessWithoutNullStreams, type SpawnOptionsWithoutStdio, spawn } from 'node:child_process';
 

@@ -77,7 +77,8 @@ function startServe(args: string[], fileSizeLimit?: number): Promise<Spawned> {
       }
     });
     exited.then(({ code, signal }) => reject(new Error(`serve exited early (${code ?? signal}): ${stderr}`)));
-    setTimeout(() => reject(new Error(`serve did not start within 20 s: ${stderr}`)), 20_000).unref();
+    // A bound on a hang, not a wait: the concurrent tests start up to five servers at once.
+    setTimeout(() => reject(new Error(`serve did not start within 60 s: ${stderr}`)), 60_000).unref();
   });
 }
 
@@ -193,56 +194,60 @@ beforeAll(() => {
 });
 
 describe('percolator serve as a process', () => {
-  it.concurrent('keeps every acknowledged write across kill -9 (twice)', async () => {
-    const data = tempDir();
-    const acked = new Map<string, string>();
-    let seq = 0;
-    for (let round = 0; round < 2; round++) {
-      const s = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', 'off']);
-      children.push(s.child);
-      const client = new grpc.Client(`127.0.0.1:${s.listening.grpc}`, grpc.credentials.createInsecure());
-      if (round === 0) {
-        expect(await createTable(client, 'd')).toBeNull();
-      } else {
-        // everything acknowledged before the previous kill is there
-        const { err, rows } = await readAll(client, 'd');
-        expect(err).toBeNull();
-        const lost = [...acked].filter(([k, v]) => rows.get(k) !== v);
-        expect(lost).toEqual([]);
-      }
-      let stop = false;
-      const writer = async () => {
-        while (!stop) {
-          const key = `k${String(seq++).padStart(7, '0')}`;
-          const value = `v-${key}-${round}`;
-          const err = await unary(client, DATA_SERVICE, 'MutateRow', {
-            tableName: T('d'),
-            rowKey: Buffer.from(key),
-            mutations: [setCell(value)],
-          });
-          if (err === null) acked.set(key, value);
-          else if (!stop) throw new Error(`write failed before the kill: ${err.message}`);
+  it.concurrent(
+    'keeps every acknowledged write across kill -9 (twice)',
+    async () => {
+      const data = tempDir();
+      const acked = new Map<string, string>();
+      let seq = 0;
+      for (let round = 0; round < 2; round++) {
+        const s = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', 'off']);
+        children.push(s.child);
+        const client = new grpc.Client(`127.0.0.1:${s.listening.grpc}`, grpc.credentials.createInsecure());
+        if (round === 0) {
+          expect(await createTable(client, 'd')).toBeNull();
+        } else {
+          // everything acknowledged before the previous kill is there
+          const { err, rows } = await readAll(client, 'd');
+          expect(err).toBeNull();
+          const lost = [...acked].filter(([k, v]) => rows.get(k) !== v);
+          expect(lost).toEqual([]);
         }
-      };
-      const before = acked.size;
-      const writers = Array.from({ length: 16 }, writer);
-      // Killed once this round has writes acknowledged (not after a fixed time: a loaded machine
-      // acknowledged only 96 in 500 ms over both rounds, 2026-12-02), with writes still in flight.
-      await until(async () => acked.size - before >= 100, 'writes acknowledged this round');
+        let stop = false;
+        const writer = async () => {
+          while (!stop) {
+            const key = `k${String(seq++).padStart(7, '0')}`;
+            const value = `v-${key}-${round}`;
+            const err = await unary(client, DATA_SERVICE, 'MutateRow', {
+              tableName: T('d'),
+              rowKey: Buffer.from(key),
+              mutations: [setCell(value)],
+            });
+            if (err === null) acked.set(key, value);
+            else if (!stop) throw new Error(`write failed before the kill: ${err.message}`);
+          }
+        };
+        const before = acked.size;
+        const writers = Array.from({ length: 16 }, writer);
+        // Killed once this round has writes acknowledged (not after a fixed time: a loaded machine
+        // acknowledged only 96 in 500 ms over both rounds, 2026-12-02), with writes still in flight.
+        await until(async () => acked.size - before >= 100, 'writes acknowledged this round');
+        s.child.kill('SIGKILL');
+        stop = true;
+        const outcomes = await Promise.allSettled(writers);
+        expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
+        await s.exited;
+        client.close();
+      }
+      // final verification after the second kill
+      const { server: s, err, rows } = await restartAndRead(data, 'd');
+      expect(err).toBeNull();
+      expect([...acked].filter(([k, v]) => rows.get(k) !== v)).toEqual([]);
       s.child.kill('SIGKILL');
-      stop = true;
-      const outcomes = await Promise.allSettled(writers);
-      expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
       await s.exited;
-      client.close();
-    }
-    // final verification after the second kill
-    const { server: s, err, rows } = await restartAndRead(data, 'd');
-    expect(err).toBeNull();
-    expect([...acked].filter(([k, v]) => rows.get(k) !== v)).toEqual([]);
-    s.child.kill('SIGKILL');
-    await s.exited;
-  });
+    },
+    120_000,
+  );
 
   it.skipIf(!hasPrlimit).concurrent(
     'a full disk: /healthz says 503 while the store refuses writes, 200 again once there is room, without a restart; nothing acknowledged is lost',
@@ -293,6 +298,7 @@ describe('percolator serve as a process', () => {
       again.child.kill('SIGTERM');
       await again.exited;
     },
+    120_000,
   );
 
   it.concurrent(
@@ -339,102 +345,106 @@ describe('percolator serve as a process', () => {
     60_000,
   );
 
-  it.concurrent('shuts down gracefully on SIGTERM: in-flight calls finish, then the store is closed', async () => {
-    const data = tempDir();
-    const s = await startServe(['--data', data, '--port', '0', '--http-port', '0', '--oracle-port', '0']);
-    children.push(s.child);
-    expect(s.listening.http).not.toBeNull();
-    expect(s.listening.oracle).not.toBeNull();
-    const client = new grpc.Client(`127.0.0.1:${s.listening.grpc}`, grpc.credentials.createInsecure(), {
-      'grpc.max_receive_message_length': -1,
-    });
-    expect(await createTable(client, 'g')).toBeNull();
-    // 15 MB: more than the server buffers for a paused reader (~5 MB), so the
-    // ReadRows below is still in its handler, blocked on flow control, when SIGTERM arrives.
-    const ROWS = 150;
-    const big = 'x'.repeat(100 * 1024);
-    for (let i = 0; i < ROWS; i += 25) {
-      const errs = await Promise.all(
-        Array.from({ length: 25 }, (_, j) =>
-          unary(client, DATA_SERVICE, 'MutateRow', {
-            tableName: T('g'),
-            rowKey: Buffer.from(`r${String(i + j).padStart(4, '0')}`),
-            mutations: [setCell(big)],
-          }),
-        ),
-      );
-      expect(errs.every((e) => e === null)).toBe(true);
-    }
-    const oracle = new OracleClient({ host: '127.0.0.1', port: s.listening.oracle as number });
-    const ts = await oracle.getTimestamp();
-    await oracle.close();
-
-    // A scan held back by a paused reader (real HTTP/2 flow control) is in flight when SIGTERM arrives.
-    const scan = rawServerStream(
-      s.listening.grpc,
-      `/${DATA_SERVICE}/ReadRows`,
-      def(DATA_SERVICE, 'ReadRows').requestSerialize({ tableName: T('g') }),
-    );
-    scan.pause();
-    const http = `http://127.0.0.1:${s.listening.http}`;
-    const inflight = async () =>
-      Number(/^percolator_grpc_inflight_requests (\d+)/m.exec(await (await fetch(`${http}/metrics`)).text())?.[1]);
-    await until(async () => (await inflight()) >= 1, 'the scan in flight on the server');
-    s.child.kill('SIGTERM');
-    // draining: health says so, new calls are refused, the scan is still in flight
-    await until(async () => (await fetch(`${http}/healthz`)).status === 503, 'healthz 503 after SIGTERM');
-    const refused = await unary(client, DATA_SERVICE, 'MutateRow', {
-      tableName: T('g'),
-      rowKey: Buffer.from('during'),
-      mutations: [setCell('x')],
-    });
-    expect(refused?.code).toBe(grpc.status.UNAVAILABLE);
-    expect(s.child.exitCode).toBeNull();
-    scan.resume();
-    const { status: scanStatus, messages } = await scan.done;
-    expect(scanStatus).toBe(0);
-    const decode = def(DATA_SERVICE, 'ReadRows').responseDeserialize;
-    let committed = 0;
-    let valueBytes = 0;
-    // biome-ignore lint/suspicious/noExplicitAny: decoded messages
-    for (const m of messages.map((b) => decode(b) as any)) {
-      for (const c of m.chunks) {
-        valueBytes += c.value?.length ?? 0;
-        if (c.commitRow) committed++;
+  it.concurrent(
+    'shuts down gracefully on SIGTERM: in-flight calls finish, then the store is closed',
+    async () => {
+      const data = tempDir();
+      const s = await startServe(['--data', data, '--port', '0', '--http-port', '0', '--oracle-port', '0']);
+      children.push(s.child);
+      expect(s.listening.http).not.toBeNull();
+      expect(s.listening.oracle).not.toBeNull();
+      const client = new grpc.Client(`127.0.0.1:${s.listening.grpc}`, grpc.credentials.createInsecure(), {
+        'grpc.max_receive_message_length': -1,
+      });
+      expect(await createTable(client, 'g')).toBeNull();
+      // 15 MB: more than the server buffers for a paused reader (~5 MB), so the
+      // ReadRows below is still in its handler, blocked on flow control, when SIGTERM arrives.
+      const ROWS = 150;
+      const big = 'x'.repeat(100 * 1024);
+      for (let i = 0; i < ROWS; i += 25) {
+        const errs = await Promise.all(
+          Array.from({ length: 25 }, (_, j) =>
+            unary(client, DATA_SERVICE, 'MutateRow', {
+              tableName: T('g'),
+              rowKey: Buffer.from(`r${String(i + j).padStart(4, '0')}`),
+              mutations: [setCell(big)],
+            }),
+          ),
+        );
+        expect(errs.every((e) => e === null)).toBe(true);
       }
-    }
-    expect(committed).toBe(ROWS);
-    expect(valueBytes).toBe(ROWS * big.length);
-    const { code, signal } = await s.exited;
-    expect(signal).toBeNull();
-    expect(code).toBe(0);
-    expect(s.stdout.some((l) => l.includes('"stopped":true'))).toBe(true);
-    // late calls are refused cleanly
-    const late = await unary(client, DATA_SERVICE, 'MutateRow', {
-      tableName: T('g'),
-      rowKey: Buffer.from('late'),
-      mutations: [setCell('x')],
-    });
-    expect(late?.code).toBe(grpc.status.UNAVAILABLE);
-    client.close();
-    // A clean close sealed the store's key filter for the next open (src/store/embedded/level-seal.ts).
-    expect(existsSync(join(data, 'PERCOLATOR-SEAL'))).toBe(true);
+      const oracle = new OracleClient({ host: '127.0.0.1', port: s.listening.oracle as number });
+      const ts = await oracle.getTimestamp();
+      await oracle.close();
 
-    // the store was closed (LevelDB lock released): a restart opens it, data and oracle mark intact
-    const again = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', '0']);
-    children.push(again.child);
-    const c2 = new grpc.Client(`127.0.0.1:${again.listening.grpc}`, grpc.credentials.createInsecure(), {
-      'grpc.max_receive_message_length': -1,
-    });
-    expect((await readAll(c2, 'g')).rows.size).toBe(ROWS);
-    expect(existsSync(join(data, 'PERCOLATOR-SEAL'))).toBe(false); // taken by the open
-    c2.close();
-    const oracle2 = new OracleClient({ host: '127.0.0.1', port: again.listening.oracle as number });
-    expect(await oracle2.getTimestamp()).toBeGreaterThan(ts);
-    await oracle2.close();
-    again.child.kill('SIGTERM');
-    expect((await again.exited).code).toBe(0);
-  });
+      // A scan held back by a paused reader (real HTTP/2 flow control) is in flight when SIGTERM arrives.
+      const scan = rawServerStream(
+        s.listening.grpc,
+        `/${DATA_SERVICE}/ReadRows`,
+        def(DATA_SERVICE, 'ReadRows').requestSerialize({ tableName: T('g') }),
+      );
+      scan.pause();
+      const http = `http://127.0.0.1:${s.listening.http}`;
+      const inflight = async () =>
+        Number(/^percolator_grpc_inflight_requests (\d+)/m.exec(await (await fetch(`${http}/metrics`)).text())?.[1]);
+      await until(async () => (await inflight()) >= 1, 'the scan in flight on the server');
+      s.child.kill('SIGTERM');
+      // draining: health says so, new calls are refused, the scan is still in flight
+      await until(async () => (await fetch(`${http}/healthz`)).status === 503, 'healthz 503 after SIGTERM');
+      const refused = await unary(client, DATA_SERVICE, 'MutateRow', {
+        tableName: T('g'),
+        rowKey: Buffer.from('during'),
+        mutations: [setCell('x')],
+      });
+      expect(refused?.code).toBe(grpc.status.UNAVAILABLE);
+      expect(s.child.exitCode).toBeNull();
+      scan.resume();
+      const { status: scanStatus, messages } = await scan.done;
+      expect(scanStatus).toBe(0);
+      const decode = def(DATA_SERVICE, 'ReadRows').responseDeserialize;
+      let committed = 0;
+      let valueBytes = 0;
+      // biome-ignore lint/suspicious/noExplicitAny: decoded messages
+      for (const m of messages.map((b) => decode(b) as any)) {
+        for (const c of m.chunks) {
+          valueBytes += c.value?.length ?? 0;
+          if (c.commitRow) committed++;
+        }
+      }
+      expect(committed).toBe(ROWS);
+      expect(valueBytes).toBe(ROWS * big.length);
+      const { code, signal } = await s.exited;
+      expect(signal).toBeNull();
+      expect(code).toBe(0);
+      expect(s.stdout.some((l) => l.includes('"stopped":true'))).toBe(true);
+      // late calls are refused cleanly
+      const late = await unary(client, DATA_SERVICE, 'MutateRow', {
+        tableName: T('g'),
+        rowKey: Buffer.from('late'),
+        mutations: [setCell('x')],
+      });
+      expect(late?.code).toBe(grpc.status.UNAVAILABLE);
+      client.close();
+      // A clean close sealed the store's key filter for the next open (src/store/embedded/level-seal.ts).
+      expect(existsSync(join(data, 'PERCOLATOR-SEAL'))).toBe(true);
+
+      // the store was closed (LevelDB lock released): a restart opens it, data and oracle mark intact
+      const again = await startServe(['--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', '0']);
+      children.push(again.child);
+      const c2 = new grpc.Client(`127.0.0.1:${again.listening.grpc}`, grpc.credentials.createInsecure(), {
+        'grpc.max_receive_message_length': -1,
+      });
+      expect((await readAll(c2, 'g')).rows.size).toBe(ROWS);
+      expect(existsSync(join(data, 'PERCOLATOR-SEAL'))).toBe(false); // taken by the open
+      c2.close();
+      const oracle2 = new OracleClient({ host: '127.0.0.1', port: again.listening.oracle as number });
+      expect(await oracle2.getTimestamp()).toBeGreaterThan(ts);
+      await oracle2.close();
+      again.child.kill('SIGTERM');
+      expect((await again.exited).code).toBe(0);
+    },
+    120_000,
+  );
 
   // Not beside the others: its writers hold 500 ms leases, which a starved event loop (this
   // process's, shared with the other tests' clients) would let lapse, rolling back live transactions.

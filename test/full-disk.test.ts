@@ -77,8 +77,9 @@ async function expectRows(dir: string, keys: readonly string[]): Promise<void> {
 }
 
 // Each test is a child process on a directory of its own, mostly waiting on the disk and the
-// engine's retry timer: they run side by side (the one file-size limit is each child's own).
-describe.skipIf(!hasPrlimit).concurrent('a full disk', () => {
+// engine's retry timer: they run side by side (the one file-size limit is each child's own), and
+// so more slowly each: the timeout allows for that.
+describe.skipIf(!hasPrlimit).concurrent('a full disk', { timeout: 120_000 }, () => {
   it.concurrent(
     'store writes: the failed one and later ones are IO_ERRORs until writing resumes, reads go on, and a reopen has every acknowledged write',
     async () => {

@@ -10,8 +10,7 @@
  * directory holding no store, or a missing one (a typed error, no database left there);
  * and `serve` over a directory of other files (a typed error, no database left among them).
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,18 +19,31 @@ import { openStore } from '../src/store/open-store.js';
 import { frozenWriter } from '../src/txn/frozen-writer.fixture.js';
 import { PERCOLATOR_TABLE_SPEC } from '../src/txn/layout.js';
 import { Percolator } from '../src/txn/percolator.js';
+import { type CliResult, runCli } from './support/cli-process.js';
 import { EMULATOR_MISSING, emulatorBinary, startEmulator } from './support/emulator.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 let dir: string;
+let copies: string;
 
-function get(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [mainJs, 'get', '--store', `file:${dir}`, ...args], { encoding: 'utf8', timeout: 30_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+/**
+ * The store made below, copied for one command: a process holds a store's lock while it reads (a
+ * second reader is STORE_LOCKED), so commands on copies of it can run at once — and the tests
+ * with them. Each copy is as beforeAll left the store: its dead writer's lock not yet rolled forward.
+ */
+function copy(): string {
+  const to = mkdtempSync(join(copies, 'store-'));
+  cpSync(dir, to, { recursive: true });
+  return to;
+}
+
+function get(...args: string[]): Promise<CliResult> {
+  return runCli(mainJs, ['get', '--store', `file:${copy()}`, ...args]);
 }
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'percolator-cli-get-'));
+  copies = mkdtempSync(join(tmpdir(), 'percolator-cli-get-copies-'));
   const db = await Percolator.open({ store: `file:${dir}` });
   await db.createTable('t');
   await db.store.createTable('raw', { families: { f: {} } }); // a plain Bigtable table
@@ -64,61 +76,63 @@ beforeAll(async () => {
   await db.close();
 }, 30_000);
 
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-it('prints the latest committed value; bytes that are not text as hex', () => {
-  expect(get('t', 'row', 'c:v')).toMatchObject({ code: 0, stdout: 'second\n' });
-  expect(get('t', 'bin', 'c:v')).toMatchObject({ code: 0, stdout: '0x0001ff\n' });
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(copies, { recursive: true, force: true });
 });
 
-it('reads a secondary whose writer died after the commit point as committed', () => {
-  expect(get('t', 's', 'c:v')).toMatchObject({ code: 0, stdout: 'S\n' });
+it.concurrent('prints the latest committed value; bytes that are not text as hex', async () => {
+  expect(await get('t', 'row', 'c:v')).toMatchObject({ code: 0, stdout: 'second\n' });
+  expect(await get('t', 'bin', 'c:v')).toMatchObject({ code: 0, stdout: '0x0001ff\n' });
 });
 
-it('exits 1 for an absent cell; --json says null', () => {
-  expect(get('t', 'nope', 'c:v')).toMatchObject({ code: 1, stdout: '' });
-  const r = get('t', 'nope', 'c:v', '--json');
+it.concurrent('reads a secondary whose writer died after the commit point as committed', async () => {
+  expect(await get('t', 's', 'c:v')).toMatchObject({ code: 0, stdout: 'S\n' });
+});
+
+it.concurrent('exits 1 for an absent cell; --json says null', async () => {
+  expect(await get('t', 'nope', 'c:v')).toMatchObject({ code: 1, stdout: '' });
+  const r = await get('t', 'nope', 'c:v', '--json');
   expect(r.code).toBe(1);
   expect(JSON.parse(r.stdout)).toEqual({ table: 't', row: 'nope', column: 'c:v', value: null });
 });
 
-it('bad input is a typed one-line error and exit 2, apart from the 1 of an absent cell', () => {
-  const bad = get('t', 'row', 'no-family');
+it.concurrent('bad input is a typed one-line error and exit 2, apart from the 1 of an absent cell', async () => {
+  const bad = await get('t', 'row', 'no-family');
   expect(bad.code).toBe(2);
   expect(bad.stderr).toMatch(/^percolator: INVALID_COLUMN: /);
-  const missing = get('missing', 'row', 'c:v');
+  const missing = await get('missing', 'row', 'c:v');
   expect(missing.code).toBe(2);
   // The tables there are, since no command lists them (Percolator's own left out).
   expect(missing.stderr).toBe(`percolator: TABLE_NOT_FOUND: table "missing" does not exist; the store's tables: raw, t, u\n`);
-  expect(scan('missing')).toEqual({
+  expect(await scan('missing')).toEqual({
     code: 1,
     stdout: '',
     stderr: `percolator: TABLE_NOT_FOUND: table "missing" does not exist; the store's tables: raw, t, u\n`,
   });
-  const raw = get('raw', 'row', 'f:q');
+  const raw = await get('raw', 'row', 'f:q');
   expect(raw.code).toBe(2);
   expect(raw.stderr).toMatch(/^percolator: NOT_A_PERCOLATOR_TABLE: table raw is not a Percolator table/);
   // What commander itself rejects, too.
-  expect(get('t', 'row')).toMatchObject({ code: 2, stdout: '' });
-  expect(get('t', 'row', 'c:v', '--bogus')).toMatchObject({ code: 2, stdout: '' });
+  expect(await get('t', 'row')).toMatchObject({ code: 2, stdout: '' });
+  expect(await get('t', 'row', 'c:v', '--bogus')).toMatchObject({ code: 2, stdout: '' });
   // And --help says so.
-  const help = spawnSync(process.execPath, [mainJs, 'get', '--help'], { encoding: 'utf8' });
-  expect(help.status).toBe(0);
+  const help = await runCli(mainJs, ['get', '--help']);
+  expect(help.code).toBe(0);
   expect(help.stdout.replace(/\s+/g, ' ')).toContain('Exit status: 0 the value was printed, 1 the cell is absent');
 });
 
-function scan(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [mainJs, 'scan', '--store', `file:${dir}`, ...args], { encoding: 'utf8', timeout: 30_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+function scan(...args: string[]): Promise<CliResult> {
+  return runCli(mainJs, ['scan', '--store', `file:${copy()}`, ...args]);
 }
 
-it("scan prints a Percolator table's committed values at a snapshot, a dead writer's commit rolled forward", () => {
-  expect(scan('t')).toMatchObject({
+it.concurrent("scan prints a Percolator table's committed values at a snapshot, a dead writer's commit rolled forward", async () => {
+  expect(await scan('t')).toMatchObject({
     code: 0,
     stderr: '',
     stdout: ['bin', '  c:v = 0x0001ff', 'p', '  c:v = P', 'row', '  c:v = second', 's', '  c:v = S', ''].join('\n'),
   });
-  const json = scan('t', '--prefix', 'r', '--json');
+  const json = await scan('t', '--prefix', 'r', '--json');
   expect(json.code).toBe(0);
   expect(
     json.stdout
@@ -126,31 +140,31 @@ it("scan prints a Percolator table's committed values at a snapshot, a dead writ
       .split('\n')
       .map((l) => JSON.parse(l) as unknown),
   ).toEqual([{ key: 'row', columns: { 'c:v': 'second' } }]);
-  expect(scan('t', '--limit', '1').stdout).toBe('bin\n  c:v = 0x0001ff\n');
+  expect((await scan('t', '--limit', '1')).stdout).toBe('bin\n  c:v = 0x0001ff\n');
 });
 
-it('scan --raw prints every stored cell of a Percolator table, system columns and versions included', () => {
-  const r = scan('t', '--raw', '--prefix', 'row');
+it.concurrent('scan --raw prints every stored cell of a Percolator table, system columns and versions included', async () => {
+  const r = await scan('t', '--raw', '--prefix', 'row');
   expect(r.code).toBe(0);
   const lines = r.stdout.trimEnd().split('\n');
   expect(lines[0]).toBe('row');
   // Two commits: two write records, their short values inline (no data cells).
   expect(lines.slice(1).filter((l) => /^ {2}write:c:v @\d+ = 0x[0-9a-f]+$/.test(l))).toHaveLength(2);
   expect(lines.slice(1).every((l) => /^ {2}(lock|write|data|notify):/.test(l))).toBe(true);
-  const json = scan('t', '--raw', '--prefix', 'row', '--json');
+  const json = await scan('t', '--raw', '--prefix', 'row', '--json');
   const row = JSON.parse(json.stdout) as { key: string; cells: { family: string; qualifier: string }[] };
   expect(row.key).toBe('row');
   expect(row.cells.map((c) => `${c.family}:${c.qualifier}`)).toEqual(['write:c:v', 'write:c:v']);
 });
 
-it('scan prints a plain store table raw, with or without --raw', () => {
+it.concurrent('scan prints a plain store table raw, with or without --raw', async () => {
   const raw = ['r1', '  f:q @2000 = plain', '  f:q @1000 = plain-old', ''].join('\n');
-  expect(scan('raw')).toMatchObject({ code: 0, stdout: raw });
-  expect(scan('raw', '--raw')).toMatchObject({ code: 0, stdout: raw });
+  expect(await scan('raw')).toMatchObject({ code: 0, stdout: raw });
+  expect(await scan('raw', '--raw')).toMatchObject({ code: 0, stdout: raw });
 });
 
-it('scan prints text that starts with 0x as hex: a printed 0x… is always bytes', () => {
-  expect(scan('u', '--limit', '2')).toMatchObject({
+it.concurrent('scan prints text that starts with 0x as hex: a printed 0x… is always bytes', async () => {
+  expect(await scan('u', '--limit', '2')).toMatchObject({
     code: 0,
     stderr: '',
     // The text key 0xff, printed as it is, would read as the byte ff; its value 0xbeef as two bytes.
@@ -158,93 +172,91 @@ it('scan prints text that starts with 0x as hex: a printed 0x… is always bytes
   });
 });
 
-it('scan prints a column name in the printable form too: one holding a newline cannot forge an output line', () => {
-  expect(scan('u', '--prefix', 'nl')).toMatchObject({ code: 0, stderr: '', stdout: 'nl\n  0x633a610a62 = v\n' }); // c:a\nb
-  const json = scan('u', '--prefix', 'nl', '--json');
+it.concurrent('scan prints a column name in the printable form too: one holding a newline cannot forge an output line', async () => {
+  expect(await scan('u', '--prefix', 'nl')).toMatchObject({ code: 0, stderr: '', stdout: 'nl\n  0x633a610a62 = v\n' }); // c:a\nb
+  const json = await scan('u', '--prefix', 'nl', '--json');
   expect(JSON.parse(json.stdout)).toEqual({ key: 'nl', columns: { '0x633a610a62': 'v' } });
   // As --raw prints the same name, the qualifier of its write cell.
-  const raw = scan('u', '--raw', '--prefix', 'nl');
+  const raw = await scan('u', '--raw', '--prefix', 'nl');
   expect(raw.stdout.trimEnd().split('\n').slice(1)).toEqual([expect.stringMatching(/^ {2}write:0x633a610a62 @\d+ = 0x[0-9a-f]+$/)]);
 });
 
-it('scan cuts a long value on a code point boundary, not through an emoji', () => {
+it.concurrent('scan cuts a long value on a code point boundary, not through an emoji', async () => {
   // 120 UTF-16 units would end on the first half of the emoji's surrogate pair.
-  expect(scan('u', '--prefix', 'emoji')).toMatchObject({ code: 0, stderr: '', stdout: `emoji\n  c:v = ${'a'.repeat(119)}\n` });
+  expect(await scan('u', '--prefix', 'emoji')).toMatchObject({ code: 0, stderr: '', stdout: `emoji\n  c:v = ${'a'.repeat(119)}\n` });
 });
 
-it('get takes a row key in the 0x… form scan prints, so every printed key reads back', () => {
-  expect(get('u', '0x0001ff', 'c:v')).toMatchObject({ code: 0, stdout: 'binary-key\n' });
-  expect(get('u', '0x30786666', 'c:v')).toMatchObject({ code: 0, stdout: '0x307862656566\n' });
-  expect(get('u', 'emoji', 'c:v')).toMatchObject({ code: 0, stdout: `${'a'.repeat(119)}\u{1f600}tail\n` }); // get does not cut
+it.concurrent('get takes a row key in the 0x… form scan prints, so every printed key reads back', async () => {
+  expect(await get('u', '0x0001ff', 'c:v')).toMatchObject({ code: 0, stdout: 'binary-key\n' });
+  expect(await get('u', '0x30786666', 'c:v')).toMatchObject({ code: 0, stdout: '0x307862656566\n' });
+  expect(await get('u', 'emoji', 'c:v')).toMatchObject({ code: 0, stdout: `${'a'.repeat(119)}\u{1f600}tail\n` }); // get does not cut
   // 0xff is the byte ff, not the text key "0xff" (whose printed form is 0x30786666).
-  expect(get('u', '0xff', 'c:v')).toMatchObject({ code: 1, stdout: '' });
-  const json = get('u', '0x0001FF', 'c:v', '--json');
+  expect(await get('u', '0xff', 'c:v')).toMatchObject({ code: 1, stdout: '' });
+  const json = await get('u', '0x0001FF', 'c:v', '--json');
   expect(json.code).toBe(0);
   expect(JSON.parse(json.stdout)).toEqual({ table: 'u', row: '0x0001ff', column: 'c:v', value: 'binary-key' });
-  const bad = get('u', '0xyz', 'c:v');
+  const bad = await get('u', '0xyz', 'c:v');
   expect(bad).toMatchObject({ code: 2, stdout: '' });
   expect(bad.stderr).toBe(
     'percolator: INVALID_ARGUMENT: ROW "0xyz" starts with 0x but is not whole bytes of hex; for the text itself give its hex form, 0x3078797a\n',
   );
 });
 
-it('scan takes a --prefix in the 0x… form it prints, as get takes a row: a key printed in hex can be scanned from', () => {
-  expect(scan('u', '--prefix', '0x00')).toEqual({ code: 0, stderr: '', stdout: '0x0001ff\n  c:v = binary-key\n' });
+it.concurrent('scan takes a --prefix in the 0x… form it prints, as get takes a row: a key printed in hex can be scanned from', async () => {
+  expect(await scan('u', '--prefix', '0x00')).toEqual({ code: 0, stderr: '', stdout: '0x0001ff\n  c:v = binary-key\n' });
   // The text key 0xff, by its printed form's first bytes (the text "0x").
-  expect(scan('u', '--prefix', '0x3078')).toEqual({ code: 0, stderr: '', stdout: '0x30786666\n  c:v = 0x307862656566\n' });
-  expect(JSON.parse(scan('u', '--prefix', '0x0001FF', '--json').stdout)).toEqual({ key: '0x0001ff', columns: { 'c:v': 'binary-key' } });
-  const raw = scan('u', '--raw', '--prefix', '0x0001');
+  expect(await scan('u', '--prefix', '0x3078')).toEqual({ code: 0, stderr: '', stdout: '0x30786666\n  c:v = 0x307862656566\n' });
+  expect(JSON.parse((await scan('u', '--prefix', '0x0001FF', '--json')).stdout)).toEqual({
+    key: '0x0001ff',
+    columns: { 'c:v': 'binary-key' },
+  });
+  const raw = await scan('u', '--raw', '--prefix', '0x0001');
   expect(raw.stdout.trimEnd().split('\n')[0]).toBe('0x0001ff');
   expect(raw.stdout.trimEnd().split('\n').slice(1)).toEqual([expect.stringMatching(/^ {2}write:c:v @\d+ = 0x[0-9a-f]+$/)]);
   // Text is still text.
-  expect(scan('u', '--prefix', 'em').stdout).toBe(`emoji\n  c:v = ${'a'.repeat(119)}\n`);
+  expect((await scan('u', '--prefix', 'em')).stdout).toBe(`emoji\n  c:v = ${'a'.repeat(119)}\n`);
   // An empty prefix, in either form, is the whole table, as none is.
-  const all = scan('u');
-  expect(scan('u', '--prefix', '')).toEqual(all);
-  expect(
-    scan('u', '--raw', '--prefix', '0x')
-      .stdout.split('\n')
-      .filter((l) => !l.startsWith(' ')),
-  ).toEqual(
-    scan('u', '--raw')
-      .stdout.split('\n')
-      .filter((l) => !l.startsWith(' ')),
+  const all = await scan('u');
+  expect(await scan('u', '--prefix', '')).toEqual(all);
+  expect((await scan('u', '--raw', '--prefix', '0x')).stdout.split('\n').filter((l) => !l.startsWith(' '))).toEqual(
+    (await scan('u', '--raw')).stdout.split('\n').filter((l) => !l.startsWith(' ')),
   );
-  expect(scan('u', '--prefix', '0xzz')).toEqual({
+  expect(await scan('u', '--prefix', '0xzz')).toEqual({
     code: 1,
     stdout: '',
     stderr:
       'percolator: INVALID_ARGUMENT: --prefix "0xzz" starts with 0x but is not whole bytes of hex; for the text itself give its hex form, 0x30787a7a\n',
   });
-  const help = spawnSync(process.execPath, [mainJs, 'scan', '--help'], { encoding: 'utf8' });
+  const help = await runCli(mainJs, ['scan', '--help']);
   expect(help.stdout.replace(/\s+/g, ' ')).toContain('--prefix <p> only rows whose key starts with this: text (UTF-8), or 0x and hex');
 });
 
-it('a directory without a store is a typed error for every reading command, and gets no database', () => {
+it.concurrent('a directory without a store is a typed error for every reading command, and gets no database', async () => {
   const empty = mkdtempSync(join(tmpdir(), 'percolator-cli-empty-'));
   const observers = join(mkdtempSync(join(tmpdir(), 'percolator-cli-observers-')), 'observers.mjs');
   writeFileSync(observers, 'export default (w) => { w.observe("c:v", "n", async () => {}); };\n');
   try {
-    for (const store of [empty, join(empty, 'typo')]) {
-      for (const args of [
+    // Side by side: none may create anything, which the last check sees (and a store one made would fail the others).
+    const runs = [empty, join(empty, 'typo')].flatMap((store) =>
+      [
         ['get', 't', 'row', 'c:v', '--store', `file:${store}`],
         ['scan', 't', '--store', `file:${store}`],
         ['wait', '--store', `file:${store}`, '--timeout', '5'],
         // A worker processes what others wrote: over a mistyped directory it polled a new, empty store forever.
         ['worker', '--observers', observers, '--store', `file:${store}`],
-      ]) {
-        const r = spawnSync(process.execPath, [mainJs, ...args], { encoding: 'utf8', timeout: 30_000 });
-        expect(r.status, args.join(' ')).toBe(args[0] === 'get' ? 2 : 1);
-        // The worker also says how a store it can work on is made (and reached by its writers).
-        const how =
-          args[0] === 'worker'
-            ? '; a worker processes what others write to a store: create and serve it with percolator serve --data DIR, and give the worker its clientUrl'
-            : '';
-        expect(r.stderr).toBe(`percolator: NOT_A_STORE: no store at ${store} (nothing was created)${how}\n`);
-      }
+      ].map(async (args) => ({ store, args, r: await runCli(mainJs, args) })),
+    );
+    const [s, ...results] = await Promise.all([runCli(mainJs, ['search', 'x', '--data', empty]), ...runs]);
+    for (const { store, args, r } of results) {
+      expect(r.code, args.join(' ')).toBe(args[0] === 'get' ? 2 : 1);
+      // The worker also says how a store it can work on is made (and reached by its writers).
+      const how =
+        args[0] === 'worker'
+          ? '; a worker processes what others write to a store: create and serve it with percolator serve --data DIR, and give the worker its clientUrl'
+          : '';
+      expect(r.stderr).toBe(`percolator: NOT_A_STORE: no store at ${store} (nothing was created)${how}\n`);
     }
-    const s = spawnSync(process.execPath, [mainJs, 'search', 'x', '--data', empty], { encoding: 'utf8', timeout: 30_000 });
-    expect(s.status).toBe(1);
+    expect(s.code).toBe(1);
     expect(s.stderr).toMatch(/^percolator: NO_INDEX: no index at /);
     expect(readdirSync(empty)).toEqual([]);
   } finally {
@@ -253,12 +265,12 @@ it('a directory without a store is a typed error for every reading command, and 
   }
 });
 
-it('serve does not start a store among files that are not one: NOT_A_STORE, exit 1, the files as they were', () => {
+it.concurrent('serve does not start a store among files that are not one: NOT_A_STORE, exit 1, the files as they were', async () => {
   const project = mkdtempSync(join(tmpdir(), 'percolator-cli-foreign-'));
   try {
     writeFileSync(join(project, 'package.json'), '{}');
-    const r = spawnSync(process.execPath, [mainJs, 'serve', '--data', project, '--port', '0'], { encoding: 'utf8', timeout: 30_000 });
-    expect(r.status).toBe(1);
+    const r = await runCli(mainJs, ['serve', '--data', project, '--port', '0']);
+    expect(r.code).toBe(1);
     expect(r.stderr).toBe(`percolator: NOT_A_STORE: ${project} holds files and no store (package.json); nothing was created\n`);
     expect(readdirSync(project)).toEqual(['package.json']);
   } finally {
@@ -267,7 +279,7 @@ it('serve does not start a store among files that are not one: NOT_A_STORE, exit
 });
 
 const emulator = emulatorBinary();
-it.skipIf(emulator === null)(
+it.skipIf(emulator === null).concurrent(
   `scan of a Percolator table on a store with no oracle (Google's emulator) says --raw reads it${emulator === null ? ` (${EMULATOR_MISSING})` : ''}`,
   async () => {
     const emu = await startEmulator(emulator as string);
@@ -279,11 +291,11 @@ it.skipIf(emulator === null)(
       } finally {
         await store.close();
       }
-      const committed = spawnSync(process.execPath, [mainJs, 'scan', 'pt', '--store', url], { encoding: 'utf8', timeout: 30_000 });
-      expect(committed.status).toBe(1);
+      const committed = await runCli(mainJs, ['scan', 'pt', '--store', url]);
+      expect(committed.code).toBe(1);
       expect(committed.stderr).toMatch(/^percolator: INVALID_CONFIG: .*; or scan --raw, which reads the stored cells without an oracle\n$/);
-      const raw = spawnSync(process.execPath, [mainJs, 'scan', 'pt', '--raw', '--store', url], { encoding: 'utf8', timeout: 30_000 });
-      expect({ code: raw.status, stderr: raw.stderr }).toEqual({ code: 0, stderr: '' });
+      const raw = await runCli(mainJs, ['scan', 'pt', '--raw', '--store', url]);
+      expect({ code: raw.code, stderr: raw.stderr }).toEqual({ code: 0, stderr: '' });
     } finally {
       await emu.stop();
     }
@@ -291,7 +303,7 @@ it.skipIf(emulator === null)(
   60_000,
 );
 
-it('wait that times out says what is pending, then what to do: wait longer, or start a worker', async () => {
+it.concurrent('wait that times out says what is pending, then what to do: wait longer, or start a worker', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'percolator-cli-wait-'));
   try {
     const { ObservedColumns } = await import('../src/notify/observed-columns.js');
@@ -305,11 +317,8 @@ it('wait that times out says what is pending, then what to do: wait longer, or s
     await db.transaction(async (tx) => tx.set('docs', 'r1', 'doc:in', 'v'));
     await db.close();
     await store.close();
-    const r = spawnSync(process.execPath, [mainJs, 'wait', '--store', `file:${dir}`, '--timeout', '0.5'], {
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
-    expect(r.status).toBe(1);
+    const r = await runCli(mainJs, ['wait', '--store', `file:${dir}`, '--timeout', '0.5']);
+    expect(r.code).toBe(1);
     expect(r.stderr).toMatch(
       /^percolator: QUIESCENCE_TIMEOUT: not quiescent after 500 ms: 1 notifications pending: docs\/doc:in 1 \(observer indexer\)/,
     );

@@ -6,7 +6,6 @@
  * are a bad observers module (INVALID_OBSERVERS_MODULE), a port `serve` or `oracle` cannot bind
  * (LISTEN_FAILED, with nothing left on disk) and an output that cannot be written (IO_ERROR).
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { type AddressInfo, type Server, createServer } from 'node:net';
@@ -14,15 +13,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ONE_SHOT_STORE, openStore } from '../src/store/open-store.js';
+import { type CliResult, runCli, runProcess } from './support/cli-process.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 
-function run(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [mainJs, ...args], { encoding: 'utf8', timeout: 30_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
+// Each test spawns the CLI (~0.2 s of start-up each, ~70 of them) and leaves nothing behind that
+// another reads (own files under `dir`): they run concurrently.
+const run = (...args: string[]): Promise<CliResult> => runCli(mainJs, args);
 
-it.each([
+it.concurrent.each([
   [['bench', 'webindex', '--docs', '-5'], '--docs must be a positive integer, got -5'],
   [['demo', '--docs', '1.5'], '--docs must be a positive integer, got 1.5'],
   [['demo', '--seed', 'abc'], '--seed must be a non-negative integer, got abc'],
@@ -88,8 +87,8 @@ it.each([
   [['bench', 'peers', '--accounts', '1'], '--accounts must be at least 2, got 1'],
   // Seconds that become a timer: past ~24.8 days Node fires it after 1 ms.
   [['bench', 'clumping', '--seconds', '9999999999'], '--seconds must be a positive number of seconds, at most 2147483.647, got 9999999999'],
-])('%j is a typed one-line error', (args, message) => {
-  const r = run(...args);
+])('%j is a typed one-line error', async (args, message) => {
+  const r = await run(...args);
   expect(r.code).toBe(1);
   expect(r.stderr).toBe(`percolator: INVALID_ARGUMENT: ${message}\n`);
   expect(r.stdout).toBe('');
@@ -98,7 +97,7 @@ it.each([
 const dir = mkdtempSync(join(tmpdir(), 'cli-usage-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-it.each([
+it.concurrent.each([
   ['throws when loaded', 'throw new Error("boom at load");\n', /failed to load: Error: boom at load \(at .*bad0\.mjs:1:7\)$/],
   // Node's SyntaxError from import() does not say where it is (nodejs/node#49441): the line does.
   ['is not JavaScript', 'this is not javascript\n', /failed to load: SyntaxError: Unexpected identifier 'is' \(at .*bad1\.mjs:1:6\)$/],
@@ -107,10 +106,10 @@ it.each([
     'export default () => { throw new Error("boom in register"); };\n',
     /registering its observers failed: boom in register \(at .*bad2\.mjs:1:30\)$/,
   ],
-])('worker: an observers module that %s is one line, INVALID_OBSERVERS_MODULE', (_what, source, message) => {
+])('worker: an observers module that %s is one line, INVALID_OBSERVERS_MODULE', async (_what, source, message) => {
   const file = join(dir, `bad${['throws when loaded', 'is not JavaScript', 'throws in register'].indexOf(_what)}.mjs`);
   writeFileSync(file, source);
-  const r = run('worker', '--observers', file, '--store', 'memory:');
+  const r = await run('worker', '--observers', file, '--store', 'memory:');
   expect(r.code).toBe(1);
   const lines = r.stderr.trimEnd().split('\n');
   expect(lines).toHaveLength(1);
@@ -118,31 +117,31 @@ it.each([
   expect(lines[0]).toMatch(message);
 });
 
-it('worker: a syntax error in a module the observers module imports is one line naming its file, line and column', () => {
+it.concurrent('worker: a syntax error in a module the observers module imports is one line naming its file, line and column', async () => {
   writeFileSync(join(dir, 'helper.mjs'), 'export const words = (s) => s.split(/\\s+/);\nexport const broken = () => { return 1 +; };\n');
   const file = join(dir, 'imports-broken.mjs');
   writeFileSync(file, "import { words } from './helper.mjs';\nexport default (w) => {};\n");
-  const r = run('worker', '--observers', file, '--store', 'memory:');
+  const r = await run('worker', '--observers', file, '--store', 'memory:');
   expect(r.code).toBe(1);
   expect(r.stderr).toMatch(
     /^percolator: INVALID_OBSERVERS_MODULE: .*imports-broken\.mjs failed to load: SyntaxError: Unexpected token ';' \(at .*helper\.mjs:2:41\)\n$/,
   );
 });
 
-it('worker: an observers module in TypeScript is one line that says to compile it', () => {
+it.concurrent('worker: an observers module in TypeScript is one line that says to compile it', async () => {
   const file = join(dir, 'observers.ts');
   writeFileSync(file, 'export default (w: unknown): void => {};\n');
-  const r = run('worker', '--observers', file, '--store', 'memory:');
+  const r = await run('worker', '--observers', file, '--store', 'memory:');
   expect(r.code).toBe(1);
   expect(r.stderr).toMatch(
     /^percolator: INVALID_OBSERVERS_MODULE: .*observers\.ts failed to load: .*: compile it to JavaScript \(tsc\) and give the \.js file\n$/,
   );
 });
 
-it('worker: an observer name used twice is a typed one-line error', () => {
+it.concurrent('worker: an observer name used twice is a typed one-line error', async () => {
   const file = join(dir, 'twice.mjs');
   writeFileSync(file, 'export default (w) => { const f = async () => {}; w.observe("a:b", "n", f); w.observe("a:c", "n", f); };\n');
-  const r = run('worker', '--observers', file, '--store', 'memory:');
+  const r = await run('worker', '--observers', file, '--store', 'memory:');
   expect(r.code).toBe(1);
   expect(r.stderr).toBe('percolator: INVALID_ARGUMENT: an observer named n is already registered\n');
 });
@@ -158,12 +157,12 @@ describe('serve and oracle on a port in use', () => {
   afterAll(() => new Promise<void>((resolve) => holder.close(() => resolve())));
 
   // Another port of the three would fail too if it happened to be in use: each is off but the one under test.
-  it.each([
+  it.concurrent.each([
     ['gRPC', (p: number) => ['--port', String(p), '--http-port', 'off', '--oracle-port', 'off']],
     ['oracle', (p: number) => ['--port', '0', '--http-port', 'off', '--oracle-port', String(p)]],
     ['HTTP', (p: number) => ['--port', '0', '--http-port', String(p), '--oracle-port', 'off']],
-  ])('fails as one line, LISTEN_FAILED, when its %s port is taken: no log line of grpc-js before it', (role, ports) => {
-    const r = run('serve', '--store', 'memory:', ...ports(port));
+  ])('fails as one line, LISTEN_FAILED, when its %s port is taken: no log line of grpc-js before it', async (role, ports) => {
+    const r = await run('serve', '--store', 'memory:', ...ports(port));
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
     const lines = r.stderr.trimEnd().split('\n');
@@ -172,30 +171,33 @@ describe('serve and oracle on a port in use', () => {
     ]);
   });
 
-  it('oracle: fails as serve does, one line LISTEN_FAILED and exit 1, and writes no --mark file, lock or directory', () => {
-    const at = mkdtempSync(join(dir, 'oracle-mark-'));
-    const r = run('oracle', '--port', String(port), '--mark', join(at, 'sub', 'oracle.mark'));
-    expect(r.code).toBe(1);
-    expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(
-      new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(oracle\\): .*EADDRINUSE[^\\n]*\\n$`),
-    );
-    expect(readdirSync(at)).toEqual([]);
-  });
+  it.concurrent(
+    'oracle: fails as serve does, one line LISTEN_FAILED and exit 1, and writes no --mark file, lock or directory',
+    async () => {
+      const at = mkdtempSync(join(dir, 'oracle-mark-'));
+      const r = await run('oracle', '--port', String(port), '--mark', join(at, 'sub', 'oracle.mark'));
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(
+        new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(oracle\\): .*EADDRINUSE[^\\n]*\\n$`),
+      );
+      expect(readdirSync(at)).toEqual([]);
+    },
+  );
 
   // gRPC fails before anything is served; the oracle after the store was opened and its mark saved in it.
-  it.each([
+  it.concurrent.each([
     ['gRPC', (p: number) => ['--port', String(p), '--http-port', 'off', '--oracle-port', 'off']],
     ['oracle', (p: number) => ['--port', '0', '--http-port', 'off', '--oracle-port', String(p)]],
-  ])('serve --data NEWDIR whose %s port is taken leaves no store and no directory behind', (role, ports) => {
+  ])('serve --data NEWDIR whose %s port is taken leaves no store and no directory behind', async (role, ports) => {
     const at = mkdtempSync(join(dir, 'serve-new-'));
-    const r = run('serve', '--data', join(at, 'a', 'store'), ...ports(port));
+    const r = await run('serve', '--data', join(at, 'a', 'store'), ...ports(port));
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(${role}\\): `));
     expect(readdirSync(at)).toEqual([]);
   });
 
-  it('serve --data on an existing store whose port is taken leaves that store as it was', async () => {
+  it.concurrent('serve --data on an existing store whose port is taken leaves that store as it was', async () => {
     const data = mkdtempSync(join(dir, 'serve-existing-'));
     const s = await openStore(`file:${data}`);
     await s.createTable('kept', { families: { f: {} } });
@@ -203,7 +205,7 @@ describe('serve and oracle on a port in use', () => {
       { setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: -1, value: Buffer.from('v') } },
     ]);
     await s.close();
-    const r = run('serve', '--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', String(port));
+    const r = await run('serve', '--data', data, '--port', '0', '--http-port', 'off', '--oracle-port', String(port));
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^percolator: LISTEN_FAILED: /);
     const again = await openStore(`file:${data}`, ONE_SHOT_STORE);
@@ -214,63 +216,71 @@ describe('serve and oracle on a port in use', () => {
     }
   });
 
-  it('oracle --store file:NEWDIR on a port in use leaves no store and no directory behind', () => {
+  it.concurrent('oracle --store file:NEWDIR on a port in use leaves no store and no directory behind', async () => {
     const at = mkdtempSync(join(dir, 'oracle-store-'));
-    const r = run('oracle', '--port', String(port), '--store', `file:${join(at, 'store')}`);
+    const r = await run('oracle', '--port', String(port), '--store', `file:${join(at, 'store')}`);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(oracle\\): `));
     expect(readdirSync(at)).toEqual([]);
   });
 });
 
-it.skipIf(!existsSync('/dev/full'))('an output that cannot be written (a full disk) is a one-line IO_ERROR', () => {
-  const r = spawnSync('sh', ['-c', `"${process.execPath}" "${mainJs}" demo --docs 3 --data "${join(dir, 'demo')}" --json > /dev/full`], {
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
+it.skipIf(!existsSync('/dev/full')).concurrent('an output that cannot be written (a full disk) is a one-line IO_ERROR', async () => {
+  const r = await runProcess('sh', [
+    '-c',
+    `"${process.execPath}" "${mainJs}" demo --docs 3 --data "${join(dir, 'demo')}" --json > /dev/full`,
+  ]);
   expect(r.stderr).toMatch(/^percolator: IO_ERROR: cannot write the output: ENOSPC/);
-  expect(r.status).toBe(1);
+  expect(r.code).toBe(1);
 });
 
-it('wait --tables: a table the store does not have is TABLE_NOT_FOUND naming those it has, one that is no Percolator table NOT_A_PERCOLATOR_TABLE; the tables given are waited for', async () => {
-  expect(run('wait', '--store', 'memory:', '--tables', 'nosuch', '--timeout', '5')).toEqual({
-    code: 1,
-    stdout: '',
-    stderr: `percolator: TABLE_NOT_FOUND: table "nosuch" does not exist; the store holds no table but Percolator's own\n`,
-  });
-  const store = join(dir, 'wait-tables');
-  expect(run('demo', '--docs', '5', '--corpus', 'synthetic', '--data', store, '--keep').code).toBe(0);
-  const s = await openStore(`file:${store}`, ONE_SHOT_STORE);
-  try {
-    await s.createTable('plain', { families: { f: {} } }); // a store table, not a Percolator one
-  } finally {
-    await s.close();
-  }
-  const missing = run('wait', '--store', `file:${store}`, '--tables', 'docs,nosuch', '--timeout', '5');
-  expect(missing.code).toBe(1);
-  expect(missing.stderr).toMatch(
-    /^percolator: TABLE_NOT_FOUND: table "nosuch" does not exist; the store's tables: (\w+, )*docs, (\w+, )*plain(, \w+)*\n$/,
-  );
-  expect(run('wait', '--store', `file:${store}`, '--tables', 'plain', '--timeout', '5')).toEqual({
-    code: 1,
-    stdout: '',
-    stderr:
-      'percolator: NOT_A_PERCOLATOR_TABLE: table plain is not a Percolator table: it lacks the system families lock, write, data, notify\n',
-  });
-  const r = run('wait', '--store', `file:${store}`, '--tables', 'docs,pages', '--timeout', '30');
-  expect(r.stderr).toBe('');
-  expect(r.stdout).toBe('quiescent\n');
-  expect(r.code).toBe(0);
+it.concurrent(
+  'wait --tables: a table the store does not have is TABLE_NOT_FOUND naming those it has, one that is no Percolator table NOT_A_PERCOLATOR_TABLE; the tables given are waited for',
+  async () => {
+    const store = join(dir, 'wait-tables');
+    // The first on a memory: store, the other making the file: one the rest read (one at a time: each locks it).
+    const [none, made] = await Promise.all([
+      run('wait', '--store', 'memory:', '--tables', 'nosuch', '--timeout', '5'),
+      run('demo', '--docs', '5', '--corpus', 'synthetic', '--data', store, '--keep'),
+    ]);
+    expect(none).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `percolator: TABLE_NOT_FOUND: table "nosuch" does not exist; the store holds no table but Percolator's own\n`,
+    });
+    expect(made.code).toBe(0);
+    const s = await openStore(`file:${store}`, ONE_SHOT_STORE);
+    try {
+      await s.createTable('plain', { families: { f: {} } }); // a store table, not a Percolator one
+    } finally {
+      await s.close();
+    }
+    const missing = await run('wait', '--store', `file:${store}`, '--tables', 'docs,nosuch', '--timeout', '5');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(
+      /^percolator: TABLE_NOT_FOUND: table "nosuch" does not exist; the store's tables: (\w+, )*docs, (\w+, )*plain(, \w+)*\n$/,
+    );
+    expect(await run('wait', '--store', `file:${store}`, '--tables', 'plain', '--timeout', '5')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'percolator: NOT_A_PERCOLATOR_TABLE: table plain is not a Percolator table: it lacks the system families lock, write, data, notify\n',
+    });
+    const r = await run('wait', '--store', `file:${store}`, '--tables', 'docs,pages', '--timeout', '30');
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('quiescent\n');
+    expect(r.code).toBe(0);
+  },
+);
+
+it.concurrent('a number option takes a fraction written in plain decimal where it is seconds', async () => {
+  const timeouts = ['0.5', '.5', '2.'];
+  const results = await Promise.all(timeouts.map((timeout) => run('wait', '--store', 'memory:', '--timeout', timeout)));
+  timeouts.forEach((timeout, i) => expect(results[i], timeout).toEqual({ code: 0, stdout: 'quiescent\n', stderr: '' }));
 });
 
-it('a number option takes a fraction written in plain decimal where it is seconds', () => {
-  for (const timeout of ['0.5', '.5', '2.']) {
-    expect(run('wait', '--store', 'memory:', '--timeout', timeout), timeout).toEqual({ code: 0, stdout: 'quiescent\n', stderr: '' });
-  }
-});
-
-it('--version prints the package version', () => {
-  const r = run('--version');
+it.concurrent('--version prints the package version', async () => {
+  const r = await run('--version');
   expect(r.code).toBe(0);
   expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
 });

@@ -527,7 +527,9 @@ async function track<T extends Store>(s: Promise<T>): Promise<T> {
   return st;
 }
 
-describe.skipIf(binary === null)('differential: memory vs emulator vs percolator serve', () => {
+// The tests run side by side: each on tables of its own, sharing the emulator and the server; each
+// waits on a round trip per operation most of the time, which the others' fill.
+describe.skipIf(binary === null).concurrent('differential: memory vs emulator vs percolator serve', () => {
   beforeAll(async () => {
     emu = await startEmulator(binary as string);
     try {

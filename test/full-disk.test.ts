@@ -20,6 +20,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Percolator } from '../src/txn/percolator.js';
 import { openStore } from '../src/store/open-store.js';
+import { runProcess } from './support/cli-process.js';
 
 const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
 if (!hasPrlimit) console.warn('prlimit (util-linux) is not installed: the full-disk tests skip');
@@ -30,7 +31,7 @@ afterAll(() => {
 });
 
 /** Runs `body` (an ES module's code, `dir` in scope) under a 3 MB file-size limit; its stdout's last line as JSON. */
-function underLimit(dir: string, body: string): Record<string, unknown> {
+async function underLimit(dir: string, body: string): Promise<Record<string, unknown>> {
   const script = `
     import { execFileSync } from 'node:child_process';
     import { readFileSync } from 'node:fs';
@@ -52,11 +53,10 @@ function underLimit(dir: string, body: string): Record<string, unknown> {
       }
     }
     ${body}`;
-  const out = spawnSync('prlimit', ['--fsize=3000000:unlimited', process.execPath, '--input-type=module', '-e', script], {
-    encoding: 'utf8',
-    timeout: 120_000,
+  const out = await runProcess('prlimit', ['--fsize=3000000:unlimited', process.execPath, '--input-type=module', '-e', script], {
+    timeoutMs: 120_000,
   });
-  expect(out.status, out.stderr).toBe(0);
+  expect(out.code, out.stderr).toBe(0);
   const lines = out.stdout.trim().split('\n');
   return JSON.parse(lines[lines.length - 1] as string) as Record<string, unknown>;
 }
@@ -76,13 +76,18 @@ async function expectRows(dir: string, keys: readonly string[]): Promise<void> {
   }
 }
 
-describe.skipIf(!hasPrlimit)('a full disk', () => {
-  it('store writes: the failed one and later ones are IO_ERRORs until writing resumes, reads go on, and a reopen has every acknowledged write', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'full-disk-store-'));
-    dirs.push(dir);
-    const r = underLimit(
-      dir,
-      `
+// Each test is a child process on a directory of its own, mostly waiting on the disk and the
+// engine's retry timer: they run side by side (the one file-size limit is each child's own), and
+// so more slowly each: the timeout allows for that.
+describe.skipIf(!hasPrlimit).concurrent('a full disk', { timeout: 120_000 }, () => {
+  it.concurrent(
+    'store writes: the failed one and later ones are IO_ERRORs until writing resumes, reads go on, and a reopen has every acknowledged write',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'full-disk-store-'));
+      dirs.push(dir);
+      const r = await underLimit(
+        dir,
+        `
       const { store, put, acked, first } = await fillUntilFailure();
       raiseLimit(); // the disk has room again
       const later = [];
@@ -98,26 +103,29 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
       let closeError = null;
       await store.close().catch((e) => { closeError = e.code; });
       console.log(JSON.stringify({ acked, first: first.code, firstMessage: first.message, later, read, resumed, afterResume, closeError }));`,
-    );
-    expect(r.first).toBe('IO_ERROR');
-    expect(r.firstMessage).toMatch(/File too large/);
-    expect(r.later).toEqual(Array(5).fill('IO_ERROR refused'));
-    const acked = r.acked as string[];
-    expect(r.read).toBe(acked[0]);
-    expect(acked.length).toBeGreaterThan(100);
-    expect(r.resumed).toBeNull();
-    expect(r.afterResume).toEqual(Array(5).fill('acknowledged'));
-    expect(r.closeError).toBeNull();
+      );
+      expect(r.first).toBe('IO_ERROR');
+      expect(r.firstMessage).toMatch(/File too large/);
+      expect(r.later).toEqual(Array(5).fill('IO_ERROR refused'));
+      const acked = r.acked as string[];
+      expect(r.read).toBe(acked[0]);
+      expect(acked.length).toBeGreaterThan(100);
+      expect(r.resumed).toBeNull();
+      expect(r.afterResume).toEqual(Array(5).fill('acknowledged'));
+      expect(r.closeError).toBeNull();
 
-    await expectRows(dir, acked); // every acknowledged write, none of the failed ones; and it writes again
-  });
+      await expectRows(dir, acked); // every acknowledged write, none of the failed ones; and it writes again
+    },
+  );
 
-  it('transactions and observers: writing resumes once there is room, the observers finish, and a reopen finds every acknowledged transaction whole', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'full-disk-txn-'));
-    dirs.push(dir);
-    const r = underLimit(
-      dir,
-      `
+  it.concurrent(
+    'transactions and observers: writing resumes once there is room, the observers finish, and a reopen finds every acknowledged transaction whole',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'full-disk-txn-'));
+      dirs.push(dir);
+      const r = await underLimit(
+        dir,
+        `
       const db = await Percolator.open({ store: 'file:' + dir });
       await db.createTable('t');
       const worker = db.worker({ threads: 4 });
@@ -161,46 +169,49 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
       await db.close().catch((e) => { closeError = e.code; });
       console.error = log;
       console.log(JSON.stringify({ acked, codes: [...codes], refusedLater, later, quiescence, notDerived, closeError, attempted: n }));`,
-    );
-    expect(r.codes).toEqual(['IO_ERROR']);
-    expect(r.refusedLater).toBe('IO_ERROR');
-    expect(r.quiescence).toBe('quiescent');
-    expect(r.later).toBe('acknowledged');
-    expect(r.notDerived).toEqual([]); // the observers finished without a reopen
-    expect(r.closeError).toBeNull();
-    const acked = r.acked as string[];
-    expect(acked.length).toBeGreaterThan(50);
+      );
+      expect(r.codes).toEqual(['IO_ERROR']);
+      expect(r.refusedLater).toBe('IO_ERROR');
+      expect(r.quiescence).toBe('quiescent');
+      expect(r.later).toBe('acknowledged');
+      expect(r.notDerived).toEqual([]); // the observers finished without a reopen
+      expect(r.closeError).toBeNull();
+      const acked = r.acked as string[];
+      expect(acked.length).toBeGreaterThan(50);
 
-    const db = await Percolator.open({ store: `file:${dir}` });
-    try {
-      const ackedSet = new Set(acked);
-      for (let i = 0; i < (r.attempted as number); i++) {
-        const k = `k${i}`;
-        const v = await db.getString('t', k, 'raw:v');
-        const pair = await db.getString('t', `${k}/pair`, 'raw:w');
-        expect(v === null, `${k}: torn`).toBe(pair === null);
-        if (ackedSet.has(k)) expect(pair, `${k}: acknowledged, lost`).toBe(k);
+      const db = await Percolator.open({ store: `file:${dir}` });
+      try {
+        const ackedSet = new Set(acked);
+        for (let i = 0; i < (r.attempted as number); i++) {
+          const k = `k${i}`;
+          const v = await db.getString('t', k, 'raw:v');
+          const pair = await db.getString('t', `${k}/pair`, 'raw:w');
+          expect(v === null, `${k}: torn`).toBe(pair === null);
+          if (ackedSet.has(k)) expect(pair, `${k}: acknowledged, lost`).toBe(k);
+        }
+        const worker = db.worker({ threads: 4 });
+        worker.observe('raw:v', 'copy', async (tx, row) => {
+          tx.set('t', row, 'derived:v', (await tx.getString('t', row, 'raw:v')) ?? '');
+        });
+        await worker.start();
+        await db.waitForQuiescence({ timeoutMs: 60_000 });
+        await worker.stop();
+        for (const k of acked) expect(await db.getString('t', k, 'derived:v')).toBe(`${'x'.repeat(2000)}${k}`);
+        expect(await db.getString('t', 'later', 'raw:w')).toBe('x');
+      } finally {
+        await db.close();
       }
-      const worker = db.worker({ threads: 4 });
-      worker.observe('raw:v', 'copy', async (tx, row) => {
-        tx.set('t', row, 'derived:v', (await tx.getString('t', row, 'raw:v')) ?? '');
-      });
-      await worker.start();
-      await db.waitForQuiescence({ timeoutMs: 60_000 });
-      await worker.stop();
-      for (const k of acked) expect(await db.getString('t', k, 'derived:v')).toBe(`${'x'.repeat(2000)}${k}`);
-      expect(await db.getString('t', 'later', 'raw:w')).toBe('x');
-    } finally {
-      await db.close();
-    }
-  });
+    },
+  );
 
-  it('deferred writes a failed write held stay visible to point reads, keep scans of their range waiting, and are written first when writing resumes', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'full-disk-deferred-'));
-    dirs.push(dir);
-    const r = underLimit(
-      dir,
-      `
+  it.concurrent(
+    'deferred writes a failed write held stay visible to point reads, keep scans of their range waiting, and are written first when writing resumes',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'full-disk-deferred-'));
+      dirs.push(dir);
+      const r = await underLimit(
+        dir,
+        `
       const store = await openStore('file:' + dir);
       await store.createTable('t', { families: { f: {} } });
       await store.createTable('u', { families: { f: {} } });
@@ -229,23 +240,24 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
       const scanned = await scan('t');
       await store.close();
       console.log(JSON.stringify({ deferred, durable, pointRead, last, stalledScan, otherScan, resumed, scanned }));`,
-    );
-    expect(r.pointRead).toBe(r.last);
-    expect(r.stalledScan).toBe('IO_ERROR refused');
-    expect(r.otherScan).toEqual(['other']);
-    expect(r.resumed).toBeNull();
-    const deferred = r.deferred as string[];
-    const durable = r.durable as string[];
-    expect(r.scanned).toEqual([...durable, ...deferred]); // 'a…' sorts before 'd…'
+      );
+      expect(r.pointRead).toBe(r.last);
+      expect(r.stalledScan).toBe('IO_ERROR refused');
+      expect(r.otherScan).toEqual(['other']);
+      expect(r.resumed).toBeNull();
+      const deferred = r.deferred as string[];
+      const durable = r.durable as string[];
+      expect(r.scanned).toEqual([...durable, ...deferred]); // 'a…' sorts before 'd…'
 
-    // every deferred write (acknowledged) and every acknowledged durable one; not the failed durable one
-    await expectRows(dir, [...durable, ...deferred]);
-  });
+      // every deferred write (acknowledged) and every acknowledged durable one; not the failed durable one
+      await expectRows(dir, [...durable, ...deferred]);
+    },
+  );
 
-  it('resumes by itself once there is room: nobody needs to call resumeWrites', async () => {
+  it.concurrent('resumes by itself once there is room: nobody needs to call resumeWrites', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'full-disk-auto-'));
     dirs.push(dir);
-    const r = underLimit(
+    const r = await underLimit(
       dir,
       `
       const { store, put, acked } = await fillUntilFailure();
@@ -264,12 +276,14 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
     await expectRows(dir, r.acked as string[]);
   });
 
-  it('a resume LevelDB cannot complete (its flush fails, so does the reopen) leaves no handle until one opens once there is room; nothing is lost', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'full-disk-stuck-'));
-    dirs.push(dir);
-    const r = underLimit(
-      dir,
-      `
+  it.concurrent(
+    'a resume LevelDB cannot complete (its flush fails, so does the reopen) leaves no handle until one opens once there is room; nothing is lost',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'full-disk-stuck-'));
+      dirs.push(dir);
+      const r = await underLimit(
+        dir,
+        `
       const { store, put, acked } = await fillUntilFailure();
       lowerLimit();
       const stuck = await store.resumeWrites();
@@ -282,20 +296,21 @@ describe.skipIf(!hasPrlimit)('a full disk', () => {
       const readAfter = (await store.readRow('t', Buffer.from(acked[0])))?.key.toString() ?? null;
       await store.close();
       console.log(JSON.stringify({ acked, stuck: stuck?.code ?? null, read, resumed, later, readAfter }));`,
-    );
-    expect(r.stuck).toBe('IO_ERROR');
-    expect(r.read).toBe('IO_ERROR reopening'); // no LevelDB handle (point reads the row cache holds still answer)
-    expect(r.resumed).toBeNull();
-    expect(r.later).toBe('acknowledged');
-    const acked = r.acked as string[];
-    expect(r.readAfter).toBe(acked[0]);
-    await expectRows(dir, acked);
-  });
+      );
+      expect(r.stuck).toBe('IO_ERROR');
+      expect(r.read).toBe('IO_ERROR reopening'); // no LevelDB handle (point reads the row cache holds still answer)
+      expect(r.resumed).toBeNull();
+      expect(r.later).toBe('acknowledged');
+      const acked = r.acked as string[];
+      expect(r.readAfter).toBe(acked[0]);
+      await expectRows(dir, acked);
+    },
+  );
 
-  it('a reopen waits for the scans open when it starts, which see every row; then writing resumes', async () => {
+  it.concurrent('a reopen waits for the scans open when it starts, which see every row; then writing resumes', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'full-disk-scan-'));
     dirs.push(dir);
-    const r = underLimit(
+    const r = await underLimit(
       dir,
       `
       const { store, put, acked } = await fillUntilFailure();
@@ -340,16 +355,18 @@ int fsync(int fd) { if (failing()) { errno = EIO; return -1; } int (*real)(int) 
 const hasCc = spawnSync('cc', ['--version']).status === 0;
 if (!hasCc) console.warn('no C compiler (cc): the failed-fsync test skips');
 
-describe.skipIf(!hasCc)('a failed fsync', () => {
-  it('refuses writes for good in this process (no resume in place), reads go on, and a restart has every acknowledged write', async () => {
-    const work = mkdtempSync(join(tmpdir(), 'fail-sync-'));
-    dirs.push(work);
-    writeFileSync(join(work, 'shim.c'), SHIM_SOURCE);
-    const cc = spawnSync('cc', ['-shared', '-fPIC', '-o', join(work, 'shim.so'), join(work, 'shim.c'), '-ldl'], { encoding: 'utf8' });
-    expect(cc.status, cc.stderr).toBe(0);
-    const dir = join(work, 'store');
-    const trigger = join(work, 'fail-now');
-    const script = `
+describe.skipIf(!hasCc).concurrent('a failed fsync', () => {
+  it.concurrent(
+    'refuses writes for good in this process (no resume in place), reads go on, and a restart has every acknowledged write',
+    async () => {
+      const work = mkdtempSync(join(tmpdir(), 'fail-sync-'));
+      dirs.push(work);
+      writeFileSync(join(work, 'shim.c'), SHIM_SOURCE);
+      const cc = spawnSync('cc', ['-shared', '-fPIC', '-o', join(work, 'shim.so'), join(work, 'shim.c'), '-ldl'], { encoding: 'utf8' });
+      expect(cc.status, cc.stderr).toBe(0);
+      const dir = join(work, 'store');
+      const trigger = join(work, 'fail-now');
+      const script = `
       import { rmSync, writeFileSync } from 'node:fs';
       import { openStore } from ${JSON.stringify(resolve('dist/index.js'))};
       const store = await openStore('file:' + ${JSON.stringify(dir)});
@@ -367,36 +384,36 @@ describe.skipIf(!hasCc)('a failed fsync', () => {
       const read = (await store.readRow('t', Buffer.from('a0')))?.key.toString() ?? null;
       await store.close().catch(() => undefined);
       console.log(JSON.stringify({ acked, failed: failed && { code: failed.code, message: failed.message }, resumed: resumed && { resumable: resumed.details.resumable, message: resumed.message }, later, read }));`;
-    const out = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-      encoding: 'utf8',
-      timeout: 60_000,
-      env: { ...process.env, LD_PRELOAD: join(work, 'shim.so'), FAIL_SYNC_FILE: trigger },
-    });
-    expect(out.status, out.stderr).toBe(0);
-    const lines = out.stdout.trim().split('\n');
-    const r = JSON.parse(lines[lines.length - 1] as string) as {
-      acked: string[];
-      failed: { code: string; message: string } | null;
-      resumed: { resumable: boolean; message: string } | null;
-      later: string;
-      read: string | null;
-    };
-    expect(r.failed).toMatchObject({ code: 'IO_ERROR' });
-    expect(r.failed?.message).toMatch(/Input\/output error/);
-    expect(r.resumed).toMatchObject({ resumable: false });
-    expect(r.resumed?.message).toMatch(/restart the process/);
-    expect(r.later).toBe('IO_ERROR');
-    expect(r.read).toBe('a0');
-    // After a restart: every acknowledged write. The failed one may be there or not (its record
-    // reached the page cache before the fsync failed) — the ambiguity the refusal keeps out of
-    // the process that reported the failure.
-    const store = await openStore(`file:${dir}`);
-    try {
-      const found: string[] = [];
-      for await (const row of store.readRows('t')) found.push(row.key.toString());
-      expect(found.filter((k) => k !== 'failed')).toEqual([...r.acked].sort());
-    } finally {
-      await store.close();
-    }
-  });
+      const out = await runProcess(process.execPath, ['--input-type=module', '-e', script], {
+        timeoutMs: 60_000,
+        env: { ...process.env, LD_PRELOAD: join(work, 'shim.so'), FAIL_SYNC_FILE: trigger },
+      });
+      expect(out.code, out.stderr).toBe(0);
+      const lines = out.stdout.trim().split('\n');
+      const r = JSON.parse(lines[lines.length - 1] as string) as {
+        acked: string[];
+        failed: { code: string; message: string } | null;
+        resumed: { resumable: boolean; message: string } | null;
+        later: string;
+        read: string | null;
+      };
+      expect(r.failed).toMatchObject({ code: 'IO_ERROR' });
+      expect(r.failed?.message).toMatch(/Input\/output error/);
+      expect(r.resumed).toMatchObject({ resumable: false });
+      expect(r.resumed?.message).toMatch(/restart the process/);
+      expect(r.later).toBe('IO_ERROR');
+      expect(r.read).toBe('a0');
+      // After a restart: every acknowledged write. The failed one may be there or not (its record
+      // reached the page cache before the fsync failed) — the ambiguity the refusal keeps out of
+      // the process that reported the failure.
+      const store = await openStore(`file:${dir}`);
+      try {
+        const found: string[] = [];
+        for await (const row of store.readRows('t')) found.push(row.key.toString());
+        expect(found.filter((k) => k !== 'failed')).toEqual([...r.acked].sort());
+      } finally {
+        await store.close();
+      }
+    },
+  );
 });

@@ -1,6 +1,8 @@
 /**
  * A `percolator` command as a child process for the CLI tests: its stdout and stderr collected as
- * they come, its exit code, and a wait for what it prints (failing, with its stderr, if it exits first).
+ * they come, its exit code, and a wait for what it prints (failing, with its stderr, if it exits first);
+ * or (runCli, runProcess) run to its end like spawnSync, but without blocking the event loop, so that
+ * the commands of concurrent tests run side by side.
  */
 import { type ChildProcessWithoutNullStreams, type SpawnOptionsWithoutStdio, spawn } from 'node:child_process';
 
@@ -45,4 +47,51 @@ export function spawnCli(mainJs: string, args: readonly string[], options: Spawn
         void exited.then((code) => reject(new Error(`${args[0]} exited (${code}) before ${what}: ${stderr}`)));
       }),
   };
+}
+
+export interface CliResult {
+  /** The exit code (null: killed, by a signal or the timeout). */
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `node mainJs args` to its end, as spawnSync would, without blocking the event loop: tests
+ * that run several commands concurrently (it.concurrent, Promise.all) overlap their ~0.2 s starts.
+ */
+export function runCli(mainJs: string, args: readonly string[], options: RunOptions = {}): Promise<CliResult> {
+  return runProcess(process.execPath, [mainJs, ...args], options);
+}
+
+export type RunOptions = SpawnOptionsWithoutStdio & {
+  /** Killed (SIGKILL, code null) after this long; 30 s unless given. */
+  timeoutMs?: number;
+};
+
+/** Runs `file args` to its end (stdin closed), collecting its output as text. */
+export function runProcess(file: string, args: readonly string[], options: RunOptions = {}): Promise<CliResult> {
+  const { timeoutMs = 30_000, ...spawnOptions } = options;
+  const child = spawn(file, args, { ...spawnOptions, stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stdin.end();
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    stdout += d;
+  });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((resolve, reject) => {
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    // 'close', not 'exit': stdout and stderr are read to their end.
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
 }

@@ -88,13 +88,16 @@ export function register(program: Command): void {
       });
       const worker = db.worker({ threads: opts.threads });
       await registerObservers(worker, db);
+      // Listening for the signals before saying it runs, as serve does: whoever reads that line may
+      // signal at once, and Node's first signal listener takes milliseconds to install — a SIGTERM
+      // in between killed the worker outright, without its graceful stop (2026-12-02).
+      const stopped = new Promise<void>((done) => {
+        process.once('SIGTERM', () => done());
+        process.once('SIGINT', () => done());
+      });
       await worker.start();
       process.stderr.write(`percolator worker: running observers of ${opts.observers} on ${opts.store} with ${opts.threads} threads\n`);
-      await new Promise<void>((done) => {
-        const stop = () => done();
-        process.once('SIGTERM', stop);
-        process.once('SIGINT', stop);
-      });
+      await stopped;
       await worker.stop();
       await db.close();
       const m = worker.metrics;

@@ -131,12 +131,7 @@ it.concurrent('worker: a syntax error in a module the observers module imports i
 /** Runs `percolator worker` on `file`, sends SIGTERM the moment it says it runs, and returns how it ended. */
 async function termAsSoonAsRunning(file: string): Promise<{ code: number | null; stderr: string }> {
   const p = spawnCli(mainJs, ['worker', '--observers', file, '--store', 'memory:']);
-  await new Promise<void>((resolve, reject) => {
-    p.child.stderr.on('data', () => {
-      if (p.stderr().includes(`running observers of ${file}`)) resolve();
-    });
-    void p.exited.then((code) => reject(new Error(`the worker exited (${code}) before it ran: ${p.stderr()}`)));
-  });
+  await p.waitForStderr((stderr) => stderr.includes(`running observers of ${file}`), 'it said it runs');
   p.child.kill('SIGTERM');
   return { code: await p.exited, stderr: p.stderr() };
 }

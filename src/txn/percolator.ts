@@ -137,9 +137,9 @@ export interface PendingEvidence {
   /** A few pending cells (at most PENDING_EXAMPLES), the row printable (`0x…` when binary). */
   readonly examples: readonly { readonly table: string; readonly row: string; readonly column: string }[];
   /**
-   * Pending notifications counted at the wait's first poll that found one (a full pass, once), so
-   * `pending` beside it says whether the backlog shrank while the wait went on; null when no poll
-   * before the last found one, or the store could not answer then.
+   * Pending notifications counted by the wait's first poll that found one (polls count in full
+   * until then), so `pending` beside it says whether the backlog shrank while the wait went on;
+   * null when no poll before the last found one, or the store could not answer then.
    */
   readonly pendingAtStart: number | null;
 }
@@ -720,18 +720,17 @@ export class Percolator {
     // store counts per table; the oracle's count would see every other table's work too, and a
     // process busy elsewhere (another application's tables) would never let the wait end.
     const activity = only === null ? null : tablesWriteActivity(this.store, only);
-    // A wait that times out says whether the backlog shrank meanwhile: counted in full once.
+    // A wait that times out says whether the backlog shrank meanwhile: the polls count in full until
+    // one finds a notification pending (a pass that finds none reads as much either way).
     let pendingAtStart: number | null = null;
     for (;;) {
       failed = null;
       const before = activity?.() ?? issuedCount(this.oracle);
-      // Whether any is pending, not how many: with a backlog the pass stops at the first one
+      // Then whether any is pending, not how many: with a backlog the pass stops at the first one
       // instead of reading every notification at every poll (5 % of a web index run's thread).
-      const pending = await orOutOfReach(this.scanPending(1, only));
+      const pending: number | null = await orOutOfReach(this.scanPending(pendingAtStart === null ? Number.POSITIVE_INFINITY : 1, only));
       const after = activity?.() ?? issuedCount(this.oracle);
-      if (pendingAtStart === null && pending !== null && pending > 0) {
-        pendingAtStart = await orOutOfReach(this.scanPending(Number.POSITIVE_INFINITY, only));
-      }
+      if (pendingAtStart === null && pending !== null && pending > 0) pendingAtStart = pending;
       if (pending === 0 && before === after && before !== BUSY) {
         // Observers commit with deferred durability: quiescent also means durable.
         await atomicRowsOf(this.store)?.sync();

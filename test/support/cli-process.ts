@@ -14,6 +14,8 @@ export interface CliProcess {
   readonly exited: Promise<number | null>;
   /** Resolves with stdout so far once `done(stdout)` holds; rejects if the process exits before. */
   waitForStdout(done: (stdout: string) => boolean, what: string): Promise<string>;
+  /** The same for stderr (where `percolator worker` says it runs). */
+  waitForStderr(done: (stderr: string) => boolean, what: string): Promise<string>;
 }
 
 export function spawnCli(mainJs: string, args: readonly string[], options: SpawnOptionsWithoutStdio = {}): CliProcess {
@@ -28,24 +30,27 @@ export function spawnCli(mainJs: string, args: readonly string[], options: Spawn
   });
   child.stderr.on('data', (d: Buffer) => {
     stderr += d.toString();
+    for (const w of watchers) w();
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const waitFor = (output: () => string, done: (text: string) => boolean, what: string) =>
+    new Promise<string>((resolve, reject) => {
+      const check = (): void => {
+        if (!done(output())) return;
+        watchers.delete(check);
+        resolve(output());
+      };
+      watchers.add(check);
+      check();
+      void exited.then((code) => reject(new Error(`${args[0]} exited (${code}) before ${what}: ${stderr}`)));
+    });
   return {
     child,
     stdout: () => stdout,
     stderr: () => stderr,
     exited,
-    waitForStdout: (done, what) =>
-      new Promise<string>((resolve, reject) => {
-        const check = (): void => {
-          if (!done(stdout)) return;
-          watchers.delete(check);
-          resolve(stdout);
-        };
-        watchers.add(check);
-        check();
-        void exited.then((code) => reject(new Error(`${args[0]} exited (${code}) before ${what}: ${stderr}`)));
-      }),
+    waitForStdout: (done, what) => waitFor(() => stdout, done, what),
+    waitForStderr: (done, what) => waitFor(() => stderr, done, what),
   };
 }
 

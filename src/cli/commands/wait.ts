@@ -47,8 +47,9 @@ export function register(program: Command): void {
 
 /**
  * What to do after a QUIESCENCE_TIMEOUT, from whether the backlog shrank while the wait went on
- * (the library's `pendingAtStart` beside `pending`; its message gives both counts). A backlog that did not shrink may still have
- * been worked on (new writes arriving as fast): the advice names both ways, most likely first.
+ * (the library's `pendingAtStart` beside `pending`; its message gives both counts). A backlog
+ * that did not shrink may still have been worked on (new writes arriving as fast): the advice
+ * names both ways, most likely first.
  */
 export function timeoutAdvice(details: Readonly<Record<string, unknown>>, timeoutS: number): string {
   const { pending, pendingAtStart } = details;

@@ -245,6 +245,9 @@ export interface StoreServer {
 export function serveStoreOverIpc(store: Store, child: ChildProcess | IpcChannel): StoreServer {
   const channel: IpcChannel = isChildProcess(child) ? childChannel(child) : child;
   // The worker's readers cannot see this process's in-memory commit locks (two-phase from now on).
+  // Shared for good (the share is not released): a detached server still answers the requests in
+  // flight, so nothing here knows when the last answer has gone, and the checkers serve their
+  // workers until they close the store anyway.
   atomicRowsOf(store)?.markShared();
   let inFlight = 0;
   let waiters: (() => void)[] = [];

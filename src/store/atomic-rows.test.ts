@@ -146,6 +146,18 @@ for (const kind of ['memory:', 'file:'] as const) {
       expect(store.shared).toBe(true);
       await store.close();
     });
+
+    it('is shared while any share is held; a release counts once', async () => {
+      const { store } = await open();
+      const first = store.markShared();
+      const second = store.markShared();
+      first();
+      first(); // idempotent: must not take the second holder's share away
+      expect(store.shared).toBe(true);
+      second();
+      expect(store.shared).toBe(false);
+      await store.close();
+    });
   });
 }
 

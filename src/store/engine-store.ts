@@ -993,14 +993,21 @@ export class EngineStore implements AtomicRowsStore {
   // ------------------------------------------------------------------------------------------
   // The atomic multi-row extension (AtomicRowsStore)
 
-  private isShared = false;
+  /** Shares held (markShared calls not yet released): shared while any is. */
+  private shares = 0;
 
   get shared(): boolean {
-    return this.isShared;
+    return this.shares > 0;
   }
 
-  markShared(): void {
-    this.isShared = true;
+  markShared(): () => void {
+    this.shares++;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.shares--;
+    };
   }
 
   async sync(): Promise<void> {

@@ -96,12 +96,21 @@ export interface Store {
  */
 export interface AtomicRowsStore extends Store {
   /**
-   * True once the store is reachable from other processes (`percolator serve`, the checkers' IPC
-   * channel): their readers cannot see what this process keeps in memory. Never goes back.
+   * True while the store may be reachable from other processes (`percolator serve`, the checkers'
+   * IPC channel): their readers cannot see what this process keeps in memory (the one-phase
+   * commits' in-memory locks), so every Percolator of this process commits in two phases. A
+   * counted mark: true while any share taken with `markShared` is held.
    */
   readonly shared: boolean;
-  /** Marks the store shared (see `shared`). */
-  markShared(): void;
+  /**
+   * Takes a share (see `shared`: true from this call on) and returns its release, idempotent. The
+   * holder releases it once nothing the store holds can reach another process through what it
+   * shared any more (startServer: once its gRPC server has stopped). What such processes wrote
+   * stays in the store as ordinary cells, their locks included, which this process's readers and
+   * one-phase commits see: that is why the release is safe then. A holder that never releases
+   * marks the store shared for good (the checkers' IPC channel).
+   */
+  markShared(): () => void;
   /**
    * If no entry's predicate matches a cell of its row, applies every entry's mutations in one
    * atomic write (all rows or none, durable when resolved unless deferred); otherwise writes

@@ -85,7 +85,7 @@ export interface PercolatorOptions {
    * How transactions commit. 'auto' (default): in ONE phase — one atomic store write for all
    * rows, no lock cells (commit-one-phase.ts, TiKV's 1PC) — while the store is an embedded one
    * (`memory:`, `file:`) that no other process can reach; in two phases otherwise (shared stores:
-   * `bigtable://`, or an embedded store once `percolator serve` or a checker shares it).
+   * `bigtable://`, or an embedded store while `percolator serve` or a checker shares it).
    * 'two-phase': always Percolator's two-phase commit with primary and secondary locks.
    */
   readonly commitProtocol?: 'auto' | 'two-phase';

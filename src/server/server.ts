@@ -22,6 +22,20 @@
  *   made again in this process; and a `file:` store it created in a missing or empty directory is
  *   removed again, with the directories it made (store/embedded/new-store-dir.ts); a store that was
  *   there is left as it was.
+ * - An embedded store is marked shared (`AtomicRowsStore.markShared`: every Percolator of this
+ *   process commits in two phases, since clients cannot see its in-memory commit locks) from
+ *   before the gRPC port is bound until the gRPC server has stopped. The mark is synchronous and
+ *   a commit chooses its protocol and takes its in-memory locks in one step, so the one-phase
+ *   commits in flight at the mark are exactly those holding such locks: the port is bound only
+ *   once they have ended (`MemLocks.settled`), so no client reads beside one. The gRPC server has
+ *   stopped after tryShutdown's callback (no listener, every session closed) or forceShutdown
+ *   (both at once: `close()` past its grace, a failed start's cleanup); then this server's share
+ *   is released, and the store is unshared unless another holder (a second server, the checkers'
+ *   IPC channel) still has one. Releasing then is safe: no read can reach a client any more (a
+ *   cancelled call's handler may still finish a store call, but its answer goes nowhere), and
+ *   what clients wrote — locks of commits they never finished included — is in the store as
+ *   ordinary cells, which this process's readers see and resolve, and which veto a one-phase
+ *   commit as they veto a prewrite.
  * - `close()` is graceful and idempotent: /healthz turns 503; new gRPC calls get UNAVAILABLE
  *   while in-flight calls run to their status (a ReadRows held back by a slow reader included);
  *   then GOAWAY and stop listening (all of it within `shutdownGraceMs`, after which the rest is
@@ -37,6 +51,7 @@ import { Server, ServerCredentials, status, type UntypedServiceImplementation } 
 import { InProcessLockService } from '../notify/lock-service.js';
 import { Liveness } from '../txn/liveness.js';
 import { acquireOracle, releaseOracle } from '../txn/shared-oracle.js';
+import { memLocksOf } from '../txn/mem-locks.js';
 import { type OracleServer, startOracleServer } from '../oracle/server.js';
 import type { EngineStoreOptions } from '../store/engine-store.js';
 import { DEFAULT_STORE_URL, fileStoreDir, openStore } from '../store/open-store.js';
@@ -180,9 +195,6 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
   const storeDir = ownsStore ? fileStoreDir(storeUrl) : null;
   const fresh = storeDir === null ? null : await (await import('../store/embedded/new-store-dir.js')).noteNewStoreDir(storeDir);
   const store = options.store ?? (await openStore(storeUrl, options.storeOptions));
-  // Clients in other processes cannot see this process's in-memory commit locks: from now on any
-  // Percolator in this process commits in two phases on this store.
-  atomicRowsOf(store)?.markShared();
   const ownsLocks = options.lockService === undefined;
   const locks = options.lockService ?? new InProcessLockService(undefined, ownerGoneIn(store));
 
@@ -211,15 +223,18 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
    * start's own error is the one reported.
    */
   const cleanup = async (): Promise<void> => {
-    const step = async (close: () => unknown): Promise<void> => {
+    const step = async (close: () => unknown): Promise<boolean> => {
       try {
         await close();
+        return true;
       } catch {
-        // reported: the start's error
+        return false; // reported: the start's error
       }
     };
     if (rateTimer !== null) clearInterval(rateTimer);
-    await step(() => grpcServer?.forceShutdown());
+    // forceShutdown stops listening and destroys every session at once: from then on nothing the
+    // store holds reaches another process through this server, and the share can go (header).
+    if (await step(() => grpcServer?.forceShutdown())) unshare?.();
     await step(() => oracle?.close());
     if (oracleHeld) await step(() => releaseOracle(store));
     await step(() => http?.close());
@@ -230,7 +245,15 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
     await fresh?.undo();
   };
 
+  // Clients in other processes cannot see this process's in-memory commit locks: from now on every
+  // Percolator in this process commits in two phases on this store, until the gRPC server has
+  // stopped (close(), or a failed start's cleanup) and this share is released (header).
+  const unshare = atomicRowsOf(store)?.markShared() ?? null;
   try {
+    // A one-phase commit that chose its protocol before the mark may still be in flight, its locks
+    // in memory only: the port is bound once it has ended, so no client can read beside it.
+    if (unshare !== null) await memLocksOf(store).settled();
+
     // --- gRPC -------------------------------------------------------------------------------
     grpcServer = new Server({
       'grpc.max_receive_message_length': maxMessageBytes,
@@ -414,6 +437,9 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
             log(`shutdown: ${tracker.inflight} in-flight call(s) did not finish within ${grace} ms; cancelling them`);
             theGrpc.forceShutdown();
           }
+          // The gRPC server has stopped (tryShutdown's callback: no listener, every session closed;
+          // or forceShutdown: both at once): the store is this process's alone again (header).
+          unshare?.();
           if (rateTimer !== null) clearInterval(rateTimer);
           await oracle?.close().catch((e: unknown) => log(`shutdown: oracle: ${(e as Error).message}`));
           if (oracleHeld) await releaseOracle(store).catch((e: unknown) => log(`shutdown: oracle: ${(e as Error).message}`));

@@ -81,6 +81,23 @@ export class MemLocks {
     if (slot.length === 1) byRow.set(k, slot[0] as Entry);
   }
 
+  /**
+   * Resolves once every commit holding locks now has ended. Commits that lock later are not waited
+   * for: a caller that has just made new commits take two phases (`markShared`) waits here for the
+   * one-phase commits that chose their protocol before (startServer).
+   */
+  settled(): Promise<void> {
+    if (this.count === 0) return Promise.resolve();
+    const pending = new Set<Promise<void>>();
+    for (const byRow of this.tables.values()) {
+      for (const slot of byRow.values()) {
+        if (!Array.isArray(slot)) pending.add(slot.done);
+        else for (const e of slot) pending.add(e.done);
+      }
+    }
+    return Promise.all(pending).then(() => undefined);
+  }
+
   /** Locked cells (for tests and status). */
   get size(): number {
     return this.count;

@@ -14,6 +14,7 @@ import { frozenWriter } from '../txn/frozen-writer.fixture.js';
 import { Percolator } from '../txn/percolator.js';
 import { ObserverFailure } from './run-observer.js';
 import { isTxnError, type TxnError } from '../txn/errors.js';
+import { atomicRowsOf } from '../store/store.js';
 
 const str = (v: Uint8Array | null) => (v === null ? null : Buffer.from(v).toString());
 
@@ -145,3 +146,48 @@ it('an observer that loses every attempt: RETRIES_EXHAUSTED names the row, its a
     await db.close();
   }
 }, 40_000);
+
+it('a store shared between the run and its commit still has the notification cleared (by the worker, after a two-phase commit)', async () => {
+  const store = await openStore('memory:');
+  const db = await Percolator.open({ store });
+  const atomic = atomicRowsOf(store);
+  if (atomic === null) throw new Error('memory: is an atomic-rows store');
+  let unshare: (() => void) | null = null;
+  try {
+    await db.createTable('t');
+    const worker = db.worker({ threads: 1, scanners: 1 });
+    worker.observe('c:in', 'copy', async (tx, row) => {
+      tx.set('t', row, 'c:out', (await tx.getString('t', row, 'c:in')) ?? '');
+      // The store becomes shared (`percolator serve` starting) right after the worker asks for the
+      // one-phase clearing, before the commit chooses its protocol: it commits in two phases.
+      const ask = tx.clearNotificationsOnCommit.bind(tx);
+      tx.clearNotificationsOnCommit = (...args) => {
+        const asked = ask(...args);
+        unshare ??= atomic.markShared();
+        return asked;
+      };
+    });
+    await worker.start();
+    try {
+      await db.transaction(async (tx) => tx.set('t', 'r', 'c:in', 'x'));
+      await until(() => worker.metrics.cleared >= 1);
+      expect(unshare).not.toBeNull();
+      expect(str(await db.get('t', 'r', 'c:out'))).toBe('x');
+      // Counted cleared once the run has ended: a clearing the commit did not write left the cell.
+      expect(await db.pendingNotifications()).toBe(0);
+    } finally {
+      await worker.stop();
+    }
+  } finally {
+    (unshare as (() => void) | null)?.();
+    await db.close();
+  }
+});
+
+async function until(cond: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not met in 10 s');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

@@ -271,8 +271,10 @@ export async function runObserver(
         // Nobody outside waits for an observer's commit: it need not wait for an fsync of its own
         // (Transaction.deferDurability says why a crash cannot lose a change's processing).
         tx.deferDurability();
-        const cleared = clearUpTo !== undefined && tx.clearNotificationsOnCommit(table, row, obs.column, clearUpTo);
+        if (clearUpTo !== undefined) tx.clearNotificationsOnCommit(table, row, obs.column, clearUpTo);
         await commit();
+        // Asked is not done: a store shared meanwhile commits in two phases, without the clearing.
+        const cleared = tx.clearedOnCommit;
         return { ran: true, committed: true, upTo, conflicts, staleRetries: 1000 - freeRetries, notified: tx.notifiedWrites(), cleared };
       } catch (e) {
         tx.abort();

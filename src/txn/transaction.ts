@@ -475,6 +475,8 @@ export class Transaction extends Snapshot {
   private notified: readonly NotifiedWrite[] = [];
   /** Notification clearings to write with a one-phase commit (clearNotificationsOnCommit). */
   private clears: SideWrite[] | null = null;
+  /** A one-phase commit wrote `clears`. */
+  private clearsWritten = false;
   private committed: number | null = null;
   private durability: 'durable' | 'deferred' = 'durable';
   /** Who commits this transaction, when it is not its user's to commit (reserveCommit). */
@@ -546,13 +548,20 @@ export class Transaction extends Snapshot {
    * commit write, so an observer run's commit and the clearing of what it processed are one row
    * write. Only a one-phase commit can carry it: returns false otherwise, and the caller clears
    * the notifications itself after the commit. Nothing is cleared if the transaction does not
-   * commit (aborts, conflicts, or writes nothing).
+   * commit (aborts, conflicts, or writes nothing). True is a request, not a promise: the store
+   * may be shared (`percolator serve` starting) before the commit chooses its protocol, which
+   * then takes two phases without the clearing — `clearedOnCommit` says what the commit did.
    */
   clearNotificationsOnCommit(table: string, row: Uint8Array, column: string, maxTs: number): boolean {
     this.checkActive();
     if (this.onePhase() === null) return false;
     (this.clears ??= []).push({ table, row, mutations: clearNotifications(column, maxTs) });
     return true;
+  }
+
+  /** Internal (the worker): whether the commit wrote the clearings `clearNotificationsOnCommit` asked for. */
+  get clearedOnCommit(): boolean {
+    return this.clearsWritten;
   }
 
   /** The store and in-memory locks of a one-phase commit, or null when commits take two phases. */
@@ -773,6 +782,7 @@ export class Transaction extends Snapshot {
       if (env.onProtocolPoint !== undefined) await env.onProtocolPoint('before-primary-commit');
       await commitOnePhase(store, rows, this.startTs, commitTs, this.durability, side);
       this.committed = commitTs;
+      this.clearsWritten = this.clears !== null;
     } finally {
       release();
     }

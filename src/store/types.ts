@@ -195,6 +195,14 @@ export interface CheckAndMutateRequest extends WriteOptions {
   readonly predicateFilter?: RowFilter;
   readonly trueMutations?: readonly Mutation[];
   readonly falseMutations?: readonly Mutation[];
+  /**
+   * The caller reads the outcome right whether or not an earlier send of this very request was
+   * applied (Percolator's protocol actions: a prewrite that finds its own lock succeeded, a
+   * commit that finds its own commit record committed). A remote store may then send it again
+   * when a connection failure (a reset) left the outcome unknown, instead of failing the call;
+   * other stores ignore it. Without it, such a failure is the caller's.
+   */
+  readonly resendable?: boolean;
 }
 
 /**

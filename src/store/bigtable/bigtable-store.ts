@@ -59,11 +59,11 @@ import {
   validateTableName,
 } from '../validate.js';
 import { checkModifications, tableSpecFromProto, tableSpecToProto, validateTableSpec } from './admin-convert.js';
-import { type BigtableClients, createClients } from './clients.js';
+import { type BigtableClients, createClients, LOCAL_CHANNEL_OPTIONS } from './clients.js';
 import { emulatorUnsafe, type ProtoRowFilter, toProtoFilter } from './filter-translate.js';
 import { gcKeepFilter } from './gc-filter.js';
 import { type BatchEntry, CheckAndMutateBatcher } from './check-and-mutate-batcher.js';
-import { codeFromStatusDetails, isRetryable, Status, statusToStoreError, toStoreError } from './grpc-errors.js';
+import { codeFromStatusDetails, isConnectionFailure, isRetryable, Status, statusToStoreError, toStoreError } from './grpc-errors.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { mutationBytes, type ProtoMutation, toProtoMutations, toProtoRules } from './mutations.js';
 import { type ReadGroup, ReadRowBatcher } from './read-row-batcher.js';
@@ -78,6 +78,12 @@ export const MAX_MUTATIONS_PER_REQUEST = 100_000;
 export const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
 const READ_RETRIES = 5;
 const MUTATE_RETRIES = 3;
+/**
+ * How often a request that may run twice is sent again after its connection failed (`resending`):
+ * 20, 40, … 320 ms apart, ~0.6 s in all. A reset fails only the calls in flight and the next one
+ * connects again, so one more send nearly always does; a server that is down still fails fast.
+ */
+const CONNECTION_RETRIES = 5;
 const CAS_ATTEMPTS = 100;
 /**
  * Call options for server-streaming calls, built fresh each time (gax adds routing headers to the
@@ -302,13 +308,32 @@ export class BigtableStore implements Store {
     }
   }
 
+  /**
+   * `send` again after a connection failure (UNAVAILABLE: a reset, a dropped connection), up to
+   * CONNECTION_RETRIES times; any other error, or the last failure, is thrown. Only for requests
+   * that may run twice: reads, writes with explicit timestamps, conditional mutations whose caller
+   * says so (`resendable`). Without it a reset failed every call it caught in flight, and a
+   * transaction that spans resets — each of its calls short enough to fit between two — failed
+   * whole whenever one of its calls was in flight at one (test/txn-resets.test.ts).
+   */
+  private async resending<T>(send: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await send();
+      } catch (e) {
+        if (this.closed || attempt > CONNECTION_RETRIES || !isConnectionFailure(e)) throw e;
+      }
+      await sleep(10 * 2 ** attempt);
+    }
+  }
+
   /** The table's schema, cached for `schemaCacheMs` (fresh = always ask the server). */
   private async schema(table: string, fresh = false): Promise<TableSpec> {
     this.checkTableRef(table);
     const e = this.schemas.get(table);
     if (!fresh && e?.spec !== undefined && Date.now() - e.at <= this.config.schemaCacheMs) return e.spec;
     if (!fresh && e?.pending !== undefined) return e.pending;
-    const pending = this.call({ table }, () => this.fetchSpec(table));
+    const pending = this.call({ table }, () => this.resending(() => this.fetchSpec(table)));
     const entry: SchemaEntry = { ...(e?.spec !== undefined ? { spec: e.spec } : {}), at: e?.at ?? 0, pending };
     this.schemas.set(table, entry);
     try {
@@ -411,8 +436,9 @@ export class BigtableStore implements Store {
   ): Promise<readonly E[]> {
     if (this.batchClient === null) {
       const BatchClient = makeGenericClientConstructor(batchServiceDefinition(), 'BatchService');
-      this.batchClient = new BatchClient(this.config.host as string, credentials.createInsecure()) as unknown as Client &
-        Record<string, RawUnary>;
+      this.batchClient = new BatchClient(this.config.host as string, credentials.createInsecure(), {
+        ...LOCAL_CHANNEL_OPTIONS,
+      }) as unknown as Client & Record<string, RawUnary>;
     }
     const client = this.batchClient;
     return new Promise((resolve, reject) => {
@@ -781,11 +807,13 @@ export class BigtableStore implements Store {
       return;
     }
     const bytes = mutationsBytes(mutations);
-    if (!this.ridesWrites() || bytes > MAX_RIDING_MUTATION_BYTES || muts.some((m) => m.setCell?.timestampMicros === '-1')) {
-      await this.call({ table, row: keyHex(key) }, () => this.rawData('mutateRow', request));
-      return;
-    }
-    await this.call({ table, row: keyHex(key) }, () => this.ride(request, bytes, deferred));
+    // Server-assigned timestamps would make a second send a second write; explicit ones the same one.
+    const serverTime = muts.some((m) => m.setCell?.timestampMicros === '-1');
+    const send =
+      !this.ridesWrites() || bytes > MAX_RIDING_MUTATION_BYTES || serverTime
+        ? () => this.rawData('mutateRow', request)
+        : () => this.ride(request, bytes, deferred);
+    await this.call({ table, row: keyHex(key) }, serverTime ? send : () => this.resending(send));
   }
 
   /**
@@ -1013,6 +1041,7 @@ export class BigtableStore implements Store {
       toProtoMutations(falseM, this.ts, this.clientTime),
       mutationsBytes(trueM) + mutationsBytes(falseM),
       deferred,
+      request.resendable === true,
     );
   }
 
@@ -1027,6 +1056,8 @@ export class BigtableStore implements Store {
     bytes: number,
     /** May be answered before durable (`percolator serve` only: check-and-mutate-batcher.ts). */
     deferred = false,
+    /** May be sent again after a connection failure (CheckAndMutateRequest.resendable). */
+    resendable = false,
   ): Promise<boolean> {
     if (trueMutations.length === 0 && falseMutations.length === 0) {
       // Nothing to write (the API demands at least one mutation): just evaluate the predicate.
@@ -1041,12 +1072,11 @@ export class BigtableStore implements Store {
       falseMutations,
       ...(this.config.appProfileId !== undefined ? { appProfileId: this.config.appProfileId } : {}),
     };
-    const resp =
+    const send =
       this.config.host !== undefined
-        ? await this.call({ table, row: keyHex(key) }, () =>
-            this.conditionalWrites.submit(request, bytes, undefined, deferred && !this.config.emulator),
-          )
-        : (await this.call({ table, row: keyHex(key) }, () => this.clients.data.checkAndMutateRow(request, this.unary())))[0];
+        ? () => this.conditionalWrites.submit(request, bytes, undefined, deferred && !this.config.emulator)
+        : async () => (await this.clients.data.checkAndMutateRow(request, this.unary()))[0];
+    const resp = await this.call({ table, row: keyHex(key) }, resendable ? () => this.resending(send) : send);
     return resp.predicateMatched === true;
   }
 

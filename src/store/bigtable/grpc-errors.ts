@@ -42,6 +42,17 @@ export function isRetryable(code: number): boolean {
   return code === Status.UNAVAILABLE || code === Status.DEADLINE_EXCEEDED || code === Status.ABORTED;
 }
 
+/**
+ * A call that failed because its connection did: UNAVAILABLE (reset, dropped, not established),
+ * not a status the server chose for the request (`percolator serve`'s own UNAVAILABLE codes —
+ * STORE_CLOSED, STORE_LOCKED — come with the code trailer, and are not this). The request may or
+ * may not have been applied; sending it again is for requests that may run twice.
+ */
+export function isConnectionFailure(e: unknown): boolean {
+  const err = e as { code?: unknown; metadata?: unknown } | null;
+  return err !== null && typeof err === 'object' && err.code === Status.UNAVAILABLE && codeFromMetadata(err.metadata) === undefined;
+}
+
 /** Minimal protobuf reader for `google.rpc.ErrorInfo { string reason = 1; string domain = 2; }`. */
 function decodeErrorInfo(buf: Uint8Array): { reason?: string; domain?: string } {
   const out: { reason?: string; domain?: string } = {};

@@ -28,6 +28,8 @@ export async function cleanup(store: Store, table: string, row: Uint8Array, q: U
     predicateFilter: lockAtFilter(q, startTs),
     trueMutations: rollBackCellMutations(q, startTs),
     falseMutations: [rollbackRecordMutation(q, startTs)],
+    // Sent again after a lost reply, it finds no lock and writes the same rollback record again.
+    resendable: true,
   });
   if (hadLock) return 'rolledBack';
   // No lock: S either never locked this cell, or committed it between our read and now.

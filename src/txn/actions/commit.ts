@@ -102,6 +102,8 @@ export async function commitPrimary(
     predicateFilter: lockAtFilter(primary.q, startTs),
     trueMutations: commitMutations(row, startTs, commitTs),
     durability,
+    // Sent again after a lost reply, it finds our commit record instead of our lock (read below).
+    resendable: true,
   });
   if (ok) return commitTs;
   const s = await readColumnStatus(store, row.table, row.row, primary.q, startTs);
@@ -128,6 +130,7 @@ export async function commitSecondary(store: Store, row: BufferedRow, startTs: n
     predicateFilter: lockAtFilter(first.q, startTs),
     trueMutations: commitMutations(row, startTs, commitTs),
     durability: 'deferred',
+    resendable: true,
   });
   if (ok) return;
   // A resolver got there first (rolled some cells forward): commit what is still locked, cell by
@@ -137,6 +140,7 @@ export async function commitSecondary(store: Store, row: BufferedRow, startTs: n
       predicateFilter: lockAtFilter(c.q, startTs),
       trueMutations: commitCellMutations(c.q, c.kind, valueRefFor(c.kind, c.value), startTs, commitTs, c.notify),
       durability: 'deferred',
+      resendable: true,
     });
     if (done) continue;
     const s = await readColumnStatus(store, row.table, row.row, c.q, startTs);

@@ -73,6 +73,8 @@ export async function prewrite(store: Store, row: BufferedRow, startTs: number, 
     // ordered, so a commit that survives a crash implies the locks written before it did; a lock
     // lost in a crash belonged to a transaction that had not committed.
     durability: 'deferred',
+    // Sent again after a lost reply, it finds our own lock: conflictError tells that apart.
+    resendable: true,
   });
   if (!conflicted) return;
   const error = await conflictError(store, row, startTs);

@@ -30,6 +30,8 @@ export async function resolveLock(store: Store, cell: LockedCell, ctx: ResolveCo
     await store.checkAndMutateRow(cell.table, cell.row, {
       predicateFilter: lockAtFilter(cell.q, startTs),
       trueMutations: commitCellMutations(cell.q, lock.kind, lock.value, startTs, status.commitTs, lock.notify),
+      // Either way the cell ends committed: by this write or an earlier send of it (or a racer's).
+      resendable: true,
     });
     return 'committed';
   }

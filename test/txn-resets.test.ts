@@ -7,7 +7,7 @@
  * step of the transaction meets a reset in the middle of its call: its reply lost (the request
  * was applied) or its request lost (it was not).
  *
- * Until 2026-12-03 a cut GetTable (the schema, read again every 10 s), prewrite, commit point whose
+ * Until 2026-12-02 a cut GetTable (the schema, read again every 10 s), prewrite, commit point whose
  * request was lost, or MutateRow (a worker's notification clearing) failed the call, and with it
  * the transaction or the observer run. A run re-armed on every attempt — a slow run under CI load
  * on a network reset every 0.2–1.2 s (test/webindex-crash.test.ts) — never completed.

@@ -55,13 +55,12 @@
  * UNIMPLEMENTED, and the client goes back to one call per entry (src/store/bigtable:
  * check-and-mutate-batcher.ts, read-row-batcher.ts).
  */
-import { createRequire } from 'node:module';
 import type { ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type protobuf from 'protobufjs';
 import { MAX_MUTATIONS_PER_REQUEST } from './data-service.js';
 import { type HandlerContext, unary } from './handlers.js';
 import type { WireRowOut } from './convert.js';
-import { type CheckAndMutateRowRequest, LOADER_OPTIONS, type ReadRowsRequest, serviceDefinition } from './protos.js';
+import { type CheckAndMutateRowRequest, type ReadRowsRequest, bigtableRoot, serviceDefinition } from './protos.js';
 import { invalidArgument, rpcStatus, translateError } from './status.js';
 
 export const BATCH_SERVICE = 'percolator.batch.v1.BatchService';
@@ -104,13 +103,11 @@ let cached: ServiceDefinition | null = null;
 /** The BatchService definition (wrapped deserializers, as for the Bigtable services); its messages embed Bigtable's. */
 export function batchServiceDefinition(): ServiceDefinition {
   if (cached === null) {
-    const require = createRequire(import.meta.url);
-    const bigtable = require('@google-cloud/bigtable/build/protos/protos.json') as { nested: Record<string, unknown> };
-    const json = { nested: { ...bigtable.nested, percolator: { nested: { batch: { nested: { v1: { nested: BATCH_V1 } } } } } } };
-    cached = serviceDefinition(
-      protoLoader.fromJSON(json as unknown as Parameters<typeof protoLoader.fromJSON>[0], LOADER_OPTIONS),
-      BATCH_SERVICE,
-    );
+    // Into the shared root, whose Bigtable messages are parsed once per process: a server serves both.
+    const root = bigtableRoot();
+    root.define('percolator.batch.v1').addJSON(BATCH_V1 as unknown as Record<string, protobuf.AnyNestedObject>);
+    root.resolveAll();
+    cached = serviceDefinition(root, BATCH_SERVICE);
   }
   return cached;
 }

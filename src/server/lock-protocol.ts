@@ -32,11 +32,11 @@
  * the whole call fails).
  */
 import type { ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import protobuf from 'protobufjs';
 import type { InProcessLockService } from '../notify/lock-service.js';
 import { type HandlerContext, unary } from './handlers.js';
 import type { ServerMetrics } from './metrics.js';
-import { LOADER_OPTIONS, serviceDefinition } from './protos.js';
+import { serviceDefinition } from './protos.js';
 import { invalidArgument, translateError } from './status.js';
 
 export const LOCK_SERVICE = 'percolator.lock.v1.LockService';
@@ -45,7 +45,8 @@ export const MAX_OWNER_BYTES = 1024;
 export const MAX_TTL_MS = 3_600_000;
 export const MAX_BATCH_OPS = 10_000;
 
-const LOCK_PROTO_JSON = {
+/** The schema above as protobufjs JSON (field names camelCase, as the decoded objects have them). */
+export const LOCK_PROTO_JSON = {
   nested: {
     percolator: {
       nested: {
@@ -86,17 +87,14 @@ const LOCK_PROTO_JSON = {
       },
     },
   },
-};
+} as unknown as protobuf.INamespace;
 
 let cached: ServiceDefinition | null = null;
 
 /** The LockService definition (wrapped deserializers, as for the Bigtable services). */
 export function lockServiceDefinition(): ServiceDefinition {
-  if (cached === null)
-    cached = serviceDefinition(
-      protoLoader.fromJSON(LOCK_PROTO_JSON as unknown as Parameters<typeof protoLoader.fromJSON>[0], LOADER_OPTIONS),
-      LOCK_SERVICE,
-    );
+  // Its own root: a lock client (a worker) needs none of Bigtable's messages.
+  cached ??= serviceDefinition(protobuf.Root.fromJSON(LOCK_PROTO_JSON), LOCK_SERVICE);
   return cached;
 }
 

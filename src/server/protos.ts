@@ -1,11 +1,18 @@
 /**
- * The Cloud Bigtable v2 protos as grpc-js service definitions, loaded once with
- * @grpc/proto-loader from `@google-cloud/bigtable/build/protos/protos.json` (the compiled,
- * self-contained descriptor set shipped with the official client: data API, table admin,
- * instance admin and their google.* dependencies).
+ * The Cloud Bigtable v2 protos as grpc-js service definitions, built once with protobufjs from
+ * `@google-cloud/bigtable/build/protos/protos.json` (the compiled, self-contained descriptor set
+ * shipped with the official client: data API, table admin, instance admin and their google.*
+ * dependencies; its field names are camelCase already).
  *
- * Loader options (every handler relies on them):
- * - camelCase field names (`keepCase: false`), so messages line up with `src/store/types.ts`;
+ * Why not @grpc/proto-loader (used until 2026-12-02): its package definition also describes
+ * every message and enum of the set for gRPC reflection (a DescriptorProto per type, the whole
+ * set encoded as FileDescriptorProtos), ~0.2 s of every `percolator serve` start and of every
+ * bigtable:// client that asks for the BatchService, where the server and the clients use
+ * only the methods. The method definitions here are what proto-loader's are to grpc-js (path,
+ * streaming flags, `originalName`, and its serializers: `encode(fromObject(x))`, refusing an
+ * array; `toObject(decode(buf), options)`); test/protos-equivalence.test.ts holds them to it.
+ *
+ * Conversion options (every handler relies on them):
  * - int64 fields as decimal strings (`longs: String`); `convert.ts` parses them and rejects
  *   anything outside the safe-integer range with INVALID_ARGUMENT;
  * - enums as their names (`enums: String`), bytes as Buffers;
@@ -21,12 +28,11 @@
  */
 import { createRequire } from 'node:module';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import protobuf from 'protobufjs';
 
 const require = createRequire(import.meta.url);
 
-export const LOADER_OPTIONS: protoLoader.Options = {
-  keepCase: false,
+export const LOADER_OPTIONS: protobuf.IConversionOptions = {
   longs: String,
   enums: String,
   bytes: Buffer,
@@ -36,20 +42,34 @@ export const LOADER_OPTIONS: protoLoader.Options = {
   oneofs: true,
 };
 
-let cached: protoLoader.PackageDefinition | null = null;
+let cachedRoot: protobuf.Root | null = null;
 
-/** The package definition of every message and service in the client's descriptor set. */
-export function bigtablePackage(): protoLoader.PackageDefinition {
-  if (cached === null) {
-    const json = require('@google-cloud/bigtable/build/protos/protos.json') as Parameters<typeof protoLoader.fromJSON>[0];
-    cached = protoLoader.fromJSON(json, LOADER_OPTIONS);
+/**
+ * Every message and service of the client's descriptor set, resolved, shared by whoever serves or
+ * calls them (BatchService adds its package to it: its messages embed Bigtable's).
+ */
+export function bigtableRoot(): protobuf.Root {
+  if (cachedRoot === null) {
+    const json = require('@google-cloud/bigtable/build/protos/protos.json') as protobuf.INamespace;
+    // Resolved here, as proto-loader did: a reference the set cannot satisfy fails now, not at a call.
+    cachedRoot = protobuf.Root.fromJSON(json).resolveAll() as protobuf.Root;
   }
-  return cached;
+  return cachedRoot;
 }
 
 export const DATA_SERVICE = 'google.bigtable.v2.Bigtable';
 export const TABLE_ADMIN_SERVICE = 'google.bigtable.admin.v2.BigtableTableAdmin';
 export const INSTANCE_ADMIN_SERVICE = 'google.bigtable.admin.v2.BigtableInstanceAdmin';
+
+let cachedPackage: Record<string, ServiceDefinition> | null = null;
+
+/** The three Bigtable services the server answers, by full name (wrapped as `serviceDefinition` wraps them). */
+export function bigtablePackage(): Readonly<Record<string, ServiceDefinition>> {
+  cachedPackage ??= Object.fromEntries(
+    [DATA_SERVICE, TABLE_ADMIN_SERVICE, INSTANCE_ADMIN_SERVICE].map((name) => [name, serviceDefinition(bigtableRoot(), name)]),
+  );
+  return cachedPackage;
+}
 
 /** Marks a request the server could not decode; handlers answer INVALID_ARGUMENT. */
 export class MalformedRequest {
@@ -57,18 +77,43 @@ export class MalformedRequest {
 }
 
 /**
- * A service definition whose request deserializers never throw, and whose response serializers
- * pass pre-encoded Buffers through unchanged (the ReadRows encoder builds its own bytes).
+ * The grpc-js definition of service `name` (full name) in `root`: request deserializers never
+ * throw, and response serializers pass pre-encoded Buffers through unchanged (the ReadRows
+ * encoder builds its own bytes).
  */
-export function serviceDefinition(packageDefinition: protoLoader.PackageDefinition, name: string): ServiceDefinition {
-  const raw = packageDefinition[name];
-  // Services are plain records of method definitions; message types carry a `format` field.
-  if (raw === undefined || 'format' in raw) throw new Error(`service ${name} not found in the descriptor set`);
+export function serviceDefinition(root: protobuf.Root, name: string): ServiceDefinition {
+  const service = root.lookup(name);
+  if (!(service instanceof protobuf.Service)) throw new Error(`service ${name} not found in the descriptor set`);
   const out: Record<string, MethodDefinition<unknown, unknown>> = {};
-  for (const [method, def] of Object.entries(raw as unknown as Record<string, MethodDefinition<unknown, unknown>>)) {
-    out[method] = wrapMethod(def);
+  for (const method of service.methodsArray) {
+    method.resolve();
+    const request = method.resolvedRequestType as protobuf.Type;
+    const response = method.resolvedResponseType as protobuf.Type;
+    out[method.name] = wrapMethod({
+      path: `/${name}/${method.name}`,
+      requestStream: method.requestStream === true,
+      responseStream: method.responseStream === true,
+      requestSerialize: serializer(request),
+      requestDeserialize: deserializer(request),
+      responseSerialize: serializer(response),
+      responseDeserialize: deserializer(response),
+      // grpc-js finds an implementation (and a generic client names its method) by this too.
+      originalName: method.name.charAt(0).toLowerCase() + method.name.slice(1),
+    });
   }
   return out as ServiceDefinition;
+}
+
+function serializer(type: protobuf.Type): (value: unknown) => Buffer {
+  return (value) => {
+    if (Array.isArray(value))
+      throw new Error(`Failed to serialize message: expected object with ${type.name} structure, got array instead`);
+    return type.encode(type.fromObject(value as Record<string, unknown>)).finish() as Buffer;
+  };
+}
+
+function deserializer(type: protobuf.Type): (buf: Buffer) => unknown {
+  return (buf) => type.toObject(type.decode(buf), LOADER_OPTIONS);
 }
 
 export function wrapMethod(def: MethodDefinition<unknown, unknown>): MethodDefinition<unknown, unknown> {

@@ -47,7 +47,7 @@
  * is the store's. Ports: gRPC `port` (default 8086), HTTP `httpPort` (default port + 1),
  * oracle `oraclePort` (default port + 2); with port 0 the others default to 0 (ephemeral).
  */
-import { Server, ServerCredentials, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { Server, ServerCredentials, type ServiceDefinition, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { InProcessLockService } from '../notify/lock-service.js';
 import { Liveness } from '../txn/liveness.js';
 import { acquireOracle, releaseOracle } from '../txn/shared-oracle.js';
@@ -65,7 +65,7 @@ import { type HttpRoute, type HttpStatusServer, startHttpStatus } from './http-s
 import { BATCH_SERVICE, batchServiceDefinition, batchServiceImplementation } from './batch-protocol.js';
 import { LOCK_SERVICE, lockServiceDefinition, lockServiceImplementation } from './lock-protocol.js';
 import { ServerMetrics } from './metrics.js';
-import { bigtablePackage, DATA_SERVICE, INSTANCE_ADMIN_SERVICE, serviceDefinition, TABLE_ADMIN_SERVICE } from './protos.js';
+import { bigtablePackage, DATA_SERVICE, INSTANCE_ADMIN_SERVICE, TABLE_ADMIN_SERVICE } from './protos.js';
 import { DEFAULT_FLUSH_BYTES, DEFAULT_MAX_CHUNK_VALUE_BYTES } from './read-rows-encoder.js';
 import { dashboardRoute } from './dashboard.js';
 
@@ -269,10 +269,10 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
       flushBytes: DEFAULT_FLUSH_BYTES,
     };
     const pkg = bigtablePackage();
-    const services: [string, ReturnType<typeof serviceDefinition>, UntypedServiceImplementation][] = [
-      [DATA_SERVICE, serviceDefinition(pkg, DATA_SERVICE), dataService(ctx)],
-      [TABLE_ADMIN_SERVICE, serviceDefinition(pkg, TABLE_ADMIN_SERVICE), tableAdminService(ctx)],
-      [INSTANCE_ADMIN_SERVICE, serviceDefinition(pkg, INSTANCE_ADMIN_SERVICE), instanceAdminService(ctx)],
+    const services: [string, ServiceDefinition, UntypedServiceImplementation][] = [
+      [DATA_SERVICE, pkg[DATA_SERVICE] as ServiceDefinition, dataService(ctx)],
+      [TABLE_ADMIN_SERVICE, pkg[TABLE_ADMIN_SERVICE] as ServiceDefinition, tableAdminService(ctx)],
+      [INSTANCE_ADMIN_SERVICE, pkg[INSTANCE_ADMIN_SERVICE] as ServiceDefinition, instanceAdminService(ctx)],
       [LOCK_SERVICE, lockServiceDefinition(), lockServiceImplementation({ log, locks, metrics })],
       [
         BATCH_SERVICE,

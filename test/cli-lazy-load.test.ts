@@ -70,13 +70,18 @@ it('the top-level help loads every command file (the recording sees what the pro
   expect(commandFilesOf(r.modules)).toEqual(
     expect.arrayContaining(['dist/cli/commands/get.js', 'dist/cli/commands/demo.js', 'dist/cli/commands/check-bank.js']),
   );
-  expect(commandFilesOf(r.modules).length).toBeGreaterThanOrEqual(18);
+  expect(commandFilesOf(r.modules).length).toBeGreaterThanOrEqual(20);
 });
 
 it.each([
   [['get', '--help'], 0, 'get.js'],
   [['get'], 2, 'get.js'],
   [['scan', 't', '--store', 'memory:', '--limit', '1.5'], 1, 'scan.js'],
+  [['set', '--help'], 0, 'set.js'],
+  // Its arguments are checked (the library's column check among them) before anything is opened.
+  [['set', 't', 'r', 'c:v', '0xzz', '--store', 'memory:'], 1, 'set.js'],
+  [['set', 't', 'r', 'no-family', 'v', '--store', 'memory:'], 1, 'set.js'],
+  [['delete', 't', 'r'], 1, 'delete.js'],
   [['wait', '--timeout', 'abc'], 1, 'wait.js'],
   [['search', 'x', '--limit', '0'], 1, 'search.js'],
   [['worker', '--observers', 'x.mjs', '--threads', '1.5'], 1, 'worker.js'],

@@ -44,6 +44,8 @@ it('the table order is the registration order: every command, as the top-level h
     'search',
     'get',
     'scan',
+    'set',
+    'delete',
     'bench',
     'check',
     'oracle',
@@ -57,6 +59,8 @@ it('a command line naming a command loads its file only', () => {
   expect(names(pickCommandFiles(['get', 't', 'r', 'c:v']))).toEqual(['get']);
   expect(names(pickCommandFiles(['get', '--help']))).toEqual(['get']);
   expect(names(pickCommandFiles(['scan']))).toEqual(['scan']);
+  expect(names(pickCommandFiles(['set', 't', 'r', 'c:v', '-']))).toEqual(['set']);
+  expect(names(pickCommandFiles(['delete', 't', 'r', 'c:v']))).toEqual(['delete']);
   expect(names(pickCommandFiles(['check', 'bank', '--seconds', '1']))).toEqual(['check bank']);
   expect(names(pickCommandFiles(['bench', 'oracle']))).toEqual(['oracle + bench oracle']);
   expect(names(pickCommandFiles(['oracle', '--port', '0']))).toEqual(['oracle + bench oracle']);

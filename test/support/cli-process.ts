@@ -72,13 +72,17 @@ export function runCli(mainJs: string, args: readonly string[], options: RunOpti
 export type RunOptions = SpawnOptionsWithoutStdio & {
   /** Killed (SIGKILL, code null) after this long; 30 s unless given. */
   timeoutMs?: number;
+  /** Written to its stdin, which is then closed (closed at once without). */
+  input?: Uint8Array;
 };
 
-/** Runs `file args` to its end (stdin closed), collecting its output as text. */
+/** Runs `file args` to its end (stdin closed, after `input` if given), collecting its output as text. */
 export function runProcess(file: string, args: readonly string[], options: RunOptions = {}): Promise<CliResult> {
-  const { timeoutMs = 30_000, ...spawnOptions } = options;
+  const { timeoutMs = 30_000, input, ...spawnOptions } = options;
   const child = spawn(file, args, { ...spawnOptions, stdio: ['pipe', 'pipe', 'pipe'] });
-  child.stdin.end();
+  // A process that exits without reading all of it closes the pipe: EPIPE is its answer, not the test's failure.
+  child.stdin.on('error', () => undefined);
+  child.stdin.end(input);
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => {

@@ -1,8 +1,8 @@
 /**
- * The schema of the table `get` or `scan` reads (or `wait --tables` names) — or, for a name the
- * store does not have, a TABLE_NOT_FOUND that lists the tables it has. After `npm start` a
- * newcomer does not know the web index's table names, and no command lists them: "table
- * "documents" does not exist" left them to guess.
+ * The schema of the table `get` or `scan` reads (or `wait --tables` names, or `set` and `delete`
+ * write) — or, for a name the store does not have, a TABLE_NOT_FOUND that lists the tables it
+ * has. After `npm start` a newcomer does not know the web index's table names, and no command
+ * lists them: "table "documents" does not exist" left them to guess.
  *
  * Invariants: the error keeps its code and its `table`; the listing is the store's tables but
  * Percolator's own (`_percolator_*`, which hold nothing to read); a listing that fails leaves the

@@ -89,6 +89,22 @@ export class ObservedColumns {
     return [...names].sort();
   }
 
+  /**
+   * The columns of `table` that have an observer (registered for it or for every table), read
+   * from the registry now, sorted: `percolator notify` refuses a column not among them, whose
+   * notifications no worker would ever take.
+   */
+  async columnsOf(table: string): Promise<string[]> {
+    const columns = new Set<string>();
+    for await (const row of this.store.readRows(OBSERVERS_TABLE)) {
+      for (const c of row.cells) {
+        const t = Buffer.from(c.qualifier).toString('utf8').split('\u0000')[0];
+        if (t === table || t === ALL_TABLES) columns.add(Buffer.from(row.key).toString('utf8'));
+      }
+    }
+    return [...columns].sort();
+  }
+
   async close(): Promise<void> {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;

@@ -82,6 +82,9 @@ it.each([
   [['set', 't', 'r', 'c:v', '0xzz', '--store', 'memory:'], 1, 'set.js'],
   [['set', 't', 'r', 'no-family', 'v', '--store', 'memory:'], 1, 'set.js'],
   [['delete', 't', 'r'], 1, 'delete.js'],
+  // --row with --prefix, and a bad column, are refused before anything is opened.
+  [['notify', 't', 'c:v', '--row', 'a', '--prefix', 'b', '--store', 'memory:'], 1, 'notify.js'],
+  [['notify', 't', 'no-family', '--store', 'memory:'], 1, 'notify.js'],
   [['wait', '--timeout', 'abc'], 1, 'wait.js'],
   [['search', 'x', '--limit', '0'], 1, 'search.js'],
   [['worker', '--observers', 'x.mjs', '--threads', '1.5'], 1, 'worker.js'],

@@ -46,6 +46,7 @@ it('the table order is the registration order: every command, as the top-level h
     'scan',
     'set',
     'delete',
+    'notify',
     'bench',
     'check',
     'oracle',
@@ -61,6 +62,7 @@ it('a command line naming a command loads its file only', () => {
   expect(names(pickCommandFiles(['scan']))).toEqual(['scan']);
   expect(names(pickCommandFiles(['set', 't', 'r', 'c:v', '-']))).toEqual(['set']);
   expect(names(pickCommandFiles(['delete', 't', 'r', 'c:v']))).toEqual(['delete']);
+  expect(names(pickCommandFiles(['notify', 't', 'c:v', '--prefix', 'a']))).toEqual(['notify']);
   expect(names(pickCommandFiles(['check', 'bank', '--seconds', '1']))).toEqual(['check bank']);
   expect(names(pickCommandFiles(['bench', 'oracle']))).toEqual(['oracle + bench oracle']);
   expect(names(pickCommandFiles(['oracle', '--port', '0']))).toEqual(['oracle + bench oracle']);

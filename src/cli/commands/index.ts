@@ -28,6 +28,7 @@ export const commandFiles: readonly CommandFile[] = [
   { paths: [['scan']], load: () => import('./scan.js') },
   { paths: [['set']], load: () => import('./set.js') },
   { paths: [['delete']], load: () => import('./delete.js') },
+  { paths: [['notify']], load: () => import('./notify.js') },
   { paths: [['bench', 'store']], load: () => import('./bench-store.js') },
   { paths: [['bench', 'overhead']], load: () => import('./bench-overhead.js') },
   { paths: [['bench', 'clumping']], load: () => import('./bench-clumping.js') },

@@ -10,7 +10,7 @@
  * directory holding no store, or a missing one (a typed error, no database left there);
  * and `serve` over a directory of other files (a typed error, no database left among them).
  */
-import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,32 +19,25 @@ import { openStore } from '../src/store/open-store.js';
 import { frozenWriter } from '../src/txn/frozen-writer.fixture.js';
 import { PERCOLATOR_TABLE_SPEC } from '../src/txn/layout.js';
 import { Percolator } from '../src/txn/percolator.js';
+import { storeCopies } from './support/store-copies.js';
 import { type CliResult, runCli } from './support/cli-process.js';
 import { EMULATOR_MISSING, emulatorBinary, startEmulator } from './support/emulator.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
-let dir: string;
-let copies: string;
 
 /**
- * The store made below, copied for one command: a process holds a store's lock while it reads (a
- * second reader is STORE_LOCKED), so commands on copies of it can run at once — and the tests
- * with them. Each copy is as beforeAll left the store: its dead writer's lock not yet rolled forward.
+ * The store made below, copied for each command that opens it (test/support/store-copies.ts). Each
+ * copy is as beforeAll left the store: its dead writer's lock not yet rolled forward.
  */
-function copy(): string {
-  const to = mkdtempSync(join(copies, 'store-'));
-  cpSync(dir, to, { recursive: true });
-  return to;
-}
+const stores = storeCopies('cli-get');
+const copy = stores.copy;
 
 function get(...args: string[]): Promise<CliResult> {
   return runCli(mainJs, ['get', '--store', `file:${copy()}`, ...args]);
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'percolator-cli-get-'));
-  copies = mkdtempSync(join(tmpdir(), 'percolator-cli-get-copies-'));
-  const db = await Percolator.open({ store: `file:${dir}` });
+  const db = await Percolator.open({ store: `file:${stores.dir}` });
   await db.createTable('t');
   await db.store.createTable('raw', { families: { f: {} } }); // a plain Bigtable table
   const cell = (value: string, ts: number) => ({
@@ -76,10 +69,7 @@ beforeAll(async () => {
   await db.close();
 }, 30_000);
 
-afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
-  rmSync(copies, { recursive: true, force: true });
-});
+afterAll(() => stores.remove());
 
 it.concurrent('prints the latest committed value; bytes that are not text as hex', async () => {
   expect(await get('t', 'row', 'c:v')).toMatchObject({ code: 0, stdout: 'second\n' });

@@ -8,25 +8,20 @@
  * usual errors come as for `set` (INVALID_COLUMN before opening, NOT_A_STORE creating nothing,
  * NOT_A_PERCOLATOR_TABLE). Each CLI process costs ~0.3 s of CPU: few are run.
  */
-import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStore } from '../src/store/open-store.js';
 import { Percolator } from '../src/txn/percolator.js';
+import { storeCopies } from './support/store-copies.js';
 import { type CliResult, runCli, spawnCli } from './support/cli-process.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
-let dir: string;
-let copies: string;
 
-/** A copy of the store made below, for one test: a process holds a store's lock while it has it open. */
-function copy(): string {
-  const to = mkdtempSync(join(copies, 'store-'));
-  cpSync(dir, to, { recursive: true });
-  return to;
-}
+/** The store made below, copied for each command that opens it (test/support/store-copies.ts). */
+const stores = storeCopies('cli-notify');
+const copy = stores.copy;
 
 /** Runs `percolator notify --store file:STORE ARGS`. */
 function notify(store: string, ...args: string[]): Promise<CliResult> {
@@ -47,9 +42,7 @@ async function notifyCells(url: string, table: string): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'percolator-cli-notify-'));
-  copies = mkdtempSync(join(tmpdir(), 'percolator-cli-notify-copies-'));
-  const db = await Percolator.open({ store: `file:${dir}` });
+  const db = await Percolator.open({ store: `file:${stores.dir}` });
   await db.createTable('docs');
   await db.store.createTable('raw', { families: { f: {} } }); // a plain Bigtable table
   await db.transaction(async (tx) => {
@@ -64,10 +57,7 @@ beforeAll(async () => {
   await db.close();
 }, 30_000);
 
-afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
-  rmSync(copies, { recursive: true, force: true });
-});
+afterAll(() => stores.remove());
 
 it.concurrent('a column with no registered observer is NOT_OBSERVED, naming those that have one; nothing is written', async () => {
   const s = copy();
@@ -85,7 +75,7 @@ it.concurrent(
   'argument errors as set gives them: INVALID_COLUMN before opening, NOT_A_STORE creating nothing, NOT_A_PERCOLATOR_TABLE',
   async () => {
     const s = copy();
-    const none = join(copies, 'never-made');
+    const none = join(stores.scratch, 'never-made');
     const [badColumn, noStore, plain] = await Promise.all([
       notify(none, 'docs', 'no-family'),
       notify(none, 'docs', 'raw:content'),
@@ -110,7 +100,7 @@ it.concurrent(
 it.concurrent(
   'end to end: data set before any worker is never processed; notify (a row, a prefix, then the table) has the observer process it',
   async () => {
-    const observers = join(mkdtempSync(join(copies, 'obs-')), 'observers.mjs');
+    const observers = join(mkdtempSync(join(stores.scratch, 'obs-')), 'observers.mjs');
     writeFileSync(
       observers,
       `export default function (worker) {

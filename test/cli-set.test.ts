@@ -8,24 +8,19 @@
  * saying to serve it; and end to end, `set` through `percolator serve` notifies a `percolator
  * worker`'s observer, whose output `wait` then `get` see, as `delete` does.
  */
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Percolator } from '../src/txn/percolator.js';
+import { storeCopies } from './support/store-copies.js';
 import { type CliResult, type RunOptions, runCli, spawnCli } from './support/cli-process.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
-let dir: string;
-let copies: string;
 
-/** A copy of the store made below, for one test: a process holds a store's lock while it has it open. */
-function copy(): string {
-  const to = mkdtempSync(join(copies, 'store-'));
-  cpSync(dir, to, { recursive: true });
-  return to;
-}
+/** The store made below, copied for each command that opens it (test/support/store-copies.ts). */
+const stores = storeCopies('cli-set');
+const copy = stores.copy;
 
 /** Runs `percolator COMMAND --store file:STORE ARGS`. */
 function on(store: string, command: string, args: string[], options: RunOptions = {}): Promise<CliResult> {
@@ -35,9 +30,7 @@ function on(store: string, command: string, args: string[], options: RunOptions 
 const COMMIT_TS = /^[1-9]\d*\n$/;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'percolator-cli-set-'));
-  copies = mkdtempSync(join(tmpdir(), 'percolator-cli-set-copies-'));
-  const db = await Percolator.open({ store: `file:${dir}` });
+  const db = await Percolator.open({ store: `file:${stores.dir}` });
   await db.createTable('t');
   await db.createTable('other');
   await db.store.createTable('raw', { families: { f: {} } }); // a plain Bigtable table
@@ -45,10 +38,7 @@ beforeAll(async () => {
   await db.close();
 }, 30_000);
 
-afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
-  rmSync(copies, { recursive: true, force: true });
-});
+afterAll(() => stores.remove());
 
 it.concurrent('set prints the commit timestamp; get reads the value back, text and 0x-hex alike', async () => {
   const s = copy();
@@ -165,7 +155,7 @@ it.concurrent(
 
 it.concurrent("a bad column is the library's INVALID_COLUMN, and an empty row its EMPTY_ROW_KEY — before anything is created", async () => {
   const s = copy();
-  const none = join(copies, 'never-made');
+  const none = join(stores.scratch, 'never-made');
   // Side by side: none of them opens the store, let alone takes its lock.
   const [noFamily, noName, del, emptyRow, freshTable, freshRow, freshStore] = await Promise.all([
     on(s, 'set', ['t', 'r', 'no-family', 'v']),
@@ -193,7 +183,7 @@ it.concurrent("a bad column is the library's INVALID_COLUMN, and an empty row it
 it.concurrent(
   'a missing store is NOT_A_STORE and nothing is created; set --create-table creates it in a missing or empty directory only',
   async () => {
-    const base = mkdtempSync(join(copies, 'nostore-'));
+    const base = mkdtempSync(join(stores.scratch, 'nostore-'));
     const empty = join(base, 'empty');
     const missing = join(base, 'typo');
     const foreign = join(base, 'project');
@@ -233,7 +223,7 @@ it.concurrent(
   'over a file: store a worker holds, set is STORE_LOCKED saying to serve the store',
   async () => {
     const s = copy();
-    const observers = join(mkdtempSync(join(copies, 'obs-')), 'observers.mjs');
+    const observers = join(mkdtempSync(join(stores.scratch, 'obs-')), 'observers.mjs');
     writeFileSync(observers, 'export default (w) => { w.observe("c:in", "noop", async () => {}); };\n');
     const worker = spawnCli(mainJs, ['worker', '--observers', observers, '--store', `file:${s}`, '--threads', '1']);
     try {
@@ -261,7 +251,7 @@ it.concurrent(
 it.concurrent(
   "end to end: set through percolator serve notifies a percolator worker's observer; wait, then get sees its output; so does delete",
   async () => {
-    const observers = join(mkdtempSync(join(copies, 'obs-')), 'observers.mjs');
+    const observers = join(mkdtempSync(join(stores.scratch, 'obs-')), 'observers.mjs');
     writeFileSync(
       observers,
       `export default function (worker) {

@@ -23,6 +23,7 @@
  */
 import { isStoreError, StoreError } from '../store/errors.js';
 import { ONE_SHOT_STORE, type OpenStoreOptions } from '../store/open-store.js';
+import { emptyRowKey } from '../store/validate.js';
 import { encodeUserColumn } from '../txn/layout.js';
 import type { Transaction } from '../txn/transaction.js';
 import { Percolator } from './percolator-on-demand.js';
@@ -56,7 +57,7 @@ export async function writeCell(
   const row = bytesOfArgument('ROW', rowArg);
   // The library's checks, which tx.set makes too, made here before anything can be created.
   encodeUserColumn(column);
-  if (row.byteLength === 0) throw new StoreError('EMPTY_ROW_KEY', `empty row key in table ${table}`, { table });
+  if (row.byteLength === 0) throw emptyRowKey(table);
   const db = await openDb(command, opts);
   try {
     try {

@@ -63,9 +63,14 @@ export function validateFamilyName(name: string, table: string): void {
   }
 }
 
+/** EMPTY_ROW_KEY: the store's, the transaction layer's and the command line's refusal of an empty row key. */
+export function emptyRowKey(table: string): StoreError {
+  return new StoreError('EMPTY_ROW_KEY', `empty row key in table ${table}`, { table });
+}
+
 export function validateRowKey(key: Uint8Array, limits: StoreLimits, table: string): void {
   if (!(key instanceof Uint8Array)) throw new StoreError('INVALID_ARGUMENT', 'row key must be a Uint8Array', { table });
-  if (key.byteLength === 0) throw new StoreError('EMPTY_ROW_KEY', `empty row key in table ${table}`, { table });
+  if (key.byteLength === 0) throw emptyRowKey(table);
   if (key.byteLength > limits.maxRowKeyBytes) {
     throw new StoreError('ROW_KEY_TOO_LARGE', `row key of ${key.byteLength} bytes exceeds the limit of ${limits.maxRowKeyBytes}`, {
       table,

@@ -14,7 +14,7 @@
  * concurrently with each other, but not with commit.
  */
 import { asciiKey, bytesKey, compareBytes, keyBytes, utf8 } from '../store/bytes.js';
-import { StoreError } from '../store/errors.js';
+import { emptyRowKey } from '../store/validate.js';
 import type { AtomicRowsStore, Store } from '../store/store.js';
 import type { Mutation, RowFilter, RowRange } from '../store/types.js';
 import { describeType } from '../util/describe-type.js';
@@ -135,9 +135,6 @@ export function checkTable(table: unknown): void {
  * An empty row key to write: the store's own EMPTY_ROW_KEY, as a read of one gets from the store,
  * so a caller matches one error whether it read or wrote the row (it was INVALID_COLUMN here).
  */
-function emptyRowKey(table: string): StoreError {
-  return new StoreError('EMPTY_ROW_KEY', `empty row key in table ${table}`, { table });
-}
 
 /** `setJson`'s text: JSON.stringify's, or INVALID_VALUE where it throws (a BigInt, a cycle) or gives none (undefined, a function, a symbol). */
 function jsonText(value: unknown, table: string, column: string): string {

@@ -23,8 +23,8 @@
  * - Printed once every batch committed: the number of rows notified (--json: `{"table","column","rows"}`).
  */
 import type { Command } from 'commander';
-import { StoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
+import { emptyRowKey } from '../../store/validate.js';
 import { encodeUserColumn } from '../../txn/layout.js';
 import { missingFamilies, notAPercolatorTable } from '../../txn/table-check.js';
 import { Percolator } from '../percolator-on-demand.js';
@@ -80,7 +80,7 @@ export function register(program: Command): void {
       // The library's checks, which tx.notify makes too, made before the store is opened.
       encodeUserColumn(column);
       if (opts.row !== undefined && opts.prefix !== undefined) throw new UsageError('give --row or --prefix, not both');
-      if (opts.row?.byteLength === 0) throw new StoreError('EMPTY_ROW_KEY', `empty row key in table ${table}`, { table });
+      if (opts.row?.byteLength === 0) throw emptyRowKey(table);
       // No background GC: the processes that stay up collect; this one holds a snapshot throughout.
       const db = await Percolator.open({ store: opts.store, storeOptions: ONE_SHOT_STORE, gcIntervalMs: 0 });
       try {

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStore } from '../src/store/open-store.js';
 import { Percolator } from '../src/txn/percolator.js';
 import { storeCopies } from './support/store-copies.js';
-import { type CliResult, runCli, spawnCli } from './support/cli-process.js';
+import { type CliResult, runCli, spawnCli, spawnServe } from './support/cli-process.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 
@@ -110,11 +110,10 @@ it.concurrent(
 }
 `,
     );
-    const serve = spawnCli(mainJs, ['serve', '--store', 'memory:', '--port', '0']);
+    const serve = spawnServe(mainJs, ['--store', 'memory:']);
     let db: Percolator | null = null;
     try {
-      const line = await serve.waitForStdout((o) => o.includes('\n'), 'serve listens');
-      const { clientUrl } = JSON.parse(line.split('\n')[0] as string) as { clientUrl: string };
+      const clientUrl = await serve.clientUrl;
       const cli = (...args: string[]) => runCli(mainJs, [...args, '--store', clientUrl]);
       // Written before any worker registered the observer: as the user did, then more rows from
       // the library — two under another prefix, and one without the column.

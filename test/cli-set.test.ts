@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Percolator } from '../src/txn/percolator.js';
 import { storeCopies } from './support/store-copies.js';
-import { type CliResult, type RunOptions, runCli, spawnCli } from './support/cli-process.js';
+import { type CliResult, type RunOptions, runCli, spawnCli, spawnServe } from './support/cli-process.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 
@@ -262,10 +262,9 @@ it.concurrent(
 }
 `,
     );
-    const serve = spawnCli(mainJs, ['serve', '--store', 'memory:', '--port', '0']);
+    const serve = spawnServe(mainJs, ['--store', 'memory:']);
     try {
-      const line = await serve.waitForStdout((o) => o.includes('\n'), 'serve listens');
-      const { clientUrl } = JSON.parse(line.split('\n')[0] as string) as { clientUrl: string };
+      const clientUrl = await serve.clientUrl;
       const cli = (...args: string[]) => runCli(mainJs, [...args, '--store', clientUrl]);
       const worker = spawnCli(mainJs, ['worker', '--observers', observers, '--store', clientUrl, '--threads', '2']);
       try {

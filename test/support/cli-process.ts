@@ -54,6 +54,18 @@ export function spawnCli(mainJs: string, args: readonly string[], options: Spawn
   };
 }
 
+/**
+ * `percolator serve ARGS --port 0` as a child process, with the `clientUrl` of the line it prints
+ * once it listens (rejects, with its stderr, if it exits before). The caller stops it.
+ */
+export function spawnServe(mainJs: string, args: readonly string[]): CliProcess & { readonly clientUrl: Promise<string> } {
+  const serve = spawnCli(mainJs, ['serve', ...args, '--port', '0']);
+  const clientUrl = serve
+    .waitForStdout((out) => out.includes('\n'), 'it listens')
+    .then((out) => (JSON.parse(out.split('\n')[0] as string) as { clientUrl: string }).clientUrl);
+  return { ...serve, clientUrl };
+}
+
 export interface CliResult {
   /** The exit code (null: killed, by a signal or the timeout). */
   code: number | null;

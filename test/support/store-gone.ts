@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { spawnCli } from './cli-process.js';
+import { spawnCli, spawnServe } from './cli-process.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const mainJs = join(root, 'dist/cli/main.js');
@@ -30,17 +30,9 @@ export async function killServeMidCheck(
   options: { readonly progress: RegExp; readonly boundMs: number; readonly serveStore: 'memory' | 'data' },
 ): Promise<StoreGoneRun> {
   const data = options.serveStore === 'data' ? await mkdtemp(join(tmpdir(), 'percolator-store-gone-')) : null;
-  const serve = spawnCli(mainJs, [
-    'serve',
-    ...(data === null ? ['--store', 'memory:'] : ['--data', data]),
-    '--port',
-    '0',
-    '--http-port',
-    'off',
-  ]);
+  const serve = spawnServe(mainJs, [...(data === null ? ['--store', 'memory:'] : ['--data', data]), '--http-port', 'off']);
   try {
-    const listening = await serve.waitForStdout((out) => out.includes('\n'), 'it listens');
-    const { clientUrl } = JSON.parse(listening.split('\n')[0] as string) as { clientUrl: string };
+    const clientUrl = await serve.clientUrl;
     const child = spawnCli(mainJs, ['check', ...check, '--store', clientUrl]);
     try {
       await Promise.race([

@@ -35,7 +35,12 @@ export interface CheckOracle {
 export async function openCheckOracle(store: Store): Promise<CheckOracle> {
   const at = deploymentServices(store.url)?.oracle ?? null;
   if (at !== null) {
-    const client = new OracleClient({ host: at.host, port: at.port, addressSource: at.source });
+    const client = new OracleClient({
+      host: at.host,
+      port: at.port,
+      addressSource: at.source,
+      ...(at.timeoutMs !== undefined ? { timeoutMs: at.timeoutMs } : {}),
+    });
     return { source: client, host: at.host, port: at.port, shared: true, close: () => client.close() };
   }
   const oracle = await Oracle.open({ markStore: new StoreMarkStore(store) });

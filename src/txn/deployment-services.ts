@@ -9,6 +9,8 @@ import { type HostPort, parseBigtableUrl, parseHostPort } from '../store/bigtabl
 /** Where a deployment service listens, and where that address came from (for error messages). */
 export interface ServiceAddress extends HostPort {
   readonly source: string;
+  /** `?oracleTimeoutMs=N` (the oracle's only): the client's `timeoutMs`; undefined for its default. */
+  readonly timeoutMs?: number;
 }
 
 /**
@@ -18,7 +20,8 @@ export interface ServiceAddress extends HostPort {
  * default `--oracle-port`, which a client cannot see: `--port 0` or `--oracle-port P` need
  * `?oracle=`) and its lock service on PORT itself (docs/server.md). Google's emulator
  * (`?emulator=1`) and Cloud Bigtable host neither: no oracle (null) unless named, and an
- * in-process lock service (null) unless named.
+ * in-process lock service (null) unless named. `?oracleTimeoutMs=N` rides on the oracle's address
+ * as `timeoutMs` (parseBigtableUrl refuses it where there is no oracle).
  */
 export function deploymentServices(
   url: string,
@@ -26,14 +29,16 @@ export function deploymentServices(
   if (!url.startsWith('bigtable://')) return null;
   const u = parseBigtableUrl(url);
   const served = u.host !== undefined && !u.emulator ? parseHostPort(u.host) : null;
+  const timeout = u.oracleTimeoutMs !== undefined ? { timeoutMs: u.oracleTimeoutMs } : {};
   let oracle: ServiceAddress | null = null;
   if (u.oracle !== undefined) {
-    oracle = { ...(parseHostPort(u.oracle) as HostPort), source: `named by ?oracle= in ${url}` };
+    oracle = { ...(parseHostPort(u.oracle) as HostPort), source: `named by ?oracle= in ${url}`, ...timeout };
   } else if (served !== null) {
     oracle = {
       host: served.host,
       port: served.port + 2,
       source: `PORT+2 of ${url}, the default; set ?oracle=HOST:PORT if the server's oracle listens elsewhere (serve --port 0 or --oracle-port)`,
+      ...timeout,
     };
   }
   return {

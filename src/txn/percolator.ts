@@ -45,7 +45,8 @@ export interface PercolatorOptions {
   /**
    * A timestamp source (e.g. an OracleClient). Default: an in-process oracle whose mark lives in
    * the store, for `memory:` and `file:`; for `bigtable://`, the oracle the URL names
-   * (`?oracle=HOST:PORT`) or else a `percolator serve`'s at PORT+2 (deploymentServices).
+   * (`?oracle=HOST:PORT`) or else a `percolator serve`'s at PORT+2 (deploymentServices), its
+   * client's timeout `?oracleTimeoutMs=N` (default 5000). One given here ignores both.
    */
   readonly oracle?: TimestampSource;
   /** Lock time-to-live (ms): a lock older than this may be rolled back even if its owner looks alive. Default 30 000. */
@@ -249,6 +250,7 @@ export class Percolator {
           host: (oracleAt as ServiceAddress).host,
           port: (oracleAt as ServiceAddress).port,
           addressSource: oracleAt?.source,
+          ...(oracleAt?.timeoutMs !== undefined ? { timeoutMs: oracleAt.timeoutMs } : {}),
         });
       const nowMs = options.nowMs ?? Date.now;
       const liveness = new Liveness(store, { leaseMs: options.leaseMs, nowMs });

@@ -56,3 +56,41 @@ describe('bigtable:// URL service options', () => {
     expect(parseHostPort('host')).toBeNull();
   });
 });
+
+describe('?oracleTimeoutMs=N', () => {
+  it('is the oracle client timeout, in ms, where the URL has an oracle', () => {
+    expect(parseBigtableUrl('bigtable://127.0.0.1:8086?oracleTimeoutMs=300').oracleTimeoutMs).toBe(300);
+    expect(parseBigtableUrl('bigtable://127.0.0.1:8086?oracleTimeoutMs=2147483647').oracleTimeoutMs).toBe(2_147_483_647);
+    expect(parseBigtableUrl('bigtable://h:1/p/i?emulator=1&oracle=127.0.0.1:8088&oracleTimeoutMs=1').oracleTimeoutMs).toBe(1);
+    expect(parseBigtableUrl('bigtable://my-project/my-instance?oracleTimeoutMs=20000&oracle=10.0.0.5:8088').oracleTimeoutMs).toBe(20_000);
+    expect(parseBigtableUrl('bigtable://127.0.0.1:8086').oracleTimeoutMs).toBeUndefined();
+  });
+
+  it.each(['0', '-1', '1.5', 'abc', '', '2147483648', '1e3', '+5', ' 5', '9007199254740993'])(
+    'rejects oracleTimeoutMs=%j with INVALID_STORE_URL naming the option and the value',
+    (v) => {
+      const url = `bigtable://127.0.0.1:8086?oracleTimeoutMs=${encodeURIComponent(v)}`;
+      expect(() => parseBigtableUrl(url)).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_STORE_URL',
+          message: expect.stringContaining(`oracleTimeoutMs must be an integer of ms from 1 to 2147483647, got ${JSON.stringify(v)}`),
+        }),
+      );
+    },
+  );
+
+  it.each(['bigtable://127.0.0.1:8086?emulator=1&oracleTimeoutMs=300', 'bigtable://my-project/my-instance?oracleTimeoutMs=300'])(
+    'is refused where the URL has no oracle (%s): it would be ignored',
+    (url) => {
+      expect(() => parseBigtableUrl(url)).toThrow(
+        expect.objectContaining({ code: 'INVALID_STORE_URL', message: expect.stringContaining('oracleTimeoutMs needs an oracle') }),
+      );
+    },
+  );
+
+  it('is among the known options', () => {
+    expect(() => parseBigtableUrl('bigtable://127.0.0.1:8086?oracleTimeout=300')).toThrow(
+      expect.objectContaining({ code: 'INVALID_STORE_URL', message: expect.stringContaining('oracle, lockService, oracleTimeoutMs') }),
+    );
+  });
+});

@@ -14,6 +14,10 @@
  *   appProfile=ID           Cloud Bigtable app profile.
  *   oracle=HOST:PORT        where Percolator.open finds the deployment's timestamp oracle (default:
  *                           PORT+2 of a `percolator serve` HOST:PORT; none for the emulator or Cloud).
+ *   oracleTimeoutMs=N       how long the OracleClient Percolator.open makes for that oracle waits for an
+ *                           answer, and while the oracle is unreachable, before failing (ORACLE_TIMEOUT /
+ *                           ORACLE_UNAVAILABLE): 1 to 2^31-1 ms, default 5000. Only where the URL has an
+ *                           oracle (a `percolator serve` host or ?oracle=): elsewhere it is an error.
  *   lockService=HOST:PORT   where it finds the advisory lock service (a `percolator serve` gRPC port;
  *                           default: HOST:PORT of a `percolator serve`, in-process otherwise).
  *                           The store itself uses neither: they name the deployment's other services,
@@ -22,6 +26,7 @@
  * A host is recognised by its `:PORT` (or a bracketed IPv6 literal); without one the authority
  * is the Cloud project.
  */
+import { MAX_TIMER_MS, isTimerMs } from '../../util/timer-ms.js';
 import { StoreError } from '../errors.js';
 
 export const DEFAULT_PROJECT = 'percolator';
@@ -43,6 +48,11 @@ export interface BigtableUrl {
   readonly appProfileId?: string;
   /** `?oracle=HOST:PORT`: the deployment's timestamp oracle, as given (IPv6 bracketed). */
   readonly oracle?: string;
+  /**
+   * `?oracleTimeoutMs=N`: the deployment oracle's client timeout (OracleClient `timeoutMs`), ms;
+   * undefined for the client's default. Only given with an oracle (a served host, or `?oracle=`).
+   */
+  readonly oracleTimeoutMs?: number;
   /** `?lockService=HOST:PORT`: the deployment's lock service (a `percolator serve` gRPC port), as given. */
   readonly lockService?: string;
 }
@@ -132,6 +142,7 @@ export function parseBigtableUrl(url: string): BigtableUrl {
   let schemaCacheMs = DEFAULT_SCHEMA_CACHE_MS;
   let appProfileId: string | undefined;
   let oracle: string | undefined;
+  let oracleTimeoutMs: number | undefined;
   let lockService: string | undefined;
   const params = new URLSearchParams(query);
   for (const [k, v] of params) {
@@ -154,6 +165,13 @@ export function parseBigtableUrl(url: string): BigtableUrl {
         if (v === '') throw bad(url, 'appProfile must not be empty');
         appProfileId = v;
         break;
+      case 'oracleTimeoutMs': {
+        const n = /^\d+$/.test(v) ? Number(v) : NaN;
+        if (!isTimerMs(n, 1, true))
+          throw bad(url, `oracleTimeoutMs must be an integer of ms from 1 to ${MAX_TIMER_MS}, got ${JSON.stringify(v)}`);
+        oracleTimeoutMs = n;
+        break;
+      }
       case 'oracle':
       case 'lockService':
         if (parseHostPort(v) === null) throw bad(url, `${k} must be HOST:PORT (port 1-65535), got ${JSON.stringify(v)}`);
@@ -163,11 +181,17 @@ export function parseBigtableUrl(url: string): BigtableUrl {
       default:
         throw bad(
           url,
-          `unknown option ${JSON.stringify(k)} (known: timestampScale, emulator, schemaCacheMs, appProfile, oracle, lockService)`,
+          `unknown option ${JSON.stringify(k)} (known: timestampScale, emulator, schemaCacheMs, appProfile, oracle, lockService, oracleTimeoutMs)`,
         );
     }
   }
   if (emulator && host === undefined) throw bad(url, 'emulator needs a HOST:PORT');
+  // A timeout for an oracle the URL does not have would be silently ignored: say so instead.
+  if (oracleTimeoutMs !== undefined && oracle === undefined && (host === undefined || emulator))
+    throw bad(
+      url,
+      `oracleTimeoutMs needs an oracle: ${host === undefined ? 'Cloud Bigtable' : "Google's emulator"} hosts none, name the deployment's with ?oracle=HOST:PORT`,
+    );
   return {
     url,
     ...(host !== undefined ? { host } : {}),
@@ -178,6 +202,7 @@ export function parseBigtableUrl(url: string): BigtableUrl {
     schemaCacheMs,
     ...(appProfileId !== undefined ? { appProfileId } : {}),
     ...(oracle !== undefined ? { oracle } : {}),
+    ...(oracleTimeoutMs !== undefined ? { oracleTimeoutMs } : {}),
     ...(lockService !== undefined ? { lockService } : {}),
   };
 }

@@ -4,7 +4,7 @@
  * says why it matters, docs/durability.md has the full table). Read-only. Also `lastSequence`:
  * the newest write the directory's files record, for the seals of level-seal.ts.
  */
-import { open, readdir, readFile } from 'node:fs/promises';
+import { type FileHandle, open, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ioError } from './level-errors.js';
 import { FOOTER_LEN, applyVersionEdit, newManifestState, readLogRecords, verifyFooter, verifyTable } from './level-format.js';
@@ -62,14 +62,18 @@ export async function verifyLevelDir(dir: string, opts: { tables: 'blocks' | 'si
   const { logNumber, prevLogNumber } = m;
 
   let tableBytes = 0;
+  // Each table is read into this one buffer and checked before the next is read: a fresh buffer a
+  // table cost a page fault every 4 KiB (~17 µs each on a VM: a third of verifying a store).
+  const scratch: Scratch = { buf: Buffer.alloc(0) };
+  const readTable = (name: string) => (opts.tables === 'sizes' ? readOrNull(dir, name, true) : readOrNull(dir, name, false, scratch));
   for (const [num, size] of live) {
     const base = String(num).padStart(6, '0');
     // LevelDB 1.20 writes .ldb and still reads the legacy .sst name.
     let name = `${base}.ldb`;
-    let buf = await readOrNull(dir, name, opts.tables === 'sizes');
+    let buf = await readTable(name);
     if (buf === null) {
       name = `${base}.sst`;
-      buf = await readOrNull(dir, name, opts.tables === 'sizes');
+      buf = await readTable(name);
     }
     if (buf === null) {
       problems.push(`table ${base}.ldb listed in ${manifestName} is missing`);
@@ -144,11 +148,40 @@ async function readOrIoError(dir: string, name: string): Promise<Buffer> {
 
 type TailRead = Buffer & { fileSize: number };
 
-/** The file, or null if it does not exist. With `footerOnly`, its last 48 bytes and its size. */
-async function readOrNull(dir: string, name: string, footerOnly = false): Promise<Buffer | null> {
+/** A buffer reused by successive whole-file reads, grown as needed. */
+interface Scratch {
+  buf: Buffer;
+}
+
+/** All of the file open as `fh` (to its size when asked, or less if it shrank), in `scratch.buf`: valid until the next read into it. */
+async function readInto(fh: FileHandle, scratch: Scratch): Promise<Buffer> {
+  const { size } = await fh.stat();
+  if (scratch.buf.length < size) scratch.buf = Buffer.allocUnsafeSlow(Math.max(size, 2 * scratch.buf.length));
+  let got = 0;
+  while (got < size) {
+    const { bytesRead } = await fh.read(scratch.buf, got, size - got, got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return scratch.buf.subarray(0, got);
+}
+
+/**
+ * The file, or null if it does not exist. With `footerOnly`, its last 48 bytes and its size. With
+ * `scratch`, the file is read into that buffer (valid until the next read into it).
+ */
+async function readOrNull(dir: string, name: string, footerOnly = false, scratch?: Scratch): Promise<Buffer | null> {
   const path = join(dir, name);
   try {
-    if (!footerOnly) return await readFile(path);
+    if (!footerOnly && scratch === undefined) return await readFile(path);
+    if (!footerOnly) {
+      const fh = await open(path, 'r');
+      try {
+        return await readInto(fh, scratch as Scratch);
+      } finally {
+        await fh.close();
+      }
+    }
     const fh = await open(path, 'r');
     try {
       const { size } = await fh.stat();

@@ -19,6 +19,7 @@
  * - Balances never go negative: the amount is drawn from [0, balance read].
  */
 import { OracleClient } from '../oracle/client.js';
+import { workerOracleTimeoutMs } from './worker-oracle-timeout.js';
 import { isOracleError } from '../oracle/errors.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
@@ -97,7 +98,7 @@ async function main(): Promise<void> {
   };
 
   const store = await openWorkerStore(cfg);
-  const oracle = new OracleClient({ host: cfg.oracleHost, port: cfg.oraclePort, timeoutMs: 10_000 });
+  const oracle = new OracleClient({ host: cfg.oracleHost, port: cfg.oraclePort, timeoutMs: workerOracleTimeoutMs(cfg.storeUrl) });
   const db = await whileOutOfReach(
     () =>
       Percolator.open({

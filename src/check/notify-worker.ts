@@ -21,6 +21,7 @@
 import { isStoreError } from '../store/errors.js';
 import type { Worker } from '../notify/worker.js';
 import { OracleClient } from '../oracle/client.js';
+import { workerOracleTimeoutMs } from './worker-oracle-timeout.js';
 import { openStore } from '../store/open-store.js';
 import { whileOutOfReach } from '../store/while-out-of-reach.js';
 import type { Store } from '../store/store.js';
@@ -103,7 +104,7 @@ async function main(): Promise<void> {
   };
 
   const store = await openWorkerStore(cfg);
-  const oracle = new OracleClient({ host: cfg.oracleHost, port: cfg.oraclePort, timeoutMs: 10_000 });
+  const oracle = new OracleClient({ host: cfg.oracleHost, port: cfg.oraclePort, timeoutMs: workerOracleTimeoutMs(cfg.storeUrl) });
   const db = await whileRefused(cfg.fullDisk, () =>
     Percolator.open({
       store,

@@ -174,16 +174,9 @@ async function readOrNull(dir: string, name: string, footerOnly = false, scratch
   const path = join(dir, name);
   try {
     if (!footerOnly && scratch === undefined) return await readFile(path);
-    if (!footerOnly) {
-      const fh = await open(path, 'r');
-      try {
-        return await readInto(fh, scratch as Scratch);
-      } finally {
-        await fh.close();
-      }
-    }
     const fh = await open(path, 'r');
     try {
+      if (!footerOnly) return await readInto(fh, scratch as Scratch);
       const { size } = await fh.stat();
       const len = Math.min(FOOTER_LEN, size);
       const buf = Buffer.alloc(len) as TailRead;

@@ -7,23 +7,13 @@
 import net from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openCheckOracle } from '../src/check/check-oracle.js';
-import { type PercolatorServer, startServer } from '../src/server/server.js';
+import type { PercolatorServer } from '../src/server/server.js';
 import { openStore } from '../src/store/open-store.js';
 import { Percolator } from '../src/txn/percolator.js';
+import { serveWithNothingOnPortPlus2 } from './support/free-port-plus-2.js';
 
 let server: PercolatorServer;
 let deadPort: number;
-
-/** Whether something accepts connections on 127.0.0.1:port. */
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port }, () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
 
 /** A port nothing listens on: one the OS handed out, closed again. */
 async function freedPort(): Promise<number> {
@@ -37,12 +27,7 @@ async function freedPort(): Promise<number> {
 beforeAll(async () => {
   // No oracle of the server's own (oraclePort null), and nothing on its PORT+2: the default
   // oracle address is unreachable too.
-  for (let attempt = 0; ; attempt++) {
-    server = await startServer({ storeUrl: 'memory:', port: 0, httpPort: null, oraclePort: null, log: () => undefined });
-    if (!(await listening(server.port + 2))) break;
-    await server.close();
-    if (attempt === 5) throw new Error('PORT+2 of every server started was taken');
-  }
+  server = await serveWithNothingOnPortPlus2(null);
   deadPort = await freedPort();
 });
 afterAll(async () => {

@@ -8,39 +8,23 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { type PercolatorServer, startServer } from '../src/server/server.js';
+import type { PercolatorServer } from '../src/server/server.js';
 import { Percolator } from '../src/txn/percolator.js';
+import { serveWithNothingOnPortPlus2 } from './support/free-port-plus-2.js';
 
 const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
 
 let server: PercolatorServer;
 let dir: string;
 
-/** Whether something accepts connections on 127.0.0.1:port. */
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect({ host: '127.0.0.1', port }, () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
-
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'serve-oracle-url-'));
   // Random ports, as `serve --port 0` picks them; the test needs nothing on PORT+2.
-  for (let attempt = 0; ; attempt++) {
-    server = await startServer({ storeUrl: 'memory:', port: 0, httpPort: null, oraclePort: 0, log: () => undefined });
-    if (!(await listening(server.port + 2))) break;
-    await server.close();
-    if (attempt === 5) throw new Error('PORT+2 of every server started was taken');
-  }
+  server = await serveWithNothingOnPortPlus2(0);
 });
 afterAll(async () => {
   await server?.close();

@@ -28,6 +28,7 @@ import { KeyFilter } from './key-filter.js';
 import { RowCache } from './row-cache.js';
 import { decodeRow, encodeRow, encodeRowCells } from './row-codec.js';
 import { RowLatches } from './row-latch.js';
+import { ruleValue } from './rmw-rule.js';
 import { planRowSet } from './row-set.js';
 import { type AtomicRowsStore, DEFAULT_LIMITS, type StoreLimits, type StoreOptions } from './store.js';
 import { type CatalogJson, DEFAULT_GROUP, TableState, assignGroups } from './table-state.js';
@@ -1113,38 +1114,7 @@ export class EngineStore implements AtomicRowsStore {
           const now = this.serverMicros();
           for (const r of rules) {
             const latest = out.find((c) => c.family === r.familyName && Buffer.compare(c.qualifier, r.columnQualifier) === 0);
-            let value: Uint8Array;
-            if ('appendValue' in r) {
-              value = latest === undefined ? Uint8Array.prototype.slice.call(r.appendValue) : Buffer.concat([latest.value, r.appendValue]);
-              // The limit a SetCell has holds for what an append makes, too.
-              if (value.byteLength > this.limits.maxValueBytes) {
-                throw new StoreError(
-                  'VALUE_TOO_LARGE',
-                  `appending makes a value of ${value.byteLength} bytes, over the limit of ${this.limits.maxValueBytes}`,
-                  { table, row: keyHex(key), family: r.familyName, size: value.byteLength, limit: this.limits.maxValueBytes },
-                );
-              }
-            } else {
-              let base = 0n;
-              if (latest !== undefined) {
-                if (latest.value.byteLength !== 8) {
-                  throw new StoreError(
-                    'NOT_AN_INT64',
-                    `cannot increment a value of ${latest.value.byteLength} bytes: it must be a 64-bit big-endian integer`,
-                    {
-                      table,
-                      row: keyHex(key),
-                      family: r.familyName,
-                      size: latest.value.byteLength,
-                    },
-                  );
-                }
-                base = Buffer.from(latest.value.buffer, latest.value.byteOffset, 8).readBigInt64BE(0);
-              }
-              const buf = Buffer.alloc(8);
-              buf.writeBigInt64BE(BigInt.asIntN(64, base + r.incrementAmount));
-              value = buf;
-            }
+            const value = ruleValue(r, latest?.value, table, key, this.limits.maxValueBytes);
             const ts = Math.max(now, latest?.timestamp ?? 0);
             const cell = makeCell(r.familyName, r.columnQualifier, ts, value);
             out = upsertCell(out, cell);

@@ -19,7 +19,7 @@
  */
 import { bytesKey } from '../bytes.js';
 import { makeCell } from '../cells.js';
-import { keyHex, StoreError } from '../errors.js';
+import { ruleValue } from '../rmw-rule.js';
 import type { Bytes, Cell, Mutation, ReadModifyWriteRule, RowFilter } from '../types.js';
 
 export interface Column {
@@ -49,7 +49,7 @@ export function newestVersionsFilter(cols: readonly Column[]): RowFilter {
   return { chain: [sel, { cellsPerColumnLimitFilter: 1 }] };
 }
 
-/** Applies the rules to the newest cells; returns the new cells by column (INVALID_ARGUMENT on a bad increment). */
+/** Applies the rules to the newest cells; returns the new cells by column (NOT_AN_INT64 on a bad increment: rmw-rule.ts). */
 export function applyRules(
   rules: readonly ReadModifyWriteRule[],
   latest: ReadonlyMap<string, Cell>,
@@ -62,30 +62,7 @@ export function applyRules(
   for (const r of rules) {
     const k = columnKey(r.familyName, r.columnQualifier);
     const prev = current.get(k);
-    let value: Uint8Array;
-    if ('appendValue' in r) {
-      value = prev === undefined ? Buffer.from(r.appendValue) : Buffer.concat([prev.value, r.appendValue]);
-    } else {
-      let base = 0n;
-      if (prev !== undefined) {
-        if (prev.value.byteLength !== 8) {
-          throw new StoreError(
-            'NOT_AN_INT64',
-            `cannot increment a value of ${prev.value.byteLength} bytes: it must be a 64-bit big-endian integer`,
-            {
-              table,
-              row: keyHex(key),
-              family: r.familyName,
-              size: prev.value.byteLength,
-            },
-          );
-        }
-        base = Buffer.from(prev.value.buffer, prev.value.byteOffset, 8).readBigInt64BE(0);
-      }
-      const buf = Buffer.alloc(8);
-      buf.writeBigInt64BE(BigInt.asIntN(64, base + r.incrementAmount));
-      value = buf;
-    }
+    const value = ruleValue(r, prev?.value, table, key);
     const cell = makeCell(r.familyName, r.columnQualifier, Math.max(stamp, prev?.timestamp ?? 0), value);
     current.set(k, cell);
     touched.set(k, cell);

@@ -21,8 +21,6 @@
 import { OracleClient } from '../oracle/client.js';
 import { workerOracleTimeoutMs } from './worker-oracle-timeout.js';
 import { isOracleError } from '../oracle/errors.js';
-import { openStore } from '../store/open-store.js';
-import type { Store } from '../store/store.js';
 import { isTxnError } from '../txn/errors.js';
 import { isStoreError } from '../store/errors.js';
 import { whileOutOfReach } from '../store/while-out-of-reach.js';
@@ -43,29 +41,15 @@ import {
   type WorkerMessage,
 } from './bank-protocol.js';
 import type { Version } from './history.js';
-import { IpcStore } from './ipc-store.js';
+import { openWorkerStore, sendToSupervisor } from './worker-channel.js';
 import { codeOf, failureMessage } from './worker-failure.js';
 
 let stopping = false;
 
-function send(m: WorkerMessage): Promise<void> {
-  return new Promise((resolve) => {
-    if (process.send === undefined || !process.connected) return resolve();
-    try {
-      process.send(m, undefined, {}, () => resolve());
-    } catch {
-      resolve();
-    }
-  });
-}
+const send = (m: WorkerMessage): Promise<void> => sendToSupervisor(m);
 
 function randomInt(n: number): number {
   return Math.floor(Math.random() * n);
-}
-
-async function openWorkerStore(cfg: WorkerConfig): Promise<Store> {
-  // Stores every process can open (a server) are opened directly; the others are the supervisor's.
-  return cfg.storeUrl.startsWith('bigtable://') ? openStore(cfg.storeUrl) : new IpcStore(cfg.storeUrl);
 }
 
 async function main(): Promise<void> {
@@ -97,7 +81,7 @@ async function main(): Promise<void> {
     });
   };
 
-  const store = await openWorkerStore(cfg);
+  const store = await openWorkerStore(cfg.storeUrl);
   const oracle = new OracleClient({ host: cfg.oracleHost, port: cfg.oraclePort, timeoutMs: workerOracleTimeoutMs(cfg.storeUrl) });
   const db = await whileOutOfReach(
     () =>

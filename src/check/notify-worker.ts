@@ -22,12 +22,10 @@ import { isStoreError } from '../store/errors.js';
 import type { Worker } from '../notify/worker.js';
 import { OracleClient } from '../oracle/client.js';
 import { workerOracleTimeoutMs } from './worker-oracle-timeout.js';
-import { openStore } from '../store/open-store.js';
 import { whileOutOfReach } from '../store/while-out-of-reach.js';
-import type { Store } from '../store/store.js';
 import { Percolator } from '../txn/percolator.js';
 import type { ProtocolPoint } from '../txn/transaction.js';
-import { IpcStore } from './ipc-store.js';
+import { openWorkerStore, sendToSupervisor } from './worker-channel.js';
 import { codeOf, failureMessage } from './worker-failure.js';
 import {
   CRASH_POINTS,
@@ -44,16 +42,7 @@ import {
   VALUE,
 } from './notify-protocol.js';
 
-function send(m: NotifyWorkerMessage): Promise<void> {
-  return new Promise((resolve) => {
-    if (process.send === undefined || !process.connected) return resolve();
-    try {
-      process.send(m, undefined, {}, () => resolve());
-    } catch {
-      resolve();
-    }
-  });
-}
+const send = (m: NotifyWorkerMessage): Promise<void> => sendToSupervisor(m);
 
 function metricsOf(w: Worker): NotifyWorkerMetrics {
   const m = w.metrics;
@@ -68,10 +57,6 @@ function metricsOf(w: Worker): NotifyWorkerMetrics {
     rowsScanned: m.scanner.rowsScanned,
     jumps: m.scanner.jumps,
   };
-}
-
-async function openWorkerStore(cfg: NotifyWorkerConfig): Promise<Store> {
-  return cfg.storeUrl.startsWith('bigtable://') ? openStore(cfg.storeUrl) : new IpcStore(cfg.storeUrl);
 }
 
 async function main(): Promise<void> {
@@ -103,7 +88,7 @@ async function main(): Promise<void> {
     });
   };
 
-  const store = await openWorkerStore(cfg);
+  const store = await openWorkerStore(cfg.storeUrl);
   const oracle = new OracleClient({ host: cfg.oracleHost, port: cfg.oraclePort, timeoutMs: workerOracleTimeoutMs(cfg.storeUrl) });
   const db = await whileRefused(cfg.fullDisk, () =>
     Percolator.open({

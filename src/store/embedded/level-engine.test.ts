@@ -670,6 +670,27 @@ describe('LevelEngine: corruption', () => {
     }
   });
 
+  it("a MANIFEST whose last edit reads as preallocated zeros: DATA_CORRUPTED naming the MANIFEST, not only LevelDB's words", async () => {
+    // An open writes a new MANIFEST: a snapshot of the files, then one edit with the next file
+    // number, log number and last sequence. Zeroed, that edit's header reads as preallocation,
+    // which the log reader skips silently; LevelDB then refuses the MANIFEST ("no meta-nextfile").
+    const dir = tempDir();
+    const e = await openLevelEngine(dir);
+    await fill(e, 100);
+    await e.close();
+    const [manifest] = files(dir, /^MANIFEST-/);
+    const path = join(dir, manifest);
+    const buf = readFileSync(path);
+    let last = 0;
+    for (let pos = 0; pos + 7 <= buf.length; pos += 7 + (buf[pos + 4] | (buf[pos + 5] << 8))) last = pos;
+    expect(last).toBeGreaterThan(0); // a snapshot record before it
+    buf.fill(0, last);
+    writeFileSync(path, buf);
+    const err = await expectCode(openLevelEngine(dir), 'DATA_CORRUPTED');
+    expect(err.message).toContain(manifest);
+    expect(err.message).toContain('no meta-nextfile entry');
+  });
+
   it('a deleted current log (acknowledged writes LevelDB would silently forget): DATA_CORRUPTED', async () => {
     const dir = tempDir();
     const e = await openLevelEngine(dir);

@@ -203,10 +203,25 @@ export interface ManifestState {
   logNumber: number;
   prevLogNumber: number;
   lastSequence: number;
+  /** Tags seen in any edit: LevelDB refuses a MANIFEST without a next file number, a log number and a last sequence. */
+  readonly tags: Set<number>;
 }
 
 export function newManifestState(): ManifestState {
-  return { live: new Map(), logNumber: 0, prevLogNumber: 0, lastSequence: 0 };
+  return { live: new Map(), logNumber: 0, prevLogNumber: 0, lastSequence: 0, tags: new Set() };
+}
+
+/**
+ * What LevelDB's VersionSet::Recover would refuse in a replayed MANIFEST (its error, in its
+ * words), or null. A MANIFEST starts with a snapshot of the files and then an edit carrying these
+ * numbers: a damaged tail that reads as preallocated zeros, which the log reader skips silently,
+ * can drop that edit.
+ */
+export function missingManifestEntry(m: ManifestState): string | null {
+  if (!m.tags.has(3)) return 'no meta-nextfile entry';
+  if (!m.tags.has(2)) return 'no meta-lognumber entry';
+  if (!m.tags.has(4)) return 'no last-sequence-number entry';
+  return null;
 }
 
 export function applyVersionEdit(rec: Uint8Array, m: ManifestState): string | null {
@@ -214,6 +229,7 @@ export function applyVersionEdit(rec: Uint8Array, m: ManifestState): string | nu
   try {
     while (!c.done) {
       const tag = c.varint();
+      m.tags.add(tag);
       switch (tag) {
         case 1: // comparator
           c.bytes();

@@ -7,7 +7,15 @@
 import { type FileHandle, open, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ioError } from './level-errors.js';
-import { FOOTER_LEN, applyVersionEdit, newManifestState, readLogRecords, verifyFooter, verifyTable } from './level-format.js';
+import {
+  FOOTER_LEN,
+  applyVersionEdit,
+  missingManifestEntry,
+  newManifestState,
+  readLogRecords,
+  verifyFooter,
+  verifyTable,
+} from './level-format.js';
 import { isDataFile } from './store-files.js';
 
 export interface LevelVerifyReport {
@@ -59,6 +67,8 @@ export async function verifyLevelDir(dir: string, opts: { tables: 'blocks' | 'si
     if (err !== null) problems.push(`${manifestName}: bad version edit: ${err}`);
   }
   if (records.length === 0 && problems.length === 0) problems.push(`${manifestName} holds no version edit`);
+  const missing = records.length === 0 ? null : missingManifestEntry(m);
+  if (missing !== null && problems.length === 0) problems.push(`${manifestName}: ${missing} (an edit at its end is lost or zeroed)`);
   const { logNumber, prevLogNumber } = m;
 
   let tableBytes = 0;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SyntheticCorpus } from './corpus/synthetic.js';
-import { clusterKeys, collapse, parseDocument, resolveLink, urlKey } from './parse.js';
+import { type DocType, clusterKeys, collapse, parseDocument, resolveLink, urlKey } from './parse.js';
 import { mulberry32 } from '../../util/seeded-random.js';
 import { anchorTermCounts, postingScore, termsOf, tokenize } from './terms.js';
 
@@ -43,6 +43,81 @@ describe('parseDocument (markdown)', () => {
   it('joins several anchors of one target and drops self links', () => {
     const p = parseDocument(BASE, 'md', '[a](x.md) [b](x.md) [a](x.md) [me](README.md) [top](./README.md#top)');
     expect(p.links).toEqual([['file:///node_modules/pkg/x.md', 'a | b']]);
+  });
+});
+
+describe('parseDocument on hostile input', () => {
+  // Openings without closings, and runs a pattern could split many ways: each took time quadratic
+  // in its size before (80 KB of `[` 38 s, of `# a` and spaces 22 s, of `<a ` 9 s). At 200 KB a
+  // quadratic parse takes minutes; a linear one milliseconds: the bound leaves a loaded machine
+  // two orders of magnitude.
+  const N = 200_000;
+  const cases: [string, DocType, string][] = [
+    ['<', 'html', '<'.repeat(N)],
+    ['<!--', 'html', '<!--'.repeat(N / 4)],
+    ['<script', 'html', '<script'.repeat(N / 7)],
+    ['<a href=x>', 'html', '<a href=x>'.repeat(N / 10)],
+    ['<a ', 'html', '<a '.repeat(N / 3)],
+    ['<title>', 'html', '<title>'.repeat(N / 7)],
+    ['<h1>', 'html', '<h1>'.repeat(N / 4)],
+    ['<head>', 'html', '<head>'.repeat(N / 6)],
+    ['<body', 'html', '<body'.repeat(N / 5)],
+    ['<base href="', 'html', '<base href="'.repeat(N / 12)],
+    ['[', 'md', '['.repeat(N)],
+    ['![', 'md', '!['.repeat(N / 2)],
+    ['[x](', 'md', '[x]('.repeat(N / 4)],
+    ['![x](', 'md', '![x]('.repeat(N / 5)],
+    ['[x][', 'md', '[x]['.repeat(N / 4)],
+    ['[a]', 'md', '[a]'.repeat(N / 3)],
+    ['[x]( and spaces', 'md', `[x](${' '.repeat(N)}`],
+    ['<http://', 'md', '<http://'.repeat(N / 8)],
+    ['<a ', 'md', '<a '.repeat(N / 3)],
+    ['# a, spaces, b', 'md', `# a${' '.repeat(N)}b`],
+    ['# a #…', 'md', `# a${' #'.repeat(N / 2)}x`],
+    ['x\\r…', 'md', 'x\r'.repeat(N / 2)],
+    ['a URL of dots', 'text', `http://x/${'.'.repeat(N)}a`],
+    ['many links to one target', 'md', Array.from({ length: N / 20 }, (_, i) => `[a${i}](t.md)`).join(' ')],
+  ];
+  it.each(cases)('%s (%s) parses in linear time', (_name, type, content) => {
+    const started = performance.now();
+    const doc = parseDocument(BASE, type, content);
+    expect(performance.now() - started).toBeLessThan(1500);
+    expect(doc.fingerprint).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  it('the linear forms find what the patterns they replace found', () => {
+    // Spans as /<a\s([^>]*)>([\s\S]*?)<\/a\s*>/gi finds them, a `>` missing or a closing missing.
+    const html = '<a href="1">one</a><A\thref=2>t<b>w</b>o</a ><a href=3>three<a href=4>four</a> <a href=5 <p>x</p> <a href=6>six';
+    expect(parseDocument('https://s.example/', 'html', html).links).toEqual([
+      ['https://s.example/1', 'one'],
+      ['https://s.example/2', 't w o'],
+      ['https://s.example/3', 'three four'],
+    ]);
+    // The closing run of a heading goes, whatever it is made of; a heading of only #s keeps one.
+    expect(parseDocument(BASE, 'md', '#   Title  # ##  \nbody').title).toBe('Title');
+    expect(parseDocument(BASE, 'md', 'x\n# ##\nbody').title).toBe('#');
+    expect(parseDocument(BASE, 'md', 'Title\r\n=====\r\nbody').title).toBe('Title');
+    // An empty destination before a title with a space in it (the match only splitting the spaces
+    // finds) is still link syntax, with no target to add.
+    const p = parseDocument(BASE, 'md', 'see [x]( "t t") and [y](y.md "why")');
+    expect(p.text).toBe('see x and y');
+    expect(p.links).toEqual([['file:///node_modules/pkg/y.md', 'y']]);
+    // Bracketed text around a link: the link is the innermost pair, as CommonMark has it.
+    expect(parseDocument(BASE, 'md', '[[Become a backer](b.md)]').links).toEqual([['file:///node_modules/pkg/b.md', 'Become a backer']]);
+    // Past 200 characters of anchors, more anchors of the same target change nothing.
+    const many = Array.from({ length: 60 }, (_, i) => `[anchor${i}](t.md)`).join(' ');
+    const [[, joined]] = parseDocument(BASE, 'md', many).links as [[string, string]];
+    expect(joined).toBe(
+      Array.from({ length: 60 }, (_, i) => `anchor${i}`)
+        .join(' | ')
+        .slice(0, 200),
+    );
+  });
+
+  it('a URL that is not valid percent-encoding gives its file name as it is, not an error', () => {
+    expect(parseDocument('https://example.com/100%', 'text', '').title).toBe('100%');
+    expect(parseDocument('https://example.com/%E0%A4%A', 'text', '').title).toBe('%E0%A4%A');
+    expect(parseDocument('https://example.com/caf%C3%A9', 'text', '').title).toBe('café');
   });
 });
 

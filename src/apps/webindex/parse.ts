@@ -8,10 +8,16 @@
  *   text), so two documents with one fingerprint are interchangeable in search results.
  * - Links are absolute `http(s):` or `file:` URLs without fragment, never the document itself
  *   (in-page anchors are not links between documents), one entry per target (anchor texts joined).
- * - Every regular expression is linear (no nested quantifiers over the same characters): inputs
- *   are whatever a crawl returns.
+ * - Parsing takes time linear in the input, whatever a crawl returns: V8's regular expressions
+ *   backtrack, so every pattern that scans to a closing delimiter either stops at the next opening
+ *   one (a link's `[^[\]…]`, an autolink's `[^<>…]`) or is a scan of linear-scan.ts; runs of spaces
+ *   a pattern could split two ways are taken whole (`(?=(\s*))\1`, an atomic group). 80 KB of `[`
+ *   took 38 s before (docs/webindex.md › *Hostile documents*); parse.test.ts holds each case to a
+ *   bound.
+ * - A URL that is not valid percent-encoding still parses: its file name is the fallback title as is.
  */
 import { createHash } from 'node:crypto';
+import { replaceAngleTags, replaceSpans, spans, trimEndOf } from './linear-scan.js';
 
 export type DocType = 'md' | 'html' | 'text';
 
@@ -68,8 +74,16 @@ export function decodeEntities(s: string): string {
   });
 }
 
+const COMMENT_OPEN = /<!--/g;
+const COMMENT_CLOSE = /-->/g;
+
+/** `s.replace(/<!--[\s\S]*?-->/g, ' ')`. */
+function dropComments(s: string): string {
+  return replaceSpans(s, COMMENT_OPEN, COMMENT_CLOSE, false, () => ' ');
+}
+
 function stripTags(s: string): string {
-  return decodeEntities(s.replace(/<!--[\s\S]*?-->/g, ' ').replace(/<[^>]*>/g, ' '));
+  return decodeEntities(replaceAngleTags(dropComments(s), ' '));
 }
 
 /** Resolves `href` against `base`; null for anything that is not a link to another document. */
@@ -100,6 +114,10 @@ class LinkSet {
       if (this.map.size >= MAX_LINKS) return;
       this.map.set(target, (list = []));
     }
+    // What result() keeps of a target's anchors is their first MAX_ANCHOR characters: past them,
+    // more anchors change nothing (and a page of many links to one target no longer costs a
+    // search of its anchor list for each).
+    if (list.reduce((n, x) => n + x.length + 3, 0) >= MAX_ANCHOR + 3) return;
     const a = collapse(anchor).slice(0, MAX_ANCHOR);
     if (a !== '' && !list.includes(a)) list.push(a);
   }
@@ -113,37 +131,86 @@ class LinkSet {
 const BARE_URL = /\bhttps?:\/\/[^\s<>"'`)\]]+/g;
 
 function addBareUrls(text: string, links: LinkSet): void {
-  for (const m of text.matchAll(BARE_URL)) links.add(m[0].replace(/[.,;:!?]+$/, ''), '');
+  for (const m of text.matchAll(BARE_URL)) links.add(trimEndOf(m[0], '.,;:!?'), '');
+}
+
+// Openings and closings of the elements the parsers look into (linear-scan.ts `spans`).
+const SCRIPT_OPEN = /<script\b/gi;
+const SCRIPT_CLOSE = /<\/script\s*>/gi;
+const STYLE_OPEN = /<style\b/gi;
+const STYLE_CLOSE = /<\/style\s*>/gi;
+const HEAD_OPEN = /<head\b/gi;
+const HEAD_CLOSE = /<\/head\s*>/gi;
+const TITLE_OPEN = /<title/gi;
+const TITLE_CLOSE = /<\/title\s*>/gi;
+const H1_OPEN = /<h1/gi;
+const H1_CLOSE = /<\/h1\s*>/gi;
+const A_OPEN = /<a\s/gi;
+const A_CLOSE = /<\/a\s*>/gi;
+
+/** The body of the first `<title…>…</title>` (or h1): `/<title[^>]*>([\s\S]*?)<\/title\s*>/i`'s group. */
+function firstElement(s: string, open: RegExp, close: RegExp): string | undefined {
+  return spans(s, open, close, true, 1)[0]?.body;
+}
+
+/** `/<body[^>]*>([\s\S]*)$/i.exec(s)?.[1]`: everything after the first `<body…>`. */
+function afterBody(s: string): string | undefined {
+  const at = s.search(/<body/i);
+  if (at < 0) return undefined;
+  const gt = s.indexOf('>', at + 5);
+  return gt < 0 ? undefined : s.slice(gt + 1);
 }
 
 function parseHtml(content: string, url: string): { title: string; text: string; links: [string, string][] } {
-  const cleaned = content
-    .replace(/<!--[\s\S]*?-->/g, ' ')
-    .replace(/<script\b[\s\S]*?<\/script\s*>/gi, ' ')
-    .replace(/<style\b[\s\S]*?<\/style\s*>/gi, ' ');
-  const baseHref = /<base\s[^>]*href\s*=\s*["']([^"']+)["']/i.exec(cleaned)?.[1];
+  const cleaned = [
+    [SCRIPT_OPEN, SCRIPT_CLOSE],
+    [STYLE_OPEN, STYLE_CLOSE],
+  ].reduce((s, [open, close]) => replaceSpans(s, open as RegExp, close as RegExp, false, () => ' '), dropComments(content));
+  // `[^<>]`: an attribute scan stops at the next tag (a `<base` without `>` would scan to the end).
+  const baseHref = /<base\s[^<>]*href\s*=\s*["']([^"'<>]+)["']/i.exec(cleaned)?.[1];
   const links = new LinkSet(baseHref !== undefined ? (resolveLink(baseHref, url) ?? url) : url);
-  for (const m of cleaned.matchAll(/<a\s([^>]*)>([\s\S]*?)<\/a\s*>/gi)) {
-    const href = /href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))/i.exec(m[1] ?? '');
+  for (const a of spans(cleaned, A_OPEN, A_CLOSE, true)) {
+    const href = /href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))/i.exec(a.tag);
     const h = href?.[1] ?? href?.[2] ?? href?.[3];
-    if (h !== undefined) links.add(h, stripTags(m[2] ?? ''));
+    if (h !== undefined) links.add(h, stripTags(a.body));
   }
-  const titleTag = /<title[^>]*>([\s\S]*?)<\/title\s*>/i.exec(cleaned)?.[1];
-  const h1 = /<h1[^>]*>([\s\S]*?)<\/h1\s*>/i.exec(cleaned)?.[1];
-  const bodyMatch = /<body[^>]*>([\s\S]*)$/i.exec(cleaned);
-  const text = collapse(stripTags((bodyMatch?.[1] ?? cleaned).replace(/<head\b[\s\S]*?<\/head\s*>/i, ' ')));
+  const titleTag = firstElement(cleaned, TITLE_OPEN, TITLE_CLOSE);
+  const h1 = firstElement(cleaned, H1_OPEN, H1_CLOSE);
+  const body = afterBody(cleaned) ?? cleaned;
+  const text = collapse(stripTags(replaceSpans(body, HEAD_OPEN, HEAD_CLOSE, false, () => ' ', 1)));
   const title = collapse(stripTags(titleTag ?? h1 ?? ''));
   return { title, text, links: links.result() };
 }
+
+/**
+ * An inline link `[anchor](href "title")`. The spaces around the destination are taken whole
+ * (`(?=(\s*))\k<…>`: an atomic group), else `[x](` and a long run of spaces would be split every
+ * way before failing; the second alternative is a title with an empty destination, the one match
+ * splitting them could find.
+ */
+const INLINE_LINK =
+  /\[(?<anchor>[^[\]\n]*)\]\((?:(?=(?<s1>\s*))\k<s1><?(?<href>[^)\s>[]*)>?(?:(?=(?<s2>\s+))\k<s2>(?:"[^"\n]*"|'[^'\n]*'))?(?=(?<s3>\s*))\k<s3>|\s+(?:"[^"\n]*"|'[^'\n]*')\s*)\)/g;
+
+/**
+ * `# Title #`: the heading's text without its closing run of spaces, tabs and `#` — the same as
+ * `(.+?)[ \t#]*$`, whose lazy group retried that run at every character (quadratic in a line).
+ */
+const ATX_1 = /^ {0,3}#[ \t]+(.*[^ \t#\n\r\u2028\u2029]|.)[ \t#]*$/m;
+const ATX_ANY = /^ {0,3}#{1,6}[ \t]+(.*[^ \t#\n\r\u2028\u2029]|.)[ \t#]*$/m;
+/**
+ * A setext heading. It starts after a newline (`(?<![^\n])`), not at every `^` of the multiline
+ * flag, which also follows `\r`: in a long line of `\r`s each would have scanned to its end.
+ */
+const SETEXT = /(?<![^\n])([^\n]+)\n {0,3}(?:=+|-+)[ \t]*$/m;
 
 /** Markdown inline syntax → plain text (images become their alt text, links their anchor). */
 function mdInline(s: string): string {
   return stripTags(
     s
-      .replace(/!\[([^\]]*)\]\([^)]*\)/g, '$1')
-      .replace(/!\[([^\]]*)\]\[[^\]]*\]/g, '$1')
-      .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
-      .replace(/\[([^\]]*)\]\[[^\]]*\]/g, '$1')
+      .replace(/!\[([^[\]]*)\]\([^)[]*\)/g, '$1')
+      .replace(/!\[([^[\]]*)\]\[[^[\]]*\]/g, '$1')
+      .replace(/\[([^[\]]*)\]\([^)[]*\)/g, '$1')
+      .replace(/\[([^[\]]*)\]\[[^[\]]*\]/g, '$1')
       .replace(/[*_`~]+/g, ''),
   );
 }
@@ -159,38 +226,39 @@ function parseMarkdown(content: string, url: string): { title: string; text: str
     return '';
   });
   // Images first, so a badge inside a link leaves its alt text as the link's anchor.
-  let s = withoutDefs.replace(/!\[([^\]\n]*)\]\([^)\n]*\)/g, '$1').replace(/!\[([^\]\n]*)\]\[[^\]\n]*\]/g, '$1');
-  s = s.replace(/\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\)/g, (_m, anchor: string, href: string) => {
-    links.add(href, mdInline(anchor));
+  let s = withoutDefs.replace(/!\[([^[\]\n]*)\]\([^)[\n]*\)/g, '$1').replace(/!\[([^[\]\n]*)\]\[[^[\]\n]*\]/g, '$1');
+  s = s.replace(INLINE_LINK, (...args: unknown[]) => {
+    const { anchor, href } = args[args.length - 1] as { anchor: string; href: string | undefined };
+    links.add(href ?? '', mdInline(anchor));
     return ` ${anchor} `;
   });
-  s = s.replace(/\[([^\]\n]+)\]\[([^\]\n]*)\]/g, (m, anchor: string, ref: string) => {
+  s = s.replace(/\[([^[\]\n]+)\]\[([^[\]\n]*)\]/g, (m, anchor: string, ref: string) => {
     const href = defs.get((ref === '' ? anchor : ref).trim().toLowerCase());
     if (href === undefined) return m;
     links.add(href, mdInline(anchor));
     return ` ${anchor} `;
   });
-  s = s.replace(/\[([^\]\n]+)\](?![[(:])/g, (m, anchor: string) => {
+  s = s.replace(/\[([^[\]\n]+)\](?![[(:])/g, (m, anchor: string) => {
     const href = defs.get(anchor.trim().toLowerCase());
     if (href === undefined) return m;
     links.add(href, mdInline(anchor));
     return ` ${anchor} `;
   });
-  s = s.replace(/<(https?:\/\/[^>\s]+)>/g, (_m, href: string) => {
+  s = s.replace(/<(https?:\/\/[^<>\s]+)>/g, (_m, href: string) => {
     links.add(href, href);
     return ` ${href} `;
   });
-  s = s.replace(/<a\s([^>]*)>([\s\S]*?)<\/a\s*>/gi, (_m, attrs: string, inner: string) => {
-    const href = /href\s*=\s*(?:"([^"]*)"|'([^']*)')/i.exec(attrs);
+  s = replaceSpans(s, A_OPEN, A_CLOSE, true, ({ tag, body }) => {
+    const href = /href\s*=\s*(?:"([^"]*)"|'([^']*)')/i.exec(tag);
     const h = href?.[1] ?? href?.[2];
-    if (h !== undefined) links.add(h, stripTags(inner));
-    return ` ${inner} `;
+    if (h !== undefined) links.add(h, stripTags(body));
+    return ` ${body} `;
   });
-  addBareUrls(s.replace(/<[^>]*>/g, ' '), links);
+  addBareUrls(replaceAngleTags(s, ' '), links);
   // Title: the first ATX heading of level 1 (else any level), else a setext heading, else the first line.
-  const atx1 = /^ {0,3}#[ \t]+(.+?)[ \t#]*$/m.exec(content)?.[1];
-  const atx = atx1 ?? /^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$/m.exec(content)?.[1];
-  const setext = /^([^\n]+)\n {0,3}(?:=+|-+)[ \t]*$/m.exec(content)?.[1];
+  const atx1 = ATX_1.exec(content)?.[1];
+  const atx = atx1 ?? ATX_ANY.exec(content)?.[1];
+  const setext = SETEXT.exec(content)?.[1];
   const firstLine = /^[ \t]*(\S[^\n]*)$/m.exec(s)?.[1];
   const title = collapse(mdInline(atx ?? setext ?? firstLine ?? ''));
   const code = parts.filter((_, i) => i % 2 === 1).join('\n');
@@ -209,16 +277,25 @@ export function fingerprint(title: string, text: string): string {
   return createHash('sha1').update(title).update('\u0000').update(text).digest('hex').slice(0, 16);
 }
 
-/** Parses one fetched document. `url` is its absolute URL (links resolve against it). */
-export function parseDocument(url: string, type: DocType, content: string): ParsedDoc {
-  const p = type === 'html' ? parseHtml(content, url) : type === 'md' ? parseMarkdown(content, url) : parseText(content, url);
-  const fallback = decodeURIComponent(
+/** The URL's last path segment, percent-decoded where it is valid percent-encoding. */
+function fileNameOf(url: string): string {
+  const name =
     url
       .replace(/[?#].*$/, '')
       .replace(/\/+$/, '')
       .split('/')
-      .pop() ?? url,
-  );
+      .pop() ?? url;
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name; // `%` not followed by two hex digits, or bytes that are not UTF-8
+  }
+}
+
+/** Parses one fetched document. `url` is its absolute URL (links resolve against it). */
+export function parseDocument(url: string, type: DocType, content: string): ParsedDoc {
+  const p = type === 'html' ? parseHtml(content, url) : type === 'md' ? parseMarkdown(content, url) : parseText(content, url);
+  const fallback = fileNameOf(url);
   const title = (p.title || fallback).slice(0, MAX_TITLE);
   const text = p.text.slice(0, MAX_TEXT);
   return { title, text, links: p.links, fingerprint: fingerprint(title, text) };

@@ -280,9 +280,7 @@ export function fingerprint(title: string, text: string): string {
 /** The URL's last path segment, percent-decoded where it is valid percent-encoding. */
 function fileNameOf(url: string): string {
   const name =
-    url
-      .replace(/[?#].*$/, '')
-      .replace(/\/+$/, '')
+    trimEndOf(url.replace(/[?#].*$/, ''), '/')
       .split('/')
       .pop() ?? url;
   try {

@@ -75,6 +75,10 @@ describe('parseDocument on hostile input', () => {
     ['# a, spaces, b', 'md', `# a${' '.repeat(N)}b`],
     ['# a #…', 'md', `# a${' #'.repeat(N / 2)}x`],
     ['x\\r…', 'md', 'x\r'.repeat(N / 2)],
+    // The multiline ^ also follows \r and \u2028: a line start at every other character.
+    ['[\\r…', 'md', '[\r'.repeat(N / 2)],
+    ['[a\\r…', 'md', '[a\r'.repeat(N / 3)],
+    ['[\\u2028…', 'md', '[\u2028'.repeat(N / 2)],
     ['a URL of dots', 'text', `http://x/${'.'.repeat(N)}a`],
     ['many links to one target', 'md', Array.from({ length: N / 20 }, (_, i) => `[a${i}](t.md)`).join(' ')],
   ];

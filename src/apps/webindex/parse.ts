@@ -221,7 +221,7 @@ function parseMarkdown(content: string, url: string): { title: string; text: str
   const parts = content.split(/^(?:```|~~~).*$/m);
   const prose = parts.filter((_, i) => i % 2 === 0).join('\n');
   const defs = new Map<string, string>();
-  const withoutDefs = prose.replace(/^ {0,3}\[([^\]\n]+)\]:[ \t]*<?([^\s>]+)>?.*$/gm, (_m, label: string, href: string) => {
+  const withoutDefs = prose.replace(/^ {0,3}\[([^[\]\n]+)\]:[ \t]*<?([^\s>]+)>?.*$/gm, (_m, label: string, href: string) => {
     defs.set(label.trim().toLowerCase(), href);
     return '';
   });

@@ -24,7 +24,8 @@ export function ruleValue(
   maxValueBytes = Number.POSITIVE_INFINITY,
 ): Uint8Array {
   if ('appendValue' in rule) {
-    const value = previous === undefined ? Buffer.from(rule.appendValue) : Buffer.concat([previous, rule.appendValue]);
+    // A copy of its own, not a slice of Node's shared buffer pool: the value may be cached for long.
+    const value = previous === undefined ? Uint8Array.prototype.slice.call(rule.appendValue) : Buffer.concat([previous, rule.appendValue]);
     if (value.byteLength > maxValueBytes) {
       throw new StoreError('VALUE_TOO_LARGE', `appending makes a value of ${value.byteLength} bytes, over the limit of ${maxValueBytes}`, {
         table,

@@ -162,10 +162,8 @@ function afterBody(s: string): string | undefined {
 }
 
 function parseHtml(content: string, url: string): { title: string; text: string; links: [string, string][] } {
-  const cleaned = [
-    [SCRIPT_OPEN, SCRIPT_CLOSE],
-    [STYLE_OPEN, STYLE_CLOSE],
-  ].reduce((s, [open, close]) => replaceSpans(s, open as RegExp, close as RegExp, false, () => ' '), dropComments(content));
+  const noScripts = replaceSpans(dropComments(content), SCRIPT_OPEN, SCRIPT_CLOSE, false, () => ' ');
+  const cleaned = replaceSpans(noScripts, STYLE_OPEN, STYLE_CLOSE, false, () => ' ');
   // `[^<>]`: an attribute scan stops at the next tag (a `<base` without `>` would scan to the end).
   const baseHref = /<base\s[^<>]*href\s*=\s*["']([^"'<>]+)["']/i.exec(cleaned)?.[1];
   const links = new LinkSet(baseHref !== undefined ? (resolveLink(baseHref, url) ?? url) : url);

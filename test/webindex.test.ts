@@ -43,6 +43,7 @@ import {
   type ServingDoc,
   postingRow,
 } from '../src/apps/webindex/schema.js';
+import { MAX_PARSED } from '../src/apps/webindex/parse.js';
 import { search } from '../src/apps/webindex/search.js';
 import { readStats } from '../src/apps/webindex/stats.js';
 import { type TestIndex, expectMatchesBatch, expectSameIndex, openTestIndex } from '../src/apps/webindex/webindex.fixture.js';
@@ -1005,6 +1006,31 @@ describe('search', () => {
       } finally {
         snap.release();
       }
+    },
+    SLOW,
+  );
+});
+
+describe('a page longer than the parser reads (MAX_PARSED characters)', () => {
+  it(
+    'is indexed from its first MAX_PARSED characters, incrementally as in the batch',
+    async () => {
+      const ix = (index = await openTestIndex('content'));
+      const base = 'https://big.example/';
+      // '€' is 3 bytes of UTF-8: the stored page is over 4 × MAX_PARSED bytes, so the processor
+      // decodes a prefix of it (contentText), which must parse as the whole string does.
+      const filler = '€ '.repeat(Math.ceil(MAX_PARSED / 2) + 1_500_000);
+      expect(Buffer.byteLength(filler)).toBeGreaterThan(4 * MAX_PARSED);
+      const page = `# Big page\n\n[early](${base}early.md) words\n\n${filler}\n\n[late](${base}late.md) words\n`;
+      await ix.crawl([
+        { url: `${base}big.md`, content: page },
+        { url: `${base}early.md`, content: '# Early\n\nearly target' },
+        { url: `${base}late.md`, content: '# Late\n\nlate target' },
+      ]);
+      await expectMatchesBatch(ix, 'content');
+      expect((await exportedFor(ix, `${base}early.md`))?.inlinks).toBe(1);
+      expect((await exportedFor(ix, `${base}late.md`))?.inlinks).toBe(0); // its link is past the cap
+      expect((await exportedFor(ix, `${base}big.md`))?.title).toBe('Big page');
     },
     SLOW,
   );

@@ -8,7 +8,7 @@
  * component maintenance or conflict handling. Times (latencies, indexedAt) are not compared.
  */
 import type { Snapshot } from '../../txn/transaction.js';
-import { type DocType, type KeyMode, clusterKeys, docTypeOf, parseDocument } from './parse.js';
+import { type DocType, type KeyMode, clusterKeys, contentText, docTypeOf, parseDocument } from './parse.js';
 import {
   ANCHORS,
   ANCHOR_TEXT,
@@ -60,8 +60,7 @@ export function batchIndex(docs: Iterable<CorpusDoc>, keyMode: KeyMode): IndexSt
   const parsed = new Map<string, ReturnType<typeof parseDocument>>();
   const keysOf = new Map<string, string[]>();
   for (const d of docs) {
-    const content = typeof d.content === 'string' ? d.content : Buffer.from(d.content).toString('utf8');
-    const p = parseDocument(d.url, d.type ?? docTypeOf(d.url), content);
+    const p = parseDocument(d.url, d.type ?? docTypeOf(d.url), contentText(d.content));
     parsed.set(d.url, p);
     keysOf.set(d.url, clusterKeys(d.url, p, keyMode));
   }

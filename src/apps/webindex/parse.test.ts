@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SyntheticCorpus } from './corpus/synthetic.js';
-import { type DocType, clusterKeys, collapse, parseDocument, resolveLink, urlKey } from './parse.js';
+import { type DocType, MAX_PARSED, clusterKeys, collapse, contentText, parseDocument, resolveLink, urlKey } from './parse.js';
 import { mulberry32 } from '../../util/seeded-random.js';
 import { anchorTermCounts, postingScore, termsOf, tokenize } from './terms.js';
 
@@ -141,6 +141,43 @@ describe('parseDocument on hostile input', () => {
     expect(parseDocument('https://example.com/100%', 'text', '').title).toBe('100%');
     expect(parseDocument('https://example.com/%E0%A4%A', 'text', '').title).toBe('%E0%A4%A');
     expect(parseDocument('https://example.com/caf%C3%A9', 'text', '').title).toBe('café');
+  });
+});
+
+describe('parseDocument on documents longer than MAX_PARSED', () => {
+  const url = 'https://example.com/big.html';
+  const head = '<html><head><title>Big</title></head><body><a href="/a">first</a> ';
+
+  it('parses only the first MAX_PARSED characters: what lies past them changes nothing', () => {
+    const fill = '<p>' + 'x'.repeat(MAX_PARSED) + '</p>';
+    const doc = parseDocument(url, 'html', head + fill + '<a href="/b">second</a></body></html>');
+    expect(doc.links.map(([t]) => t)).toEqual(['https://example.com/a']);
+    expect(doc).toEqual(parseDocument(url, 'html', head + fill + '<a href="/c">other</a> other words'));
+    // Shorter than the cap, the tail counts.
+    const short = parseDocument(url, 'html', head + '<a href="/b">second</a>');
+    expect(short.links.map(([t]) => t)).toEqual(['https://example.com/a', 'https://example.com/b']);
+  });
+
+  it('decodes a prefix of long UTF-8 content that parses as the whole content does', () => {
+    // 1-, 2-, 3- and 4-byte characters (the last a surrogate pair), past 4 × MAX_PARSED bytes.
+    const text = head + 'aé€😀 '.repeat(Math.ceil((4 * MAX_PARSED) / 10) + 7) + '<a href="/z">z</a>';
+    const bytes = Buffer.from(text);
+    expect(bytes.byteLength).toBeGreaterThan(4 * MAX_PARSED);
+    const prefix = contentText(bytes);
+    expect(prefix.length).toBeLessThan(text.length);
+    expect(prefix.slice(0, MAX_PARSED)).toBe(text.slice(0, MAX_PARSED));
+    expect(parseDocument(url, 'html', prefix)).toEqual(parseDocument(url, 'html', text));
+    expect(contentText(Buffer.from(head))).toBe(head);
+  });
+
+  it('does not cut a surrogate pair in two', () => {
+    // A script fills the cap but for the text 'word' and an emoji straddling it: the text kept
+    // ends before the emoji, not with half of it (which would be stored as U+FFFD).
+    const open = '<html><body><script>';
+    const close = '</script>word';
+    const page = open + 'x'.repeat(MAX_PARSED - open.length - close.length - 1) + close + '😀 tail';
+    expect(page.charCodeAt(MAX_PARSED - 1)).toBe(0xd83d);
+    expect(parseDocument(url, 'html', page).text).toBe('word');
   });
 });
 

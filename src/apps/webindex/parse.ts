@@ -15,6 +15,9 @@
  *   took 38 s before (docs/webindex.md › *Hostile documents*); parse.test.ts holds each case to a
  *   bound.
  * - A URL that is not valid percent-encoding still parses: its file name is the fallback title as is.
+ * - Only the first MAX_PARSED characters of a document are parsed. Linear is not enough when a
+ *   crawl serves 50 MB (2.7 s of the worker's one JS thread for HTML); what the index keeps of a
+ *   page (MAX_TEXT characters of text, MAX_LINKS links) fills far earlier on ordinary pages.
  */
 import { createHash } from 'node:crypto';
 import { replaceAngleTags, replaceSpans, spans, trimEndOf } from './linear-scan.js';
@@ -35,6 +38,26 @@ export const MAX_TEXT = 32_000;
 const MAX_TITLE = 120;
 const MAX_ANCHOR = 200;
 const MAX_LINKS = 500;
+/** Characters (UTF-16 code units) of a document that are parsed; the rest is ignored. */
+export const MAX_PARSED = 2 * 1024 * 1024;
+
+/**
+ * The part of a document's content that is parsed, decoding only as many bytes as it needs: each
+ * UTF-16 code unit comes from at most 3 bytes of UTF-8, so 4 × MAX_PARSED bytes are enough, and a
+ * character those bytes cut in two decodes past MAX_PARSED, where parseDocument cuts anyway.
+ */
+export function contentText(content: string | Uint8Array): string {
+  if (typeof content === 'string') return content;
+  const bytes = content.byteLength > 4 * MAX_PARSED ? content.subarray(0, 4 * MAX_PARSED) : content;
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+}
+
+/** The first MAX_PARSED characters, never ending in the first half of a surrogate pair. */
+function parsedPart(content: string): string {
+  if (content.length <= MAX_PARSED) return content;
+  const last = content.charCodeAt(MAX_PARSED - 1);
+  return content.slice(0, last >= 0xd800 && last <= 0xdbff ? MAX_PARSED - 1 : MAX_PARSED);
+}
 
 export function docTypeOf(url: string): DocType {
   const path = url.replace(/[?#].*$/, '').toLowerCase();
@@ -288,8 +311,12 @@ function fileNameOf(url: string): string {
   }
 }
 
-/** Parses one fetched document. `url` is its absolute URL (links resolve against it). */
-export function parseDocument(url: string, type: DocType, content: string): ParsedDoc {
+/**
+ * Parses one fetched document (its first MAX_PARSED characters). `url` is its absolute URL (links
+ * resolve against it).
+ */
+export function parseDocument(url: string, type: DocType, whole: string): ParsedDoc {
+  const content = parsedPart(whole);
   const p = type === 'html' ? parseHtml(content, url) : type === 'md' ? parseMarkdown(content, url) : parseText(content, url);
   const fallback = fileNameOf(url);
   const title = (p.title || fallback).slice(0, MAX_TITLE);

@@ -19,7 +19,7 @@
  */
 import type { Transaction } from '../../txn/transaction.js';
 import type { WebIndexMetrics } from './metrics.js';
-import { type DocType, type KeyMode, clusterKeys, docTypeOf, parseDocument } from './parse.js';
+import { type DocType, type KeyMode, clusterKeys, contentText, docTypeOf, parseDocument } from './parse.js';
 import { STORED_LINK_COLUMNS, invertLinks, storedLinks } from './link-observer.js';
 import {
   DOCS,
@@ -60,7 +60,7 @@ export function processObserver(options: ProcessOptions) {
       options.metrics?.onProcessed();
       return;
     }
-    const doc = parseDocument(url, (utf8(type) as DocType | null) ?? docTypeOf(url), utf8(content) as string);
+    const doc = parseDocument(url, (utf8(type) as DocType | null) ?? docTypeOf(url), contentText(content));
     const keys = JSON.stringify(clusterKeys(url, doc, options.keyMode));
     const unchanged = keys === utf8(oldKeys);
     if (!unchanged) {

@@ -9,7 +9,7 @@ import { remoteLike } from './remote-like.fixture.js';
 
 const HOUR = 3_600_000; // background GC on (rows are tracked) but no tick during a test
 
-function writeCell(ts: number, startTs: number, kind: 'put' | 'rollback' = 'put'): Cell {
+function writeCell(ts: number, startTs: number, kind: 'put' | 'delete' | 'rollback' = 'put'): Cell {
   const value = encodeWrite(kind === 'put' ? { kind, startTs, value: { mode: 'data' } } : { kind, startTs, value: { mode: 'none' } });
   return { family: 'write', qualifier: Buffer.from('c:v'), timestamp: ts, value, labels: [] };
 }
@@ -36,6 +36,31 @@ describe('recentVersions', () => {
     const r = recentVersions(cells, 50, () => true);
     expect(r.versions).toBe(1); // only the put at 10 (shadowed by the put at 30)
     expect(r.pending).toBe(false);
+  });
+});
+
+describe('recentVersions on a column whose visible version is a delete', () => {
+  const at = (r: ReturnType<typeof recentVersions>) => r.tombstones.flatMap((t) => t.group.mutations).map(timeOf);
+  const timeOf = (m: unknown) =>
+    (m as { deleteFromColumn: { timeRange: { startTimestampMicros: number } } }).deleteFromColumn.timeRange.startTimestampMicros;
+
+  it('offers the delete record too when every older version goes (rollbacks aside)', () => {
+    const cells = [writeCell(40, 35, 'delete'), writeCell(32, 32, 'rollback'), writeCell(30, 25), writeCell(10, 5)];
+    const r = recentVersions(cells, 50, () => true);
+    expect(r.deletions.flatMap((g) => g.mutations).map(timeOf)).toEqual([30, 25, 10, 5]); // records and data of both puts
+    expect(at(r)).toEqual([40]); // then the delete: it has no data cell
+    expect(r.tombstones[0]?.group.versions).toBe(1);
+  });
+
+  it('keeps the delete while an older version stays (it would show again), or when its transaction is not done', () => {
+    const cells = [writeCell(40, 35, 'delete'), writeCell(30, 25), writeCell(10, 5)];
+    expect(at(recentVersions(cells, 50, (ts) => ts !== 25))).toEqual([]); // the put at 30 stays
+    expect(at(recentVersions(cells, 50, (ts) => ts !== 35))).toEqual([]); // the delete's own transaction
+    // Not visible at the watermark yet: the put at 30 is, and stays.
+    const above = recentVersions(cells, 35, () => true);
+    expect([at(above), above.pending]).toEqual([[], true]);
+    // A newer version above the watermark does not stop it: readers above see that one.
+    expect(at(recentVersions([writeCell(90, 85), ...cells], 50, () => true))).toEqual([40]);
   });
 });
 

@@ -11,7 +11,11 @@
  * one will ever look up its primary record; and a reader at or above the watermark W sees the
  * newest write record at or below W (kept), or a newer one, never an older one. So an older
  * version of such a transaction — its write record at its commit ts and its `data` cell at its
- * start ts, deleted exactly — is invisible to every reader that can still exist. Everything else
+ * start ts, deleted exactly — is invisible to every reader that can still exist. So is the version
+ * visible at W when it is a delete whose older versions all go with it: it hides nothing any more,
+ * and goes too, unless a strong notification of its column is pending (`pendingNotifications`: an
+ * observer compares the visible commit with its ack, and would take "no version" for a processed
+ * change; such a delete is left to the full pass). Everything else
  * (rollback records, versions of other processes or of transactions whose secondaries the
  * committer could not commit, locks) is left to the full pass (gc.ts; opt-in in the background).
  *
@@ -31,7 +35,7 @@ import { FifoSet } from '../util/fifo-set.js';
 import { IntFifoSet } from '../util/int-fifo-set.js';
 import type { GcResult } from './gc.js';
 import { type DeletionGroup, GcFailures, chunkDeletions } from './gc-rows.js';
-import { DATA, WRITE, decodeWrite, exactColumn } from './layout.js';
+import { DATA, NOTIFY, WRITE, decodeWrite, exactColumn } from './layout.js';
 
 /** What the committer reports after a commit: the cells it wrote and whether every cell committed. */
 export interface CommittedTxn {
@@ -170,44 +174,105 @@ export class RecentCommits {
  * older than the one visible at `watermark` whose transactions `isDone`, one group per version
  * (its write record, then its `data` cell: deleted together). `pending` says the row holds
  * versions that may become collectable once the watermark passes its newer ones.
+ *
+ * `tombstones`: columns whose visible version is a delete of a done transaction with every older
+ * version among `deletions` (rollback records aside), each with the group that deletes that
+ * delete record too. Once those go, a reader at or above the watermark finds no version where it
+ * found a delete: the same nothing (TiKV's GC drops such a delete as well). They are not in
+ * `deletions`: the caller first makes sure no strong notification of the column is pending (an
+ * observer compares the column's visible commit with its ack, and would take "no version" for a
+ * change already processed).
  */
 export function recentVersions(
   cells: readonly Cell[],
   watermark: number,
   isDone: (startTs: number) => boolean,
-): { deletions: DeletionGroup[]; versions: number; pending: boolean } {
+): { deletions: DeletionGroup[]; versions: number; pending: boolean; tombstones: Tombstone[] } {
   const deletions: DeletionGroup[] = [];
+  const tombstones: Tombstone[] = [];
   let pending = false;
   let i = 0;
   while (i < cells.length) {
     const q = (cells[i] as Cell).qualifier;
     let j = i;
     while (j < cells.length && Buffer.compare((cells[j] as Cell).qualifier, q) === 0) j++;
-    let kept = false;
+    let kept: Cell | null = null;
+    let keptDeleteDone = false;
     let newerThanWatermark = false;
     for (let k = i; k < j; k++) {
       const c = cells[k] as Cell;
       const w = decodeWrite(c.value);
       if (w.kind === 'rollback') continue;
-      if (!kept) {
+      if (kept === null) {
         if (c.timestamp > watermark) {
           newerThanWatermark = true;
           continue;
         }
-        kept = true; // the version a reader at the watermark sees
+        kept = c; // the version a reader at the watermark sees
+        keptDeleteDone = w.kind === 'delete' && isDone(w.startTs);
         continue;
       }
-      if (!isDone(w.startTs)) continue;
-      const at = (ts: number) => ({ startTimestampMicros: ts, endTimestampMicros: ts + 1 });
+      if (!isDone(w.startTs)) {
+        keptDeleteDone = false; // an older version stays: the delete must keep hiding it
+        continue;
+      }
       const mutations: Mutation[] = [{ deleteFromColumn: { familyName: WRITE, columnQualifier: q, timeRange: at(c.timestamp) } }];
       if (w.value.mode === 'data') mutations.push({ deleteFromColumn: { familyName: DATA, columnQualifier: q, timeRange: at(w.startTs) } });
       deletions.push({ mutations, versions: 1 });
+    }
+    if (kept !== null && keptDeleteDone) {
+      const mutations: Mutation[] = [{ deleteFromColumn: { familyName: WRITE, columnQualifier: q, timeRange: at(kept.timestamp) } }];
+      tombstones.push({ q, group: { mutations, versions: 1 } });
     }
     // Older versions under a newer one the watermark has not passed yet: look again next pass.
     if (newerThanWatermark && j - i > 1) pending = true;
     i = j;
   }
-  return { deletions, versions: deletions.length, pending };
+  return { deletions, versions: deletions.length, pending, tombstones };
+}
+
+/** A column whose visible version is a delete that can go with its older versions (recentVersions). */
+export interface Tombstone {
+  readonly q: Uint8Array;
+  readonly group: DeletionGroup;
+}
+
+const at = (ts: number) => ({ startTimestampMicros: ts, endTimestampMicros: ts + 1 });
+
+/** The families a pass reads on an embedded store to find pending strong notifications. */
+const NOTIFY_ONLY: readonly string[] = Object.freeze([NOTIFY]);
+
+/**
+ * The columns among `qualifiers` (encoded) with a strong notification pending in `row`, as latin1
+ * strings. A strong notify cell is written with (or before, by a secondary's prewrite) the commit
+ * it announces and deleted only after the observers processed it, so a column without one has no
+ * unprocessed change at or below the watermark.
+ */
+export async function pendingNotifications(
+  store: Store,
+  sync: AtomicRowsStore | null,
+  table: string,
+  row: Uint8Array,
+  qualifiers: readonly Uint8Array[],
+): Promise<Set<string>> {
+  const wanted = new Set(qualifiers.map((q) => bytesKey(q)));
+  const cells =
+    sync !== null
+      ? sync.readCellsSync(table, row, NOTIFY_ONLY)
+      : ((await store.readRow(table, row, cellsOf(NOTIFY, qualifiers)))?.cells ?? []);
+  const out = new Set<string>();
+  for (const c of cells) {
+    if (c.family !== NOTIFY) continue;
+    const q = bytesKey(c.qualifier);
+    if (wanted.has(q)) out.add(q);
+  }
+  return out;
+}
+
+/** The cells of one family in the given columns (encoded qualifiers). */
+export function cellsOf(family: string, qualifiers: readonly Uint8Array[]): RowFilter {
+  const branches = qualifiers.map((q) => exactColumn(family, q));
+  return branches.length === 1 ? (branches[0] as RowFilter) : { interleave: branches };
 }
 
 const WIDTH = 32;
@@ -233,9 +298,10 @@ async function readWriteCells(
 
 /** The write cells of the given columns (qualifiers as latin1 strings). */
 function writeCellsOf(qualifiers: ReadonlySet<string>): RowFilter {
-  const branches: RowFilter[] = [];
-  for (const q of qualifiers) branches.push(exactColumn(WRITE, Buffer.from(q, 'latin1')));
-  return branches.length === 1 ? (branches[0] as RowFilter) : { interleave: branches };
+  return cellsOf(
+    WRITE,
+    [...qualifiers].map((q) => Buffer.from(q, 'latin1')),
+  );
 }
 
 /**
@@ -275,8 +341,20 @@ export async function collectRecent(
         const row = Buffer.from(key, 'latin1');
         try {
           const cells = await readWriteCells(store, sync, table, row, cols);
-          const { deletions, pending } = recentVersions(cells, watermark, (ts) => recent.isDone(ts));
+          const { deletions, pending, tombstones } = recentVersions(cells, watermark, (ts) => recent.isDone(ts));
           if (pending) again(table, key, cols);
+          if (tombstones.length > 0) {
+            // After the older versions (a crash that loses a deferred deletion loses the later ones
+            // with it); a delete whose change an observer has not processed yet waits for a full pass.
+            const notified = await pendingNotifications(
+              store,
+              sync,
+              table,
+              row,
+              tombstones.map((t) => t.q),
+            );
+            for (const t of tombstones) if (!notified.has(bytesKey(t.q))) deletions.push(t.group);
+          }
           if (deletions.length === 0) return;
           for (const chunk of chunkDeletions(deletions, limit)) {
             await store.mutateRow(table, row, chunk.mutations, DEFERRED);

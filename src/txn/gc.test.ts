@@ -287,6 +287,42 @@ describe('collectGarbage', () => {
   });
 });
 
+describe('a deleted cell', () => {
+  for (const pass of ['full', 'targeted'] as const) {
+    it(`leaves nothing once the watermark passes its delete (${pass} pass), and nothing a snapshot before it reads goes first`, async () => {
+      const p = await Percolator.open({ store: 'memory:', leaseMs: 500, gcIntervalMs: 3_600_000 }); // commits tracked, no tick
+      try {
+        await p.createTable('t');
+        const long = 'x'.repeat(400); // kept in `data`
+        await p.transaction(async (tx) => {
+          tx.set('t', 'gone', 'c:v', long);
+          tx.set('t', 'gone', 'c:w', 'short');
+          tx.set('t', 'kept', 'c:v', 'y');
+        });
+        const before = await p.snapshot();
+        await p.transaction(async (tx) => {
+          tx.delete('t', 'gone', 'c:v');
+          tx.delete('t', 'gone', 'c:w');
+        });
+        const collect = () => (pass === 'full' ? p.collectGarbage() : p.collectRecentGarbage());
+        const cells = async (row: string) => (await p.store.readRow('t', Buffer.from(row)))?.cells.length ?? 0;
+        expect((await collect()).versionsRemoved).toBe(0); // `before` holds the watermark below the deletes
+        expect(await before.getString('t', 'gone', 'c:v')).toBe(long);
+        expect(await cells('gone')).toBe(5); // two puts (one with its data cell), two deletes
+        before.release();
+        expect((await collect()).versionsRemoved).toBe(4);
+        expect(await p.store.readRow('t', Buffer.from('gone'))).toBeNull();
+        expect([await p.getString('t', 'gone', 'c:v'), await p.getString('t', 'kept', 'c:v')]).toEqual([null, 'y']);
+        // The column can be written again, and reads as written.
+        await p.transaction(async (tx) => tx.set('t', 'gone', 'c:v', 'again'));
+        expect(await p.getString('t', 'gone', 'c:v')).toBe('again');
+      } finally {
+        await p.close();
+      }
+    });
+  }
+});
+
 describe('background GC', () => {
   it('runs by itself after commits, keeps what running snapshots read, and stops with close', async () => {
     const bg = await Percolator.open({ store: 'memory:', leaseMs: 500, gcIntervalMs: 20 });

@@ -10,7 +10,10 @@
  *    version a reader at W sees: it and everything newer are kept; older write records (puts,
  *    deletes, rollbacks) and their `data` cells are deleted. Rollback records older than a kept
  *    commit are no longer needed: a late prewrite of their transaction meets the newer commit and
- *    fails anyway.
+ *    fails anyway. A kept version that is a delete goes too, unless a strong notification of the
+ *    column is pending (an observer tells a new change from a processed one by the visible
+ *    commit): a reader finds nothing either way, and a deleted cell stops holding its row in the
+ *    store forever.
  *
  * Concurrency: safe alongside running transactions. New locks and commits all have timestamps
  * above W (transactions register their start ts before using it), so deleting the range below
@@ -22,11 +25,13 @@
  * the pass rejects with GC_INCOMPLETE. A lock that failed to resolve counts as one still held (it
  * lowers the effective watermark to its start ts), so phase 2 keeps whatever it may need.
  */
-import type { Store } from '../store/store.js';
+import { bytesKey } from '../store/bytes.js';
+import { type Store, atomicRowsOf } from '../store/store.js';
 import type { Cell, Mutation } from '../store/types.js';
 import { BoundedPool } from '../util/bounded-pool.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { ResolveContext } from './actions/types.js';
+import { pendingNotifications } from './gc-recent.js';
 import { type DeletionGroup, GcFailures, chunkDeletions } from './gc-rows.js';
 import { DATA, LOCK, WRITE, decodeWrite } from './layout.js';
 import { lockedCell } from './snapshot-read.js';
@@ -91,13 +96,16 @@ export async function collectGarbage(store: Store, tables: readonly string[], wa
   let versionsRemoved = 0;
   let rowsRewritten = 0;
   const limit = store.limits.maxMutationsPerRow;
+  const sync = atomicRowsOf(store);
   const pool = new BoundedPool(PHASE2_WIDTH);
   try {
     rows: for (const table of tables) {
       const rows = store.readRows(table, { filter: { familyNameRegexFilter: WRITE } });
       for await (const r of rows) {
         if (failures.stop()) break rows;
-        const deletions = shadowedVersions(r.cells, effective);
+        const deletes = visibleDeletes(r.cells, effective);
+        const notified = deletes.length === 0 ? NONE : await pendingNotifications(store, sync, table, r.key, deletes);
+        const deletions = shadowedVersions(r.cells, effective, (q) => !notified.has(bytesKey(q)));
         if (deletions.length === 0) continue;
         await pool.add(async () => {
           try {
@@ -127,9 +135,17 @@ const DEFERRED = { durability: 'deferred' } as const;
 
 /**
  * The deletions for one row's write cells (canonical order: per column, newest first): per column
- * with old versions, one group of its record range and its data range (deleted together).
+ * with old versions, one group of its record range and its data range (deleted together). Where
+ * the version visible at the watermark is a delete and `dropDelete(q)` allows it (no strong
+ * notification of the column pending: `pendingNotifications`), the range takes that delete record
+ * too: a reader at or above the watermark then finds no version where it found a delete, the same
+ * nothing, and a deleted cell stops costing a row forever (TiKV's GC drops such a delete too).
  */
-export function shadowedVersions(cells: readonly Cell[], watermark: number): DeletionGroup[] {
+export function shadowedVersions(
+  cells: readonly Cell[],
+  watermark: number,
+  dropDelete: (q: Uint8Array) => boolean = () => false,
+): DeletionGroup[] {
   const out: DeletionGroup[] = [];
   let i = 0;
   while (i < cells.length) {
@@ -137,34 +153,57 @@ export function shadowedVersions(cells: readonly Cell[], watermark: number): Del
     let j = i;
     while (j < cells.length && Buffer.compare((cells[j] as Cell).qualifier, q) === 0) j++;
     // cells[i..j) are one column's write records, newest first.
-    let keep = -1;
-    for (let k = i; k < j; k++) {
-      const c = cells[k] as Cell;
-      if (c.timestamp > watermark) continue;
-      if (decodeWrite(c.value).kind !== 'rollback') {
-        keep = k;
-        break;
-      }
-    }
-    if (keep >= 0 && keep + 1 < j) {
-      const kept = cells[keep] as Cell;
-      const keptStart = decodeWrite(kept.value).startTs;
+    const keep = visibleAt(cells, i, j, watermark);
+    const kept = keep < 0 ? null : decodeWrite((cells[keep] as Cell).value);
+    const drop = kept?.kind === 'delete' && dropDelete(q);
+    if (kept !== null && (drop || keep + 1 < j)) {
+      const keptTs = (cells[keep] as Cell).timestamp;
       const mutations: Mutation[] = [
         {
           deleteFromColumn: {
             familyName: WRITE,
             columnQualifier: q,
-            timeRange: { startTimestampMicros: 0, endTimestampMicros: kept.timestamp },
+            timeRange: { startTimestampMicros: 0, endTimestampMicros: drop ? keptTs + 1 : keptTs },
           },
         },
-        // Data cells of older versions all sit below the kept version's start ts.
+        // Data cells of older versions all sit below the kept version's start ts (a delete has none).
         {
-          deleteFromColumn: { familyName: DATA, columnQualifier: q, timeRange: { startTimestampMicros: 0, endTimestampMicros: keptStart } },
+          deleteFromColumn: {
+            familyName: DATA,
+            columnQualifier: q,
+            timeRange: { startTimestampMicros: 0, endTimestampMicros: kept.startTs },
+          },
         },
       ];
-      out.push({ mutations, versions: j - keep - 1 });
+      out.push({ mutations, versions: j - keep - (drop ? 0 : 1) });
     }
     i = j;
   }
   return out;
 }
+
+/** The index in cells[i..j) (one column, newest first) of the version visible at the watermark, or -1. */
+function visibleAt(cells: readonly Cell[], i: number, j: number, watermark: number): number {
+  for (let k = i; k < j; k++) {
+    const c = cells[k] as Cell;
+    if (c.timestamp <= watermark && decodeWrite(c.value).kind !== 'rollback') return k;
+  }
+  return -1;
+}
+
+/** The columns (encoded qualifiers) whose version visible at the watermark is a delete. */
+export function visibleDeletes(cells: readonly Cell[], watermark: number): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  let i = 0;
+  while (i < cells.length) {
+    const q = (cells[i] as Cell).qualifier;
+    let j = i;
+    while (j < cells.length && Buffer.compare((cells[j] as Cell).qualifier, q) === 0) j++;
+    const keep = visibleAt(cells, i, j, watermark);
+    if (keep >= 0 && decodeWrite((cells[keep] as Cell).value).kind === 'delete') out.push(q);
+    i = j;
+  }
+  return out;
+}
+
+const NONE: ReadonlySet<string> = new Set();

@@ -36,6 +36,7 @@ export const commandFiles: readonly CommandFile[] = [
   { paths: [['bench', 'webindex']], load: () => import('./bench-webindex.js') },
   { paths: [['bench', 'peers']], load: () => import('./bench-peers.js') },
   { paths: [['bench', 'pairs']], load: () => import('./bench-pairs.js') },
+  { paths: [['bench', 'soak']], load: () => import('./bench-soak.js') },
   { paths: [['check', 'durability']], load: () => import('./check-durability.js') },
   { paths: [['check', 'bank']], load: () => import('./check-bank.js') },
   { paths: [['check', 'notify']], load: () => import('./check-notify.js') },

@@ -1,0 +1,249 @@
+/**
+ * `bench soak` — the web index kept fresh for a long time: a repository of `docs` synthetic
+ * documents is loaded, then re-crawled continuously at `rate` fetches a second for `seconds`
+ * (new content mostly, some unchanged re-crawls, deletions and re-additions), as a deployment
+ * that keeps an index fresh runs for months. What a user of such a deployment needs to know and a
+ * saturation benchmark does not show: whether memory and the store stay bounded while the
+ * repository does, and whether the index is still exactly what a batch recomputation gives.
+ *
+ * Measured every `sampleSeconds`: RSS, the JS heap after a collection, the store's size on disk.
+ * At the end, once quiescent: the index compared with the batch (batch.ts) over the documents
+ * live at the end, and per table the rows the store holds and how many of them hold nothing but
+ * delete records — what version GC left (`rowsAtEnd`), and again after one full pass
+ * (`rowsAfterFullPass`, with its duration).
+ *
+ * The crawl mix per fetch: 5 % deletion of the page, 80 % new content (a new version), the rest an
+ * unchanged re-crawl (a new version if the page was deleted). Fetches go in batches every 100 ms
+ * through the loader (8 concurrent transactions); when the pipeline falls behind, the achieved
+ * `crawlsPerSecond` says so.
+ */
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { type CorpusDoc, batchIndex, readIndexState } from '../apps/webindex/batch.js';
+import { SyntheticCorpus } from '../apps/webindex/corpus/synthetic.js';
+import { type CrawledDoc, loadDocuments } from '../apps/webindex/loader.js';
+import { runWebIndex } from '../apps/webindex/run.js';
+import type { Store } from '../store/store.js';
+import { WRITE, decodeWrite } from '../txn/layout.js';
+import { mulberry32 } from '../util/seeded-random.js';
+import { BenchOptionError } from './bench-option-error.js';
+
+export interface SoakBenchOptions {
+  /** Repository size (synthetic documents). */
+  readonly docs: number;
+  /** Re-crawls offered per second. */
+  readonly rate: number;
+  /** Seconds of re-crawling. */
+  readonly seconds: number;
+  /** Seconds between samples. Default 30. */
+  readonly sampleSeconds?: number;
+  readonly seed?: number;
+  /** `file:` (a fresh temporary directory, the default) or `memory:`. */
+  readonly store?: 'file:' | 'memory:';
+  /** Background full GC passes at most this often (Percolator's `fullGcIntervalMs`; default 0 = off). */
+  readonly fullGcIntervalMs?: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface SoakSample {
+  /** Seconds since the re-crawls began. */
+  readonly seconds: number;
+  readonly crawls: number;
+  readonly rssMiB: number;
+  /** The JS heap in use after a full collection. */
+  readonly heapMiB: number;
+  /** The store's directory (`file:`; null for `memory:`). */
+  readonly storeMiB: number | null;
+}
+
+/** Rows of one table as stored, and how many hold nothing but delete records (no value, no lock). */
+export interface TableRows {
+  readonly rows: number;
+  readonly deletedOnly: number;
+}
+
+export interface SoakBenchResult {
+  readonly documents: number;
+  readonly crawls: number;
+  readonly crawlsPerSecond: number;
+  readonly seconds: number;
+  readonly loadSeconds: number;
+  readonly samples: readonly SoakSample[];
+  /** Documents live at the end, and the index's differences from the batch over them (0: identical). */
+  readonly liveDocuments: number;
+  readonly differencesFromBatch: number;
+  readonly rowsAtEnd: Readonly<Record<string, TableRows>>;
+  readonly rowsAfterFullPass: Readonly<Record<string, TableRows>>;
+  readonly fullPass: { readonly seconds: number; readonly versionsRemoved: number };
+  readonly anomalies: readonly string[];
+  readonly store: string;
+  readonly fullGcIntervalMs: number;
+}
+
+const MiB = 1024 * 1024;
+
+/** A full collection before reading the heap: `gc` exposed once, from a fresh context. */
+function collectedHeapMiB(): number {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  gc();
+  return Math.round(process.memoryUsage().heapUsed / MiB);
+}
+
+async function dirMiB(dir: string): Promise<number> {
+  let bytes = 0;
+  for (const name of await readdir(dir)) {
+    const s = await stat(join(dir, name)).catch(() => null); // a table compacted away meanwhile
+    if (s?.isFile() === true) bytes += s.size;
+  }
+  return Math.round(bytes / MiB);
+}
+
+/** Per Percolator table: rows, and rows whose every column's newest commit is a delete (and no lock). */
+export async function countRows(store: Store, tables: readonly string[]): Promise<Record<string, TableRows>> {
+  const out: Record<string, TableRows> = {};
+  for (const table of tables) {
+    let rows = 0;
+    let deletedOnly = 0;
+    for await (const r of store.readRows(table, {})) {
+      rows++;
+      const newest = new Map<string, { ts: number; put: boolean }>();
+      let other = false;
+      for (const c of r.cells) {
+        if (c.family !== WRITE) {
+          if (c.family === 'lock') other = true;
+          continue;
+        }
+        const w = decodeWrite(c.value);
+        if (w.kind === 'rollback') continue;
+        const q = Buffer.from(c.qualifier).toString('latin1');
+        const seen = newest.get(q);
+        if (seen === undefined || c.timestamp > seen.ts) newest.set(q, { ts: c.timestamp, put: w.kind === 'put' });
+      }
+      if (!other && ![...newest.values()].some((v) => v.put)) deletedOnly++;
+    }
+    out[table] = { rows, deletedOnly };
+  }
+  return out;
+}
+
+export async function runSoakBench(options: SoakBenchOptions): Promise<SoakBenchResult> {
+  const log = options.log ?? (() => undefined);
+  const n = Math.floor(options.docs);
+  if (!(n >= 10)) throw new BenchOptionError('--docs', options.docs, `--docs must be at least 10, got ${options.docs}`);
+  if (!(options.rate > 0)) throw new BenchOptionError('--rate', options.rate, `--rate must be above 0, got ${options.rate}`);
+  if (!(options.seconds > 0)) throw new BenchOptionError('--seconds', options.seconds, `--seconds must be above 0, got ${options.seconds}`);
+  const sampleMs = (options.sampleSeconds ?? 30) * 1000;
+  const seed = options.seed ?? 42;
+  const random = mulberry32(seed ^ 0x2545f491);
+  const corpus = new SyntheticCorpus({ docs: n, seed });
+  const dir = options.store === 'memory:' ? null : await mkdtemp(join(tmpdir(), 'percolator-bench-soak-'));
+  try {
+    log(`loading ${n} documents (${dir === null ? 'memory:' : `file:${dir}`})`);
+    const handle = await runWebIndex({
+      corpus: 'synthetic',
+      docs: n,
+      seed,
+      store: dir === null ? 'memory:' : `file:${dir}`,
+      keep: true,
+      ...(options.fullGcIntervalMs === undefined ? {} : { fullGcIntervalMs: options.fullGcIntervalMs }),
+    });
+    try {
+      const { db } = handle;
+      const keyMode = handle.summary.keyMode;
+      const live = new Map<string, CorpusDoc>();
+      for (let i = 0; i < n; i++) live.set(corpus.url(i), corpus.doc(i, 0) as CorpusDoc);
+      const versions = new Int32Array(n);
+      const samples: SoakSample[] = [];
+      let crawls = 0;
+      const started = performance.now();
+      const sample = async (): Promise<void> => {
+        const s: SoakSample = {
+          seconds: Math.round((performance.now() - started) / 1000),
+          crawls,
+          rssMiB: Math.round(process.memoryUsage().rss / MiB),
+          heapMiB: collectedHeapMiB(),
+          storeMiB: dir === null ? null : await dirMiB(dir),
+        };
+        samples.push(s);
+        log(
+          `${s.seconds} s: ${s.crawls} crawls, RSS ${s.rssMiB} MiB, heap ${s.heapMiB} MiB${s.storeMiB === null ? '' : `, store ${s.storeMiB} MiB`}`,
+        );
+      };
+      await sample();
+      const batchSize = Math.max(1, Math.round(options.rate / 10));
+      const endMs = options.seconds * 1000;
+      let nextSample = sampleMs;
+      for (let tick = 1; performance.now() - started < endMs; tick++) {
+        const fetches = new Map<string, CrawledDoc>(); // one fetch of a URL a batch: `live` is what was written last
+        for (let k = 0; k < batchSize; k++) {
+          const i = Math.floor(random() * n);
+          const url = corpus.url(i);
+          const r = random();
+          if (r < 0.05) {
+            fetches.set(url, { url, content: null });
+            continue;
+          }
+          if (r < 0.85 || !live.has(url)) versions[i] = (versions[i] as number) + 1;
+          fetches.set(url, corpus.doc(i, versions[i]));
+        }
+        await loadDocuments(db, [...fetches.values()], { concurrency: 8 });
+        for (const d of fetches.values()) {
+          if (d.content === null) live.delete(d.url);
+          else live.set(d.url, d as CorpusDoc);
+        }
+        crawls += fetches.size;
+        const wait = tick * 100 - (performance.now() - started);
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        if (performance.now() - started >= nextSample) {
+          nextSample += sampleMs;
+          await sample();
+        }
+      }
+      const seconds = (performance.now() - started) / 1000;
+      log('re-crawls done; waiting for quiescence');
+      await db.waitForQuiescence({ timeoutMs: 30 * 60_000 });
+      await sample();
+
+      const snap = await db.snapshot();
+      const got = await readIndexState(snap).finally(() => snap.release());
+      const want = batchIndex(live.values(), keyMode);
+      let differences = 0;
+      for (const field of ['keys', 'anchors', 'clusters', 'docClusters', 'results', 'postings'] as const) {
+        const [g, w] = [got[field] as Record<string, unknown>, want[field] as Record<string, unknown>];
+        for (const k of new Set([...Object.keys(g), ...Object.keys(w)])) if (JSON.stringify(g[k]) !== JSON.stringify(w[k])) differences++;
+      }
+      log(`index vs batch: ${differences} differences; counting rows`);
+      const tables = (await db.store.listTables()).filter((t) => !t.startsWith('_percolator'));
+      const rowsAtEnd = await countRows(db.store, tables);
+      const t0 = performance.now();
+      const pass = await db.collectGarbage();
+      const fullPass = { seconds: Math.round((performance.now() - t0) / 100) / 10, versionsRemoved: pass.versionsRemoved };
+      log(`full pass: ${fullPass.versionsRemoved} versions in ${fullPass.seconds} s`);
+      const rowsAfterFullPass = await countRows(db.store, tables);
+      return {
+        documents: n,
+        crawls,
+        crawlsPerSecond: Math.round(crawls / seconds),
+        seconds: Math.round(seconds),
+        loadSeconds: Math.round(handle.summary.loadAndProcessMs / 100) / 10,
+        samples,
+        liveDocuments: live.size,
+        differencesFromBatch: differences,
+        rowsAtEnd,
+        rowsAfterFullPass,
+        fullPass,
+        anomalies: db.anomalies.map((e) => e.message),
+        store: dir === null ? 'memory:' : 'file:',
+        fullGcIntervalMs: db.fullGcIntervalMs,
+      };
+    } finally {
+      await handle.close();
+    }
+  } finally {
+    if (dir !== null) await rm(dir, { recursive: true, force: true });
+  }
+}

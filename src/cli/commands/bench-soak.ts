@@ -1,0 +1,100 @@
+/**
+ * `percolator bench soak [--docs N] [--rate R] [--seconds S] [--sample-seconds S]
+ * [--full-gc-interval-ms MS] [--store file:|memory:] [--seed N] [--json]`
+ *
+ * Thin: runs src/bench/soak-bench.ts — a repository re-crawled continuously, sampled for memory
+ * and store size, then checked against the batch and counted for rows GC left. With --json,
+ * stdout carries exactly one JSON object; progress goes to stderr, and only without --json.
+ */
+import type { Command } from 'commander';
+import {
+  commandGroup,
+  parseNonNegativeInteger,
+  parsePositiveInteger,
+  parsePositiveNumber,
+  parseTimerSeconds,
+  printResult,
+} from '../parent-command.js';
+import { UsageError } from '../usage-error.js';
+import { formatTable } from '../table.js';
+
+interface Flags {
+  docs: number;
+  rate: number;
+  seconds: number;
+  sampleSeconds: number;
+  fullGcIntervalMs: number;
+  store: string;
+  seed: number;
+  json?: boolean;
+}
+
+export function register(program: Command): void {
+  commandGroup(program, 'bench')
+    .command('soak')
+    .description(
+      'the web index re-crawled continuously: RSS, heap and store size over time, the index against the batch at the end, and the rows version GC left (prints crawlsPerSecond, samples, differencesFromBatch, rowsAtEnd, rowsAfterFullPass)',
+    )
+    .option('--docs <n>', 'repository size (synthetic documents)', parsePositiveInteger('docs'), 5000)
+    .option('--rate <n>', 're-crawls offered per second', parsePositiveNumber('rate'), 100)
+    .option('--seconds <s>', 'seconds of re-crawling', parseTimerSeconds('seconds'), 120)
+    .option('--sample-seconds <s>', 'seconds between samples', parseTimerSeconds('sample-seconds'), 30)
+    .option(
+      '--full-gc-interval-ms <ms>',
+      'full background GC passes at most this often (0: off)',
+      parseNonNegativeInteger('full-gc-interval-ms'),
+      0,
+    )
+    .option('--store <kind>', 'file: (a fresh temporary directory) or memory:', 'file:')
+    .option('--seed <n>', 'corpus and crawl seed', parseNonNegativeInteger('seed'), 42)
+    .option('--json', 'print one JSON object')
+    .action(async (flags: Flags) => {
+      if (flags.store !== 'file:' && flags.store !== 'memory:')
+        throw new UsageError(`--store must be file: or memory:, got ${flags.store}`);
+      const { runSoakBench } = await import('../../bench/soak-bench.js');
+      const json = flags.json === true;
+      const result = await runSoakBench({
+        docs: flags.docs,
+        rate: flags.rate,
+        seconds: flags.seconds,
+        sampleSeconds: flags.sampleSeconds,
+        fullGcIntervalMs: flags.fullGcIntervalMs,
+        store: flags.store,
+        seed: flags.seed,
+        log: json ? undefined : (line) => process.stderr.write(`${line}\n`),
+      });
+      if (json) {
+        printResult(result, true);
+        return;
+      }
+      const { samples, rowsAtEnd, rowsAfterFullPass, ...rest } = result;
+      printResult(rest, false);
+      const lines = [
+        'samples:',
+        ...formatTable(
+          ['seconds', 'crawls', 'RSS MiB', 'heap MiB', 'store MiB'],
+          samples.map((s) => [
+            String(s.seconds),
+            String(s.crawls),
+            String(s.rssMiB),
+            String(s.heapMiB),
+            s.storeMiB === null ? '-' : String(s.storeMiB),
+          ]),
+          '  ',
+        ),
+        'rows (holding only delete records), at the end and after a full GC pass:',
+        ...formatTable(
+          ['table', 'rows', 'deleted only', 'rows after', 'deleted only after'],
+          Object.keys(rowsAtEnd).map((t) => [
+            t,
+            String(rowsAtEnd[t]?.rows),
+            String(rowsAtEnd[t]?.deletedOnly),
+            String(rowsAfterFullPass[t]?.rows),
+            String(rowsAfterFullPass[t]?.deletedOnly),
+          ]),
+          '  ',
+        ),
+      ];
+      process.stdout.write(`${lines.join('\n')}\n`);
+    });
+}

@@ -129,8 +129,8 @@ it.concurrent('worker: a syntax error in a module the observers module imports i
 });
 
 /** Runs `percolator worker` on `file`, sends SIGTERM the moment it says it runs, and returns how it ended. */
-async function termAsSoonAsRunning(file: string): Promise<{ code: number | null; stderr: string }> {
-  const p = spawnCli(mainJs, ['worker', '--observers', file, '--store', 'memory:']);
+async function termAsSoonAsRunning(file: string, ...args: string[]): Promise<{ code: number | null; stderr: string }> {
+  const p = spawnCli(mainJs, ['worker', '--observers', file, '--store', 'memory:', ...args]);
   await p.waitForStderr((stderr) => stderr.includes(`running observers of ${file}`), 'it said it runs');
   p.child.kill('SIGTERM');
   return { code: await p.exited, stderr: p.stderr() };
@@ -146,6 +146,16 @@ it.concurrent('worker: a SIGTERM the moment it says it runs stops it gracefully 
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/\npercolator worker: stopped after 0 observer commits /);
   }
+});
+
+it.concurrent('worker: runs full GC passes every 10 minutes unless told otherwise, and says so', async () => {
+  const file = join(dir, 'nothing-gc.mjs');
+  writeFileSync(file, 'export default () => {};\n');
+  expect((await termAsSoonAsRunning(file)).stderr).toContain('with 4 threads, full GC passes at most every 600 s\n');
+  expect((await termAsSoonAsRunning(file, '--full-gc-interval', '0')).stderr).toContain(', full GC passes off\n');
+  expect((await termAsSoonAsRunning(file, '--full-gc-interval', '60')).stderr).toContain('every 60 s\n');
+  const bad = await run('worker', '--observers', file, '--store', 'memory:', '--full-gc-interval', '-1');
+  expect([bad.code, bad.stderr]).toEqual([1, 'percolator: INVALID_ARGUMENT: --full-gc-interval must be a non-negative integer, got -1\n']);
 });
 
 // Node 22.18+ strips types itself (process.features.typescript): there the module loads and runs.

@@ -76,7 +76,10 @@ export interface PercolatorOptions {
   /**
    * Background full passes (`collectGarbage`, gc.ts): at most this often (ms), and no sooner than
    * 20× the last full pass's duration. They cost O(repository) and collect what targeted passes
-   * leave (other processes' versions, rollback records, abandoned locks). Default 0: off — they
+   * leave (other processes' versions, rollback records, abandoned locks, and versions superseded
+   * long after they were written: the targeted set remembers a bounded number of transactions
+   * and cells). A process that runs for hours should set it (`percolator worker` does: 10
+   * minutes); `bench soak` shows what is left without. Default 0: off — they
    * are opt-in while the CORRUPTED_RECORD seen twice with full passes on (before the fixes of
    * 2026-11-23) is unexplained (docs/transactions.md). On `bigtable://` one process of the
    * deployment should run them.
@@ -98,6 +101,16 @@ export interface PercolatorOptions {
  * while hunting heap spikes it turned out not to cause; BENCHMARKS.md.)
  */
 const RECENT_PASS_CELLS = 10_000;
+
+/**
+ * When the next background full pass is due, the last one having started at `lastFull` and taken
+ * `lastFullMs` (Infinity before the first): every `everyMs` (the interval asked for, or 20× the
+ * last pass's duration if longer), or 20× the last duration after it once the targeted set
+ * `overflowed` (forgot something only a full pass collects) — never sooner.
+ */
+export function nextFullPassAt(lastFull: number, everyMs: number, lastFullMs: number, overflowed: boolean): number {
+  return lastFull + (overflowed ? Math.min(everyMs, 20 * lastFullMs) : everyMs);
+}
 
 /**
  * Prefix of the lock owners of a process whose lock service (`?lockService=`) is not the server of
@@ -583,16 +596,20 @@ export class Percolator {
     const recent = (this.recent = new RecentCommits());
     // Every tick with something committed runs a targeted pass over the rows committed to since
     // the last one (cost proportional to the change). With full passes on, one (cost proportional
-    // to the repository: versions of other processes, rollback records, abandoned locks) runs
-    // every fullIntervalMs, at once when the targeted set overflowed, and no sooner than 20× its
-    // last duration. After a pass that took d ms the next waits at least 4d.
+    // to the repository: versions of other processes, rollback records, abandoned locks, and what
+    // the targeted set forgot) runs every fullIntervalMs — sooner once the targeted set forgot
+    // something — but never sooner than 20× its last duration after the last one: in a long run
+    // the set forgets all the time (its transactions are bounded), and "at once" then meant a
+    // full pass after every 4× its duration, a fifth of the process's time on a large store.
+    // After a pass that took d ms the next (of either kind) waits at least 4d.
     let notBefore = 0;
     let lastFull = Date.now();
     let fullEveryMs = this.fullGcIntervalMs;
+    let lastFullMs = Number.POSITIVE_INFINITY;
     this.gcTimer = setInterval(() => {
       if (this.gcRunning !== null || this.commitsSinceGc === 0 || this.closed || Date.now() < notBefore) return;
       const started = Date.now();
-      const full = fullEveryMs > 0 && (recent.overflowed || started - lastFull >= fullEveryMs);
+      const full = fullEveryMs > 0 && started >= nextFullPassAt(lastFull, fullEveryMs, lastFullMs, recent.overflowed);
       if (!full && recent.dirtyCells === 0) return;
       if (full) this.commitsSinceGc = 0;
       const done = (): number => {
@@ -600,7 +617,8 @@ export class Percolator {
         notBefore = now + 4 * (now - started);
         if (full) {
           lastFull = started;
-          fullEveryMs = Math.max(fullIntervalMs, 20 * (now - started));
+          lastFullMs = now - started;
+          fullEveryMs = Math.max(fullIntervalMs, 20 * lastFullMs);
         }
         return now;
       };

@@ -1,5 +1,5 @@
 /**
- * `percolator worker --observers FILE [--store URL] [--threads N]`: loads a user module that
+ * `percolator worker --observers FILE [--store URL] [--threads N] [--full-gc-interval S]`: loads a user module that
  * registers observers and runs them until SIGTERM/SIGINT, then stops gracefully (running observer
  * transactions finish; queued work stays notified for the next worker).
  *
@@ -16,8 +16,17 @@ import type { Worker } from '../../notify/worker.js';
 import { StoreError, isStoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import { Percolator } from '../percolator-on-demand.js';
-import { parsePositiveInteger } from '../parent-command.js';
+import { parseNonNegativeInteger, parsePositiveInteger } from '../parent-command.js';
 import { locateSyntaxError } from '../syntax-error-location.js';
+
+/**
+ * A worker runs for hours or months: besides the targeted passes over its own recent commits, it
+ * runs full GC passes (no sooner than 20× the last one's duration), which collect what those leave
+ * — versions superseded long after they were written, other processes' versions, rollback
+ * records, abandoned locks. Without them a store under a steady crawl grows with its history
+ * (`bench soak`, BENCHMARKS.md).
+ */
+export const FULL_GC_INTERVAL_S = 600;
 
 export type RegisterObservers = (worker: Worker, db: Percolator) => void | Promise<void>;
 
@@ -72,11 +81,21 @@ export function register(program: Command): void {
     )
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
     .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 4)
-    .action(async (opts: { observers: string; store: string; threads: number }) => {
+    .option(
+      '--full-gc-interval <s>',
+      'full version GC passes at most every S seconds (0: off; run them in one worker of a deployment)',
+      parseNonNegativeInteger('full-gc-interval'),
+      FULL_GC_INTERVAL_S,
+    )
+    .action(async (opts: { observers: string; store: string; threads: number; fullGcInterval: number }) => {
       const registerObservers = await loadObservers(opts.observers);
       // The store must exist (NOT_A_STORE otherwise): a worker over a mistyped directory would
       // create an empty store there and poll it forever, finding no notification.
-      const db = await Percolator.open({ store: opts.store, storeOptions: { level: { create: false } } }).catch((e: unknown) => {
+      const db = await Percolator.open({
+        store: opts.store,
+        storeOptions: { level: { create: false } },
+        fullGcIntervalMs: opts.fullGcInterval * 1000,
+      }).catch((e: unknown) => {
         // "No store" alone leaves a newcomer asking how one is made; the way that also lets
         // writers and `wait` reach it while the worker runs is a server.
         if (!isStoreError(e, 'NOT_A_STORE') || e.details.absent !== true) throw e;
@@ -96,7 +115,8 @@ export function register(program: Command): void {
         process.once('SIGINT', () => done());
       });
       await worker.start();
-      process.stderr.write(`percolator worker: running observers of ${opts.observers} on ${opts.store} with ${opts.threads} threads\n`);
+      const gc = opts.fullGcInterval > 0 ? `full GC passes at most every ${opts.fullGcInterval} s` : 'full GC passes off';
+      process.stderr.write(`percolator worker: running observers of ${opts.observers} on ${opts.store} with ${opts.threads} threads, ${gc}\n`);
       await stopped;
       await worker.stop();
       await db.close();

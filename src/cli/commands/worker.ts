@@ -116,7 +116,9 @@ export function register(program: Command): void {
       });
       await worker.start();
       const gc = opts.fullGcInterval > 0 ? `full GC passes at most every ${opts.fullGcInterval} s` : 'full GC passes off';
-      process.stderr.write(`percolator worker: running observers of ${opts.observers} on ${opts.store} with ${opts.threads} threads, ${gc}\n`);
+      process.stderr.write(
+        `percolator worker: running observers of ${opts.observers} on ${opts.store} with ${opts.threads} threads, ${gc}\n`,
+      );
       await stopped;
       await worker.stop();
       await db.close();

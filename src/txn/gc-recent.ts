@@ -34,7 +34,7 @@ import { BoundedPool } from '../util/bounded-pool.js';
 import { FifoSet } from '../util/fifo-set.js';
 import { IntFifoSet } from '../util/int-fifo-set.js';
 import type { GcResult } from './gc.js';
-import { type DeletionGroup, GcFailures, chunkDeletions } from './gc-rows.js';
+import { type DeletionGroup, GcFailures, chunkDeletions, forEachColumn } from './gc-rows.js';
 import { DATA, NOTIFY, WRITE, decodeWrite, exactColumn } from './layout.js';
 
 /** What the committer reports after a commit: the cells it wrote and whether every cell committed. */
@@ -191,11 +191,7 @@ export function recentVersions(
   const deletions: DeletionGroup[] = [];
   const tombstones: Tombstone[] = [];
   let pending = false;
-  let i = 0;
-  while (i < cells.length) {
-    const q = (cells[i] as Cell).qualifier;
-    let j = i;
-    while (j < cells.length && Buffer.compare((cells[j] as Cell).qualifier, q) === 0) j++;
+  forEachColumn(cells, (q, i, j) => {
     let kept: Cell | null = null;
     let keptDeleteDone = false;
     let newerThanWatermark = false;
@@ -226,8 +222,7 @@ export function recentVersions(
     }
     // Older versions under a newer one the watermark has not passed yet: look again next pass.
     if (newerThanWatermark && j - i > 1) pending = true;
-    i = j;
-  }
+  });
   return { deletions, versions: deletions.length, pending, tombstones };
 }
 

@@ -28,7 +28,7 @@
  * GC_INCOMPLETE (the first failure is its `cause`; the counts of what was done are in `details`).
  * After MAX_FAILED_ROWS failed rows a pass stops: the store is then refusing writes, not one row.
  */
-import type { Mutation } from '../store/types.js';
+import type { Cell, Mutation } from '../store/types.js';
 import { TxnError, describeRow } from './errors.js';
 import type { GcResult } from './gc.js';
 
@@ -103,5 +103,20 @@ export class GcFailures {
       { kind, failedRows: this.failedRows, stopped: this.stopped, table: first.table, row: first.row, result },
       { cause: first.error },
     );
+  }
+}
+
+/**
+ * Calls `f(q, i, j)` for each column of a row's write cells in canonical order (per column,
+ * newest first): cells[i..j) are the versions of the column with encoded qualifier `q`.
+ */
+export function forEachColumn(cells: readonly Cell[], f: (q: Uint8Array, i: number, j: number) => void): void {
+  let i = 0;
+  while (i < cells.length) {
+    const q = (cells[i] as Cell).qualifier;
+    let j = i;
+    while (j < cells.length && Buffer.compare((cells[j] as Cell).qualifier, q) === 0) j++;
+    f(q, i, j);
+    i = j;
   }
 }

@@ -32,7 +32,7 @@ import { BoundedPool } from '../util/bounded-pool.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { ResolveContext } from './actions/types.js';
 import { pendingNotifications } from './gc-recent.js';
-import { type DeletionGroup, GcFailures, chunkDeletions } from './gc-rows.js';
+import { type DeletionGroup, GcFailures, chunkDeletions, forEachColumn } from './gc-rows.js';
 import { DATA, LOCK, WRITE, decodeWrite } from './layout.js';
 import { lockedCell } from './snapshot-read.js';
 
@@ -147,12 +147,7 @@ export function shadowedVersions(
   dropDelete: (q: Uint8Array) => boolean = () => false,
 ): DeletionGroup[] {
   const out: DeletionGroup[] = [];
-  let i = 0;
-  while (i < cells.length) {
-    const q = (cells[i] as Cell).qualifier;
-    let j = i;
-    while (j < cells.length && Buffer.compare((cells[j] as Cell).qualifier, q) === 0) j++;
-    // cells[i..j) are one column's write records, newest first.
+  forEachColumn(cells, (q, i, j) => {
     const keep = visibleAt(cells, i, j, watermark);
     const kept = keep < 0 ? null : decodeWrite((cells[keep] as Cell).value);
     const drop = kept?.kind === 'delete' && dropDelete(q);
@@ -177,8 +172,7 @@ export function shadowedVersions(
       ];
       out.push({ mutations, versions: j - keep - (drop ? 0 : 1) });
     }
-    i = j;
-  }
+  });
   return out;
 }
 
@@ -194,15 +188,10 @@ function visibleAt(cells: readonly Cell[], i: number, j: number, watermark: numb
 /** The columns (encoded qualifiers) whose version visible at the watermark is a delete. */
 export function visibleDeletes(cells: readonly Cell[], watermark: number): Uint8Array[] {
   const out: Uint8Array[] = [];
-  let i = 0;
-  while (i < cells.length) {
-    const q = (cells[i] as Cell).qualifier;
-    let j = i;
-    while (j < cells.length && Buffer.compare((cells[j] as Cell).qualifier, q) === 0) j++;
+  forEachColumn(cells, (q, i, j) => {
     const keep = visibleAt(cells, i, j, watermark);
     if (keep >= 0 && decodeWrite((cells[keep] as Cell).value).kind === 'delete') out.push(q);
-    i = j;
-  }
+  });
   return out;
 }
 

@@ -670,8 +670,10 @@ export class BigtableStore implements Store {
   readRows(table: string, options: ReadRowsOptions = {}): AsyncIterable<Row> {
     this.checkOpen();
     this.checkTableRef(table);
-    const compiled = options.filter === undefined ? null : compileFilter(options.filter);
+    // The row set before the filter, as the embedded store checks them: a request wrong in both
+    // ways gets one code from every backend (INVALID_RANGE, not INVALID_REGEX / INVALID_FILTER).
     validateReadRowsOptions(options, table);
+    const compiled = options.filter === undefined ? null : compileFilter(options.filter);
     const limit = options.rowsLimit ?? 0;
     if (!Number.isSafeInteger(limit) || limit < 0)
       throw new StoreError('INVALID_ARGUMENT', `rowsLimit must be a non-negative integer, got ${limit}`, { table });

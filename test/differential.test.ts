@@ -241,13 +241,19 @@ function genOp(g: Gen): Op {
   const key = pick(g, KEYS);
   if (r < 22) return { kind: 'mutateRow', key, mutations: genMutations(g, key, 1, 5) };
   if (r < 29) {
-    return {
-      kind: 'mutateRows',
-      entries: Array.from({ length: int(g, 1, 5) }, () => {
-        const k = pick(g, KEYS);
-        return { key: k, mutations: genMutations(g, k, 1, 4) };
-      }),
-    };
+    const entries = Array.from({ length: int(g, 1, 5) }, () => {
+      const k = pick(g, KEYS);
+      return { key: k, mutations: genMutations(g, k, 1, 4) };
+    });
+    // One entry a row: MutateRows "may apply entries in arbitrary order (even between entries
+    // for the same row)" (bigtable.proto), and the emulator does reorder them now and then, so two
+    // entries of one row have no one right outcome to compare (seeds 4, 17 and 38 met it).
+    const firstOfRow = new Map<string, (typeof entries)[number]>();
+    for (const e of entries) {
+      const row = Buffer.from(e.key).toString('latin1');
+      if (!firstOfRow.has(row)) firstOfRow.set(row, e);
+    }
+    return { kind: 'mutateRows', entries: [...firstOfRow.values()] };
   }
   if (r < 43) return chance(g, 0.85) ? { kind: 'readRow', key, filter: genFilter(g) } : { kind: 'readRow', key };
   if (r < 64) {

@@ -388,8 +388,11 @@ describe('fuzzing the gRPC server', () => {
     expect(await send(client, DATA_SERVICE, 'ReadRows', huge)).toBe(grpc.status.RESOURCE_EXHAUSTED);
 
     // A bit flip in a DeleteTable's name length can shorten `…/tables/fza` to `…/tables/fz`: the
-    // fuzz may have deleted the table the checks below use.
-    if (!(await store.listTables()).includes('fz')) await store.createTable('fz', { families: { f: {} } });
+    // fuzz may have deleted the table the checks below use, or (a valid ModifyColumnFamilies) given
+    // its family a max-age rule under which the check's cell from 1970 is gone at once (seed 55).
+    // The checks start from the table as created.
+    if ((await store.listTables()).includes('fz')) await store.deleteTable('fz');
+    await store.createTable('fz', { families: { f: {} } });
 
     // filters nested too deep: refused as invalid, by the filter compiler (more than 20 levels) or
     // by the decoder (protobufjs: more than 100 messages)

@@ -7,8 +7,13 @@
  * - Writers (in the supervisor, never killed) set `c:value` of a row to a change id unique across
  *   the run; writes to one row are serialized by the supervisor, so the order in which it records
  *   a row's committed changes is the row's commit order.
- * - The observer (name OBSERVER, on column VALUE) reads `c:value` and appends the value it saw to
- *   the row's `c:processed` log (a JSON array of strings) in the observer's own transaction —
+ * - A change is a write of its id to `c:value`, or (a fifth of them) a deletion of `c:value` that
+ *   writes its id to `c:deleted` in the same transaction: a deletion is a change observers must
+ *   see too, and version GC drops a delete record once no reader needs it — never while its
+ *   notification is pending (docs/transactions.md), which these changes put to the test.
+ * - The observer (name OBSERVER, on column VALUE) reads `c:value` (or, deleted, `c:deleted`) and
+ *   appends the change it saw to the row's `c:processed` log (a JSON array of strings) in the
+ *   observer's own transaction —
  *   which is the transaction that also writes the observer's ack. So every observer commit leaves
  *   exactly one log entry and an aborted or killed run leaves none: the log IS the list of
  *   observer commits, in commit order.
@@ -18,6 +23,15 @@ export const TABLE = 'notify_check';
 export const FAMILY = 'c';
 /** The observed column. */
 export const VALUE = `${FAMILY}:value`;
+/** The id of the row's latest deletion of VALUE (written with it; not observed). */
+export const DELETED = `${FAMILY}:deleted`;
+/** Changes that delete VALUE instead of writing it. */
+export const DELETE_SHARE = 0.2;
+
+/** The change a reader of VALUE and DELETED at one snapshot sees: the value, or the deletion's id. */
+export function changeSeen(value: string | null, deleted: string | null): string | null {
+  return value ?? deleted;
+}
 /** The observer's per-row record of every commit it made (JSON array of the values it saw). */
 export const PROCESSED = `${FAMILY}:processed`;
 /** The observer's name (names its ack column). */

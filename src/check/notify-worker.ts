@@ -36,10 +36,12 @@ import {
   type NotifyWorkerConfig,
   type NotifyWorkerMessage,
   type NotifyWorkerMetrics,
+  DELETED,
   OBSERVER,
   PROCESSED,
   TABLE,
   VALUE,
+  changeSeen,
 } from './notify-protocol.js';
 
 const send = (m: NotifyWorkerMessage): Promise<void> => sendToSupervisor(m);
@@ -110,10 +112,14 @@ async function main(): Promise<void> {
     VALUE,
     OBSERVER,
     async (tx, row) => {
-      const value = await tx.getString(TABLE, row, VALUE);
-      const log = decodeProcessed(await tx.getString(TABLE, row, PROCESSED));
+      const [value, deleted, processed] = await tx.getMany(
+        TABLE,
+        [VALUE, DELETED, PROCESSED].map((column) => ({ row, column })),
+      );
+      const text = (v: Uint8Array | null | undefined) => (v === null || v === undefined ? null : Buffer.from(v).toString('utf8'));
+      const log = decodeProcessed(text(processed));
       if (cfg.observerDelayMs > 0) await new Promise((r) => setTimeout(r, Math.random() * cfg.observerDelayMs));
-      log.push(value ?? '');
+      log.push(changeSeen(text(value), text(deleted)) ?? '');
       tx.set(TABLE, row, PROCESSED, JSON.stringify(log));
     },
     { table: TABLE },

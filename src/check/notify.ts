@@ -13,7 +13,8 @@
  *   row's `c:processed` log in its own transaction — so the log lists exactly the observer's
  *   commits (notify-protocol.ts).
  * - Writers in the supervisor (never killed) set `c:value` of random rows among `rows` to unique
- *   change ids; writes to one row are serialized here, so each row's recorded list of committed
+ *   change ids, or delete it and record the id in `c:deleted` (notify-protocol.ts), while the
+ *   supervisor runs version GC's full passes every second and targeted ones; writes to one row are serialized here, so each row's recorded list of committed
  *   changes is in commit order. Several changes before a run collapse into one run (§2.4).
  * - With `crash`, the supervisor SIGKILLs a random ready worker every `killIntervalMs` on average
  *   (each gap uniform in [0.5, 1.5] × 1.5 s by default, so ≥ 13 kills per 30 s), and workers
@@ -61,7 +62,10 @@ import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
 import { awaitWorkersClosed } from './await-workers.js';
 import { closeCheckHandles, type StoreOutOfReachError, type StoreReach, unlessGone, watchServedStore } from './store-reach.js';
 import {
+  changeSeen,
   decodeProcessed,
+  DELETE_SHARE,
+  DELETED,
   METRICS_REPORT_MS,
   type NotifySupervisorMessage,
   type NotifyWorkerConfig,
@@ -156,6 +160,8 @@ export interface NotifyVerdict {
   /** A few offending rows, described. */
   readonly examples: string[];
 }
+
+const text = (v: Uint8Array | null | undefined): string | null => (v === null || v === undefined ? null : Buffer.from(v).toString('utf8'));
 
 /** The verdict on the final logs (pure; exported for negative controls). */
 export function verifyNotifyLogs(rows: readonly RowRecord[], maxExamples = 10): NotifyVerdict {
@@ -336,7 +342,10 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     await registry.open(0);
     await registry.register(TABLE, VALUE, OBSERVER);
     await registry.close();
-    db = await Percolator.open({ store, oracle: oracle.source });
+    // Full GC passes besides the targeted ones, as often as they may run (20× their duration): a
+    // deletion's record goes once no reader needs it and its notification was processed, and the
+    // check holds GC to that under crashes.
+    db = await Percolator.open({ store, oracle: oracle.source, fullGcIntervalMs: 1_000 });
     const theDb = db;
     if ((await store.listTables()).includes(TABLE)) await store.deleteTable(TABLE);
     await db.createTable(TABLE);
@@ -500,7 +509,16 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
       for (;;) {
         await atomic?.resumeWrites();
         try {
-          return await theDb.getString(TABLE, row, VALUE);
+          const snap = await theDb.snapshot();
+          try {
+            const [value, deleted] = await snap.getMany(
+              TABLE,
+              [VALUE, DELETED].map((column) => ({ row, column })),
+            );
+            return changeSeen(text(value), text(deleted));
+          } finally {
+            snap.release();
+          }
         } catch (e) {
           if (performance.now() > deadline) throw e;
           await sleep(20);
@@ -514,7 +532,15 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
         try {
           await withRow(row, async () => {
             try {
-              await theDb.transaction(async (tx) => tx.set(TABLE, row, VALUE, id), { maxAttempts: 50, maxBackoffMs: 100 });
+              const deletion = Math.random() < DELETE_SHARE;
+              await theDb.transaction(
+                async (tx) => {
+                  if (!deletion) return tx.set(TABLE, row, VALUE, id);
+                  tx.delete(TABLE, row, VALUE);
+                  tx.set(TABLE, row, DELETED, id);
+                },
+                { maxAttempts: 50, maxBackoffMs: 100 },
+              );
             } catch (e) {
               // A full disk can leave a commit's outcome unknown for a while: settle it (this row's
               // writes are serialized here, so its value now is this change or an earlier one).
@@ -611,17 +637,16 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
           TABLE,
           keys.flatMap((k) => [
             { row: k, column: VALUE },
+            { row: k, column: DELETED },
             { row: k, column: PROCESSED },
           ]),
         ),
       );
-      const text = (v: Uint8Array | null | undefined): string | null =>
-        v === null || v === undefined ? null : Buffer.from(v).toString('utf8');
       records = keys.map((k, i) => ({
         row: k,
         changes: changesOf.get(k) as string[],
-        final: text(values[2 * i]),
-        log: decodeProcessed(text(values[2 * i + 1])),
+        final: changeSeen(text(values[3 * i]), text(values[3 * i + 1])),
+        log: decodeProcessed(text(values[3 * i + 2])),
       }));
     } finally {
       snap.release();

@@ -40,7 +40,7 @@ import type {
   TableSpec,
 } from '../src/store/types.js';
 import { EMULATOR_MISSING, emulatorBinary, type RunningEmulator, startEmulator } from './support/emulator.js';
-import { mulberry32 as prng } from '../src/util/seeded-random.js';
+import { mulberry32 as prng, seedFromEnv } from '../src/util/seeded-random.js';
 
 const binary = emulatorBinary();
 if (binary === null) console.warn(EMULATOR_MISSING);
@@ -584,7 +584,7 @@ describe.skipIf(binary === null).concurrent('differential: memory vs emulator vs
       const clock = { now: BASE + 60_000 };
       const targets = await setup('s1', 1, clock, true);
       const count = OPS;
-      const r = await runDifferential(Number(process.env.DIFF_SEED ?? 20251122), count, 1, targets, clock);
+      const r = await runDifferential(seedFromEnv('DIFF_SEED', 20251122), count, 1, targets, clock);
       results['timestampScale=1'] = r;
       // Most operations are compared on the raw emulator too; only documented departures are not.
       expect(r.perTarget.emulator?.compared).toBeGreaterThan(count * 0.7);
@@ -600,7 +600,7 @@ describe.skipIf(binary === null).concurrent('differential: memory vs emulator vs
       // percolator serve keeps wire timestamps as µs safe integers: ×1000 of a 2100 date does not fit.
       const targets = await setup('s1000', 1000, clock, false);
       const count = OPS_US;
-      const r = await runDifferential(Number(process.env.DIFF_SEED ?? 7_777), count, 1000, targets, clock);
+      const r = await runDifferential(seedFromEnv('DIFF_SEED', 7_777), count, 1000, targets, clock);
       results['timestampScale=1000'] = r;
       expect(r.perTarget.emulator?.compared).toBeGreaterThan(count * 0.7);
     },

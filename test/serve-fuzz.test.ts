@@ -13,9 +13,9 @@ import { bigtablePackage, DATA_SERVICE, INSTANCE_ADMIN_SERVICE, TABLE_ADMIN_SERV
 import { type PercolatorServer, startServer } from '../src/server/server.js';
 import { openStore } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';
-import { mulberry32 } from '../src/util/seeded-random.js';
+import { mulberry32, seedFromEnv } from '../src/util/seeded-random.js';
 
-const SEED = Number(process.env.FUZZ_SEED ?? 20240601);
+const SEED = seedFromEnv('FUZZ_SEED', 20240601);
 const ITERATIONS = Number(process.env.FUZZ_ITERATIONS ?? 3000);
 const MAX_MESSAGE = 1024 * 1024;
 

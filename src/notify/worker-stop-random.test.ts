@@ -26,11 +26,11 @@ import { join } from 'node:path';
 import { describe, it } from 'vitest';
 import { LOCK } from '../txn/layout.js';
 import { Percolator } from '../txn/percolator.js';
-import { mulberry32 } from '../util/seeded-random.js';
+import { mulberry32, seedFromEnv } from '../util/seeded-random.js';
 import type { ObserverContext } from './observer.js';
 import type { Worker } from './worker.js';
 
-const SEED = Number(process.env.WORKER_STOP_SEED ?? 20261201);
+const SEED = seedFromEnv('WORKER_STOP_SEED', 20261201);
 const DRIVE_MS = Number(process.env.WORKER_STOP_MS ?? 8_000);
 const ROWS = 12;
 const WRITERS = 3;

@@ -8,7 +8,7 @@
  * throughout. Seeded (ORACLE_FUZZ_SEED, ORACLE_FUZZ_STREAMS for longer hunts).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { mulberry32 } from '../util/seeded-random.js';
+import { mulberry32, seedFromEnv } from '../util/seeded-random.js';
 import { OracleClient } from './client.js';
 import { WireErrorCode } from './errors.js';
 import { MemoryMarkStore } from './mark-store.js';
@@ -16,7 +16,7 @@ import { MAX_FRAME_BODY, MsgType, PROTOCOL_VERSION, encodeReport, encodeTsReques
 import { keepServed, rawConnection, until } from './raw-connection.fixture.js';
 import { type OracleServer, startOracleServer } from './server.js';
 
-const SEED = Number(process.env.ORACLE_FUZZ_SEED ?? 20261129);
+const SEED = seedFromEnv('ORACLE_FUZZ_SEED', 20261129);
 const STREAMS = Number(process.env.ORACLE_FUZZ_STREAMS ?? 120);
 const MAX_BATCH = 1000;
 

@@ -12,3 +12,15 @@ export function mulberry32(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/**
+ * A randomized test's seed: the environment variable `name` when set (a whole number; anything
+ * else throws, as `Number('x')` would have run the test on NaN without a word), else `fallback`.
+ */
+export function seedFromEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const seed = Number(raw);
+  if (!Number.isSafeInteger(seed)) throw new Error(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
+  return seed;
+}

@@ -13,10 +13,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { isStoreError } from '../errors.js';
 import type { KvEngine, KvOp } from '../kv-engine.js';
-import { mulberry32 } from '../../util/seeded-random.js';
+import { mulberry32, seedFromEnv } from '../../util/seeded-random.js';
 import { type LevelEngineOptions, openLevelEngine } from './level-engine.js';
 
-const SEED = Number(process.env.LEVEL_DAMAGE_SEED ?? 20261203);
+const SEED = seedFromEnv('LEVEL_DAMAGE_SEED', 20261203);
 const ROUNDS = 100;
 /** Small memtables and files: a store of many tables, a log, and a MANIFEST with many edits. */
 const OPTIONS: LevelEngineOptions = { writeBufferSize: 64 * 1024, maxFileSize: 256 * 1024, mmapBallast: false };

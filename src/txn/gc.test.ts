@@ -3,7 +3,7 @@ import { commitPrimary } from './actions/commit.js';
 import { prewrite } from './actions/prewrite.js';
 import { MAX_FAILED_ROWS } from './gc-rows.js';
 import { encodeColumn } from './layout.js';
-import { DEFAULT_GC_INTERVAL_MS, Percolator, nextFullPassAt } from './percolator.js';
+import { DEFAULT_GC_INTERVAL_MS, Percolator, fullPassDue } from './percolator.js';
 
 let db: Percolator;
 beforeEach(async () => {
@@ -392,15 +392,13 @@ describe('background GC', () => {
     }
   });
 
-  it('spaces full passes: the interval, or 20× the last one once the targeted set forgot something, never at once', () => {
+  it('runs a full pass every interval, and at once when the targeted set forgot something', () => {
     const t = 1_000_000;
-    expect(nextFullPassAt(t, 600_000, Number.POSITIVE_INFINITY, false)).toBe(t + 600_000);
-    expect(nextFullPassAt(t, 600_000, Number.POSITIVE_INFINITY, true)).toBe(t + 600_000); // no pass yet to measure
-    // A 2 s pass: forgotten versions bring the next one to 40 s after it (it was "at once").
-    expect(nextFullPassAt(t, 600_000, 2_000, true)).toBe(t + 40_000);
-    expect(nextFullPassAt(t, 600_000, 2_000, false)).toBe(t + 600_000);
-    // A pass longer than a twentieth of the interval: the background set the interval to 20× it.
-    expect(nextFullPassAt(t, 20 * 60_000, 60_000, true)).toBe(t + 20 * 60_000);
+    expect(fullPassDue(t + 599_999, t, 600_000, false)).toBe(false);
+    expect(fullPassDue(t + 600_000, t, 600_000, false)).toBe(true);
+    // Spaced 20× the last pass instead, a full pass could not keep up with a churning index.
+    expect(fullPassDue(t + 1, t, 600_000, true)).toBe(true);
+    expect(fullPassDue(t + 600_000, t, 0, true)).toBe(false); // full passes off
   });
 
   it('is off entirely with gcIntervalMs 0', async () => {

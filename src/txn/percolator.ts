@@ -75,7 +75,7 @@ export interface PercolatorOptions {
   readonly gcIntervalMs?: number;
   /**
    * Background full passes (`collectGarbage`, gc.ts): at most this often (ms), and no sooner than
-   * 20× the last full pass's duration. They cost O(repository) and collect what targeted passes
+   * 20× the last full pass's duration — at once, though, when the targeted set forgot something. They cost O(repository) and collect what targeted passes
    * leave (other processes' versions, rollback records, abandoned locks, and versions superseded
    * long after they were written: the targeted set remembers a bounded number of transactions
    * and cells). A process that runs for hours should set it (`percolator worker` does: 10
@@ -103,13 +103,17 @@ export interface PercolatorOptions {
 const RECENT_PASS_CELLS = 10_000;
 
 /**
- * When the next background full pass is due, the last one having started at `lastFull` and taken
- * `lastFullMs` (Infinity before the first): every `everyMs` (the interval asked for, or 20× the
- * last pass's duration if longer), or 20× the last duration after it once the targeted set
- * `overflowed` (forgot something only a full pass collects) — never sooner.
+ * Whether a background full pass is due at `now`: every `everyMs` after the last one started (the
+ * interval asked for, or 20× the last pass's duration if longer), or at once when the targeted set
+ * `overflowed` (forgot versions only a full pass collects). The "at once" is kept on purpose: in a
+ * long run the set forgets all the time, and full passes then run 4× their duration apart (the
+ * spacing every pass gets) — a fifth of the time, which is what keeps a store under a steady
+ * crawl bounded. Spaced 20× apart instead (tried 2026-12-03), a full pass over a churning
+ * 20 000-document index could not keep up: 10 million versions piled up in 30 minutes
+ * (BENCHMARKS.md › *bench soak*).
  */
-export function nextFullPassAt(lastFull: number, everyMs: number, lastFullMs: number, overflowed: boolean): number {
-  return lastFull + (overflowed ? Math.min(everyMs, 20 * lastFullMs) : everyMs);
+export function fullPassDue(now: number, lastFull: number, everyMs: number, overflowed: boolean): boolean {
+  return everyMs > 0 && (overflowed || now - lastFull >= everyMs);
 }
 
 /**
@@ -596,20 +600,16 @@ export class Percolator {
     const recent = (this.recent = new RecentCommits());
     // Every tick with something committed runs a targeted pass over the rows committed to since
     // the last one (cost proportional to the change). With full passes on, one (cost proportional
-    // to the repository: versions of other processes, rollback records, abandoned locks, and what
-    // the targeted set forgot) runs every fullIntervalMs — sooner once the targeted set forgot
-    // something — but never sooner than 20× its last duration after the last one: in a long run
-    // the set forgets all the time (its transactions are bounded), and "at once" then meant a
-    // full pass after every 4× its duration, a fifth of the process's time on a large store.
-    // After a pass that took d ms the next (of either kind) waits at least 4d.
+    // to the repository: versions of other processes, rollback records, abandoned locks) runs
+    // every fullIntervalMs, at once when the targeted set overflowed, and no sooner than 20× its
+    // last duration otherwise (fullPassDue). After a pass that took d ms the next waits at least 4d.
     let notBefore = 0;
     let lastFull = Date.now();
     let fullEveryMs = this.fullGcIntervalMs;
-    let lastFullMs = Number.POSITIVE_INFINITY;
     this.gcTimer = setInterval(() => {
       if (this.gcRunning !== null || this.commitsSinceGc === 0 || this.closed || Date.now() < notBefore) return;
       const started = Date.now();
-      const full = fullEveryMs > 0 && started >= nextFullPassAt(lastFull, fullEveryMs, lastFullMs, recent.overflowed);
+      const full = fullPassDue(started, lastFull, fullEveryMs, recent.overflowed);
       if (!full && recent.dirtyCells === 0) return;
       if (full) this.commitsSinceGc = 0;
       const done = (): number => {
@@ -617,8 +617,7 @@ export class Percolator {
         notBefore = now + 4 * (now - started);
         if (full) {
           lastFull = started;
-          lastFullMs = now - started;
-          fullEveryMs = Math.max(fullIntervalMs, 20 * lastFullMs);
+          fullEveryMs = Math.max(fullIntervalMs, 20 * (now - started));
         }
         return now;
       };

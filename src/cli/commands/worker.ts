@@ -21,7 +21,7 @@ import { locateSyntaxError } from '../syntax-error-location.js';
 
 /**
  * A worker runs for hours or months: besides the targeted passes over its own recent commits, it
- * runs full GC passes (no sooner than 20× the last one's duration), which collect what those leave
+ * runs full GC passes (every 10 minutes, sooner once the targeted set forgets), which collect what those leave
  * — versions superseded long after they were written, other processes' versions, rollback
  * records, abandoned locks. Without them a store under a steady crawl grows with its history
  * (`bench soak`, BENCHMARKS.md).

@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { type CorpusDoc, batchIndex, readIndexState } from '../apps/webindex/batch.js';
+import { type CorpusDoc, INDEX_FIELDS, batchIndex, differingKeys, readIndexState } from '../apps/webindex/batch.js';
 import { SyntheticCorpus } from '../apps/webindex/corpus/synthetic.js';
 import { type CrawledDoc, loadDocuments } from '../apps/webindex/loader.js';
 import { runWebIndex } from '../apps/webindex/run.js';
@@ -211,11 +211,7 @@ export async function runSoakBench(options: SoakBenchOptions): Promise<SoakBench
       const snap = await db.snapshot();
       const got = await readIndexState(snap).finally(() => snap.release());
       const want = batchIndex(live.values(), keyMode);
-      let differences = 0;
-      for (const field of ['keys', 'anchors', 'clusters', 'docClusters', 'results', 'postings'] as const) {
-        const [g, w] = [got[field] as Record<string, unknown>, want[field] as Record<string, unknown>];
-        for (const k of new Set([...Object.keys(g), ...Object.keys(w)])) if (JSON.stringify(g[k]) !== JSON.stringify(w[k])) differences++;
-      }
+      const differences = INDEX_FIELDS.reduce((n, field) => n + differingKeys(got[field], want[field]).length, 0);
       log(`index vs batch: ${differences} differences; counting rows`);
       const tables = (await db.store.listTables()).filter((t) => !t.startsWith('_percolator'));
       const rowsAtEnd = await countRows(db.store, tables);

@@ -29,8 +29,13 @@ export const DELETED = `${FAMILY}:deleted`;
 export const DELETE_SHARE = 0.2;
 
 /** The change a reader of VALUE and DELETED at one snapshot sees: the value, or the deletion's id. */
-export function changeSeen(value: string | null, deleted: string | null): string | null {
-  return value ?? deleted;
+export function changeSeen(value: Uint8Array | null | undefined, deleted: Uint8Array | null | undefined): string | null {
+  return cellText(value) ?? cellText(deleted);
+}
+
+/** A stored cell as text (null: absent). */
+export function cellText(v: Uint8Array | null | undefined): string | null {
+  return v === null || v === undefined ? null : Buffer.from(v).toString('utf8');
 }
 /** The observer's per-row record of every commit it made (JSON array of the values it saw). */
 export const PROCESSED = `${FAMILY}:processed`;

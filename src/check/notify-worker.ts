@@ -42,6 +42,7 @@ import {
   TABLE,
   VALUE,
   changeSeen,
+  cellText,
 } from './notify-protocol.js';
 
 const send = (m: NotifyWorkerMessage): Promise<void> => sendToSupervisor(m);
@@ -116,10 +117,9 @@ async function main(): Promise<void> {
         TABLE,
         [VALUE, DELETED, PROCESSED].map((column) => ({ row, column })),
       );
-      const text = (v: Uint8Array | null | undefined) => (v === null || v === undefined ? null : Buffer.from(v).toString('utf8'));
-      const log = decodeProcessed(text(processed));
+      const log = decodeProcessed(cellText(processed));
       if (cfg.observerDelayMs > 0) await new Promise((r) => setTimeout(r, Math.random() * cfg.observerDelayMs));
-      log.push(changeSeen(text(value), text(deleted)) ?? '');
+      log.push(changeSeen(value, deleted) ?? '');
       tx.set(TABLE, row, PROCESSED, JSON.stringify(log));
     },
     { table: TABLE },

@@ -14,8 +14,8 @@
  *   commits (notify-protocol.ts).
  * - Writers in the supervisor (never killed) set `c:value` of random rows among `rows` to unique
  *   change ids, or delete it and record the id in `c:deleted` (notify-protocol.ts), while the
- *   supervisor runs version GC's full passes every second and targeted ones; writes to one row are serialized here, so each row's recorded list of committed
- *   changes is in commit order. Several changes before a run collapse into one run (§2.4).
+ *   supervisor runs version GC's full passes every second and targeted ones; writes to one row
+ *   are serialized here, so each row's recorded list of committed changes is in commit order. Several changes before a run collapse into one run (§2.4).
  * - With `crash`, the supervisor SIGKILLs a random ready worker every `killIntervalMs` on average
  *   (each gap uniform in [0.5, 1.5] × 1.5 s by default, so ≥ 13 kills per 30 s), and workers
  *   SIGKILL themselves at a random protocol point of an observer commit; every dead worker is
@@ -75,6 +75,7 @@ import {
   PROCESSED,
   rowKey,
   TABLE,
+  cellText,
   VALUE,
 } from './notify-protocol.js';
 
@@ -160,8 +161,6 @@ export interface NotifyVerdict {
   /** A few offending rows, described. */
   readonly examples: string[];
 }
-
-const text = (v: Uint8Array | null | undefined): string | null => (v === null || v === undefined ? null : Buffer.from(v).toString('utf8'));
 
 /** The verdict on the final logs (pure; exported for negative controls). */
 export function verifyNotifyLogs(rows: readonly RowRecord[], maxExamples = 10): NotifyVerdict {
@@ -515,7 +514,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
               TABLE,
               [VALUE, DELETED].map((column) => ({ row, column })),
             );
-            return changeSeen(text(value), text(deleted));
+            return changeSeen(value, deleted);
           } finally {
             snap.release();
           }
@@ -645,8 +644,8 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
       records = keys.map((k, i) => ({
         row: k,
         changes: changesOf.get(k) as string[],
-        final: changeSeen(text(values[3 * i]), text(values[3 * i + 1])),
-        log: decodeProcessed(text(values[3 * i + 2])),
+        final: changeSeen(values[3 * i], values[3 * i + 1]),
+        log: decodeProcessed(cellText(values[3 * i + 2])),
       }));
     } finally {
       snap.release();

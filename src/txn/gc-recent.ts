@@ -265,7 +265,7 @@ export async function pendingNotifications(
 }
 
 /** The cells of one family in the given columns (encoded qualifiers). */
-export function cellsOf(family: string, qualifiers: readonly Uint8Array[]): RowFilter {
+function cellsOf(family: string, qualifiers: readonly Uint8Array[]): RowFilter {
   const branches = qualifiers.map((q) => exactColumn(family, q));
   return branches.length === 1 ? (branches[0] as RowFilter) : { interleave: branches };
 }

@@ -75,8 +75,9 @@ export interface PercolatorOptions {
   readonly gcIntervalMs?: number;
   /**
    * Background full passes (`collectGarbage`, gc.ts): at most this often (ms), and no sooner than
-   * 20× the last full pass's duration — at once, though, when the targeted set forgot something. They cost O(repository) and collect what targeted passes
-   * leave (other processes' versions, rollback records, abandoned locks, and versions superseded
+   * 20× the last full pass's duration — at once, though, when the targeted set forgot something.
+   * They cost O(repository) and collect what targeted passes leave (other processes' versions,
+   * rollback records, abandoned locks, and versions superseded
    * long after they were written: the targeted set remembers a bounded number of transactions
    * and cells). A process that runs for hours should set it (`percolator worker` does: 10
    * minutes); `bench soak` shows what is left without. Default 0: off — they

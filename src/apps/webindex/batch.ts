@@ -45,6 +45,16 @@ export interface IndexState {
   readonly results: Record<string, Omit<ServingDoc, 'latencyMs' | 'indexedAt'>>;
 }
 
+/** The parts of an IndexState, in the order comparisons report them. */
+export const INDEX_FIELDS = ['keys', 'anchors', 'clusters', 'docClusters', 'results', 'postings'] as const;
+
+/** The keys whose entries differ between two parts of index states (JSON-equal entries are equal). */
+export function differingKeys(got: Record<string, unknown>, want: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const k of new Set([...Object.keys(got), ...Object.keys(want)])) if (JSON.stringify(got[k]) !== JSON.stringify(want[k])) out.push(k);
+  return out;
+}
+
 export interface CorpusDoc {
   readonly url: string;
   readonly content: string | Uint8Array;

@@ -1,6 +1,6 @@
 /** Shared harness of the web index tests: an index on a memory store, and state comparison. */
 import { expect } from 'vitest';
-import { type CorpusDoc, type IndexState, batchIndex, readIndexState } from './batch.js';
+import { type CorpusDoc, type IndexState, batchIndex, differingKeys, readIndexState } from './batch.js';
 import type { CrawledDoc } from './loader.js';
 import { loadDocuments } from './loader.js';
 import { WebIndexMetrics } from './metrics.js';
@@ -74,11 +74,9 @@ export function expectSameIndex(got: IndexState, want: IndexState): void {
 }
 
 function firstDifferences(got: Record<string, unknown>, want: Record<string, unknown>, max = 3): string {
-  const out: string[] = [];
-  for (const k of new Set([...Object.keys(got), ...Object.keys(want)])) {
-    const [g, w] = [JSON.stringify(got[k]), JSON.stringify(want[k])];
-    if (g !== w && out.length < max) out.push(`${JSON.stringify(k)}: got ${g}, want ${w}`);
-  }
+  const out = differingKeys(got, want)
+    .slice(0, max)
+    .map((k) => `${JSON.stringify(k)}: got ${JSON.stringify(got[k])}, want ${JSON.stringify(want[k])}`);
   return out.length === 0 ? '' : ` (${out.join('; ')})`;
 }
 

@@ -1,7 +1,7 @@
 /**
- * `percolator worker --observers FILE [--store URL] [--threads N] [--full-gc-interval S]`: loads a user module that
- * registers observers and runs them until SIGTERM/SIGINT, then stops gracefully (running observer
- * transactions finish; queued work stays notified for the next worker).
+ * `percolator worker --observers FILE [--store URL] [--threads N] [--full-gc-interval S]`: loads a
+ * user module that registers observers and runs them until SIGTERM/SIGINT, then stops gracefully
+ * (running observer transactions finish; queued work stays notified for the next worker).
  *
  * The module exports (default or named `register`) a function `(worker, db) => void | Promise<void>`
  * that calls `worker.observe(column, name, fn)`; it may also create tables through `db`. A `file:`
@@ -21,9 +21,9 @@ import { locateSyntaxError } from '../syntax-error-location.js';
 
 /**
  * A worker runs for hours or months: besides the targeted passes over its own recent commits, it
- * runs full GC passes (every 10 minutes, sooner once the targeted set forgets), which collect what those leave
- * — versions superseded long after they were written, other processes' versions, rollback
- * records, abandoned locks. Without them a store under a steady crawl grows with its history
+ * runs full GC passes (every 10 minutes, sooner once the targeted set forgets), which collect what
+ * those leave — versions superseded long after they were written, other processes' versions,
+ * rollback records, abandoned locks. Without them a store under a steady crawl grows with its history
  * (`bench soak`, BENCHMARKS.md).
  */
 export const FULL_GC_INTERVAL_S = 600;

@@ -36,6 +36,7 @@ const LEVEL_OPTIONS: ReadonlySet<string> = new Set([
   'compression',
   'create',
   'verify',
+  'recheckBytes',
   'maxGroupOps',
   'maxGroupBytes',
 ]);
@@ -60,16 +61,19 @@ export function validateStoreOptions(options: unknown, url: string): void {
     const level = checkObject(o.level, 'level', LEVEL_OPTIONS, url);
     for (const name of ['writeBufferSize', 'maxOpenFiles', 'maxFileSize', 'blockSize', 'maxGroupOps', 'maxGroupBytes'])
       positive(level[name], `level.${name}`, url);
-    if (level.cacheSize !== undefined && !(Number.isSafeInteger(level.cacheSize) && (level.cacheSize as number) >= 0))
-      throw invalid('level.cacheSize', 'an integer of bytes from 0', level.cacheSize, url);
+    for (const name of ['cacheSize', 'recheckBytes']) {
+      const v = level[name];
+      if (v !== undefined && !(Number.isSafeInteger(v) && (v as number) >= 0))
+        throw invalid(`level.${name}`, 'an integer of bytes from 0', v, url);
+    }
     for (const name of ['mmapBallast', 'compression']) {
       if (level[name] !== undefined && typeof level[name] !== 'boolean') throw invalid(`level.${name}`, 'a boolean', level[name], url);
     }
     const { create, verify } = level;
     if (create !== undefined && typeof create !== 'boolean' && create !== 'if-empty')
       throw invalid('level.create', "true, false or 'if-empty'", create, url);
-    if (verify !== undefined && verify !== 'full' && verify !== 'logs' && verify !== 'none')
-      throw invalid('level.verify', "'full', 'logs' or 'none'", verify, url);
+    if (verify !== undefined && verify !== 'incremental' && verify !== 'full' && verify !== 'logs' && verify !== 'none')
+      throw invalid('level.verify', "'incremental', 'full', 'logs' or 'none'", verify, url);
   }
 }
 

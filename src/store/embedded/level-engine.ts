@@ -74,12 +74,13 @@
  * with `paranoid_checks = false` and `verify_checksums = false`, and classic-level exposes neither.
  * With those defaults LevelDB *silently drops* log records whose checksum fails during recovery
  * (then deletes the log), and reads table blocks without checking their CRC. So before LevelDB is
- * allowed to open the directory, `verifyLevelDir` (level-verify.ts) re-checks in JS what paranoid mode would have
- * checked: CURRENT → MANIFEST (every record's CRC), every live table file (exists, size matches the
- * MANIFEST, footer magic, CRC32C of every block, blocks tile the file), and every log LevelDB is
- * about to replay (every record's CRC, fragment structure). A log that merely ends early (a torn
- * final record) is what a crash leaves behind and is accepted, as LevelDB does. After opening, the
- * engine also scans LevelDB's own info `LOG` for "dropping … Corruption" lines as a backstop and
+ * allowed to open the directory, `verifyLevelDir` (level-verify.ts) re-checks in JS what paranoid
+ * mode would have checked: CURRENT → MANIFEST (every record's CRC), every live table file (exists,
+ * size matches the MANIFEST, footer magic, CRC32C of every block, blocks tile the file — by
+ * default only for tables not known good and a rotating share of the rest: level-known-tables.ts),
+ * and every log LevelDB is about to replay (every record's CRC, fragment structure). A log that
+ * merely ends early (a torn final record) is what a crash leaves behind and is accepted, as
+ * LevelDB does. After opening, the engine also scans LevelDB's own info `LOG` for "dropping … Corruption" lines as a backstop and
  * leaves a `PERCOLATOR-CORRUPTION` marker so the finding survives the log's deletion. Values also
  * carry the store layer's CRC, so bit rot after open is caught when read.
  *
@@ -105,7 +106,8 @@ import { takeSeal, writeSeal } from './level-seal.js';
 import { CORRUPTION_MARKER, isStoreEntry, logFiles } from './store-files.js';
 import { type LevelCompaction, parseLevelStats } from './level-stats.js';
 import { LEVELDB_MMAP_LIMIT, holdMmapSlots } from './mmap-ballast.js';
-import { dataWithoutCurrent, lastSequence, verifyLevelDir } from './level-verify.js';
+import { type KnownTable, readKnownTables, writeKnownTables } from './level-known-tables.js';
+import { type LevelVerifyReport, dataWithoutCurrent, lastSequence, liveTables, noDatabaseYet, verifyLevelDir } from './level-verify.js';
 
 // ---------------------------------------------------------------------------------------------
 // Public API
@@ -149,10 +151,14 @@ export interface LevelEngineOptions {
   readonly create?: boolean | 'if-empty';
   /**
    * What to verify before LevelDB opens the directory (see the header):
-   * `full` (default) = MANIFEST + logs + every block of every live table file (reads the whole
-   * database once: ~0.5 GB/s); `logs` = MANIFEST + logs + table existence and sizes; `none`.
+   * `incremental` (default) = MANIFEST + logs + every block of the live tables not known good
+   * (level-known-tables.ts) and of `recheckBytes` of known ones, oldest check first, + the sizes
+   * and footers of the rest; `full` = every block of every live table (reads the whole database:
+   * ~0.5 GB/s); `logs` = MANIFEST + logs + table sizes and footers; `none`.
    */
-  readonly verify?: 'full' | 'logs' | 'none';
+  readonly verify?: 'incremental' | 'full' | 'logs' | 'none';
+  /** Bytes of known tables an incremental verification reads again. Default 32 MiB. */
+  readonly recheckBytes?: number;
   /** A group is sealed (a new one started) beyond this many ops… Default 100 000. */
   readonly maxGroupOps?: number;
   /** …or this many key+value bytes. Default 32 MiB. A single call is never split. */
@@ -170,6 +176,9 @@ export interface LevelEngineStats {
   readonly bytes: number;
   /** `get` calls that LevelDB answered (those the deferred overlay answered are not counted). */
   readonly reads: number;
+  /** Table files the open's verification read whole (every block checked), and their bytes. */
+  readonly tablesVerified: number;
+  readonly tableBytesVerified: number;
 }
 
 export interface LevelEngine extends KvEngine {
@@ -246,10 +255,13 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
   // Started before the verification so the two overlap; awaited before LevelDB opens any table.
   const ballast = options.mmapBallast === false ? Promise.resolve(null) : holdMmapSlots();
 
-  const verify = options.verify ?? 'full';
+  const verify = options.verify ?? 'incremental';
+  // A new store's tables are all written by this process: the close records them as known.
+  let report: LevelVerifyReport | null = found ? null : noDatabaseYet();
   // Without CURRENT there is nothing more to verify than dataWithoutCurrent checked above.
   if (verify !== 'none' && found) {
-    const report = await verifyLevelDir(dir, { tables: verify === 'full' ? 'blocks' : 'sizes' });
+    const tables = verify === 'full' ? 'blocks' : verify === 'logs' ? 'sizes' : 'incremental';
+    report = await verifyLevelDir(dir, { tables, known: await readKnownTables(dir), budget: options.recheckBytes ?? 32 * MiB });
     if (report.problems.length > 0) {
       // Another process may have opened the directory after our probe and be writing files we
       // read half-done: then it is locked, not corrupted. We never hand a corrupted directory to
@@ -286,7 +298,9 @@ export async function openLevelEngine(dir: string, options: LevelEngineOptions =
   // between our check and our open.
   const sequence = await lastSequence(dir);
   const sealed = sequence === null ? null : await takeSeal(dir, sequence);
-  return new LevelEngineImpl(db, handle, dir, options, sealed, DirIdentity.of(dir));
+  // What this open checked stays known if the process dies; like a seal, it is only a shortcut.
+  if (report !== null) await writeKnownTables(dir, report.known).catch(() => undefined);
+  return new LevelEngineImpl(db, handle, dir, options, sealed, DirIdentity.of(dir), report);
 }
 
 type Level = ClassicLevel<Uint8Array, Uint8Array>;
@@ -416,13 +430,23 @@ class LevelEngineImpl implements LevelEngine {
     private sealed: Uint8Array | null,
     /** What `dir` was at open (dir-identity.ts); null if it could not be read then (nothing is checked). */
     private readonly identity: DirIdentity | null,
+    /** The open's verification; null if it verified nothing (`verify: 'none'`, a new store). */
+    private readonly verified: LevelVerifyReport | null,
   ) {
     this.maxGroupOps = options.maxGroupOps ?? 100_000;
     this.maxGroupBytes = options.maxGroupBytes ?? 32 * MiB;
   }
 
   stats(): LevelEngineStats {
-    return { writes: this.nWrites, ops: this.nOps, batches: this.nBatches, bytes: this.nBytes, reads: this.nReads };
+    return {
+      writes: this.nWrites,
+      ops: this.nOps,
+      batches: this.nBatches,
+      bytes: this.nBytes,
+      reads: this.nReads,
+      tablesVerified: this.verified?.tablesRead ?? 0,
+      tableBytesVerified: this.verified?.tableBytesRead ?? 0,
+    };
   }
 
   compaction(): LevelCompaction {
@@ -871,6 +895,31 @@ class LevelEngineImpl implements LevelEngine {
     return this.closePromise;
   }
 
+  /**
+   * Adds to the known tables those LevelDB wrote since the open (live now, not at the open:
+   * LevelDB syncs a table before its MANIFEST lists it), so the next open need not read them.
+   * Only after the open's verification saw the live set, and only on a clean close: the tables a
+   * crashed process wrote are read by the next open. Run once LevelDB has closed, when no
+   * compaction is left to change the MANIFEST; should another process have opened the directory
+   * meanwhile, what is written is still true (entries name immutable files LevelDB wrote, and
+   * that process rewrites the file at its own close). Failing is not an error (a shortcut lost).
+   */
+  private async recordKnownTables(): Promise<void> {
+    const at = this.verified;
+    if (at === null) return;
+    const now = await liveTables(this.dir, (live) => [...live.keys()].filter((n) => !at.live.has(n))).catch(() => null);
+    if (now === null) return;
+    const since = Date.now();
+    const known = new Map<number, KnownTable>();
+    for (const [num, size] of now.live) {
+      const was = at.known.get(num);
+      const footer = now.footers.get(num);
+      if (was !== undefined) known.set(num, was);
+      else if (footer !== undefined) known.set(num, { size, footerCrc: footer, since });
+    }
+    await writeKnownTables(this.dir, known).catch(() => undefined);
+  }
+
   private async doClose(seal: Uint8Array | undefined): Promise<void> {
     this.state = 'closing';
     if (this.resumeTimer !== null) clearTimeout(this.resumeTimer);
@@ -891,6 +940,7 @@ class LevelEngineImpl implements LevelEngine {
       this.state = 'closed';
       throw mapError(e, this.dir, 'close', false);
     }
+    if (this.writesRefused === null && this.dirLost() === null) await this.recordKnownTables();
     this.state = 'closed';
   }
 }

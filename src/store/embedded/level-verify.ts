@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { ioError } from './level-errors.js';
 import {
   FOOTER_LEN,
+  type ManifestState,
   applyVersionEdit,
   missingManifestEntry,
   newManifestState,
@@ -16,6 +17,7 @@ import {
   verifyFooter,
   verifyTable,
 } from './level-format.js';
+import { type KnownTable, footerCrc, pickRechecks } from './level-known-tables.js';
 import { isDataFile } from './store-files.js';
 
 export interface LevelVerifyReport {
@@ -25,37 +27,75 @@ export interface LevelVerifyReport {
   readonly tableBytes: number;
   readonly logs: number;
   readonly logBytes: number;
+  /** The live tables the MANIFEST lists: number → size. */
+  readonly live: ReadonlyMap<number, number>;
+  /** Tables whose every block was read and checked. */
+  readonly tablesRead: number;
+  readonly tableBytesRead: number;
+  /**
+   * The live tables known good after this verification (level-known-tables.ts): those read whole
+   * and found right now, and known ones whose size and footer are unchanged.
+   */
+  readonly known: ReadonlyMap<number, KnownTable>;
   /** Empty when nothing is wrong. One line per finding, naming the file and offset. */
   readonly problems: readonly string[];
 }
 
 /**
- * `tables: 'blocks'` checks every block's CRC (reads every live table once); `'sizes'` checks only
- * that each live table exists with the MANIFEST's size and a valid footer.
+ * What to check of the live tables: `'blocks'`, every block's CRC (reads every live table once);
+ * `'sizes'`, only that each exists with the MANIFEST's size and a valid footer; `'incremental'`,
+ * every block of the tables not in `known`, and of known ones as many as `pickRechecks` takes
+ * within `budget` bytes, the sizes and footers of the rest. `known` (default none) are the tables
+ * known good before (level-known-tables.ts); the report's `known` is what is known after.
  */
-export async function verifyLevelDir(dir: string, opts: { tables: 'blocks' | 'sizes' } = { tables: 'blocks' }): Promise<LevelVerifyReport> {
+export interface TableCheck {
+  readonly tables: 'blocks' | 'sizes' | 'incremental';
+  readonly known?: ReadonlyMap<number, KnownTable>;
+  /** Bytes of known tables `'incremental'` reads again (default 0). */
+  readonly budget?: number;
+}
+
+const EMPTY_KNOWN: ReadonlyMap<number, KnownTable> = new Map();
+
+/** The report of a directory that holds no database yet: no table live, none known. */
+export const noDatabaseYet = (): LevelVerifyReport => nothing(null, []);
+const nothing = (manifest: string | null, problems: string[]): LevelVerifyReport => ({
+  manifest,
+  tables: 0,
+  tableBytes: 0,
+  logs: 0,
+  logBytes: 0,
+  live: new Map(),
+  tablesRead: 0,
+  tableBytesRead: 0,
+  known: EMPTY_KNOWN,
+  problems,
+});
+
+/** Checks the MANIFEST, the logs LevelDB will replay, and the live tables as `check` says. */
+export async function verifyLevelDir(dir: string, check: TableCheck = { tables: 'blocks' }): Promise<LevelVerifyReport> {
   const problems: string[] = [];
   let names: string[];
   try {
     names = await readdir(dir);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { manifest: null, tables: 0, tableBytes: 0, logs: 0, logBytes: 0, problems };
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return nothing(null, problems);
     throw ioError('cannot list the store directory', dir, e);
   }
   if (!names.includes('CURRENT')) {
     problems.push(...(await dataWithoutCurrent(dir, names)));
-    return { manifest: null, tables: 0, tableBytes: 0, logs: 0, logBytes: 0, problems };
+    return nothing(null, problems);
   }
   const current = (await readOrIoError(dir, 'CURRENT')).toString('latin1');
   if (!/^MANIFEST-\d+\n$/.test(current)) {
     problems.push(`CURRENT does not name a MANIFEST: ${JSON.stringify(current.slice(0, 40))}`);
-    return { manifest: null, tables: 0, tableBytes: 0, logs: 0, logBytes: 0, problems };
+    return nothing(null, problems);
   }
   const manifestName = current.slice(0, -1);
   const manifestBuf = await readOrNull(dir, manifestName);
   if (manifestBuf === null) {
     problems.push(`${manifestName} (named by CURRENT) is missing`);
-    return { manifest: manifestName, tables: 0, tableBytes: 0, logs: 0, logBytes: 0, problems };
+    return nothing(manifestName, problems);
   }
 
   // Replay the MANIFEST's version edits.
@@ -72,31 +112,55 @@ export async function verifyLevelDir(dir: string, opts: { tables: 'blocks' | 'si
   const { logNumber, prevLogNumber } = m;
 
   let tableBytes = 0;
+  let tablesRead = 0;
+  let tableBytesRead = 0;
+  const known = new Map<number, KnownTable>();
+  const prior = check.known ?? EMPTY_KNOWN;
+  const whole = check.tables === 'incremental' ? pickRechecks(live, prior, check.budget ?? 0) : null;
+  const now = Date.now();
   // Each table is read into this one buffer and checked before the next is read: a fresh buffer a
   // table cost a page fault every 4 KiB (~17 µs each on a VM: a third of verifying a store).
   const scratch: Scratch = { buf: Buffer.alloc(0) };
-  const readTable = (name: string) => (opts.tables === 'sizes' ? readOrNull(dir, name, true) : readOrNull(dir, name, false, scratch));
   for (const [num, size] of live) {
     const base = String(num).padStart(6, '0');
+    let read = check.tables === 'blocks' || whole?.has(num) === true;
     // LevelDB 1.20 writes .ldb and still reads the legacy .sst name.
     let name = `${base}.ldb`;
-    let buf = await readTable(name);
+    let buf = await readTable(dir, name, read, scratch);
     if (buf === null) {
       name = `${base}.sst`;
-      buf = await readTable(name);
+      buf = await readTable(dir, name, read, scratch);
     }
     if (buf === null) {
       problems.push(`table ${base}.ldb listed in ${manifestName} is missing`);
       continue;
     }
     tableBytes += size;
-    const actualSize = opts.tables === 'sizes' ? (buf as TailRead).fileSize : buf.length;
+    const actualSize = read ? buf.length : (buf as TailRead).fileSize;
     if (actualSize !== size) {
       problems.push(`${name}: size ${actualSize}, ${manifestName} says ${size}`);
       continue;
     }
-    if (opts.tables === 'sizes') verifyFooter(buf, name, problems);
-    else verifyTable(buf, name, problems);
+    const before = problems.length;
+    if (!read) {
+      verifyFooter(buf, name, problems);
+      const was = prior.get(num);
+      if (was === undefined || problems.length > before) continue;
+      // A known number and size with another footer is another file: read it whole after all.
+      if (was.footerCrc === footerCrc(buf)) {
+        known.set(num, was);
+        continue;
+      }
+      buf = await readTable(dir, name, true, scratch);
+      if (buf === null || buf.length !== size) {
+        problems.push(`${name}: changed while it was read`);
+        continue;
+      }
+    }
+    tablesRead++;
+    tableBytesRead += size;
+    verifyTable(buf, name, problems);
+    if (problems.length === before) known.set(num, { size, footerCrc: footerCrc(buf.subarray(buf.length - FOOTER_LEN)), since: now });
   }
 
   // The logs LevelDB will replay (DBImpl::Recover): number >= log_number, or == prev_log_number.
@@ -121,7 +185,7 @@ export async function verifyLevelDir(dir: string, opts: { tables: 'blocks' | 'si
       if (rec.length < 12) problems.push(`${name}: write batch record too small (${rec.length} bytes)`);
     }
   }
-  return { manifest: manifestName, tables: live.size, tableBytes, logs, logBytes, problems };
+  return { manifest: manifestName, tables: live.size, tableBytes, logs, logBytes, live, tablesRead, tableBytesRead, known, problems };
 }
 
 /**
@@ -157,6 +221,10 @@ async function readOrIoError(dir: string, name: string): Promise<Buffer> {
 }
 
 type TailRead = Buffer & { fileSize: number };
+
+/** A table file whole (into `scratch`), or its footer and size only; null if it does not exist. */
+const readTable = (dir: string, name: string, whole: boolean, scratch: Scratch): Promise<Buffer | null> =>
+  whole ? readOrNull(dir, name, false, scratch) : readOrNull(dir, name, true);
 
 /** A buffer reused by successive whole-file reads, grown as needed. */
 interface Scratch {
@@ -213,10 +281,8 @@ async function readOrNull(dir: string, name: string, footerOnly = false, scratch
 export async function lastSequence(dir: string): Promise<number | null> {
   const problems: string[] = [];
   let names: string[];
-  let current: string;
   try {
     names = await readdir(dir);
-    current = (await readFile(join(dir, 'CURRENT'))).toString('latin1');
   } catch {
     return null;
   }
@@ -231,9 +297,41 @@ export async function lastSequence(dir: string): Promise<number | null> {
       if (last > newest) newest = last;
     }
   }
-  const manifest = await readFile(join(dir, current.trim())).catch(() => null);
+  const m = await currentManifest(dir);
+  return m === null || problems.length > 0 ? null : Math.max(newest, m.lastSequence);
+}
+
+/**
+ * The live tables the current MANIFEST lists (number → size) and, for each of `footersOf`, the
+ * CRC of its footer (level-known-tables.ts); null if anything cannot be read or parsed.
+ */
+export async function liveTables(
+  dir: string,
+  footersOf: (live: ReadonlyMap<number, number>) => Iterable<number>,
+): Promise<{
+  live: ReadonlyMap<number, number>;
+  footers: ReadonlyMap<number, number>;
+} | null> {
+  const m = await currentManifest(dir);
+  if (m === null) return null;
+  const footers = new Map<number, number>();
+  for (const num of footersOf(m.live)) {
+    const tail = await readOrNull(dir, `${String(num).padStart(6, '0')}.ldb`, true).catch(() => null);
+    if (tail === null || (tail as TailRead).fileSize !== m.live.get(num) || tail.length !== FOOTER_LEN) return null;
+    footers.set(num, footerCrc(tail));
+  }
+  return { live: m.live, footers };
+}
+
+/** The current MANIFEST replayed, or null if CURRENT or it cannot be read or has a damaged record. */
+async function currentManifest(dir: string): Promise<ManifestState | null> {
+  const current = await readFile(join(dir, 'CURRENT')).catch(() => null);
+  if (current === null) return null;
+  const name = current.toString('latin1').trim();
+  const manifest = await readFile(join(dir, name)).catch(() => null);
   if (manifest === null) return null;
+  const problems: string[] = [];
   const m = newManifestState();
-  for (const rec of readLogRecords(manifest, current.trim(), problems)) if (applyVersionEdit(rec, m) !== null) return null;
-  return problems.length > 0 ? null : Math.max(newest, m.lastSequence);
+  for (const rec of readLogRecords(manifest, name, problems)) if (applyVersionEdit(rec, m) !== null) return null;
+  return problems.length > 0 ? null : m;
 }

@@ -147,6 +147,8 @@ export class EngineStore implements AtomicRowsStore {
   private readonly tables = new Map<string, TableState>();
   private readonly filters = new WeakMap<RowFilter, CompiledFilter>();
   private nextTableId = 1;
+  /** The catalog as the engine holds it (JSON), null before the first is loaded or written. */
+  private savedCatalog: string | null = null;
   private adminTail: Promise<unknown> = Promise.resolve();
   private closed = false;
   private gcTimer: NodeJS.Timeout | null = null;
@@ -170,7 +172,8 @@ export class EngineStore implements AtomicRowsStore {
     if (raw !== undefined) {
       let catalog: CatalogJson;
       try {
-        catalog = JSON.parse(Buffer.from(raw).toString('utf8')) as CatalogJson;
+        store.savedCatalog = Buffer.from(raw).toString('utf8');
+        catalog = JSON.parse(store.savedCatalog) as CatalogJson;
       } catch (e) {
         throw new StoreError('DATA_CORRUPTED', 'the catalog is not valid JSON', { url }, { cause: e });
       }
@@ -534,8 +537,16 @@ export class EngineStore implements AtomicRowsStore {
     return { version: 1, nextTableId: this.nextTableId, tables: [...this.tables.values()].map((t) => t.toJSON()) };
   }
 
+  /**
+   * Writes the catalog unless the engine holds it as it is: a process that only read (the CLI's
+   * get, scan, search) then writes nothing at all, where each close used to log a catalog LevelDB
+   * then flushed into a table of its own at the next open, a compaction every few commands.
+   */
   private async saveCatalog(): Promise<void> {
-    await this.engine.write([{ type: 'put', key: CATALOG_KEY, value: Buffer.from(JSON.stringify(this.catalogJson())) }]);
+    const json = JSON.stringify(this.catalogJson());
+    if (json === this.savedCatalog) return;
+    await this.engine.write([{ type: 'put', key: CATALOG_KEY, value: Buffer.from(json) }]);
+    this.savedCatalog = json;
   }
 
   /** Raises the table's barrier, waits for in-flight writes, runs fn, lowers it. */

@@ -4,7 +4,7 @@
  * the same options, so the suite's persistence tests run. Below it, what only this backend does:
  * tablet splits placed by LevelDB's size estimates (tablet-split-bisect.ts).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -90,4 +90,37 @@ describe('file:DIR tablet splits', () => {
 // Runs after the suite's own afterAll, which closes every store it opened.
 afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+describe('file:DIR opened only to read', () => {
+  it('writes nothing: the close logs no catalog, so no command that reads leaves a table behind', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'percolator-readonly-'));
+    dirs.push(dir);
+    const logBytes = async (): Promise<number> => {
+      let n = 0;
+      for (const name of await readdir(dir)) if (name.endsWith('.log')) n += (await stat(join(dir, name))).size;
+      return n;
+    };
+    let store = await openIn(dir, undefined);
+    await store.createTable('t', { families: { f: {} } });
+    await store.mutateRow('t', Buffer.from('r'), [
+      { setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from('v') } },
+    ]);
+    await store.close();
+    // The first reopen flushes that session's log into a table; from then on, reads write nothing.
+    await (await openIn(dir, undefined)).close();
+    for (let i = 0; i < 3; i++) {
+      store = await openIn(dir, undefined);
+      expect((await collectRows(store.readRows('t'))).length).toBe(1);
+      await store.close();
+      expect(await logBytes(), `open ${i}`).toBe(0);
+    }
+    // A write still reaches the catalog: a new table is there after a reopen.
+    store = await openIn(dir, undefined);
+    await store.createTable('u', { families: { f: {} } });
+    await store.close();
+    store = await openIn(dir, undefined);
+    expect((await store.listTables()).sort()).toEqual(['t', 'u']);
+    await store.close();
+  });
 });

@@ -98,8 +98,9 @@ describe('check notify --crash', () => {
     120_000,
   );
 
-  it("waits for its own table only: another table's pending notifications (a user's parked rows) do not fail it", async () => {
-    // A user's table whose observed column has notifications no worker of the check runs.
+  it("refuses a store holding a user's table (STORE_IN_USE), and leaves its parked notifications as they were", async () => {
+    // A user's table whose observed column has notifications no worker of the check runs. Until
+    // 2026-12-03 the check ran beside it (and then had to wait for its own table only).
     const dir = mkdtempSync(join(tmpdir(), 'notify-check-other-table-'));
     dirs.push(dir);
     const store = await openStore(`file:${dir}`);
@@ -115,11 +116,15 @@ describe('check notify --crash', () => {
     expect(await db.pendingNotifications()).toBe(20);
     await db.close();
     await store.close();
-    const r = await runNotifyCheck({ seconds: 1.5, crash: false, store: `file:${dir}`, workers: 1, rows: 5, quiescenceTimeoutMs: 5_000 });
-    expect(r.errors).toEqual([]);
-    expect(r.quiescent).toBe(true);
-    expect(r.changes).toBeGreaterThan(0);
-    expect(r.ok).toBe(true);
+    const e = await runNotifyCheck({ seconds: 1.5, crash: false, store: `file:${dir}`, workers: 1, rows: 5 }).catch((x: unknown) => x);
+    expect((e as { code?: string }).code).toBe('STORE_IN_USE');
+    expect((e as Error).message).toContain('user_t');
+    const after = await openStore(`file:${dir}`);
+    const again = await Percolator.open({ store: after });
+    expect(await again.pendingNotifications()).toBe(20);
+    expect((await after.listTables()).filter((t) => !t.startsWith('_percolator_'))).toEqual(['user_t']);
+    await again.close();
+    await after.close();
   }, 60_000);
 
   it('negative control, end to end: changes written without notifying (registry contract broken) are reported missed', async () => {

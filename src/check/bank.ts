@@ -45,6 +45,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BANK_TABLE, refuseStoreInUse } from './check-store.js';
 import { type CheckOracle, openCheckOracle } from './check-oracle.js';
 import { isStoreError } from '../store/errors.js';
 import { openStore } from '../store/open-store.js';
@@ -208,7 +209,7 @@ export function bankWorkerScript(): string {
   return found;
 }
 
-const TABLE = 'bank_check';
+const TABLE = BANK_TABLE;
 
 /**
  * A send to a worker that died after the `connected` check fails with EPIPE; without a callback
@@ -274,6 +275,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
   let passed = false;
   let reach: StoreReach | null = null;
   try {
+    await refuseStoreInUse(store, url);
     oracle = await openCheckOracle(store);
     const oracleAt = { host: oracle.host, port: oracle.port }; // the workers' (fixed for the run)
     const leaseMs = opts.leaseMs ?? 500;

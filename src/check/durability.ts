@@ -35,6 +35,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
+import { refuseStoreInUse } from './check-store.js';
 import { hasPrlimit, squeeze } from './squeeze.js';
 import { COLUMNS, cellValue, DURABILITY_FAMILY, DURABILITY_TABLE, type ParentMessage, type WriterMessage } from './durability-protocol.js';
 
@@ -191,6 +192,16 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
   const fullDisk = opts.fullDisk === true;
   if (fullDisk && !(await hasPrlimit())) {
     throw Object.assign(new Error('check durability --full-disk needs prlimit (util-linux) to squeeze the writer'), { code: 'NO_PRLIMIT' });
+  }
+  // A store already there must be a check's; anything else (none yet, a directory of other
+  // files) is the writer's to create or refuse, in its own words.
+  const given = temporary ? null : await openStore(url, { gcIntervalMs: 0, level: { create: false } }).catch(() => null);
+  if (given !== null) {
+    try {
+      await refuseStoreInUse(given, url);
+    } finally {
+      await given.close();
+    }
   }
 
   try {

@@ -50,6 +50,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ObservedColumns } from '../notify/observed-columns.js';
 import { isOracleError } from '../oracle/errors.js';
+import { refuseStoreInUse } from './check-store.js';
 import { type CheckOracle, openCheckOracle } from './check-oracle.js';
 import { isStoreError } from '../store/errors.js';
 import { openStore } from '../store/open-store.js';
@@ -331,6 +332,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
   let squeezing: Promise<number> = Promise.resolve(0);
   let reach: StoreReach | null = null;
   try {
+    await refuseStoreInUse(store, url);
     oracle = await openCheckOracle(store);
     const oracleAt = { host: oracle.host, port: oracle.port }; // the workers' (fixed for the run)
     // Opened before the registry knows the column and never refreshed: its writes do not notify.

@@ -42,7 +42,10 @@ export function register(program: Command): void {
       parseTimerSeconds('seconds'),
       10,
     )
-    .option('--store <url>', 'store URL (memory:, file:DIR); default: file: in a temporary directory, removed when the check passes')
+    .option(
+      '--store <url>',
+      "store URL (memory:, file:DIR): the check's own, one holding other tables is refused (STORE_IN_USE); default: file: in a temporary directory, removed when the check passes",
+    )
     .option('--accounts <n>', 'number of accounts (at least 2)', parsePositiveInteger('accounts'), 10)
     .option('--workers <n>', 'worker processes', parsePositiveInteger('workers'), 3)
     .option('--concurrency <n>', 'concurrent transfer loops per worker', parsePositiveInteger('concurrency'), 2)

@@ -38,7 +38,10 @@ export function register(program: Command): void {
     .option('--crash', 'SIGKILL the writer at random moments (without it: graceful stops)')
     .option('--full-disk', "squeeze the writer's file-size limit at random moments, as a disk filling up and emptying (needs prlimit)")
     .option('--seconds <s>', 'minimum run time (at least 3 kills happen regardless)', parseTimerSeconds('seconds'), 10)
-    .option('--data <dir>', 'store directory (default: a temporary directory, removed when the check passes)')
+    .option(
+      '--data <dir>',
+      "store directory: the check's own, a store holding other tables is refused (STORE_IN_USE); default: a temporary directory, removed when the check passes",
+    )
     .option('--store <url>', 'same as --data, as a file:DIR URL')
     .option('--writers <n>', 'concurrent write loops in the writer process', parsePositiveInteger('writers'), 8)
     .option('--json', 'print one JSON object')

@@ -53,6 +53,7 @@ it('the table order is the registration order: every command, as the top-level h
     'serve',
     'worker',
     'wait',
+    'verify',
   ]);
 });
 

@@ -44,4 +44,5 @@ export const commandFiles: readonly CommandFile[] = [
   { paths: [['serve']], load: () => import('./serve.js') },
   { paths: [['worker']], load: () => import('./worker.js') },
   { paths: [['wait']], load: () => import('./wait.js') },
+  { paths: [['verify']], load: () => import('./verify.js') },
 ];

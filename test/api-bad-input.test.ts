@@ -251,6 +251,7 @@ describe('openStore and the Store', () => {
     ['a cacheSize of -1', { level: { cacheSize: -1 } }],
     ['a writeBufferSize of 0', { level: { writeBufferSize: 0 } }],
     ['a verify of "some"', { level: { verify: 'some' } }],
+    ['a recheckBytes of 1.5', { level: { recheckBytes: 1.5 } }],
     ['a compression of "snappy"', { level: { compression: 'snappy' } }],
   ])('openStore("file:") with %s is a StoreError INVALID_ARGUMENT, and creates nothing', async (what, options) => {
     const at = join(dir, `store-${what.replace(/\W+/g, '-')}`);

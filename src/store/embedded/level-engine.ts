@@ -80,9 +80,10 @@
  * default only for tables not known good and a rotating share of the rest: level-known-tables.ts),
  * and every log LevelDB is about to replay (every record's CRC, fragment structure). A log that
  * merely ends early (a torn final record) is what a crash leaves behind and is accepted, as
- * LevelDB does. After opening, the engine also scans LevelDB's own info `LOG` for "dropping … Corruption" lines as a backstop and
- * leaves a `PERCOLATOR-CORRUPTION` marker so the finding survives the log's deletion. Values also
- * carry the store layer's CRC, so bit rot after open is caught when read.
+ * LevelDB does. After opening, the engine also scans LevelDB's own info `LOG` for "dropping …
+ * Corruption" lines as a backstop and leaves a `PERCOLATOR-CORRUPTION` marker so the finding
+ * survives the log's deletion. Values also carry the store layer's CRC, so bit rot after open is
+ * caught when read.
  *
  * Seals (level-seal.ts): `close(seal)` leaves bytes beside the files with the newest sequence
  * number they record (`lastSequence`), and the next open hands them out (`takeSealed`) only if

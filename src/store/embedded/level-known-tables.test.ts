@@ -173,6 +173,19 @@ describe('incremental verification', () => {
     expect(e.stats().tablesVerified).toBe(1);
   });
 
+  it("with verify 'logs', such a table is not read but no longer known: the next incremental open reads it", async () => {
+    const dir = await storeDir();
+    const [num] = [...(await live(dir)).keys()];
+    const path = join(dir, tableName(num as number));
+    flipByte(path, statSync(path).size - 9);
+    const logs = await open(dir, { verify: 'logs' });
+    expect(logs.stats().tablesVerified).toBe(0);
+    await logs.close();
+    expect((await readKnownTables(dir)).has(num as number)).toBe(false);
+    const e = await open(dir, { recheckBytes: 0 });
+    expect(e.stats().tablesVerified).toBe(1);
+  });
+
   it('a damaged record file is no record: every table is read', async () => {
     const dir = await storeDir();
     flipByte(join(dir, KNOWN_TABLES_FILE), 20);

@@ -105,6 +105,14 @@ describe('RecentCommits', () => {
     expect(rc.dirtyCells).toBe(0);
   });
 
+  it('remembers `seenCells` cells committed once: a second commit after more than that counts as a first', () => {
+    const rc = new RecentCommits(10, 10, 2);
+    rc.record(commit(1, ['a:c', 'b:c']));
+    rc.record(commit(2, ['x:c'])); // a:c forgotten
+    rc.record(commit(3, ['a:c', 'x:c']));
+    expect(dirtyOf(rc)).toEqual(['x:c']);
+  });
+
   it('stays bounded and says when it forgot something', () => {
     const rc = new RecentCommits(2, 3);
     for (let i = 1; i <= 3; i++) rc.record(commit(i, [`r${i}:c`]));

@@ -24,14 +24,15 @@
  * the next one. A row whose newest version is still above the watermark stays dirty.
  * A column enters the dirty set from its second commit seen here (the first leaves nothing to
  * collect), and a pass reads only the dirty columns' write cells.
- * Memory: bounded. Past `maxTransactions` remembered transactions or `maxRows` dirty rows the
- * oldest are forgotten and `overflowed` is set: their versions wait for a full pass.
+ * Memory: bounded (grown as it fills; SEEN_CELLS below). Past `maxTransactions` remembered
+ * transactions or `maxCells` dirty columns the oldest are forgotten and `overflowed` is set: their
+ * versions wait for a full pass. Past `seenCells` cells committed once, the oldest are forgotten
+ * silently: such a cell's next commit counts as a first (SEEN_CELLS below).
  */
 import { bytesKey } from '../store/bytes.js';
 import { type AtomicRowsStore, type Store, atomicRowsOf } from '../store/store.js';
 import type { Cell, Mutation, RowFilter } from '../store/types.js';
 import { BoundedPool } from '../util/bounded-pool.js';
-import { FifoSet } from '../util/fifo-set.js';
 import { IntFifoSet } from '../util/int-fifo-set.js';
 import type { GcResult } from './gc.js';
 import { type DeletionGroup, GcFailures, chunkDeletions, forEachColumn } from './gc-rows.js';
@@ -66,14 +67,31 @@ function hashBytes(h: number, b: Uint8Array): number {
   return Math.imul(h ^ 0x100, FNV_PRIME);
 }
 
+/**
+ * Cells remembered as committed once (`seen`): a column is collected here only if its second
+ * commit comes before its first is forgotten. And completely committed transactions remembered
+ * (`done`): an older version is collected here only if its transaction still is. Together they
+ * decide how much waits for a full pass. At 100 000 each, a web index re-crawled at 100 documents
+ * a second (~4 500 cells, ~250 transactions a second) forgets a cell after ~22 s and a transaction
+ * after ~7 minutes: 10 minutes of `bench soak --docs 20000 --rate 100 --full-gc-interval-ms 0`
+ * left 3.68 M versions to the final full pass (88 s). With 2 Mi cells and 1 Mi transactions
+ * (2026-12-03): 140 498 (20 s), the store 186 MiB at the end instead of 367 — but the web index
+ * at 100 000 documents, which runs no full pass, spent 10–13 % more CPU a document collecting
+ * what it used to leave (424 and 381 docs/s against 468 and 447; BENCHMARKS.md). Not the default
+ * until a long-running process can ask for them: both sets take their memory as they fill
+ * (int-fifo-set.ts), ~14 bytes a cell and ~26 bytes a transaction.
+ */
+export const SEEN_CELLS = 100_000;
+export const DONE_TRANSACTIONS = 100_000;
+
 export class RecentCommits {
   /** Start timestamps of completely committed transactions (the newest maxTransactions). */
-  private readonly done: FifoSet<number>;
+  private readonly done: IntFifoSet;
   /** No reference to the committers' buffers: keys are strings. */
   private dirty: DirtySet = new Map();
   private dirtyCount = 0;
   /**
-   * Hashes of the cells committed here at least once (the newest maxCells): small integers, not
+   * Hashes of the cells committed here at least once (the newest `seenCells`): small integers, not
    * `table\0row\0q` strings built and hashed for every committed cell. A collision only makes a
    * cell's first commit count as a second one (an extra read in the next pass). In typed arrays
    * (int-fifo-set.ts): as a `Set`, a delete and an add per new cell once full were 1.5 % of the web
@@ -84,11 +102,12 @@ export class RecentCommits {
   overflowed = false;
 
   constructor(
-    maxTransactions = 100_000,
+    maxTransactions = DONE_TRANSACTIONS,
     private readonly maxCells = 100_000,
+    seenCells = SEEN_CELLS,
   ) {
-    this.done = new FifoSet(maxTransactions);
-    this.seen = new IntFifoSet(maxCells);
+    this.done = new IntFifoSet(maxTransactions, { wide: true });
+    this.seen = new IntFifoSet(seenCells);
   }
 
   /**

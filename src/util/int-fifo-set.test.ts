@@ -23,7 +23,8 @@ describe('IntFifoSet', () => {
       const wide = seed % 4 === 0;
       const range = 1 + Math.floor(capacity * (1 + r() * 4));
       const model = new FifoSet<number>(capacity);
-      const set = new IntFifoSet(capacity);
+      // Some start with room for a few members and grow as they fill.
+      const set = seed % 3 === 0 ? new IntFifoSet(capacity, { initial: 1 + (seed % 5) }) : new IntFifoSet(capacity);
       for (let step = 0; step < 400; step++) {
         const v = wide ? Math.floor(r() * 4294967296) | 0 : Math.floor(r() * range) - (range >> 1);
         if (r() < 0.5) {
@@ -44,6 +45,42 @@ describe('IntFifoSet', () => {
     expect(set.size).toBe(1000);
     for (let v = 99_000; v < 100_000; v++) expect(set.has(Math.imul(v, 2654435761) | 0)).toBe(true);
     for (let v = 98_000; v < 99_000; v++) expect(set.has(Math.imul(v, 2654435761) | 0)).toBe(false);
+  });
+
+  it('grows from its initial room to its capacity, keeping every member and their order of age', () => {
+    const set = new IntFifoSet(1000, { initial: 3 });
+    for (let v = 0; v < 1000; v++) expect(set.add(v * 7919), `add ${v}`).toBe(false);
+    expect(set.size).toBe(1000);
+    for (let v = 0; v < 1000; v++) expect(set.has(v * 7919)).toBe(true);
+    // Full: each add now forgets the oldest, in the order they came.
+    for (let v = 1000; v < 1500; v++) expect(set.add(v * 7919)).toBe(true);
+    for (let v = 0; v < 500; v++) expect(set.has(v * 7919)).toBe(false);
+    for (let v = 500; v < 1500; v++) expect(set.has(v * 7919)).toBe(true);
+    expect(set.size).toBe(1000);
+  });
+
+  it('wide: answers as FifoSet does over safe integers that differ only in their high bits', () => {
+    for (let seed = 1; seed <= 100; seed++) {
+      const r = rng(seed);
+      const capacity = 1 + Math.floor(r() * 40);
+      const model = new FifoSet<number>(capacity);
+      const set = new IntFifoSet(capacity, { wide: true, initial: 1 + (seed % 4) });
+      // Timestamps as the oracle gives them (~2^50), and values equal modulo 2^32.
+      const base = 1_764_000_000_000_000;
+      for (let step = 0; step < 400; step++) {
+        const v = r() < 0.5 ? base + Math.floor(r() * capacity * 3) : Math.floor(r() * 8) * 4294967296 + Math.floor(r() * 3);
+        if (r() < 0.5) expect(set.has(v), `seed ${seed} step ${step} has(${v})`).toBe(model.has(v));
+        else expect(set.add(v), `seed ${seed} step ${step} add(${v})`).toBe(model.add(v));
+        expect(set.size).toBe(model.size);
+      }
+    }
+    const set = new IntFifoSet(4, { wide: true });
+    set.add(Number.MAX_SAFE_INTEGER);
+    set.add(-Number.MAX_SAFE_INTEGER);
+    expect(set.has(Number.MAX_SAFE_INTEGER)).toBe(true);
+    expect(set.has(-Number.MAX_SAFE_INTEGER)).toBe(true);
+    expect(set.has(0)).toBe(false);
+    for (const bad of [2 ** 53, 1.5, Number.NaN]) expect(() => set.add(bad)).toThrow(RangeError);
   });
 
   it('holds the int32 extremes and rejects what is not an int32', () => {

@@ -273,3 +273,44 @@ describe('background GC', () => {
     }
   });
 });
+
+describe('Percolator recentGcWindows', () => {
+  /** Commits a:c twice with `between` other cells in between; returns what one pass removed. */
+  async function removedAfter(windows: { cells?: number; transactions?: number } | undefined, between: number): Promise<number> {
+    const store = await openStore('memory:');
+    const db = await Percolator.open({ store, gcIntervalMs: HOUR, ...(windows === undefined ? {} : { recentGcWindows: windows }) });
+    try {
+      await db.createTable('t');
+      await db.transaction(async (tx) => tx.set('t', 'a', 'c:v', 'first'));
+      for (let i = 0; i < between; i++) await db.transaction(async (tx) => tx.set('t', `r${i}`, 'c:v', 'x'));
+      await db.transaction(async (tx) => tx.set('t', 'a', 'c:v', 'second'));
+      return (await db.collectRecentGarbage()).versionsRemoved;
+    } finally {
+      await db.close();
+      await store.close();
+    }
+  }
+
+  it('a version is collected only while its cell and its transaction are remembered', async () => {
+    expect(await removedAfter(undefined, 3)).toBe(1);
+    expect(await removedAfter({ cells: 2 }, 3)).toBe(0); // a:c forgotten: its second commit counts as a first
+    expect(await removedAfter({ transactions: 2 }, 3)).toBe(0); // the first transaction forgotten
+    expect(await removedAfter({ cells: 10, transactions: 10 }, 3)).toBe(1);
+  });
+
+  it.each<[string, unknown]>([
+    ['a number', 5],
+    ['null', null],
+    ['an unknown count', { rows: 5 }],
+    ['a count of 0', { cells: 0 }],
+    ['a fractional count', { transactions: 1.5 }],
+  ])('%s is INVALID_CONFIG', async (_what, windows) => {
+    const store = await openStore('memory:');
+    try {
+      const e = await Percolator.open({ store, recentGcWindows: windows as { cells?: number } }).catch((x: unknown) => x);
+      expect((e as { code?: string }).code).toBe('INVALID_CONFIG');
+    } finally {
+      await store.close();
+    }
+  });
+});

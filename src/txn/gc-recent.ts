@@ -77,9 +77,10 @@ function hashBytes(h: number, b: Uint8Array): number {
  * left 3.68 M versions to the final full pass (88 s). With 2 Mi cells and 1 Mi transactions
  * (2026-12-03): 140 498 (20 s), the store 186 MiB at the end instead of 367 — but the web index
  * at 100 000 documents, which runs no full pass, spent 10–13 % more CPU a document collecting
- * what it used to leave (424 and 381 docs/s against 468 and 447; BENCHMARKS.md). Not the default
- * until a long-running process can ask for them: both sets take their memory as they fill
- * (int-fifo-set.ts), ~14 bytes a cell and ~26 bytes a transaction.
+ * what it used to leave (424 and 381 docs/s against 468 and 447; BENCHMARKS.md). So these stay
+ * the defaults, and a long-running process asks for more (Percolator's `recentGcWindows`, which
+ * `percolator worker` sets): both sets take their memory as they fill (int-fifo-set.ts), ~14
+ * bytes a cell and ~26 bytes a transaction.
  */
 export const SEEN_CELLS = 100_000;
 export const DONE_TRANSACTIONS = 100_000;

@@ -87,6 +87,15 @@ export interface PercolatorOptions {
    */
   readonly fullGcIntervalMs?: number;
   /**
+   * How much the targeted passes remember (gc-recent.ts): `cells` committed once (default
+   * 100 000) and complete `transactions` (default 100 000). A version is collected by a targeted
+   * pass only if its cell's earlier commit and its transaction are still remembered; the rest
+   * waits for a full pass. A process that runs for hours can trade memory (~14 bytes a cell, ~26 a
+   * transaction, taken as the sets fill) for less left to full passes: `percolator worker` asks for
+   * `LONG_RUNNING_GC_WINDOWS` (2 Mi cells, 1 Mi transactions; docs/transactions.md).
+   */
+  readonly recentGcWindows?: { readonly cells?: number; readonly transactions?: number };
+  /**
    * How transactions commit. 'auto' (default): in ONE phase — one atomic store write for all
    * rows, no lock cells (commit-one-phase.ts, TiKV's 1PC) — while the store is an embedded one
    * (`memory:`, `file:`) that no other process can reach; in two phases otherwise (shared stores:
@@ -241,6 +250,7 @@ export class Percolator {
         });
       }
     }
+    checkGcWindows(options.recentGcWindows);
     const ownsStore = typeof options.store !== 'object';
     // Before the store is opened: a URL Percolator cannot run on is refused without a connection.
     checkTimestampScale(typeof options.store === 'object' ? options.store.url : (options.store ?? DEFAULT_STORE_URL));
@@ -350,7 +360,7 @@ export class Percolator {
       const unseenLease =
         options.lockService === undefined && services !== null && services.lockService !== null && !services.lockServiceSeesLeases;
       db.lockOwner = unseenLease ? `${LEASE_ELSEWHERE}${owner}` : owner;
-      db.startBackgroundGc(options.gcIntervalMs ?? DEFAULT_GC_INTERVAL_MS, options.fullGcIntervalMs ?? 0);
+      db.startBackgroundGc(options.gcIntervalMs ?? DEFAULT_GC_INTERVAL_MS, options.fullGcIntervalMs ?? 0, options.recentGcWindows);
       return db;
     } catch (e) {
       if (sharedOracle !== null) await releaseOracle(store).catch(() => undefined);
@@ -594,11 +604,11 @@ export class Percolator {
     return collectRecent(this.store, this.recent, await this.oracle.getWatermark(), maxCells);
   }
 
-  private startBackgroundGc(intervalMs: number, fullIntervalMs: number): void {
+  private startBackgroundGc(intervalMs: number, fullIntervalMs: number, windows: PercolatorOptions['recentGcWindows']): void {
     if (!(intervalMs > 0)) return;
     this.gcIntervalMs = intervalMs;
     this.fullGcIntervalMs = fullIntervalMs > 0 ? fullIntervalMs : 0;
-    const recent = (this.recent = new RecentCommits());
+    const recent = (this.recent = new RecentCommits(windows?.transactions, undefined, windows?.cells));
     // Every tick with something committed runs a targeted pass over the rows committed to since
     // the last one (cost proportional to the change). With full passes on, one (cost proportional
     // to the repository: versions of other processes, rollback records, abandoned locks) runs
@@ -907,6 +917,7 @@ const OPEN_OPTIONS: ReadonlySet<string> = new Set([
   'observedRefreshMs',
   'gcIntervalMs',
   'fullGcIntervalMs',
+  'recentGcWindows',
   'commitProtocol',
 ]);
 const TRANSACTION_OPTIONS: ReadonlySet<string> = new Set(['maxAttempts', 'baseBackoffMs', 'maxBackoffMs']);
@@ -1037,4 +1048,18 @@ function releasable(snap: Snapshot, reg: ActiveRegistration): Snapshot & { relea
     reg.release();
   };
   return r;
+}
+
+/** What `percolator worker` asks the targeted GC to remember (`recentGcWindows`). */
+export const LONG_RUNNING_GC_WINDOWS = { cells: 1 << 21, transactions: 1 << 20 } as const;
+
+/** `recentGcWindows`: absent, or an object of known counts, each a positive safe integer. */
+function checkGcWindows(w: unknown): void {
+  if (w === undefined) return;
+  const bad = (why: string): TxnError => new TxnError('INVALID_CONFIG', `recentGcWindows ${why}`, { option: 'recentGcWindows', value: w });
+  if (w === null || typeof w !== 'object') throw bad(`must be an object, not ${describeType(w)}`);
+  for (const [k, v] of Object.entries(w)) {
+    if (k !== 'cells' && k !== 'transactions') throw bad(`has no option ${k} (cells, transactions)`);
+    if (v !== undefined && !(Number.isSafeInteger(v) && (v as number) > 0)) throw bad(`.${k} must be a positive integer, not ${String(v)}`);
+  }
 }

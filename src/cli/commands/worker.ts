@@ -91,10 +91,14 @@ export function register(program: Command): void {
       const registerObservers = await loadObservers(opts.observers);
       // The store must exist (NOT_A_STORE otherwise): a worker over a mistyped directory would
       // create an empty store there and poll it forever, finding no notification.
+      // A process meant to run for months: targeted passes remember enough that full passes
+      // find little (docs/transactions.md › Long-running processes).
+      const { LONG_RUNNING_GC_WINDOWS } = await import('../../txn/percolator.js');
       const db = await Percolator.open({
         store: opts.store,
         storeOptions: { level: { create: false } },
         fullGcIntervalMs: opts.fullGcInterval * 1000,
+        recentGcWindows: LONG_RUNNING_GC_WINDOWS,
       }).catch((e: unknown) => {
         // "No store" alone leaves a newcomer asking how one is made; the way that also lets
         // writers and `wait` reach it while the worker runs is a server.

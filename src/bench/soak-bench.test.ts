@@ -14,6 +14,15 @@ it('re-crawls a repository, samples it, and ends with the batch index and no row
   expect(Object.values(r.rowsAtEnd).reduce((n, t) => n + t.rows, 0)).toBeGreaterThan(0);
   for (const [table, t] of Object.entries(r.rowsAfterFullPass)) expect(t.deletedOnly, table).toBe(0);
   expect(r.rowsAfterFullPass.index?.rows).toBeLessThanOrEqual(r.rowsAtEnd.index?.rows ?? 0);
+  expect(r.workerGcWindows).toBe(false);
+}, 60_000);
+
+it("with the worker's GC windows, the same index as the batch", async () => {
+  const r = await runSoakBench({ docs: 200, rate: 60, seconds: 2, sampleSeconds: 1, store: 'memory:', seed: 6, workerGcWindows: true });
+  expect(r.workerGcWindows).toBe(true);
+  expect(r.crawls).toBeGreaterThan(30);
+  expect(r.differencesFromBatch).toBe(0);
+  expect(r.anomalies).toEqual([]);
 }, 60_000);
 
 it('refuses a repository too small, with the option named', async () => {

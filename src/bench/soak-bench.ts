@@ -28,6 +28,7 @@ import { type CrawledDoc, loadDocuments } from '../apps/webindex/loader.js';
 import { runWebIndex } from '../apps/webindex/run.js';
 import type { Store } from '../store/store.js';
 import { WRITE, decodeWrite } from '../txn/layout.js';
+import { LONG_RUNNING_GC_WINDOWS } from '../txn/percolator.js';
 import { mulberry32 } from '../util/seeded-random.js';
 import { BenchOptionError } from './bench-option-error.js';
 
@@ -45,6 +46,8 @@ export interface SoakBenchOptions {
   readonly store?: 'file:' | 'memory:';
   /** Background full GC passes at most this often (Percolator's `fullGcIntervalMs`; default 0 = off). */
   readonly fullGcIntervalMs?: number;
+  /** Targeted GC passes remember what `percolator worker`'s do (LONG_RUNNING_GC_WINDOWS), not the library's default. */
+  readonly workerGcWindows?: boolean;
   readonly log?: (line: string) => void;
 }
 
@@ -81,6 +84,7 @@ export interface SoakBenchResult {
   readonly anomalies: readonly string[];
   readonly store: string;
   readonly fullGcIntervalMs: number;
+  readonly workerGcWindows: boolean;
 }
 
 const MiB = 1024 * 1024;
@@ -150,6 +154,7 @@ export async function runSoakBench(options: SoakBenchOptions): Promise<SoakBench
       store: dir === null ? 'memory:' : `file:${dir}`,
       keep: true,
       ...(options.fullGcIntervalMs === undefined ? {} : { fullGcIntervalMs: options.fullGcIntervalMs }),
+      ...(options.workerGcWindows === true ? { recentGcWindows: LONG_RUNNING_GC_WINDOWS } : {}),
     });
     try {
       const { db } = handle;
@@ -235,6 +240,7 @@ export async function runSoakBench(options: SoakBenchOptions): Promise<SoakBench
         anomalies: db.anomalies.map((e) => e.message),
         store: dir === null ? 'memory:' : 'file:',
         fullGcIntervalMs: db.fullGcIntervalMs,
+        workerGcWindows: options.workerGcWindows === true,
       };
     } finally {
       await handle.close();

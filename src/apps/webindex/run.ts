@@ -14,7 +14,7 @@ import { type LevelCompaction, levelStatsBetween } from '../../store/embedded/le
 import { removeStoreDir } from '../../store/embedded/remove-store-dir.js';
 import { openStore } from '../../store/open-store.js';
 import type { Store } from '../../store/store.js';
-import { Percolator } from '../../txn/percolator.js';
+import { Percolator, type PercolatorOptions } from '../../txn/percolator.js';
 import { refuseForeignStore } from './clean-start.js';
 import { listLocalDocs, localDocuments, nodeModulesCandidates } from './corpus/local.js';
 import { SyntheticCorpus } from './corpus/synthetic.js';
@@ -69,6 +69,8 @@ export interface RunOptions {
   readonly gcIntervalMs?: number;
   /** Background full GC passes at most this often (Percolator's `fullGcIntervalMs`; default 0 = off). */
   readonly fullGcIntervalMs?: number;
+  /** What targeted GC passes remember (Percolator's `recentGcWindows`; its default when omitted). */
+  readonly recentGcWindows?: PercolatorOptions['recentGcWindows'];
   /**
    * The last stage of the pipeline to run (pipeline.ts WEB_INDEX_STAGES; default `export`, all of
    * it). Short of the export nothing becomes searchable: the window then counts documents loaded
@@ -255,6 +257,7 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
   const gc = {
     ...(options.gcIntervalMs === undefined ? {} : { gcIntervalMs: options.gcIntervalMs }),
     ...(options.fullGcIntervalMs === undefined ? {} : { fullGcIntervalMs: options.fullGcIntervalMs }),
+    ...(options.recentGcWindows === undefined ? {} : { recentGcWindows: options.recentGcWindows }),
   };
   const db = await Percolator.open({ store, ...gc }).catch(async (e: unknown) => {
     if (ownsStore) await store.close();

@@ -1,6 +1,6 @@
 /**
  * `percolator bench soak [--docs N] [--rate R] [--seconds S] [--sample-seconds S]
- * [--full-gc-interval-ms MS] [--store file:|memory:] [--seed N] [--json]`
+ * [--full-gc-interval-ms MS] [--worker-gc-windows] [--store file:|memory:] [--seed N] [--json]`
  *
  * Thin: runs src/bench/soak-bench.ts — a repository re-crawled continuously, sampled for memory
  * and store size, then checked against the batch and counted for rows GC left. With --json,
@@ -24,6 +24,7 @@ interface Flags {
   seconds: number;
   sampleSeconds: number;
   fullGcIntervalMs: number;
+  workerGcWindows?: boolean;
   store: string;
   seed: number;
   json?: boolean;
@@ -45,6 +46,10 @@ export function register(program: Command): void {
       parseNonNegativeInteger('full-gc-interval-ms'),
       0,
     )
+    .option(
+      '--worker-gc-windows',
+      "targeted GC passes remember what percolator worker's do (2 Mi cells, 1 Mi transactions), not the library's 100 000",
+    )
     .option('--store <kind>', 'file: (a fresh temporary directory) or memory:', 'file:')
     .option('--seed <n>', 'corpus and crawl seed', parseNonNegativeInteger('seed'), 42)
     .option('--json', 'print one JSON object')
@@ -59,6 +64,7 @@ export function register(program: Command): void {
         seconds: flags.seconds,
         sampleSeconds: flags.sampleSeconds,
         fullGcIntervalMs: flags.fullGcIntervalMs,
+        workerGcWindows: flags.workerGcWindows === true,
         store: flags.store,
         seed: flags.seed,
         log: json ? undefined : (line) => process.stderr.write(`${line}\n`),

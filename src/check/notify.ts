@@ -15,7 +15,8 @@
  * - Writers in the supervisor (never killed) set `c:value` of random rows among `rows` to unique
  *   change ids, or delete it and record the id in `c:deleted` (notify-protocol.ts), while the
  *   supervisor runs version GC's full passes every second and targeted ones; writes to one row
- *   are serialized here, so each row's recorded list of committed changes is in commit order. Several changes before a run collapse into one run (§2.4).
+ *   are serialized here, so each row's recorded list of committed changes is in commit order.
+ *   Several changes before a run collapse into one run (§2.4).
  * - With `crash`, the supervisor SIGKILLs a random ready worker every `killIntervalMs` on average
  *   (each gap uniform in [0.5, 1.5] × 1.5 s by default, so ≥ 13 kills per 30 s), and workers
  *   SIGKILL themselves at a random protocol point of an observer commit; every dead worker is

@@ -106,7 +106,7 @@ describe('RecentCommits', () => {
   });
 
   it('remembers `seenCells` cells committed once: a second commit after more than that counts as a first', () => {
-    const rc = new RecentCommits(10, 10, 2);
+    const rc = new RecentCommits({ transactions: 10, dirtyCells: 10, cells: 2 });
     rc.record(commit(1, ['a:c', 'b:c']));
     rc.record(commit(2, ['x:c'])); // a:c forgotten
     rc.record(commit(3, ['a:c', 'x:c']));
@@ -114,7 +114,7 @@ describe('RecentCommits', () => {
   });
 
   it('stays bounded and says when it forgot something', () => {
-    const rc = new RecentCommits(2, 3);
+    const rc = new RecentCommits({ transactions: 2, dirtyCells: 3 });
     for (let i = 1; i <= 3; i++) rc.record(commit(i, [`r${i}:c`]));
     for (let i = 1; i <= 3; i++) rc.record(commit(10 + i, [`r${i}:c`]));
     expect(rc.isDone(1)).toBe(false); // only the last two transactions are remembered

@@ -24,9 +24,9 @@
  * the next one. A row whose newest version is still above the watermark stays dirty.
  * A column enters the dirty set from its second commit seen here (the first leaves nothing to
  * collect), and a pass reads only the dirty columns' write cells.
- * Memory: bounded (grown as it fills; SEEN_CELLS below). Past `maxTransactions` remembered
- * transactions or `maxCells` dirty columns the oldest are forgotten and `overflowed` is set: their
- * versions wait for a full pass. Past `seenCells` cells committed once, the oldest are forgotten
+ * Memory: bounded (grown as it fills; SEEN_CELLS below). Past `transactions` remembered
+ * transactions or `dirtyCells` dirty columns the oldest are forgotten and `overflowed` is set: their
+ * versions wait for a full pass. Past `cells` cells committed once, the oldest are forgotten
  * silently: such a cell's next commit counts as a first (SEEN_CELLS below).
  */
 import { bytesKey } from '../store/bytes.js';
@@ -85,14 +85,24 @@ function hashBytes(h: number, b: Uint8Array): number {
 export const SEEN_CELLS = 100_000;
 export const DONE_TRANSACTIONS = 100_000;
 
+/** What `percolator worker` asks the targeted GC to remember (Percolator's `recentGcWindows`). */
+export const LONG_RUNNING_GC_WINDOWS = { cells: 1 << 21, transactions: 1 << 20 } as const;
+
+/** RecentCommits' bounds: `transactions` done, `dirtyCells` dirty columns, `cells` seen once. */
+export interface RecentBounds {
+  readonly transactions?: number;
+  readonly dirtyCells?: number;
+  readonly cells?: number;
+}
+
 export class RecentCommits {
-  /** Start timestamps of completely committed transactions (the newest maxTransactions). */
+  /** Start timestamps of completely committed transactions (the newest `transactions`). */
   private readonly done: IntFifoSet;
   /** No reference to the committers' buffers: keys are strings. */
   private dirty: DirtySet = new Map();
   private dirtyCount = 0;
   /**
-   * Hashes of the cells committed here at least once (the newest `seenCells`): small integers, not
+   * Hashes of the cells committed here at least once (the newest `cells`): small integers, not
    * `table\0row\0q` strings built and hashed for every committed cell. A collision only makes a
    * cell's first commit count as a second one (an extra read in the next pass). In typed arrays
    * (int-fifo-set.ts): as a `Set`, a delete and an add per new cell once full were 1.5 % of the web
@@ -102,13 +112,12 @@ export class RecentCommits {
   /** Something was forgotten (a bound was hit) since the last full pass. */
   overflowed = false;
 
-  constructor(
-    maxTransactions = DONE_TRANSACTIONS,
-    private readonly maxCells = 100_000,
-    seenCells = SEEN_CELLS,
-  ) {
-    this.done = new IntFifoSet(maxTransactions, { wide: true });
-    this.seen = new IntFifoSet(seenCells);
+  private readonly maxCells: number;
+
+  constructor(bounds: RecentBounds = {}) {
+    this.maxCells = bounds.dirtyCells ?? 100_000;
+    this.done = new IntFifoSet(bounds.transactions ?? DONE_TRANSACTIONS, { wide: true });
+    this.seen = new IntFifoSet(bounds.cells ?? SEEN_CELLS);
   }
 
   /**

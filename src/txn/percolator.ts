@@ -26,6 +26,8 @@ import { ObservedColumns } from '../notify/observed-columns.js';
 import { Worker, type WorkerHost, type WorkerOptions } from '../notify/worker.js';
 import { type GcResult, collectGarbage } from './gc.js';
 import { RecentCommits, collectRecent } from './gc-recent.js';
+
+export { LONG_RUNNING_GC_WINDOWS } from './gc-recent.js';
 import { Liveness } from './liveness.js';
 import { LocalCommits } from './local-commits.js';
 import { acquireOracle, releaseOracle } from './shared-oracle.js';
@@ -77,9 +79,8 @@ export interface PercolatorOptions {
    * Background full passes (`collectGarbage`, gc.ts): at most this often (ms), and no sooner than
    * 20× the last full pass's duration — at once, though, when the targeted set forgot something.
    * They cost O(repository) and collect what targeted passes leave (other processes' versions,
-   * rollback records, abandoned locks, and versions superseded
-   * long after they were written: the targeted set remembers a bounded number of transactions
-   * and cells). A process that runs for hours should set it (`percolator worker` does: 10
+   * rollback records, abandoned locks, and versions superseded long after they were written: the
+   * targeted set remembers a bounded number of transactions and cells). A process that runs for hours should set it (`percolator worker` does: 10
    * minutes); `bench soak` shows what is left without. Default 0: off — they
    * are opt-in while the CORRUPTED_RECORD seen twice with full passes on (before the fixes of
    * 2026-11-23) is unexplained (docs/transactions.md). On `bigtable://` one process of the
@@ -608,7 +609,7 @@ export class Percolator {
     if (!(intervalMs > 0)) return;
     this.gcIntervalMs = intervalMs;
     this.fullGcIntervalMs = fullIntervalMs > 0 ? fullIntervalMs : 0;
-    const recent = (this.recent = new RecentCommits(windows?.transactions, undefined, windows?.cells));
+    const recent = (this.recent = new RecentCommits(windows));
     // Every tick with something committed runs a targeted pass over the rows committed to since
     // the last one (cost proportional to the change). With full passes on, one (cost proportional
     // to the repository: versions of other processes, rollback records, abandoned locks) runs
@@ -1049,9 +1050,6 @@ function releasable(snap: Snapshot, reg: ActiveRegistration): Snapshot & { relea
   };
   return r;
 }
-
-/** What `percolator worker` asks the targeted GC to remember (`recentGcWindows`). */
-export const LONG_RUNNING_GC_WINDOWS = { cells: 1 << 21, transactions: 1 << 20 } as const;
 
 /** `recentGcWindows`: absent, or an object of known counts, each a positive safe integer. */
 function checkGcWindows(w: unknown): void {

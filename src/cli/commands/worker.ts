@@ -23,8 +23,8 @@ import { locateSyntaxError } from '../syntax-error-location.js';
  * A worker runs for hours or months: besides the targeted passes over its own recent commits, it
  * runs full GC passes (every 10 minutes, sooner once the targeted set forgets), which collect what
  * those leave — versions superseded long after they were written, other processes' versions,
- * rollback records, abandoned locks. Without them a store under a steady crawl grows with its history
- * (`bench soak`, BENCHMARKS.md).
+ * rollback records, abandoned locks. Without them a store under a steady crawl grows with its
+ * history (`bench soak`, BENCHMARKS.md).
  */
 export const FULL_GC_INTERVAL_S = 600;
 

@@ -108,7 +108,15 @@ import { CORRUPTION_MARKER, isStoreEntry, logFiles } from './store-files.js';
 import { type LevelCompaction, parseLevelStats } from './level-stats.js';
 import { LEVELDB_MMAP_LIMIT, holdMmapSlots } from './mmap-ballast.js';
 import { type KnownTable, readKnownTables, writeKnownTables } from './level-known-tables.js';
-import { type LevelVerifyReport, dataWithoutCurrent, lastSequence, liveTables, noDatabaseYet, verifyLevelDir } from './level-verify.js';
+import {
+  type LevelVerifyReport,
+  dataWithoutCurrent,
+  lastSequence,
+  liveTables,
+  noDatabaseYet,
+  tableFooterCrc,
+  verifyLevelDir,
+} from './level-verify.js';
 
 // ---------------------------------------------------------------------------------------------
 // Public API
@@ -908,15 +916,18 @@ class LevelEngineImpl implements LevelEngine {
   private async recordKnownTables(): Promise<void> {
     const at = this.verified;
     if (at === null) return;
-    const now = await liveTables(this.dir, (live) => [...live.keys()].filter((n) => !at.live.has(n))).catch(() => null);
-    if (now === null) return;
+    const live = await liveTables(this.dir).catch(() => null);
+    if (live === null) return;
     const since = Date.now();
     const known = new Map<number, KnownTable>();
-    for (const [num, size] of now.live) {
+    for (const [num, size] of live) {
       const was = at.known.get(num);
-      const footer = now.footers.get(num);
       if (was !== undefined) known.set(num, was);
-      else if (footer !== undefined) known.set(num, { size, footerCrc: footer, since });
+      else if (!at.live.has(num)) {
+        const footer = await tableFooterCrc(this.dir, num, size);
+        if (footer === null) return; // the directory changed under us: record nothing
+        known.set(num, { size, footerCrc: footer, since });
+      }
     }
     await writeKnownTables(this.dir, known).catch(() => undefined);
   }

@@ -303,26 +303,15 @@ export async function lastSequence(dir: string): Promise<number | null> {
   return m === null || problems.length > 0 ? null : Math.max(newest, m.lastSequence);
 }
 
-/**
- * The live tables the current MANIFEST lists (number → size) and, for each of `footersOf`, the
- * CRC of its footer (level-known-tables.ts); null if anything cannot be read or parsed.
- */
-export async function liveTables(
-  dir: string,
-  footersOf: (live: ReadonlyMap<number, number>) => Iterable<number>,
-): Promise<{
-  live: ReadonlyMap<number, number>;
-  footers: ReadonlyMap<number, number>;
-} | null> {
-  const m = await currentManifest(dir);
-  if (m === null) return null;
-  const footers = new Map<number, number>();
-  for (const num of footersOf(m.live)) {
-    const tail = await readOrNull(dir, `${String(num).padStart(6, '0')}.ldb`, true).catch(() => null);
-    if (tail === null || (tail as TailRead).fileSize !== m.live.get(num) || tail.length !== FOOTER_LEN) return null;
-    footers.set(num, footerCrc(tail));
-  }
-  return { live: m.live, footers };
+/** The live tables the current MANIFEST lists (number → size); null if it cannot be read or parsed. */
+export async function liveTables(dir: string): Promise<ReadonlyMap<number, number> | null> {
+  return (await currentManifest(dir))?.live ?? null;
+}
+
+/** The CRC of table `num`'s footer (level-known-tables.ts), or null unless it is there at `size`. */
+export async function tableFooterCrc(dir: string, num: number, size: number): Promise<number | null> {
+  const tail = await readOrNull(dir, `${String(num).padStart(6, '0')}.ldb`, true).catch(() => null);
+  return tail === null || (tail as TailRead).fileSize !== size || tail.length !== FOOTER_LEN ? null : footerCrc(tail);
 }
 
 /** The current MANIFEST replayed, or null if CURRENT or it cannot be read or has a damaged record. */

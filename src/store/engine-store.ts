@@ -613,7 +613,7 @@ export class EngineStore implements AtomicRowsStore {
   }
 
   async deleteTable(name: string): Promise<void> {
-    await this.admin(async () => {
+    const bounds = await this.admin(async () => {
       const t = this.table(name);
       await this.exclusive(t, async () => {
         this.tables.delete(name);
@@ -621,7 +621,17 @@ export class EngineStore implements AtomicRowsStore {
         this.cache.clear();
         await this.engine.clear(tableBounds(t.id));
       });
+      return tableBounds(t.id);
     });
+    await this.reclaim([bounds]);
+  }
+
+  /**
+   * After a deletion: the engine gives the range's disk space back (an LSM engine would keep it
+   * until compactions reach it). Outside `admin`, so other tables' admin calls need not wait.
+   */
+  private async reclaim(ranges: readonly { readonly gte: Uint8Array; readonly lt: Uint8Array }[]): Promise<void> {
+    for (const r of ranges) await this.engine.reclaim?.(r.gte, r.lt);
   }
 
   async listTables(): Promise<string[]> {
@@ -692,9 +702,12 @@ export class EngineStore implements AtomicRowsStore {
 
   /** Removes cells of dropped families from storage, then forgets the purge. */
   private async runPurges(t: TableState): Promise<void> {
+    const rewritten: { gte: Uint8Array; lt: Uint8Array }[] = [];
     for (const [family, gid] of t.purges) {
       const prefix = t.prefixes.get(gid);
       if (prefix === undefined) continue;
+      const end = prefixEnd(prefix);
+      if (end !== undefined) rewritten.push({ gte: prefix, lt: end });
       for await (const batch of this.engine.iterate({ gte: prefix, lt: prefixEnd(prefix) })) {
         const ops: KvOp[] = [];
         for (const e of batch) {
@@ -713,20 +726,22 @@ export class EngineStore implements AtomicRowsStore {
     t.purges.length = 0;
     this.cache.clear();
     await this.saveCatalog();
+    // The rows were rewritten without the family; the old values still sit under them on disk.
+    await this.reclaim(rewritten);
   }
 
   async dropRowRange(name: string, request: DropRowRangeRequest): Promise<void> {
-    await this.admin(async () => {
+    const cleared = await this.admin(async () => {
       const t = this.table(name);
       const prefixKey = validateDropRowRange(request, name);
+      const ranges: { gte: Uint8Array; lt: Uint8Array }[] = [];
       await this.exclusive(t, async () => {
         for (const gid of new Set(Object.values(t.groups))) {
           const gp = t.prefix(gid);
-          if (prefixKey === null) await this.engine.clear({ gte: gp, lt: prefixEnd(gp) });
-          else {
-            const gte = rowKeyOf(gp, prefixKey);
-            await this.engine.clear({ gte, lt: prefixEnd(gte) });
-          }
+          const gte = prefixKey === null ? gp : rowKeyOf(gp, prefixKey);
+          const lt = prefixEnd(gte);
+          await this.engine.clear({ gte, lt });
+          if (lt !== undefined) ranges.push({ gte, lt });
         }
         this.cache.clear();
         if (prefixKey === null) {
@@ -734,7 +749,9 @@ export class EngineStore implements AtomicRowsStore {
           await this.saveCatalog();
         }
       });
+      return ranges;
     });
+    await this.reclaim(cleared);
   }
 
   // ------------------------------------------------------------------------------------------

@@ -63,6 +63,13 @@ export interface KvEngine {
   /** Deletes every key in the range (not atomic with other writes; durable when resolved). */
   clear(range: KvRange): Promise<void>;
   /**
+   * Gives back the disk space that deleted or overwritten keys in [gte, lt) still hold, as far as
+   * the engine can (an LSM engine keeps them in its files until a compaction reaches them).
+   * Best effort: it never rejects, and a store's data is the same with or without it. Optional:
+   * an engine that frees space as it deletes has nothing to do.
+   */
+  reclaim?(gte: Uint8Array, lt: Uint8Array): Promise<void>;
+  /**
    * Closes once every write has landed. With `seal`, a durable engine keeps those bytes beside its
    * data for the next open, bound to the exact data it holds now (see `takeSealed`); engines that
    * cannot bind them ignore it.

@@ -124,3 +124,87 @@ describe('file:DIR opened only to read', () => {
     await store.close();
   });
 });
+
+describe('file:DIR gives deleted data back to the disk', () => {
+  const FAMILY_BYTES = 4 * 1024 * 1024;
+
+  async function dirBytes(dir: string): Promise<number> {
+    let n = 0;
+    for (const name of await readdir(dir)) n += (await stat(join(dir, name))).size;
+    return n;
+  }
+
+  /** A store with ~4 MiB of incompressible cells in `t` (families d and e) and one row in `keep`, all in table files. */
+  async function filledStore(): Promise<{ dir: string; store: Store }> {
+    const dir = await mkdtemp(join(tmpdir(), 'percolator-reclaim-'));
+    dirs.push(dir);
+    let store = await openIn(dir, { level: { mmapBallast: false } });
+    await store.createTable('t', { families: { d: {}, e: {} } });
+    await store.createTable('keep', { families: { f: {} } });
+    await store.mutateRow('keep', Buffer.from('k'), [
+      { setCell: { familyName: 'f', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: Buffer.from('kept') } },
+    ]);
+    const rnd = mulberry32(21);
+    const bytes = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(rnd() * 256));
+    for (let batch = 0; batch < 40; batch++) {
+      const entries = Array.from({ length: 100 }, (_, i) => ({
+        key: Buffer.from(`${batch % 2 === 0 ? 'a' : 'b'}/${batch}/${i}`),
+        mutations: [
+          { setCell: { familyName: 'd', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: bytes(FAMILY_BYTES / 4000) } },
+          { setCell: { familyName: 'e', columnQualifier: Buffer.from('q'), timestampMicros: 1000, value: bytes(8) } },
+        ],
+      }));
+      expect((await store.mutateRows('t', entries)).filter((r) => r.error !== undefined)).toEqual([]);
+    }
+    await store.close();
+    store = await openIn(dir, { level: { mmapBallast: false } });
+    expect(await dirBytes(dir)).toBeGreaterThan(FAMILY_BYTES);
+    return { dir, store };
+  }
+
+  async function expectKeepIntact(store: Store): Promise<void> {
+    const rows = await collectRows(store.readRows('keep'));
+    expect(rows.map((r) => Buffer.from(r.cells[0]?.value ?? []).toString())).toEqual(['kept']);
+  }
+
+  it('deleteTable: the table files no longer hold the rows once it resolves', async () => {
+    const { dir, store } = await filledStore();
+    try {
+      await store.deleteTable('t');
+      expect(await dirBytes(dir)).toBeLessThan(FAMILY_BYTES / 8);
+      await expectKeepIntact(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('dropRowRange: a prefix dropped gives its half back, the other half stays readable', async () => {
+    const { dir, store } = await filledStore();
+    try {
+      await store.dropRowRange('t', { rowKeyPrefix: Buffer.from('a/') });
+      const after = await dirBytes(dir);
+      expect(after).toBeLessThan((FAMILY_BYTES * 5) / 8);
+      expect(after).toBeGreaterThan(FAMILY_BYTES / 2 - FAMILY_BYTES / 8);
+      const rows = await collectRows(store.readRows('t'));
+      expect(rows.length).toBe(2000);
+      expect(rows.every((r) => Buffer.from(r.key).toString().startsWith('b/'))).toBe(true);
+      await expectKeepIntact(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('dropping a column family gives its cells back; the other family stays', async () => {
+    const { dir, store } = await filledStore();
+    try {
+      await store.modifyColumnFamilies('t', [{ id: 'd', drop: true }]);
+      expect(await dirBytes(dir)).toBeLessThan(FAMILY_BYTES / 4);
+      const rows = await collectRows(store.readRows('t'));
+      expect(rows.length).toBe(4000);
+      expect(rows.every((r) => r.cells.length === 1 && r.cells[0]?.family === 'e')).toBe(true);
+      await expectKeepIntact(store);
+    } finally {
+      await store.close();
+    }
+  });
+});

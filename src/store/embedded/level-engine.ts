@@ -91,7 +91,7 @@
  *
  * Errors are StoreErrors: STORE_LOCKED (another process or engine holds the directory),
  * DATA_CORRUPTED (with the dir and the engine's or verifier's message), STORE_CLOSED, IO_ERROR.
- * Nothing is swallowed.
+ * Nothing is swallowed but a failed `reclaim`, which changes no data (see there).
  */
 import { readdir, readFile, stat, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -724,6 +724,24 @@ class LevelEngineImpl implements LevelEngine {
     const first = range.gte ?? new Uint8Array(0);
     if (range.lt !== undefined && Buffer.compare(first, range.lt) >= 0) return;
     await this.write([{ type: 'del', key: first }]);
+  }
+
+  /**
+   * Compacts the range through every level, so deletions and overwrites there drop the values
+   * they hide: without it a deleted table's bytes stay until compactions happen to reach them
+   * (measured: 100 MB of rows deleted, 104 MB on disk after close and reopen). Takes time in
+   * proportion to the table files overlapping the range; writes and reads go on meanwhile.
+   * A failure is not reported: the deletions it follows are durable, and a compaction that fails
+   * leaves LevelDB's background error, which the next write meets and the failed-write path above
+   * handles (the space then comes back with a later compaction).
+   */
+  async reclaim(gte: Uint8Array, lt: Uint8Array): Promise<void> {
+    if (this.state !== 'open' || this.handleGone !== null || this.writesRefused !== null) return;
+    try {
+      await this.db.compactRange(gte, lt);
+    } catch {
+      // See above: durable deletions, and any lasting failure surfaces at the next write.
+    }
   }
 
   writeFailure(): StoreError | null {

@@ -134,8 +134,11 @@ describe('file:DIR gives deleted data back to the disk', () => {
     return n;
   }
 
-  /** A store with ~4 MiB of incompressible cells in `t` (families d and e) and one row in `keep`, all in table files. */
-  async function filledStore(): Promise<{ dir: string; store: Store }> {
+  /**
+   * Runs `body` on a store with ~4 MiB of incompressible cells in `t` (families d and e) and one
+   * row in `keep`, all in table files; then checks `keep` is intact and closes the store.
+   */
+  async function withFilledStore(body: (dir: string, store: Store) => Promise<void>): Promise<void> {
     const dir = await mkdtemp(join(tmpdir(), 'percolator-reclaim-'));
     dirs.push(dir);
     let store = await openIn(dir, { level: { mmapBallast: false } });
@@ -158,29 +161,25 @@ describe('file:DIR gives deleted data back to the disk', () => {
     }
     await store.close();
     store = await openIn(dir, { level: { mmapBallast: false } });
-    expect(await dirBytes(dir)).toBeGreaterThan(FAMILY_BYTES);
-    return { dir, store };
-  }
-
-  async function expectKeepIntact(store: Store): Promise<void> {
-    const rows = await collectRows(store.readRows('keep'));
-    expect(rows.map((r) => Buffer.from(r.cells[0]?.value ?? []).toString())).toEqual(['kept']);
-  }
-
-  it('deleteTable: the table files no longer hold the rows once it resolves', async () => {
-    const { dir, store } = await filledStore();
     try {
-      await store.deleteTable('t');
-      expect(await dirBytes(dir)).toBeLessThan(FAMILY_BYTES / 8);
-      await expectKeepIntact(store);
+      expect(await dirBytes(dir)).toBeGreaterThan(FAMILY_BYTES);
+      await body(dir, store);
+      const rows = await collectRows(store.readRows('keep'));
+      expect(rows.map((r) => Buffer.from(r.cells[0]?.value ?? []).toString())).toEqual(['kept']);
     } finally {
       await store.close();
     }
+  }
+
+  it('deleteTable: the table files no longer hold the rows once it resolves', async () => {
+    await withFilledStore(async (dir, store) => {
+      await store.deleteTable('t');
+      expect(await dirBytes(dir)).toBeLessThan(FAMILY_BYTES / 8);
+    });
   });
 
   it('dropRowRange: a prefix dropped gives its half back, the other half stays readable', async () => {
-    const { dir, store } = await filledStore();
-    try {
+    await withFilledStore(async (dir, store) => {
       await store.dropRowRange('t', { rowKeyPrefix: Buffer.from('a/') });
       const after = await dirBytes(dir);
       expect(after).toBeLessThan((FAMILY_BYTES * 5) / 8);
@@ -188,23 +187,16 @@ describe('file:DIR gives deleted data back to the disk', () => {
       const rows = await collectRows(store.readRows('t'));
       expect(rows.length).toBe(2000);
       expect(rows.every((r) => Buffer.from(r.key).toString().startsWith('b/'))).toBe(true);
-      await expectKeepIntact(store);
-    } finally {
-      await store.close();
-    }
+    });
   });
 
   it('dropping a column family gives its cells back; the other family stays', async () => {
-    const { dir, store } = await filledStore();
-    try {
+    await withFilledStore(async (dir, store) => {
       await store.modifyColumnFamilies('t', [{ id: 'd', drop: true }]);
       expect(await dirBytes(dir)).toBeLessThan(FAMILY_BYTES / 4);
       const rows = await collectRows(store.readRows('t'));
       expect(rows.length).toBe(4000);
       expect(rows.every((r) => r.cells.length === 1 && r.cells[0]?.family === 'e')).toBe(true);
-      await expectKeepIntact(store);
-    } finally {
-      await store.close();
-    }
+    });
   });
 });

@@ -141,7 +141,7 @@ describe('file:DIR gives deleted data back to the disk', () => {
   async function withFilledStore(body: (dir: string, store: Store) => Promise<void>): Promise<void> {
     const dir = await mkdtemp(join(tmpdir(), 'percolator-reclaim-'));
     dirs.push(dir);
-    let store = await openIn(dir, { level: { mmapBallast: false } });
+    let store = await openIn(dir, undefined);
     await store.createTable('t', { families: { d: {}, e: {} } });
     await store.createTable('keep', { families: { f: {} } });
     await store.mutateRow('keep', Buffer.from('k'), [
@@ -160,7 +160,7 @@ describe('file:DIR gives deleted data back to the disk', () => {
       expect((await store.mutateRows('t', entries)).filter((r) => r.error !== undefined)).toEqual([]);
     }
     await store.close();
-    store = await openIn(dir, { level: { mmapBallast: false } });
+    store = await openIn(dir, undefined);
     try {
       expect(await dirBytes(dir)).toBeGreaterThan(FAMILY_BYTES);
       await body(dir, store);

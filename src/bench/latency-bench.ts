@@ -33,9 +33,7 @@
  *   faster than the pipeline indexes them the backlog grows through the hour, and its median
  *   reaches the batch median at r_sat × (1 + 2 × (batch − incremental) / hour).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { type CorpusDoc, batchIndex } from '../apps/webindex/batch.js';
 import { SyntheticCorpus } from '../apps/webindex/corpus/synthetic.js';
 import { writeFetch } from '../apps/webindex/loader.js';
@@ -50,6 +48,7 @@ import { BenchOptionError } from './bench-option-error.js';
 
 export { DEFAULT_RATES } from './bench-defaults.js';
 import { DEFAULT_RATES } from './bench-defaults.js';
+import { benchStoreUrl, withBenchDir } from './bench-dir.js';
 /** The DESIGN §10 target: incremental median latency ≥ 1000× lower than batch at 1 %/h. */
 export const TARGET_RATIO = 1000;
 
@@ -293,14 +292,13 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
   const corpus = new SyntheticCorpus({ docs: n, seed });
   const versions = new Int32Array(n);
 
-  const dir = options.store === 'memory:' ? null : await mkdtemp(join(tmpdir(), 'percolator-bench-latency-'));
-  try {
-    log(`loading ${n} documents through the incremental pipeline (${dir === null ? 'memory:' : `file:${dir}`})`);
+  return withBenchDir(options.store === 'memory:', 'latency', async (dir) => {
+    log(`loading ${n} documents through the incremental pipeline (${benchStoreUrl(dir)})`);
     const handle = await runWebIndex({
       corpus: 'synthetic',
       docs: n,
       seed,
-      store: dir === null ? 'memory:' : `file:${dir}`,
+      store: benchStoreUrl(dir),
       keep: true,
       threads,
     });
@@ -434,9 +432,7 @@ export async function runLatencyBench(options: LatencyBenchOptions): Promise<Lat
     } finally {
       await handle.close();
     }
-  } finally {
-    if (dir !== null) await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 /**

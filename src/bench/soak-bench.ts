@@ -17,8 +17,7 @@
  * through the loader (8 concurrent transactions); when the pipeline falls behind, the achieved
  * `crawlsPerSecond` says so.
  */
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -31,6 +30,7 @@ import { WRITE, decodeWrite } from '../txn/layout.js';
 import { LONG_RUNNING_GC_WINDOWS } from '../txn/percolator.js';
 import { mulberry32 } from '../util/seeded-random.js';
 import { BenchOptionError } from './bench-option-error.js';
+import { benchStoreUrl, withBenchDir } from './bench-dir.js';
 
 export interface SoakBenchOptions {
   /** Repository size (synthetic documents). */
@@ -144,14 +144,13 @@ export async function runSoakBench(options: SoakBenchOptions): Promise<SoakBench
   const seed = options.seed ?? 42;
   const random = mulberry32(seed ^ 0x2545f491);
   const corpus = new SyntheticCorpus({ docs: n, seed });
-  const dir = options.store === 'memory:' ? null : await mkdtemp(join(tmpdir(), 'percolator-bench-soak-'));
-  try {
-    log(`loading ${n} documents (${dir === null ? 'memory:' : `file:${dir}`})`);
+  return withBenchDir(options.store === 'memory:', 'soak', async (dir) => {
+    log(`loading ${n} documents (${benchStoreUrl(dir)})`);
     const handle = await runWebIndex({
       corpus: 'synthetic',
       docs: n,
       seed,
-      store: dir === null ? 'memory:' : `file:${dir}`,
+      store: benchStoreUrl(dir),
       keep: true,
       ...(options.fullGcIntervalMs === undefined ? {} : { fullGcIntervalMs: options.fullGcIntervalMs }),
       ...(options.workerGcWindows === true ? { recentGcWindows: LONG_RUNNING_GC_WINDOWS } : {}),
@@ -245,7 +244,5 @@ export async function runSoakBench(options: SoakBenchOptions): Promise<SoakBench
     } finally {
       await handle.close();
     }
-  } finally {
-    if (dir !== null) await rm(dir, { recursive: true, force: true });
-  }
+  });
 }

@@ -27,9 +27,6 @@
  * writes); the full pipeline's row is the saturation phase's own.
  */
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { WEB_INDEX_STAGES, type WebIndexStage } from '../apps/webindex/pipeline.js';
 import { DEFAULT_LOADERS, type RunSummary, defaultThreads, engineCounters, runWebIndex } from '../apps/webindex/run.js';
@@ -40,6 +37,7 @@ import { mainThreadCpuMs } from './thread-cpu.js';
 
 export { WEB_INDEX_BENCH_STORES, type WebIndexBenchStore, DEFAULT_SATURATION_WINDOW } from './bench-defaults.js';
 import { type WebIndexBenchStore, DEFAULT_SATURATION_WINDOW } from './bench-defaults.js';
+import { benchStoreUrl, withBenchDir } from './bench-dir.js';
 
 export interface WebIndexBenchOptions {
   readonly docs: number;
@@ -258,13 +256,24 @@ const SIZE_PARTS = 10;
 /** How often the saturation phase samples its progress for the size curve (a part's end is dated at most this late). */
 const SIZE_SAMPLE_MS = 100;
 
+/** One run of the pipeline on a fresh store (removed afterwards). */
 async function phase(
   options: WebIndexBenchOptions,
   docs: number,
   extra: { window?: number; rate?: number; until?: WebIndexStage },
   samples?: SizeSample[],
 ): Promise<RunSummary & { readonly serverCpuMs: number | null }> {
-  const dir = options.store === 'memory:' ? null : await mkdtemp(join(tmpdir(), 'percolator-bench-webindex-'));
+  return withBenchDir(options.store === 'memory:', 'webindex', (dir) => phaseIn(dir, options, docs, extra, samples));
+}
+
+/** `phase` in `dir` (null: `memory:`; with `--store serve`, a server's directory). */
+async function phaseIn(
+  dir: string | null,
+  options: WebIndexBenchOptions,
+  docs: number,
+  extra: { window?: number; rate?: number; until?: WebIndexStage },
+  samples?: SizeSample[],
+): Promise<RunSummary & { readonly serverCpuMs: number | null }> {
   let sampler: NodeJS.Timeout | undefined;
   let sample: (() => void) | undefined;
   let server: ServeProcess | null = null;
@@ -275,7 +284,7 @@ async function phase(
       corpus: 'synthetic',
       docs,
       seed: options.seed,
-      store: dir === null ? 'memory:' : server !== null ? `bigtable://127.0.0.1:${server.port}` : `file:${dir}`,
+      store: server !== null ? `bigtable://127.0.0.1:${server.port}` : benchStoreUrl(dir),
       keep: true,
       threads: benchThreads(options),
       loaders: options.loaders,
@@ -331,7 +340,6 @@ async function phase(
   } finally {
     clearInterval(sampler);
     await server?.stop();
-    if (dir !== null) await rm(dir, { recursive: true, force: true });
   }
 }
 

@@ -149,6 +149,18 @@ it.concurrent(
         expect(await cli('wait', '--timeout', '30')).toMatchObject({ code: 0, stdout: 'quiescent\n' });
         expect(await upper()).toEqual({ a1: 'FIRST', a2: 'TEXT OF A2', a3: 'TEXT OF A3', b1: 'TEXT OF B1' });
 
+        // A row without a value of the column, a prefix with none: nothing to notify, and why.
+        expect(await cli('notify', 'docs', 'raw:content', '--row', 'x1')).toEqual({
+          code: 0,
+          stdout: 'notified 0 rows: row x1 of docs holds no committed value of raw:content\n',
+          stderr: '',
+        });
+        expect(await cli('notify', 'docs', 'raw:content', '--prefix', 'zz')).toEqual({
+          code: 0,
+          stdout: 'notified 0 rows: no row of docs under zz holds a committed value of raw:content\n',
+          stderr: '',
+        });
+
         // The whole table: every row holding raw:content (x1 does not), c1 processed now.
         expect(await cli('notify', 'docs', 'raw:content')).toEqual({ code: 0, stdout: 'notified 5 rows\n', stderr: '' });
         expect(await cli('wait', '--timeout', '30')).toMatchObject({ code: 0, stdout: 'quiescent\n' });

@@ -20,7 +20,8 @@
  *   rows as the scan goes: memory holds a batch, not the table. Each committed batch stays
  *   committed if a later one fails; running the command again is safe, as observers of weakly
  *   notified columns must be idempotent anyway and a row's weak notifications collapse into one.
- * - Printed once every batch committed: the number of rows notified (--json: `{"table","column","rows"}`).
+ * - Printed once every batch committed: the number of rows notified (--json: `{"table","column","rows"}`);
+ *   when none was, why: the row, or every row chosen, holds no committed value of COLUMN.
  */
 import type { Command } from 'commander';
 import { DEFAULT_STORE_URL, ONE_SHOT_STORE } from '../../store/open-store.js';
@@ -28,7 +29,7 @@ import { emptyRowKey } from '../../store/validate.js';
 import { encodeUserColumn } from '../../txn/layout.js';
 import { missingFamilies, notAPercolatorTable } from '../../txn/table-check.js';
 import { Percolator } from '../percolator-on-demand.js';
-import { bytesOfArgument } from '../printable.js';
+import { bytesOfArgument, printable } from '../printable.js';
 import { tableToRead } from '../table-to-read.js';
 import { UsageError } from '../usage-error.js';
 
@@ -91,7 +92,7 @@ export function register(program: Command): void {
         if (!observed.includes(column)) throw notObserved(table, column, observed);
         const rows = await notifyRows(db, table, column, opts);
         if (opts.json) process.stdout.write(`${JSON.stringify({ table, column, rows })}\n`);
-        else process.stdout.write(`notified ${rows} row${rows === 1 ? '' : 's'}\n`);
+        else process.stdout.write(`notified ${rows} row${rows === 1 ? '' : 's'}${rows === 0 ? noneWhy(table, column, opts) : ''}\n`);
       } finally {
         await db.close();
       }
@@ -104,6 +105,13 @@ function notObserved(table: string, column: string, observed: readonly string[])
     `no observer of ${column} is registered for table ${table} (${listing}): no worker would process the notifications, and wait would not count them; start a worker running one (percolator worker --observers FILE; its start registers it), then notify`,
     { table, column, observed: [...observed] },
   );
+}
+
+/** Why nothing was notified: the rows were there to choose from, but none held a value of COLUMN. */
+function noneWhy(table: string, column: string, opts: NotifyOptions): string {
+  if (opts.row !== undefined) return `: row ${printable(opts.row)} of ${table} holds no committed value of ${column}`;
+  const under = opts.prefix === undefined ? '' : ` under ${printable(opts.prefix)}`;
+  return `: no row of ${table}${under} holds a committed value of ${column}`;
 }
 
 /** Notifies the selected rows holding a value of `column` at one snapshot; returns how many. */

@@ -62,8 +62,9 @@ it('takes only a file: store, and creates none', async () => {
   const memory = await runCli(mainJs, ['verify', '--store', 'memory:']);
   expect(memory.code).toBe(1);
   expect(memory.stderr).toContain('INVALID_ARGUMENT');
-  const dir = join(mkdtempSync(join(tmpdir(), 'cli-verify-none-')), 'absent');
-  dirs.push(dir);
+  const parent = mkdtempSync(join(tmpdir(), 'cli-verify-none-'));
+  dirs.push(parent);
+  const dir = join(parent, 'absent');
   const none = await runCli(mainJs, ['verify', '--store', `file:${dir}`]);
   expect(none.code).toBe(1);
   expect(none.stderr).toContain('NOT_A_STORE');

@@ -6,7 +6,8 @@
  * such a store names a new directory), nor creates one among other files (`--keep`); a status port
  * in use fails it before it touches --data, and its default is none of `serve`'s; its closing hint
  * and search's are commands that run as printed where they were printed (`npx percolator …` in a
- * checkout, `node …/main.js …` elsewhere), or with --serve the search page;
+ * checkout, `node …/main.js …` elsewhere), or with --serve the search page; search reaches a
+ * directory a `percolator serve` holds with --store, as the lock's error says;
  * and it finds its corpus when run from a directory that has no node_modules of its own.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import { Percolator } from '../src/txn/percolator.js';
-import { type CliResult, runCli, runProcess, spawnCli } from './support/cli-process.js';
+import { type CliResult, runCli, runProcess, spawnCli, spawnServe } from './support/cli-process.js';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const mainJs = join(repoRoot, 'dist/cli/main.js');
@@ -264,4 +265,39 @@ it.concurrent(
     expect(await demo.exited).toBe(0);
   },
   60_000,
+);
+
+it.concurrent(
+  "while percolator serve holds a demo's directory, search reaches the index with --store, as the lock's hint says",
+  async () => {
+    const data = tempDir();
+    expect((await demo(tempDir(), '--corpus', 'synthetic', '--docs', '60', '--data', data)).code).toBe(0);
+    const query = ['topic1', '--json', '--limit', '50'];
+    const direct = await run(tempDir(), 'search', ...query, '--data', data);
+    expect(direct.code).toBe(0);
+    const hits = (r: CliResult) => (JSON.parse(r.stdout) as { hits: { url: string }[] }).hits.map((h) => h.url);
+    expect(hits(direct).length).toBeGreaterThan(0);
+
+    const serve = spawnServe(mainJs, ['--data', data, '--http-port', '0']);
+    try {
+      const url = await serve.clientUrl;
+      const locked = await run(tempDir(), 'search', ...query, '--data', data);
+      expect(locked.code).toBe(1);
+      expect(locked.stderr).toMatch(/STORE_LOCKED: .*reach the store through the server, --store bigtable:/);
+      const served = await run(tempDir(), 'search', ...query, '--store', url);
+      expect(served.stderr).toBe('');
+      expect(hits(served)).toEqual(hits(direct));
+      const both = await run(tempDir(), 'search', ...query, '--store', url, '--data', data);
+      expect(both.code).toBe(1);
+      expect(both.stderr).toContain("option '--store <url>' cannot be used with option '--data <dir>'");
+    } finally {
+      serve.child.kill('SIGTERM');
+      await serve.exited;
+    }
+    const none = await run(tempDir(), 'search', 'topic1', '--store', 'memory:');
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(
+      /^percolator: NO_INDEX: the store at memory: holds no web index: build one with `.*demo --data DIR`, then serve/,
+    );
+  },
 );

@@ -1,14 +1,15 @@
 /**
- * `percolator search "query" [--data DIR] [--json] [--limit N]`: queries the web index's serving
- * index (the AND of the query's terms) at one snapshot and prints each result with its
- * crawl-to-index latency. The data directory must hold an index built by `percolator demo`
+ * `percolator search "query" [--data DIR | --store URL] [--json] [--limit N]`: queries the web
+ * index's serving index (the AND of the query's terms) at one snapshot and prints each result with
+ * its crawl-to-index latency. The data directory must hold an index built by `percolator demo`
  * (the embedded store allows one process at a time: with `demo --serve` running, use its search
- * page instead).
+ * page instead). `--store` reaches it at a URL instead — `bigtable://HOST:PORT` while `percolator
+ * serve --data DIR` holds the directory, as that server's STORE_LOCKED hint says.
  *
  * Its NO_INDEX hint must never lead to a loss: over a store holding tables of someone else the demo
  * would refuse (NOT_A_WEB_INDEX) or, forced, remove them, so there it names a new directory.
  */
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { foreignTables } from '../../apps/webindex/clean-start.js';
 import { search } from '../../apps/webindex/search.js';
 import { INDEX } from '../../apps/webindex/schema.js';
@@ -28,15 +29,29 @@ export function register(program: Command): void {
     .description('search the web index built by `percolator demo`')
     .argument('<query...>', 'terms (all must match)')
     .option('--data <dir>', 'data directory', DEFAULT_STORE_URL.slice('file:'.length))
+    .addOption(
+      new Option(
+        '--store <url>',
+        "the store at a URL instead: bigtable://HOST:PORT for a percolator serve of a demo's directory",
+      ).conflicts('data'),
+    )
     .option('--limit <n>', 'results to show', parsePositiveInteger('limit'), 10)
     .option('--json', 'print one JSON object')
-    .action(async (words: string[], opts: { data: string; limit: number; json?: boolean }) => {
-      const db = await Percolator.open({ store: `file:${opts.data}`, storeOptions: ONE_SHOT_STORE }).catch((e: unknown) => {
-        if (!isStoreError(e, 'NOT_A_STORE')) throw e;
+    .action(async (words: string[], opts: { data: string; store?: string; limit: number; json?: boolean }) => {
+      const url = opts.store ?? `file:${opts.data}`;
+      const db = await Percolator.open({ store: url, storeOptions: ONE_SHOT_STORE }).catch((e: unknown) => {
+        if (!isStoreError(e, 'NOT_A_STORE') || opts.store !== undefined) throw e;
         throw noIndex(`no index at ${opts.data}: run \`${cliCommand()} demo --data ${shellWord(opts.data)}\` first`, opts.data);
       });
       try {
         const tables = await db.store.listTables();
+        if (!tables.includes(INDEX) && opts.store !== undefined) {
+          throw noIndex(
+            `the store at ${opts.store} holds no web index: build one with \`${cliCommand()} demo --data DIR\`, then serve that directory (\`${cliCommand()} serve --data DIR\`) or search it with --data`,
+            opts.store,
+            tables,
+          );
+        }
         if (!tables.includes(INDEX)) {
           const foreign = foreignTables(tables);
           if (foreign.length > 0) {

@@ -52,6 +52,7 @@ it('the table order is the registration order: every command, as the top-level h
     'oracle',
     'serve',
     'worker',
+    'load',
     'wait',
     'verify',
   ]);

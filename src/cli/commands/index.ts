@@ -43,6 +43,7 @@ export const commandFiles: readonly CommandFile[] = [
   { paths: [['oracle'], ['bench', 'oracle']], load: () => import('./oracle.js') },
   { paths: [['serve']], load: () => import('./serve.js') },
   { paths: [['worker']], load: () => import('./worker.js') },
+  { paths: [['load']], load: () => import('./load.js') },
   { paths: [['wait']], load: () => import('./wait.js') },
   { paths: [['verify']], load: () => import('./verify.js') },
 ];

@@ -1,7 +1,9 @@
 /**
- * `percolator worker --observers FILE [--store URL] [--threads N] [--full-gc-interval S]`: loads a
- * user module that registers observers and runs them until SIGTERM/SIGINT, then stops gracefully
- * (running observer transactions finish; queued work stays notified for the next worker).
+ * `percolator worker --observers FILE | --app webindex [--key-mode M] [--store URL] [--threads N]
+ * [--full-gc-interval S]`: loads a user module that registers observers — or runs the web index's
+ * own (`--app webindex`: the paper's application, fed by `percolator load`) — until
+ * SIGTERM/SIGINT, then stops gracefully (running observer transactions finish; queued work stays
+ * notified for the next worker).
  *
  * The module exports (default or named `register`) a function `(worker, db) => void | Promise<void>`
  * that calls `worker.observe(column, name, fn)`; it may also create tables through `db`. A `file:`
@@ -11,13 +13,14 @@
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import type { Worker } from '../../notify/worker.js';
 import { StoreError, isStoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import { Percolator } from '../percolator-on-demand.js';
 import { parseNonNegativeInteger, parsePositiveInteger } from '../parent-command.js';
 import { locateSyntaxError } from '../syntax-error-location.js';
+import { UsageError } from '../usage-error.js';
 
 /**
  * A worker runs for hours or months: besides the targeted passes over its own recent commits, it
@@ -30,6 +33,35 @@ export const FULL_GC_INTERVAL_S = 600;
 
 export type RegisterObservers = (worker: Worker, db: Percolator) => void | Promise<void>;
 
+/** A module's registration, or a built-in application's with the worker options it needs. */
+type Registration = ((worker: Worker, db: Percolator) => Promise<void>) & { readonly workerOptions?: WorkerOptionsOf };
+type WorkerOptionsOf = Parameters<Percolator['worker']>[0];
+
+/** The clustering-key policies of the web index (apps/webindex/parse.ts › KeyMode). */
+const KEY_MODES = ['content+url+title', 'content'];
+
+interface WorkerOptions {
+  observers?: string;
+  app?: 'webindex';
+  keyMode: string;
+  store: string;
+  threads: number;
+  fullGcInterval: number;
+}
+
+/**
+ * The web index's observers, as `percolator demo` runs them in one process: its tables created
+ * if missing, and the worker options its link relay needs (WEB_INDEX_WORKER).
+ */
+async function webIndexApp(keyMode: string): Promise<Registration> {
+  const { WEB_INDEX_WORKER, createWebIndexTables, registerWebIndex } = await import('../../apps/webindex/pipeline.js');
+  const register = async (worker: Worker, db: Percolator): Promise<void> => {
+    await createWebIndexTables(db);
+    registerWebIndex(worker, { keyMode: keyMode === 'content' ? 'content' : 'content+url+title' });
+  };
+  return Object.assign(register, { workerOptions: { ...WEB_INDEX_WORKER } });
+}
+
 function invalidModule(message: string): Error {
   return Object.assign(new Error(message), { code: 'INVALID_OBSERVERS_MODULE' });
 }
@@ -41,7 +73,7 @@ function whereIn(url: string, e: unknown): string {
   return at === undefined ? '' : ` (at ${at.replace('file://', '')})`;
 }
 
-export async function loadObservers(file: string): Promise<RegisterObservers> {
+export async function loadObservers(file: string): Promise<Registration> {
   const url = pathToFileURL(resolve(file)).href;
   let mod: { default?: unknown; register?: unknown };
   try {
@@ -74,10 +106,15 @@ export async function loadObservers(file: string): Promise<RegisterObservers> {
 export function register(program: Command): void {
   program
     .command('worker')
-    .description('run the observers of a module until SIGTERM')
-    .requiredOption(
-      '--observers <file>',
-      'ES module exporting register(worker, db) (named "register", or default): calls worker.observe(...)',
+    .description('run the observers of a module (or the web index\'s: --app webindex) until SIGTERM')
+    .option('--observers <file>', 'ES module exporting register(worker, db) (named "register", or default): calls worker.observe(...)')
+    .addOption(
+      new Option('--app <name>', "a built-in application's observers instead of a module").choices(['webindex']).conflicts('observers'),
+    )
+    .addOption(
+      new Option('--key-mode <mode>', 'with --app webindex: the clustering keys (percolator load prints the one its corpus needs)')
+        .choices(KEY_MODES)
+        .default('content+url+title'),
     )
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
     .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 4)
@@ -87,8 +124,11 @@ export function register(program: Command): void {
       parseNonNegativeInteger('full-gc-interval'),
       FULL_GC_INTERVAL_S,
     )
-    .action(async (opts: { observers: string; store: string; threads: number; fullGcInterval: number }) => {
-      const registerObservers = await loadObservers(opts.observers);
+    .action(async (opts: WorkerOptions) => {
+      if (opts.observers === undefined && opts.app === undefined) throw new UsageError('give --observers FILE or --app webindex');
+      if (opts.app === undefined && opts.keyMode !== 'content+url+title') throw new UsageError('--key-mode goes with --app webindex');
+      const registerObservers = opts.observers !== undefined ? await loadObservers(opts.observers) : await webIndexApp(opts.keyMode);
+      const running = opts.observers ?? `the web index (clustering keys ${opts.keyMode})`;
       // The store must exist (NOT_A_STORE otherwise): a worker over a mistyped directory would
       // create an empty store there and poll it forever, finding no notification.
       // A process meant to run for months: targeted passes remember enough that full passes
@@ -109,7 +149,7 @@ export function register(program: Command): void {
           { ...e.details },
         );
       });
-      const worker = db.worker({ threads: opts.threads });
+      const worker = db.worker({ threads: opts.threads, ...registerObservers.workerOptions });
       await registerObservers(worker, db);
       // Listening for the signals before saying it runs, as serve does: whoever reads that line may
       // signal at once, and Node's first signal listener takes milliseconds to install — a SIGTERM
@@ -120,9 +160,7 @@ export function register(program: Command): void {
       });
       await worker.start();
       const gc = opts.fullGcInterval > 0 ? `full GC passes at most every ${opts.fullGcInterval} s` : 'full GC passes off';
-      process.stderr.write(
-        `percolator worker: running observers of ${opts.observers} on ${opts.store} with ${opts.threads} threads, ${gc}\n`,
-      );
+      process.stderr.write(`percolator worker: running observers of ${running} on ${opts.store} with ${opts.threads} threads, ${gc}\n`);
       await stopped;
       await worker.stop();
       await db.close();

@@ -1,0 +1,93 @@
+/**
+ * The web index in the paper's deployment, every part a process of its own: `percolator serve`
+ * (the store, oracle and lock service), two `percolator worker --app webindex` (its observers),
+ * `percolator load` (the crawler side, two of them at once), then `wait` and `search --store`.
+ * The index the workers build must equal the batch recomputation of the corpus (batch.ts), as the
+ * one-process pipeline's does; a load before any worker registered the observers is refused
+ * (NOT_OBSERVED) and writes nothing, and the worker's new options are checked before anything opens.
+ */
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { batchIndex, readIndexState, type CorpusDoc } from '../src/apps/webindex/batch.js';
+import { SyntheticCorpus } from '../src/apps/webindex/corpus/synthetic.js';
+import { PAGES } from '../src/apps/webindex/schema.js';
+import { expectSameIndex } from '../src/apps/webindex/webindex.fixture.js';
+import { Percolator } from '../src/txn/percolator.js';
+import { type CliProcess, runCli, spawnCli, spawnServe } from './support/cli-process.js';
+
+const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
+const DOCS = 48;
+const SEED = 7;
+
+it('serve, two workers and two loaders as processes build the index the batch computes', async () => {
+  const serve = spawnServe(mainJs, ['--store', 'memory:', '--http-port', '0']);
+  const workers: CliProcess[] = [];
+  try {
+    const url = await serve.clientUrl;
+    const load = (...args: string[]) => runCli(mainJs, ['load', '--store', url, '--seed', String(SEED), ...args], { timeoutMs: 120_000 });
+
+    const early = await load('--docs', '5');
+    expect(early.code).toBe(1);
+    expect(early.stderr).toMatch(/^percolator: NOT_OBSERVED: no worker has registered the web index's observers on /);
+    expect(early.stderr).toContain('worker --app webindex --key-mode content+url+title --store');
+
+    for (let i = 0; i < 2; i++) {
+      const w = spawnCli(mainJs, ['worker', '--app', 'webindex', '--store', url, '--threads', '4', '--full-gc-interval', '0']);
+      workers.push(w);
+      await w.waitForStderr((e) => e.includes('running observers of the web index (clustering keys content+url+title)'), 'it runs');
+    }
+    // Two crawlers: the first half of the corpus and all of it (the second fetches of the first half are unchanged re-crawls).
+    const [half, all] = await Promise.all([load('--docs', String(DOCS / 2), '--json'), load('--docs', String(DOCS), '--json')]);
+    expect(half.stderr).toBe('');
+    expect(all.stderr).toBe('');
+    expect(JSON.parse(all.stdout)).toMatchObject({ documents: DOCS, deleted: 0, keyMode: 'content+url+title', store: url });
+    expect(await runCli(mainJs, ['wait', '--store', url, '--timeout', '120'], { timeoutMs: 130_000 })).toMatchObject({
+      code: 0,
+      stdout: 'quiescent\n',
+    });
+
+    const synthetic = new SyntheticCorpus({ docs: DOCS, seed: SEED });
+    const corpus = [...synthetic.documents()] as CorpusDoc[];
+    const db = await Percolator.open({ store: url });
+    try {
+      const snap = await db.snapshot();
+      try {
+        expectSameIndex(await readIndexState(snap), batchIndex(corpus, 'content+url+title'));
+        let pages = 0;
+        for await (const _ of snap.scan(PAGES, {})) pages++;
+        expect(pages).toBe(DOCS);
+      } finally {
+        snap.release();
+      }
+    } finally {
+      await db.close();
+    }
+    const searched = await runCli(mainJs, ['search', `topic${synthetic.clusterOfDoc(0)}`, '--store', url, '--json']);
+    expect(searched.stderr).toBe('');
+    expect((JSON.parse(searched.stdout) as { total: number }).total).toBeGreaterThan(0);
+  } finally {
+    for (const w of workers) w.child.kill('SIGTERM');
+    for (const w of workers) {
+      await w.exited;
+      expect(w.stderr()).toMatch(/ 0 failures/);
+    }
+    serve.child.kill('SIGTERM');
+    await serve.exited;
+  }
+}, 240_000);
+
+it('the worker takes a module or the web index, and --key-mode only with the web index, before opening anything', async () => {
+  const cases: [string[], RegExp][] = [
+    [['worker'], /give --observers FILE or --app webindex/],
+    [['worker', '--app', 'webindex', '--observers', 'x.mjs'], /option '--app <name>' cannot be used with option '--observers <file>'/],
+    [['worker', '--observers', 'x.mjs', '--key-mode', 'content'], /--key-mode goes with --app webindex/],
+    [['worker', '--app', 'search'], /argument 'search' is invalid/],
+    [['worker', '--app', 'webindex', '--key-mode', 'title'], /argument 'title' is invalid/],
+  ];
+  for (const [args, message] of cases) {
+    const r = await runCli(mainJs, [...args, '--store', 'file:/nonexistent/never-created']);
+    expect(r.code, args.join(' ')).toBe(1);
+    expect(r.stderr, args.join(' ')).toMatch(message);
+  }
+});

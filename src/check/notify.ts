@@ -48,6 +48,9 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ObservedColumns } from '../notify/observed-columns.js';
 import { isOracleError } from '../oracle/errors.js';
@@ -88,7 +91,8 @@ export interface NotifyOptions {
   readonly crash: boolean;
   /**
    * Store URL (`memory:`, `file:DIR`, `bigtable://…`). Default `memory:`: the supervisor, which
-   * holds the store, is never killed, so durability is not what this check is about.
+   * holds the store, is never killed, so durability is not what this check is about; with
+   * `fullDisk`, `file:` in a fresh temporary directory, removed when the check passes.
    */
   readonly store?: string;
   /** Worker processes (default 3). */
@@ -315,12 +319,16 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     throw Object.assign(new Error('check notify needs at least 1 writer'), { code: 'INVALID_ARGUMENT' });
   const script = notifyWorkerScript();
 
-  const url = opts.store ?? 'memory:';
   const fullDisk = opts.fullDisk === true;
-  if (fullDisk && !url.startsWith('file:'))
-    throw Object.assign(new Error(`check notify --full-disk squeezes a file: store (got ${url})`), { code: 'INVALID_ARGUMENT' });
+  if (fullDisk && opts.store !== undefined && !opts.store.startsWith('file:'))
+    throw Object.assign(new Error(`check notify --full-disk squeezes a file: store (got ${opts.store})`), { code: 'INVALID_ARGUMENT' });
   if (fullDisk && !(await hasPrlimit()))
     throw Object.assign(new Error('check notify --full-disk needs prlimit (util-linux)'), { code: 'NO_PRLIMIT' });
+  // A disk to fill needs files: without --store, a store in a temporary directory (as check bank
+  // takes by default), removed when the check passes.
+  const temporaryDir = fullDisk && opts.store === undefined ? await mkdtemp(resolve(tmpdir(), 'percolator-notify-')) : null;
+  const url = opts.store ?? (temporaryDir === null ? 'memory:' : `file:${temporaryDir}`);
+  let passed = false;
   const store = await openStore(url);
   let oracle: CheckOracle | null = null;
   let db: Percolator | null = null;
@@ -692,6 +700,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     log(
       `done: ${verdict.changes} changes, ${verdict.processed} processed, ${verdict.missed} missed, ${verdict.duplicateCommits} duplicate commits, ${crashes} crashes`,
     );
+    passed = ok;
     return result;
   } finally {
     reach?.stop();
@@ -700,6 +709,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     await squeezing; // the limit is unlimited again
     for (const w of live) w.proc.kill('SIGKILL');
     await closeCheckHandles(reach, [blind, db], [oracle, store]);
+    if (temporaryDir !== null && passed) await rm(temporaryDir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
 

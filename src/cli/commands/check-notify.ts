@@ -38,7 +38,7 @@ export function register(program: Command): void {
     .option('--seconds <s>', 'how long writers run', parseTimerSeconds('seconds'), 10)
     .option(
       '--store <url>',
-      "store URL (memory:, file:DIR, bigtable://HOST:PORT): the check's own, one holding other tables is refused (STORE_IN_USE); default memory: (the supervisor holding it is never killed)",
+      "store URL (memory:, file:DIR, bigtable://HOST:PORT): the check's own, one holding other tables is refused (STORE_IN_USE); default memory: (the supervisor holding it is never killed), with --full-disk file: in a temporary directory removed when the check passes",
     )
     .option('--workers <n>', 'worker processes', parsePositiveInteger('workers'), 3)
     .option('--rows <n>', 'rows the writers change', parsePositiveInteger('rows'), 50)

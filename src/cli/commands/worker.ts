@@ -106,7 +106,7 @@ export async function loadObservers(file: string): Promise<Registration> {
 export function register(program: Command): void {
   program
     .command('worker')
-    .description('run the observers of a module (or the web index\'s: --app webindex) until SIGTERM')
+    .description("run the observers of a module (or the web index's: --app webindex) until SIGTERM")
     .option('--observers <file>', 'ES module exporting register(worker, db) (named "register", or default): calls worker.observe(...)')
     .addOption(
       new Option('--app <name>', "a built-in application's observers instead of a module").choices(['webindex']).conflicts('observers'),

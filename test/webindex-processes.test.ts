@@ -2,7 +2,7 @@
  * The web index in the paper's deployment, every part a process of its own: `percolator serve`
  * (the store, oracle and lock service), two `percolator worker --app webindex` (its observers),
  * `percolator load` (the crawler side, two of them at once over the same pages), then `wait` and
- * `search --store`.
+ * `search --store`, and a second crawl (`load --crawl 1`) that changes every page.
  * The index the workers build must equal the batch recomputation of the corpus (batch.ts), as the
  * one-process pipeline's does; a load before any worker registered the observers is refused
  * (NOT_OBSERVED) and writes nothing, and the worker's new options are checked before anything opens.
@@ -46,23 +46,26 @@ it('serve, two workers and two loaders as processes build the index the batch co
       expect(c.stderr).toBe('');
       expect(JSON.parse(c.stdout)).toMatchObject({ documents: DOCS, deleted: 0, keyMode: 'content+url+title', store: url });
     }
-    expect(await runCli(mainJs, ['wait', '--store', url, '--timeout', '120'], { timeoutMs: 130_000 })).toMatchObject({
-      code: 0,
-      stdout: 'quiescent\n',
-    });
-
     const synthetic = new SyntheticCorpus({ docs: DOCS, seed: SEED });
-    const corpus = [...synthetic.documents()] as CorpusDoc[];
     const db = await Percolator.open({ store: url });
     try {
-      const snap = await db.snapshot();
-      try {
-        expectSameIndex(await readIndexState(snap), batchIndex(corpus, 'content+url+title'));
-        let pages = 0;
-        for await (const _ of snap.scan(PAGES, {})) pages++;
-        expect(pages).toBe(DOCS);
-      } finally {
-        snap.release();
+      // The first crawl; then a second, which changes every page and splits and joins clusters.
+      for (const crawl of [0, 1]) {
+        if (crawl > 0) expect((await load('--docs', String(DOCS), '--crawl', String(crawl))).stderr).toBe('');
+        expect(await runCli(mainJs, ['wait', '--store', url, '--timeout', '120'], { timeoutMs: 130_000 })).toMatchObject({
+          code: 0,
+          stdout: 'quiescent\n',
+        });
+        const snap = await db.snapshot();
+        try {
+          const corpus = [...synthetic.documents(0, DOCS, crawl)] as CorpusDoc[];
+          expectSameIndex(await readIndexState(snap), batchIndex(corpus, 'content+url+title'));
+          let pages = 0;
+          for await (const _ of snap.scan(PAGES, {})) pages++;
+          expect(pages).toBe(DOCS);
+        } finally {
+          snap.release();
+        }
       }
     } finally {
       await db.close();
@@ -81,13 +84,14 @@ it('serve, two workers and two loaders as processes build the index the batch co
   }
 }, 240_000);
 
-it('the worker takes a module or the web index, and --key-mode only with the web index, before opening anything', async () => {
+it('the worker takes a module or the web index, --key-mode only with the web index, load --crawl only a synthetic corpus: before opening anything', async () => {
   const cases: [string[], RegExp][] = [
     [['worker'], /give --observers FILE or --app webindex/],
     [['worker', '--app', 'webindex', '--observers', 'x.mjs'], /option '--app <name>' cannot be used with option '--observers <file>'/],
     [['worker', '--observers', 'x.mjs', '--key-mode', 'content'], /--key-mode goes with --app webindex/],
     [['worker', '--app', 'search'], /argument 'search' is invalid/],
     [['worker', '--app', 'webindex', '--key-mode', 'title'], /argument 'title' is invalid/],
+    [['load', '--corpus', 'local', '--crawl', '1'], /--crawl goes with --corpus synthetic/],
   ];
   for (const [args, message] of cases) {
     const r = await runCli(mainJs, [...args, '--store', 'file:/nonexistent/never-created']);

@@ -223,13 +223,14 @@ async function openWebIndexStore(url: string): Promise<Store> {
   });
 }
 
-/** The corpus as a stream, and its size. */
+/** The corpus as a stream, and its size; a synthetic one as its `crawl`-th crawl finds it (0: the first). */
 export async function openCorpus(
   options: Pick<RunOptions, 'corpus' | 'docs' | 'seed' | 'nodeModules'>,
+  crawl = 0,
 ): Promise<{ total: number; keyMode: KeyMode; docs: AsyncIterable<CrawledDoc> | Iterable<CrawledDoc> }> {
   if (options.corpus === 'synthetic') {
     const corpus = new SyntheticCorpus({ docs: options.docs ?? DEFAULT_SYNTHETIC_DOCS, seed: options.seed });
-    return { total: corpus.size, keyMode: 'content+url+title', docs: corpus.documents() };
+    return { total: corpus.size, keyMode: 'content+url+title', docs: corpus.documents(0, corpus.size, crawl) };
   }
   const roots = options.nodeModules !== undefined ? [options.nodeModules] : nodeModulesCandidates();
   for (const root of roots) {

@@ -1,6 +1,6 @@
 /**
- * `percolator load [--corpus local|synthetic] [--docs N] [--seed S] [--loaders N] [--store URL]
- * [--json]`: the web index's crawler side, as its own process — writes a corpus's documents into
+ * `percolator load [--corpus local|synthetic] [--docs N] [--seed S] [--crawl N] [--loaders N]
+ * [--store URL] [--json]`: the web index's crawler side, as its own process — writes a corpus's documents into
  * the `pages` table of the store at URL (one loader transaction a document, `--loaders` at once),
  * for workers running the web index's observers (`percolator worker --app webindex`) to parse,
  * cluster, invert and export. With `percolator serve` that is the paper's deployment: a store
@@ -21,11 +21,13 @@ import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import { cliCommand, shellWord } from '../invocation.js';
 import { Percolator } from '../percolator-on-demand.js';
 import { parseNonNegativeInteger, parsePositiveInteger, printResult } from '../parent-command.js';
+import { UsageError } from '../usage-error.js';
 
 interface LoadCommandOptions {
   corpus: string;
   docs?: number;
   seed: number;
+  crawl: number;
   loaders: number;
   store: string;
   json?: boolean;
@@ -38,6 +40,12 @@ export function register(program: Command): void {
     .option('--corpus <name>', 'local (documentation under node_modules) or synthetic', 'synthetic')
     .option('--docs <n>', 'documents (local: at most this many files, default all; synthetic: default 2000)', parsePositiveInteger('docs'))
     .option('--seed <n>', 'synthetic corpus seed', parseNonNegativeInteger('seed'), 42)
+    .option(
+      '--crawl <n>',
+      'synthetic: the corpus as its n-th crawl finds it (0: the first; a later one changes the pages, and titles that split and join clusters)',
+      parseNonNegativeInteger('crawl'),
+      0,
+    )
     .option('--loaders <n>', 'loader transactions at once', parsePositiveInteger('loaders'), 16)
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
     .option('--json', 'print {"documents","deleted","seconds","keyMode","store"}')
@@ -49,6 +57,7 @@ export function register(program: Command): void {
       if (opts.corpus !== 'local' && opts.corpus !== 'synthetic') {
         throw Object.assign(new Error(`--corpus must be local or synthetic, got ${opts.corpus}`), { code: 'INVALID_ARGUMENT' });
       }
+      if (opts.crawl > 0 && opts.corpus !== 'synthetic') throw new UsageError('--crawl goes with --corpus synthetic');
       const [{ openCorpus }, { loadDocuments }, { PAGES, RAW_CONTENT }, { ObservedColumns }, { NotObservedError }] = await Promise.all([
         import('../../apps/webindex/run.js'),
         import('../../apps/webindex/loader.js'),
@@ -56,7 +65,7 @@ export function register(program: Command): void {
         import('../../notify/observed-columns.js'),
         import('./notify.js'),
       ]);
-      const corpus = await openCorpus({ corpus: opts.corpus, docs: opts.docs, seed: opts.seed });
+      const corpus = await openCorpus({ corpus: opts.corpus, docs: opts.docs, seed: opts.seed }, opts.crawl);
       const db = await Percolator.open({ store: opts.store, storeOptions: { level: { create: false } } });
       try {
         const observed = await new ObservedColumns(db.store).columnsOf(PAGES);

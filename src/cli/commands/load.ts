@@ -1,10 +1,11 @@
 /**
  * `percolator load [--corpus local|synthetic] [--docs N] [--seed S] [--crawl N] [--loaders N]
- * [--store URL] [--json]`: the web index's crawler side, as its own process — writes a corpus's documents into
- * the `pages` table of the store at URL (one loader transaction a document, `--loaders` at once),
- * for workers running the web index's observers (`percolator worker --app webindex`) to parse,
- * cluster, invert and export. With `percolator serve` that is the paper's deployment: a store
- * server, any number of workers, any number of loaders, and `percolator wait` / `search --store`.
+ * [--store URL] [--json]`: the web index's crawler side, as its own process — writes a corpus's
+ * documents into the `pages` table of the store at URL (one loader transaction a document,
+ * `--loaders` at once), for workers running the web index's observers (`percolator worker --app
+ * webindex`) to parse, cluster, invert and export. With `percolator serve` that is the paper's
+ * deployment: a store server, any number of workers, any number of loaders, and `percolator wait`
+ * and `search --store`. `--crawl N` loads the synthetic corpus as its N-th crawl finds it.
  *
  * Invariants:
  * - Nothing is written unless a worker has registered the web index's observers on this store

@@ -30,7 +30,10 @@ it.concurrent.each([
   [['serve', '--auth-token', ''], '--auth-token must not be empty'],
   [['serve', '--data', 'x', '--store', 'memory:'], '--data x and --store memory: name two stores: give one'],
   [['oracle', '--mark', 'm', '--store', 'memory:'], '--mark m and --store memory: name two marks: give one'],
-  [['demo', '--keep', '--force', '--corpus', 'nosuch'], '--keep keeps the store and --force removes it: give one'],
+  [['demo', '--keep', '--force', '--data', '/dev/null/x'], '--keep keeps the store and --force removes it: give one'],
+  // Checked as the option is parsed, before any store is opened (corpus-options.ts, shared).
+  [['demo', '--corpus', 'web', '--data', '/dev/null/x'], '--corpus must be local or synthetic, got "web"'],
+  [['load', '--corpus', 'web', '--store', 'nosuch:'], '--corpus must be local or synthetic, got "web"'],
   [['demo', '--serve', '--port', '70000'], '--port must be an integer in [0, 65535], got 70000'],
   [['worker', '--observers', 'x.mjs', '--threads', '1.5'], '--threads must be a positive integer, got 1.5'],
   [['check', 'durability', '--writers', '0.5'], '--writers must be a positive integer, got 0.5'],

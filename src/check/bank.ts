@@ -41,9 +41,6 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BANK_TABLE, refuseStoreInUse } from './check-store.js';
 import { type CheckOracle, openCheckOracle } from './check-oracle.js';
@@ -69,6 +66,7 @@ import {
 import { type Anomaly, checkHistory, type HistoryTxn, type Outcome, type Version } from './history.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
 import { hasPrlimit, squeezeOwnStore } from './squeeze.js';
+import { scratchDir } from './scratch-dir.js';
 import { awaitWorkersClosed } from './await-workers.js';
 import { closeCheckHandles, type StoreOutOfReachError, type StoreReach, watchServedStore } from './store-reach.js';
 
@@ -258,8 +256,8 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     throw Object.assign(new Error('the log tail must keep at least 1 id'), { code: 'INVALID_ARGUMENT' });
   const script = bankWorkerScript();
 
-  const temporaryDir = opts.store === undefined ? await mkdtemp(resolve(tmpdir(), 'percolator-bank-')) : null;
-  const url = opts.store ?? `file:${temporaryDir}`;
+  const scratch = opts.store === undefined ? await scratchDir('bank') : null;
+  const url = opts.store ?? `file:${scratch?.path}`;
   const fullDisk = opts.fullDisk === true;
   if (fullDisk && !url.startsWith('file:'))
     throw Object.assign(new Error(`check bank --full-disk squeezes a file: store (got ${url})`), { code: 'INVALID_ARGUMENT' });
@@ -712,8 +710,7 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     await squeezing; // the limit is unlimited again
     for (const w of live) w.proc.kill('SIGKILL');
     await closeCheckHandles(reach, [db], [oracle, store]);
-    // A failed run keeps its store for investigation (its path is in `store`).
-    if (temporaryDir !== null && passed) await rm(temporaryDir, { recursive: true, force: true }).catch(() => undefined);
+    await scratch?.dispose(passed);
   }
 }
 

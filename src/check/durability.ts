@@ -29,13 +29,12 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { refuseStoreInUse } from './check-store.js';
+import { scratchDir } from './scratch-dir.js';
 import { hasPrlimit, squeeze } from './squeeze.js';
 import { COLUMNS, cellValue, DURABILITY_FAMILY, DURABILITY_TABLE, type ParentMessage, type WriterMessage } from './durability-protocol.js';
 
@@ -178,8 +177,8 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
   const log = opts.log ?? (() => undefined);
   const started = performance.now();
   const script = writerScript(); // before creating any directory
-  const temporary = opts.dataDir === undefined;
-  const dataDir = resolve(opts.dataDir ?? (await mkdtemp(resolve(tmpdir(), 'percolator-durability-'))));
+  const scratch = opts.dataDir === undefined ? await scratchDir('durability') : null;
+  const dataDir = scratch?.path ?? resolve(opts.dataDir ?? '.');
   const url = `file:${dataDir}`;
   const runId = randomBytes(4).toString('hex');
   const writers = opts.writers ?? 8;
@@ -195,7 +194,7 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
   }
   // A store already there must be a check's; anything else (none yet, a directory of other
   // files) is the writer's to create or refuse, in its own words.
-  const given = temporary ? null : await openStore(url, { gcIntervalMs: 0, level: { create: false } }).catch(() => null);
+  const given = scratch !== null ? null : await openStore(url, { gcIntervalMs: 0, level: { create: false } }).catch(() => null);
   if (given !== null) {
     try {
       await refuseStoreInUse(given, url);
@@ -308,8 +307,8 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
     await store.close();
   }
   const seconds = Math.round((performance.now() - started) / 10) / 100;
-  const removed = temporary && lost === 0 && corrupted === 0;
-  if (removed) await rm(dataDir, { recursive: true, force: true });
+  const removed = scratch !== null && lost === 0 && corrupted === 0;
+  await scratch?.dispose(removed);
   return {
     acknowledged: acked.size,
     lost,

@@ -48,9 +48,6 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ObservedColumns } from '../notify/observed-columns.js';
 import { isOracleError } from '../oracle/errors.js';
@@ -65,6 +62,7 @@ import { hasPrlimit, squeezeOwnStore } from './squeeze.js';
 import { Percolator } from '../txn/percolator.js';
 import { type StoreServer, serveStoreOverIpc } from './ipc-store.js';
 import { awaitWorkersClosed } from './await-workers.js';
+import { scratchDir } from './scratch-dir.js';
 import { closeCheckHandles, type StoreOutOfReachError, type StoreReach, unlessGone, watchServedStore } from './store-reach.js';
 import {
   changeSeen,
@@ -326,8 +324,8 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     throw Object.assign(new Error('check notify --full-disk needs prlimit (util-linux)'), { code: 'NO_PRLIMIT' });
   // A disk to fill needs files: without --store, a store in a temporary directory (as check bank
   // takes by default), removed when the check passes.
-  const temporaryDir = fullDisk && opts.store === undefined ? await mkdtemp(resolve(tmpdir(), 'percolator-notify-')) : null;
-  const url = opts.store ?? (temporaryDir === null ? 'memory:' : `file:${temporaryDir}`);
+  const scratch = fullDisk && opts.store === undefined ? await scratchDir('notify') : null;
+  const url = opts.store ?? (scratch === null ? 'memory:' : `file:${scratch.path}`);
   let passed = false;
   const store = await openStore(url);
   let oracle: CheckOracle | null = null;
@@ -709,7 +707,7 @@ export async function runNotifyCheck(opts: NotifyOptions): Promise<NotifyResult>
     await squeezing; // the limit is unlimited again
     for (const w of live) w.proc.kill('SIGKILL');
     await closeCheckHandles(reach, [blind, db], [oracle, store]);
-    if (temporaryDir !== null && passed) await rm(temporaryDir, { recursive: true, force: true }).catch(() => undefined);
+    await scratch?.dispose(passed);
   }
 }
 

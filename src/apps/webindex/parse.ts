@@ -21,6 +21,9 @@
  */
 import { createHash } from 'node:crypto';
 import { replaceAngleTags, replaceSpans, spans, trimEndOf } from './linear-scan.js';
+import type { KeyMode } from './key-mode.js';
+
+export type { KeyMode };
 
 export type DocType = 'md' | 'html' | 'text';
 
@@ -323,9 +326,6 @@ export function parseDocument(url: string, type: DocType, whole: string): Parsed
   const text = p.text.slice(0, MAX_TEXT);
   return { title, text, links: p.links, fingerprint: fingerprint(title, text) };
 }
-
-/** Which clustering keys documents carry. */
-export type KeyMode = 'content' | 'content+url+title';
 
 /** Normalized URL key: no scheme, no `www.`, no trailing slash or index page, lower case. */
 export function urlKey(url: string): string {

@@ -17,17 +17,16 @@ import type { CorpusName, Progress, RunHandle, RunSummary } from '../../apps/web
 import { type SearchResult, search } from '../../apps/webindex/search.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import type { StatusServer } from '../../status/server.js';
+import { type CorpusOptions, addCorpusOptions } from '../corpus-options.js';
 import { cliCommand, shellWord } from '../invocation.js';
-import { parseNonNegativeInteger, parsePortNumber, parsePositiveInteger } from '../parent-command.js';
+import { parsePortNumber, parsePositiveInteger } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
 
 /** The status page's default port: clear of `percolator serve`'s gRPC, HTTP and oracle defaults (8086, 8087, 8088). */
 export const DEMO_STATUS_PORT = 8090;
 const STATUS_HOST = '127.0.0.1';
 
-interface DemoOptions {
-  corpus: string;
-  docs?: number;
+interface DemoOptions extends CorpusOptions {
   data: string;
   json?: boolean;
   serve?: boolean;
@@ -35,7 +34,6 @@ interface DemoOptions {
   keep?: boolean;
   force?: boolean;
   threads: number;
-  seed: number;
 }
 
 const QUERIES: Record<CorpusName, string[]> = {
@@ -141,11 +139,12 @@ async function exampleSearches(handle: RunHandle, corpus: CorpusName, seed: numb
 }
 
 export function register(program: Command): void {
-  program
-    .command('demo')
-    .description('the incremental web indexer of the Percolator paper: load a corpus, cluster duplicates, invert links, search')
-    .option('--corpus <name>', 'local (documentation under node_modules) or synthetic', 'local')
-    .option('--docs <n>', 'documents (local: at most this many files, default all; synthetic: default 2000)', parsePositiveInteger('docs'))
+  addCorpusOptions(
+    program
+      .command('demo')
+      .description('the incremental web indexer of the Percolator paper: load a corpus, cluster duplicates, invert links, search'),
+    'local',
+  )
     .option(
       '--data <dir>',
       'data directory (its store is removed first unless --keep; refused: a directory holding other files, a store holding other tables unless --force)',
@@ -157,15 +156,11 @@ export function register(program: Command): void {
     .option('--keep', 'keep existing data (re-crawl into it) instead of starting clean')
     .option('--force', "start clean even over a store holding tables that are not a web index's (they are removed)")
     .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 16)
-    .option('--seed <n>', 'synthetic corpus seed', parseNonNegativeInteger('seed'), 42)
     .action(async (opts: DemoOptions) => {
       const t0 = performance.now();
       // --force only widens what a clean start may remove, and --keep removes nothing: together one was silently unused.
       if (opts.keep === true && opts.force === true) throw new UsageError('--keep keeps the store and --force removes it: give one');
-      if (opts.corpus !== 'local' && opts.corpus !== 'synthetic') {
-        throw Object.assign(new Error(`--corpus must be local or synthetic, got ${opts.corpus}`), { code: 'INVALID_ARGUMENT' });
-      }
-      const corpus: CorpusName = opts.corpus;
+      const corpus = opts.corpus;
       const [{ runWebIndex }, { webIndexStatusPage }, { startStatusServer }] = await Promise.all([
         import('../../apps/webindex/run.js'),
         import('../../apps/webindex/status.js'),

@@ -19,15 +19,13 @@
  */
 import type { Command } from 'commander';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
+import { type CorpusOptions, addCorpusOptions } from '../corpus-options.js';
 import { cliCommand, shellWord } from '../invocation.js';
 import { Percolator } from '../percolator-on-demand.js';
 import { parseNonNegativeInteger, parsePositiveInteger, printResult } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
 
-interface LoadCommandOptions {
-  corpus: string;
-  docs?: number;
-  seed: number;
+interface LoadCommandOptions extends CorpusOptions {
   crawl: number;
   loaders: number;
   store: string;
@@ -35,12 +33,12 @@ interface LoadCommandOptions {
 }
 
 export function register(program: Command): void {
-  program
-    .command('load')
-    .description("write a corpus's documents into a store for workers running the web index (percolator worker --app webindex)")
-    .option('--corpus <name>', 'local (documentation under node_modules) or synthetic', 'synthetic')
-    .option('--docs <n>', 'documents (local: at most this many files, default all; synthetic: default 2000)', parsePositiveInteger('docs'))
-    .option('--seed <n>', 'synthetic corpus seed', parseNonNegativeInteger('seed'), 42)
+  addCorpusOptions(
+    program
+      .command('load')
+      .description("write a corpus's documents into a store for workers running the web index (percolator worker --app webindex)"),
+    'synthetic',
+  )
     .option(
       '--crawl <n>',
       'synthetic: the corpus as its n-th crawl finds it (0: the first; a later one changes the pages, and titles that split and join clusters)',
@@ -55,9 +53,6 @@ export function register(program: Command): void {
       '\nStart the workers first (percolator worker --app webindex --store URL): a document written before any worker registered the observers is not indexed (NOT_OBSERVED, nothing written).\nExit status: 0 every document committed, 1 an error (one line on stderr).',
     )
     .action(async (opts: LoadCommandOptions) => {
-      if (opts.corpus !== 'local' && opts.corpus !== 'synthetic') {
-        throw Object.assign(new Error(`--corpus must be local or synthetic, got ${opts.corpus}`), { code: 'INVALID_ARGUMENT' });
-      }
       if (opts.crawl > 0 && opts.corpus !== 'synthetic') throw new UsageError('--crawl goes with --corpus synthetic');
       const [{ openCorpus }, { loadDocuments }, { PAGES, RAW_CONTENT }, { ObservedColumns }, { NotObservedError }] = await Promise.all([
         import('../../apps/webindex/run.js'),

@@ -14,6 +14,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type Command, Option } from 'commander';
+import { KEY_MODES, type KeyMode } from '../../apps/webindex/key-mode.js';
 import type { Worker } from '../../notify/worker.js';
 import { StoreError, isStoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
@@ -37,13 +38,10 @@ export type RegisterObservers = (worker: Worker, db: Percolator) => void | Promi
 type Registration = ((worker: Worker, db: Percolator) => Promise<void>) & { readonly workerOptions?: WorkerOptionsOf };
 type WorkerOptionsOf = Parameters<Percolator['worker']>[0];
 
-/** The clustering-key policies of the web index (apps/webindex/parse.ts › KeyMode). */
-const KEY_MODES = ['content+url+title', 'content'];
-
 interface WorkerOptions {
   observers?: string;
   app?: 'webindex';
-  keyMode: string;
+  keyMode: KeyMode;
   store: string;
   threads: number;
   fullGcInterval: number;
@@ -53,11 +51,11 @@ interface WorkerOptions {
  * The web index's observers, as `percolator demo` runs them in one process: its tables created
  * if missing, and the worker options its link relay needs (WEB_INDEX_WORKER).
  */
-async function webIndexApp(keyMode: string): Promise<Registration> {
+async function webIndexApp(keyMode: KeyMode): Promise<Registration> {
   const { WEB_INDEX_WORKER, createWebIndexTables, registerWebIndex } = await import('../../apps/webindex/pipeline.js');
   const register = async (worker: Worker, db: Percolator): Promise<void> => {
     await createWebIndexTables(db);
-    registerWebIndex(worker, { keyMode: keyMode === 'content' ? 'content' : 'content+url+title' });
+    registerWebIndex(worker, { keyMode });
   };
   return Object.assign(register, { workerOptions: { ...WEB_INDEX_WORKER } });
 }

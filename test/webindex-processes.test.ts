@@ -5,7 +5,9 @@
  * `search --store`, and a second crawl (`load --crawl 1`) that changes every page.
  * The index the workers build must equal the batch recomputation of the corpus (batch.ts), as the
  * one-process pipeline's does; a load before any worker registered the observers is refused
- * (NOT_OBSERVED) and writes nothing, and the worker's new options are checked before anything opens.
+ * (NOT_OBSERVED) and writes nothing, as are a worker and a load whose clustering keys differ from
+ * those the first worker pinned (KEY_MODE_MISMATCH); the worker's options are checked before
+ * anything opens.
  */
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -38,6 +40,16 @@ it('serve, two workers and two loaders as processes build the index the batch co
       workers.push(w);
       await w.waitForStderr((e) => e.includes('running observers of the web index (clustering keys content+url+title)'), 'it runs');
     }
+    // The first worker pinned its clustering keys: a worker given others, and a corpus that needs
+    // others, are refused before they index or load anything (the page count below).
+    const other = await runCli(mainJs, ['worker', '--app', 'webindex', '--key-mode', 'content', '--store', url], { timeoutMs: 60_000 });
+    expect(other.code).toBe(1);
+    expect(other.stderr).toMatch(
+      /^percolator: KEY_MODE_MISMATCH: this web index clusters documents by the keys content\+url\+title, not content: /,
+    );
+    const local = await load('--corpus', 'local', '--docs', '3');
+    expect(local.code).toBe(1);
+    expect(local.stderr).toMatch(/^percolator: KEY_MODE_MISMATCH: .* and this corpus needs content: /);
     // Two crawlers of the same corpus at once: every page fetched twice, the fetches racing (the
     // corpus's content depends on its size, so both must load the same one for the final content
     // not to depend on which fetch committed last).

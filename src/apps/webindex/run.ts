@@ -21,6 +21,7 @@ import { SyntheticCorpus } from './corpus/synthetic.js';
 import { type CrawledDoc, loadDocuments } from './loader.js';
 import { WebIndexMetrics } from './metrics.js';
 import type { KeyMode } from './parse.js';
+import { pinKeyMode } from './pin-key-mode.js';
 import { WEB_INDEX_WORKER, type WebIndexStage, createWebIndexTables, registerWebIndex } from './pipeline.js';
 import { PAGES } from './schema.js';
 import { type IndexStats, readStats } from './stats.js';
@@ -268,6 +269,12 @@ export async function runWebIndex(options: RunOptions): Promise<RunHandle> {
   let worker: Worker | null = null;
   try {
     await createWebIndexTables(db);
+    // A re-crawl (--keep) of a store another corpus's run indexed: its clusters were built by other keys.
+    await pinKeyMode(
+      db,
+      corpus.keyMode,
+      () => `this corpus needs ${corpus.keyMode}: index it into a store of its own (demo: start clean, without --keep)`,
+    );
     worker = registerWebIndex(db.worker({ threads, maxFailures: 100, ...WEB_INDEX_WORKER }), {
       keyMode: corpus.keyMode,
       metrics,

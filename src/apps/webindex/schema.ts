@@ -102,6 +102,13 @@ export const anchorPrefix = (target: string): string => `${target}\u0000`;
 // ckeys[key] — who carries a clustering key.
 /** JSON sorted array of the URLs registered with this key. */
 export const KEY_MEMBERS = 'k:members';
+/**
+ * ckeys[KEY_MODE_ROW] KEY_MODE: which clustering keys this index's documents carry (a KeyMode),
+ * pinned by the first worker that registers (pin-key-mode.ts), so that every worker and loader of
+ * the index agrees. No clustering key begins with NUL; nothing scans `ckeys`.
+ */
+export const KEY_MODE_ROW = '\u0000keyMode';
+export const KEY_MODE = 'config:keyMode';
 
 // clusters[id]
 /**

@@ -12,9 +12,10 @@
  *   (NOT_OBSERVED otherwise, as `notify` refuses): a document written before carries no
  *   notification and would never be indexed (docs/observers.md › *The observed-columns
  *   registry*). The store must exist (NOT_A_STORE, creating nothing).
- * - The clustering keys are a worker's policy (`--key-mode`), chosen for a corpus; the summary
- *   names the one this corpus needs (`content` for the local documentation, whose files share
- *   titles; the paper's three keys for the synthetic corpus), so a mismatch can be seen.
+ * - The clustering keys are a worker's policy (`--key-mode`), chosen for a corpus (`content` for
+ *   the local documentation, whose files share titles; the paper's three keys for the synthetic
+ *   corpus) and pinned in the store by the first worker (pin-key-mode.ts): a corpus that needs
+ *   other keys than those pinned is KEY_MODE_MISMATCH, nothing written.
  * - Printed once every document committed: how many, and the key mode (--json: one object).
  */
 import type { Command } from 'commander';
@@ -54,10 +55,18 @@ export function register(program: Command): void {
     )
     .action(async (opts: LoadCommandOptions) => {
       if (opts.crawl > 0 && opts.corpus !== 'synthetic') throw new UsageError('--crawl goes with --corpus synthetic');
-      const [{ openCorpus }, { loadDocuments }, { PAGES, RAW_CONTENT }, { ObservedColumns }, { NotObservedError }] = await Promise.all([
+      const [
+        { openCorpus },
+        { loadDocuments },
+        { PAGES, RAW_CONTENT },
+        { KeyModeMismatchError, pinnedKeyMode },
+        { ObservedColumns },
+        { NotObservedError },
+      ] = await Promise.all([
         import('../../apps/webindex/run.js'),
         import('../../apps/webindex/loader.js'),
         import('../../apps/webindex/schema.js'),
+        import('../../apps/webindex/pin-key-mode.js'),
         import('../../notify/observed-columns.js'),
         import('./notify.js'),
       ]);
@@ -69,6 +78,17 @@ export function register(program: Command): void {
           throw new NotObservedError(
             `no worker has registered the web index's observers on ${opts.store}: the documents would carry no notification and never be indexed; start one first (${cliCommand()} worker --app webindex --key-mode ${corpus.keyMode} --store ${shellWord(opts.store)}), then load`,
             { table: PAGES, column: RAW_CONTENT, observed: [...observed] },
+          );
+        }
+        // Documents clustered by keys their corpus does not suit (a local corpus's shared titles
+        // joined by the paper's three keys) would index without error and wrongly.
+        const snap = await db.snapshot();
+        const pinned = await pinnedKeyMode(snap).finally(() => snap.release());
+        if (pinned !== null && pinned !== corpus.keyMode) {
+          throw new KeyModeMismatchError(
+            pinned,
+            corpus.keyMode,
+            `the web index on ${opts.store} clusters documents by the keys ${pinned}, and this corpus needs ${corpus.keyMode}: load it into a store of its own, with its workers started with --key-mode ${corpus.keyMode}`,
           );
         }
         const t0 = performance.now();

@@ -10,6 +10,8 @@
  * store must already exist (NOT_A_STORE otherwise): the worker processes what others write there.
  * A module that fails to load is one line, INVALID_OBSERVERS_MODULE, with where to look: the
  * `file:line:column` of a syntax error (in the module or one it imports), or of a throw at load.
+ * `--app webindex` pins its `--key-mode` in the store, or exits with KEY_MODE_MISMATCH before
+ * registering anything when an earlier worker pinned another (apps/webindex/pin-key-mode.ts).
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -52,9 +54,14 @@ interface WorkerOptions {
  * if missing, and the worker options its link relay needs (WEB_INDEX_WORKER).
  */
 async function webIndexApp(keyMode: KeyMode): Promise<Registration> {
-  const { WEB_INDEX_WORKER, createWebIndexTables, registerWebIndex } = await import('../../apps/webindex/pipeline.js');
+  const [{ WEB_INDEX_WORKER, createWebIndexTables, registerWebIndex }, { pinKeyMode }] = await Promise.all([
+    import('../../apps/webindex/pipeline.js'),
+    import('../../apps/webindex/pin-key-mode.js'),
+  ]);
   const register = async (worker: Worker, db: Percolator): Promise<void> => {
     await createWebIndexTables(db);
+    // Every worker of one index must cluster by the same keys: the first pins them.
+    await pinKeyMode(db, keyMode, (pinned) => `give this worker --key-mode ${pinned}, or index into a store of its own`);
     registerWebIndex(worker, { keyMode });
   };
   return Object.assign(register, { workerOptions: { ...WEB_INDEX_WORKER } });
@@ -158,7 +165,9 @@ export function register(program: Command): void {
       });
       await worker.start();
       const gc = opts.fullGcInterval > 0 ? `full GC passes at most every ${opts.fullGcInterval} s` : 'full GC passes off';
-      process.stderr.write(`percolator worker: running observers of ${running} on ${opts.store} with ${opts.threads} threads, ${gc}\n`);
+      process.stderr.write(
+        `percolator worker: running observers of ${running} on ${opts.store} with ${opts.threads} thread${opts.threads === 1 ? '' : 's'}, ${gc}\n`,
+      );
       await stopped;
       await worker.stop();
       await db.close();

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { OracleClient } from './client.js';
 import { isOracleError, OracleError, WireErrorCode } from './errors.js';
 import { FileMarkStore, MemoryMarkStore } from './mark-store.js';
-import { encodeTsRequest, MsgType, PROTOCOL_VERSION, readU64 } from './protocol.js';
+import { encodeError, encodeTsRequest, MsgType, PROTOCOL_VERSION, readU64 } from './protocol.js';
 import { keepServed, type RawConnection, rawConnection, until } from './raw-connection.fixture.js';
 import { type OracleServer, startOracleServer } from './server.js';
 
@@ -183,6 +183,33 @@ describe('OracleClient and server', () => {
     const w = await c1.getWatermark();
     expect(w).toBeGreaterThan(start.timestamp);
     expect(c1.knownWatermark).toBe(w);
+  });
+
+  it("issuedCount: the oracle's count of timestamps handed out to every client", async () => {
+    const s = await server();
+    const waiter = client(s.port);
+    const worker = client(s.port);
+    const first = await waiter.issuedCount();
+    expect(await waiter.issuedCount()).toBe(first); // asking takes none
+    await worker.getTimestamp();
+    await worker.getTimestamps(5);
+    await worker.getStartTimestamp().then((r) => r.release());
+    expect(await waiter.issuedCount()).toBe(first + 7);
+    expect(waiter.stats().timestamps).toBe(0);
+  });
+
+  it('issuedCount: a server from before ISSUED closes the connection with a protocol error (ORACLE_PROTOCOL)', async () => {
+    // What an older server does with a request type it does not know (server.ts › protocolError).
+    const older = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', (frame: Buffer) =>
+        socket.end(encodeError(frame.readUInt32LE(8), WireErrorCode.PROTOCOL, 'unknown request type 0x4')),
+      );
+    });
+    await new Promise<void>((r) => older.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => older.close(() => r())));
+    const c = client((older.address() as net.AddressInfo).port, { timeoutMs: 2000 });
+    await expect(c.issuedCount()).rejects.toMatchObject({ code: 'ORACLE_PROTOCOL' });
   });
 });
 

@@ -33,6 +33,7 @@ import { checkClientOptions } from './oracle-options.js';
 import {
   encodeReport,
   encodeTsRequest,
+  encodeIssuedRequest,
   encodeWatermarkRequest,
   expectedPayload,
   FrameReader,
@@ -120,10 +121,12 @@ class Batch {
 interface ControlRequest {
   readonly id: number;
   readonly frame: Buffer;
-  readonly resolve: (watermark: number) => void;
+  readonly resolve: (value: number) => void;
   readonly reject: (err: unknown) => void;
   readonly timer: NodeJS.Timeout;
   readonly isReport: boolean;
+  /** The response type that answers it (WATERMARK, or ISSUED). */
+  readonly answer: number;
   sent: boolean;
   sentAt: number;
 }
@@ -555,13 +558,23 @@ export class OracleClient implements TimestampSource {
     if (type === MsgType.WATERMARK) {
       const c = this.control.get(requestId);
       const wm = readU64(buf, p);
-      if (c === undefined || wm < 0) {
+      if (c === undefined || c.answer !== MsgType.WATERMARK || wm < 0) {
         this.protocolFailure(`unexpected WATERMARK (id ${requestId})`, { requestId });
         return false;
       }
       if (wm > this.lastWatermark) this.lastWatermark = wm;
       if (c.isReport && c.sentAt > this.leaseAckedAt) this.leaseAckedAt = c.sentAt;
       this.finishControl(c, null, wm);
+      return true;
+    }
+    if (type === MsgType.ISSUED) {
+      const c = this.control.get(requestId);
+      const n = readU64(buf, p);
+      if (c === undefined || c.answer !== MsgType.ISSUED || n < 0) {
+        this.protocolFailure(`unexpected ISSUED (id ${requestId})`, { requestId });
+        return false;
+      }
+      this.finishControl(c, null, n);
       return true;
     }
     if (type === MsgType.ERROR) {
@@ -598,7 +611,7 @@ export class OracleClient implements TimestampSource {
 
   // --- control requests: reports and watermark -------------------------------------------------
 
-  private controlRequest(frameOf: (id: number) => Buffer, isReport: boolean): Promise<number> {
+  private controlRequest(frameOf: (id: number) => Buffer, isReport: boolean, answer: number = MsgType.WATERMARK): Promise<number> {
     if (this.closedError !== null) return Promise.reject(this.closedError);
     return new Promise<number>((resolve, reject) => {
       const id = this.takeId();
@@ -617,7 +630,7 @@ export class OracleClient implements TimestampSource {
             : this.unavailable(),
         );
       }, this.timeoutMs);
-      const c: ControlRequest = { id, frame: frameOf(id), resolve, reject, timer, isReport, sent: false, sentAt: 0 };
+      const c: ControlRequest = { id, frame: frameOf(id), resolve, reject, timer, isReport, answer, sent: false, sentAt: 0 };
       this.control.set(id, c);
       if (this.connected) this.sendControl(c);
       else if (this.socket === null && this.reconnectTimer === null) this.connect();
@@ -666,6 +679,15 @@ export class OracleClient implements TimestampSource {
   /** Without reporting (a reader that holds no start timestamps). */
   getWatermarkOnly(): Promise<number> {
     return this.controlRequest((id) => encodeWatermarkRequest(id), false);
+  }
+
+  /**
+   * How many timestamps the oracle has handed out, to every client, since it started: two answers
+   * equal mean nobody began or committed a transaction between them (waitForQuiescence's rule).
+   * Rejects as getWatermarkOnly does; a server from before ISSUED closes the connection on it.
+   */
+  issuedCount(): Promise<number> {
+    return this.controlRequest((id) => encodeIssuedRequest(id), false, MsgType.ISSUED);
   }
 
   /**

@@ -13,11 +13,17 @@
  *   TS_REQUEST        u32 count                      → TS_RESPONSE or ERROR
  *   REPORT            u64 clientId, u64 oldestActive  → WATERMARK (oldestActive = NONE: no active)
  *   WATERMARK_REQUEST (none)                          → WATERMARK
+ *   ISSUED_REQUEST    (none)                          → ISSUED
  *   TS_RESPONSE       u64 first, u32 count            timestamps [first, first + count)
  *   WATERMARK         u64 watermark
+ *   ISSUED            u64 handedOut                  timestamps the oracle has handed out since it started
  *   ERROR             u16 code, u16 messageLength, utf8 message
  *
  * One TS_RESPONSE serves a whole client batch: the client splits the range among its waiters.
+ * ISSUED lets a process that holds no timestamps see whether anyone took one meanwhile:
+ * `percolator wait` over a shared store counts a pass quiet only if this did not change during it
+ * (docs/observers.md › Quiescence). A server from before ISSUED (2026-12-03) takes its request for
+ * an unknown type and closes the connection; the client then cannot tell, as before.
  * A frame that cannot be parsed (bad length, unknown version or type, wrong payload size, a u64
  * above 2^53) is a protocol error: the receiver answers ERROR (requestId 0, or the frame's own
  * where its header could be read) where it can and closes that connection. A well-formed request
@@ -33,8 +39,10 @@ export const MsgType = {
   TS_REQUEST: 0x01,
   REPORT: 0x02,
   WATERMARK_REQUEST: 0x03,
+  ISSUED_REQUEST: 0x04,
   TS_RESPONSE: 0x81,
   WATERMARK: 0x82,
+  ISSUED: 0x83,
   ERROR: 0xff,
 } as const;
 
@@ -88,6 +96,16 @@ export function encodeWatermarkRequest(requestId: number): Buffer {
   return header(MsgType.WATERMARK_REQUEST, requestId, 0);
 }
 
+export function encodeIssuedRequest(requestId: number): Buffer {
+  return header(MsgType.ISSUED_REQUEST, requestId, 0);
+}
+
+export function encodeIssued(requestId: number, handedOut: number): Buffer {
+  const buf = header(MsgType.ISSUED, requestId, 8);
+  writeU64(buf, 12, handedOut);
+  return buf;
+}
+
 export function encodeTsResponse(requestId: number, first: number, count: number): Buffer {
   const buf = header(MsgType.TS_RESPONSE, requestId, 12);
   writeU64(buf, 12, first);
@@ -118,10 +136,12 @@ export function expectedPayload(type: number): number {
     case MsgType.REPORT:
       return 16;
     case MsgType.WATERMARK_REQUEST:
+    case MsgType.ISSUED_REQUEST:
       return 0;
     case MsgType.TS_RESPONSE:
       return 12;
     case MsgType.WATERMARK:
+    case MsgType.ISSUED:
       return 8;
     case MsgType.ERROR:
       return -2;

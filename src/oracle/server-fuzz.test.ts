@@ -53,7 +53,7 @@ describe('the oracle server under random input', () => {
           b[4] = PROTOCOL_VERSION + 1 + int(200); // unknown version
           return b;
         case 3:
-          b[5] = [0x00, 0x04, 0x42, MsgType.TS_RESPONSE, MsgType.ERROR][int(5)] as number; // not a request
+          b[5] = [0x00, 0x05, 0x42, MsgType.TS_RESPONSE, MsgType.ISSUED, MsgType.ERROR][int(6)] as number; // not a request
           return b;
         default: {
           const longer = Buffer.alloc(b.length + 1 + int(8)); // wrong payload size

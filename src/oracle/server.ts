@@ -31,6 +31,7 @@ import { Oracle, type OracleOptions } from './oracle.js';
 import { checkServerOptions } from './oracle-options.js';
 import {
   encodeError,
+  encodeIssued,
   encodeTsResponse,
   encodeWatermark,
   expectedPayload,
@@ -126,7 +127,7 @@ export async function startOracleServer(options: OracleServerOptions = {}): Prom
       }
       const payload = end - start - 8;
       const expected = expectedPayload(type);
-      if (type !== MsgType.TS_REQUEST && type !== MsgType.REPORT && type !== MsgType.WATERMARK_REQUEST) {
+      if (type !== MsgType.TS_REQUEST && type !== MsgType.REPORT && type !== MsgType.WATERMARK_REQUEST && type !== MsgType.ISSUED_REQUEST) {
         return protocolError(requestId, `unknown request type 0x${type.toString(16)}`);
       }
       if (payload !== expected) {
@@ -163,6 +164,10 @@ export async function startOracleServer(options: OracleServerOptions = {}): Prom
         const oldest = oldestHi === NONE_HI ? Number.POSITIVE_INFINITY : readU64(buf, p + 8);
         if (clientId < 0 || oldest < 0) return protocolError(requestId, 'REPORT carries a value above 2^53');
         send(encodeWatermark(requestId, oracle.reportRemote(clientId, oldest)));
+        return true;
+      }
+      if (type === MsgType.ISSUED_REQUEST) {
+        send(encodeIssued(requestId, oracle.stats().handedOut));
         return true;
       }
       send(encodeWatermark(requestId, oracle.watermarkNow()));

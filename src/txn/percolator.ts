@@ -14,6 +14,7 @@ import { SecondaryRetry } from './secondary-retry.js';
 import { DEFAULT_STORE_URL, type OpenStoreOptions, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import { OracleClient } from '../oracle/client.js';
+import { isOracleError } from '../oracle/errors.js';
 import { Oracle } from '../oracle/oracle.js';
 import { localAuthToken, parseBigtableUrl } from '../store/bigtable/url.js';
 import { type ServiceAddress, deploymentServices } from './deployment-services.js';
@@ -754,19 +755,31 @@ export class Percolator {
     // A wait that times out says whether the backlog shrank meanwhile: the polls count in full until
     // one finds a notification pending (a pass that finds none reads as much either way).
     let pendingAtStart: number | null = null;
+    // The count at the end of the last pass, if that pass was quiet (below).
+    let quietThrough: number | null | undefined;
     for (;;) {
       failed = null;
-      const before = activity?.() ?? issuedCount(this.oracle);
+      const before = activity?.() ?? (await issuedCount(this.oracle));
       // Then whether any is pending, not how many: with a backlog the pass stops at the first one
       // instead of reading every notification at every poll (5 % of a web index run's thread).
       const pending: number | null = await orOutOfReach(this.scanPending(pendingAtStart === null ? Number.POSITIVE_INFINITY : 1, only));
-      const after = activity?.() ?? issuedCount(this.oracle);
+      const after = activity?.() ?? (await issuedCount(this.oracle));
       if (pendingAtStart === null && pending !== null && pending > 0) pendingAtStart = pending;
-      if (pending === 0 && before === after && before !== BUSY) {
+      const quiet = pending === 0 && before === after && before !== BUSY;
+      // The store's count of writes is whole on its own: none in flight as the pass began, none
+      // entered during it. The oracle's count misses one case: a transaction that had its commit
+      // timestamp before the pass, committing during it — its primary row's notify cell landing
+      // behind the pass while the notification it answers is cleared ahead of it. The pass after
+      // sees that cell (a transaction cannot stay half-committed across a whole pass: the cleared
+      // notification was visible until its commit), so two quiet passes in a row, with no
+      // timestamp issued from the first's start to the second's end, are taken for quiescence.
+      if (quiet && (activity !== null || quietThrough === before)) {
         // Observers commit with deferred durability: quiescent also means durable.
         await atomicRowsOf(this.store)?.sync();
         return;
       }
+      quietThrough = quiet ? after : undefined;
+      if (quiet) continue; // the second pass at once
       const atomic = atomicRowsOf(this.store);
       if (atomic !== null && atomic.writeFailure() !== null) {
         // No observer can commit until the store takes writes again: resume now, or fail at once.
@@ -986,9 +999,25 @@ function tablesWriteActivity(store: Store, tables: readonly string[]): (() => nu
   };
 }
 
-/** Timestamps handed out so far, when the oracle can tell (in-process); else null. */
-function issuedCount(oracle: TimestampSource): number | null {
-  const o = oracle as { stats?: () => { handedOut?: number } };
+/** Remote oracles that answered ISSUED with a protocol error: a server from before it. */
+const cannotCount = new WeakSet<object>();
+
+/**
+ * Timestamps handed out so far, to anyone: an in-process Oracle counts them for its local and
+ * remote clients alike, and a remote one is asked (OracleClient.issuedCount; the oracle `percolator
+ * serve` hosts, or `percolator oracle`). null when it cannot tell (no count; a server from before
+ * ISSUED); NaN, equal to no count, when a remote oracle did not answer this time — so the pass is
+ * not taken for quiet.
+ */
+async function issuedCount(oracle: TimestampSource): Promise<number | null> {
+  const o = oracle as { stats?: () => { handedOut?: number }; issuedCount?: () => Promise<number> };
+  if (typeof o.issuedCount === 'function' && !cannotCount.has(oracle)) {
+    return o.issuedCount().catch((e: unknown) => {
+      if (!isOracleError(e, 'ORACLE_PROTOCOL')) return Number.NaN;
+      cannotCount.add(oracle);
+      return null;
+    });
+  }
   const n = typeof o.stats === 'function' ? o.stats().handedOut : undefined;
   return typeof n === 'number' ? n : null;
 }

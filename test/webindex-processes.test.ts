@@ -35,10 +35,15 @@ it('serve, two workers and two loaders as processes build the index the batch co
     expect(early.stderr).toMatch(/^percolator: NOT_OBSERVED: no worker has registered the web index's observers on /);
     expect(early.stderr).toContain('worker --app webindex --key-mode content+url+title --store');
 
-    for (let i = 0; i < 2; i++) {
-      const w = spawnCli(mainJs, ['worker', '--app', 'webindex', '--store', url, '--threads', '4', '--full-gc-interval', '0']);
+    // The first with the web index's own default over bigtable:// (DEFAULT_REMOTE_THREADS), not a module's 4.
+    for (const threads of [[], ['--threads', '4']]) {
+      const w = spawnCli(mainJs, ['worker', '--app', 'webindex', '--store', url, ...threads, '--full-gc-interval', '0']);
       workers.push(w);
-      await w.waitForStderr((e) => e.includes('running observers of the web index (clustering keys content+url+title)'), 'it runs');
+      const runs = threads.length === 0 ? 64 : 4;
+      await w.waitForStderr(
+        (e) => e.includes(`running observers of the web index (clustering keys content+url+title) on ${url} with ${runs} threads`),
+        'it runs',
+      );
     }
     // The first worker pinned its clustering keys: a worker given others, and a corpus that needs
     // others, are refused before they index or load anything (the page count below).

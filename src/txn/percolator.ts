@@ -710,7 +710,9 @@ export class Percolator {
    * Resolves once the system is quiescent: a full pass over every Percolator table (or those of
    * `tables`) found no pending notification of an observed column (other than cells this
    * process's running workers parked) and no timestamp was issued by anyone during that pass (when
-   * the oracle can tell; see docs/observers.md), and everything written so far is durable
+   * the oracle can tell: in process, or asked over the network) nor during the one after it, which
+   * found the same (with `tables` on an embedded store, no write reached them during the one pass;
+   * see docs/observers.md), and everything written so far is durable
    * (observers commit with deferred durability). A pass that fails with IO_ERROR (a remote store
    * out of reach for a while) counts as not quiescent. Throws QUIESCENCE_TIMEOUT after
    * `timeoutMs`, with what is pending in `details` (PendingEvidence: per table and column, the

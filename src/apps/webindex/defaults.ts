@@ -19,3 +19,8 @@ export const DEFAULT_THREADS = 16;
  * session).
  */
 export const DEFAULT_REMOTE_THREADS = 64;
+
+/** The observer runs a web index takes unless told, for a store at `url`. */
+export function defaultThreadsFor(url: string): number {
+  return url.startsWith('bigtable://') ? DEFAULT_REMOTE_THREADS : DEFAULT_THREADS;
+}

@@ -25,7 +25,7 @@ import { pinKeyMode } from './pin-key-mode.js';
 import { WEB_INDEX_WORKER, type WebIndexStage, createWebIndexTables, registerWebIndex } from './pipeline.js';
 import { PAGES } from './schema.js';
 import { type IndexStats, readStats } from './stats.js';
-import { DEFAULT_LOADERS, DEFAULT_REMOTE_THREADS, DEFAULT_THREADS } from './defaults.js';
+import { DEFAULT_LOADERS, defaultThreadsFor } from './defaults.js';
 
 export type CorpusName = 'local' | 'synthetic';
 
@@ -33,8 +33,7 @@ export { DEFAULT_LOADERS, DEFAULT_REMOTE_THREADS, DEFAULT_THREADS } from './defa
 
 /** The default number of concurrent observer runs for a store (URL or open store). */
 export function defaultThreads(store: string | Store): number {
-  const url = typeof store === 'string' ? store : store.url;
-  return url.startsWith('bigtable://') ? DEFAULT_REMOTE_THREADS : DEFAULT_THREADS;
+  return defaultThreadsFor(typeof store === 'string' ? store : store.url);
 }
 
 export interface RunOptions {

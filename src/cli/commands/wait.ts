@@ -17,7 +17,7 @@ import { UsageError } from '../usage-error.js';
 export function register(program: Command): void {
   program
     .command('wait')
-    .description('wait until no notification is pending and no timestamp was issued during a full pass')
+    .description('wait until no notification is pending and no timestamp was issued during two full passes in a row')
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
     .option('--timeout <s>', 'give up after this many seconds', parseTimerSeconds('timeout'), 60)
     .option('--tables <names>', "wait for these Percolator tables' notifications only (comma-separated; default: every table)", tableList)

@@ -16,6 +16,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type Command, Option } from 'commander';
+import { DEFAULT_REMOTE_THREADS, DEFAULT_THREADS, defaultThreadsFor } from '../../apps/webindex/defaults.js';
 import { KEY_MODES, type KeyMode } from '../../apps/webindex/key-mode.js';
 import type { Worker } from '../../notify/worker.js';
 import { StoreError, isStoreError } from '../../store/errors.js';
@@ -40,12 +41,15 @@ export type RegisterObservers = (worker: Worker, db: Percolator) => void | Promi
 type Registration = ((worker: Worker, db: Percolator) => Promise<void>) & { readonly workerOptions?: WorkerOptionsOf };
 type WorkerOptionsOf = Parameters<Percolator['worker']>[0];
 
+/** Observer runs at once for a user's module unless told. */
+const MODULE_THREADS = 4;
+
 interface WorkerOptions {
   observers?: string;
   app?: 'webindex';
   keyMode: KeyMode;
   store: string;
-  threads: number;
+  threads?: number;
   fullGcInterval: number;
 }
 
@@ -122,7 +126,11 @@ export function register(program: Command): void {
         .default('content+url+title'),
     )
     .option('--store <url>', 'store URL', DEFAULT_STORE_URL)
-    .option('--threads <n>', 'concurrent observer runs', parsePositiveInteger('threads'), 4)
+    .option(
+      '--threads <n>',
+      `concurrent observer runs (default: ${MODULE_THREADS}; with --app webindex, the web index's: ${DEFAULT_REMOTE_THREADS} over bigtable://, ${DEFAULT_THREADS} on an embedded store)`,
+      parsePositiveInteger('threads'),
+    )
     .option(
       '--full-gc-interval <s>',
       'full version GC passes at most every S seconds (0: off; run them in one worker of a deployment)',
@@ -154,7 +162,8 @@ export function register(program: Command): void {
           { ...e.details },
         );
       });
-      const worker = db.worker({ threads: opts.threads, ...registerObservers.workerOptions });
+      const threads = opts.threads ?? (opts.app === undefined ? MODULE_THREADS : defaultThreadsFor(opts.store));
+      const worker = db.worker({ threads, ...registerObservers.workerOptions });
       await registerObservers(worker, db);
       // Listening for the signals before saying it runs, as serve does: whoever reads that line may
       // signal at once, and Node's first signal listener takes milliseconds to install — a SIGTERM
@@ -166,7 +175,7 @@ export function register(program: Command): void {
       await worker.start();
       const gc = opts.fullGcInterval > 0 ? `full GC passes at most every ${opts.fullGcInterval} s` : 'full GC passes off';
       process.stderr.write(
-        `percolator worker: running observers of ${running} on ${opts.store} with ${opts.threads} thread${opts.threads === 1 ? '' : 's'}, ${gc}\n`,
+        `percolator worker: running observers of ${running} on ${opts.store} with ${threads} thread${threads === 1 ? '' : 's'}, ${gc}\n`,
       );
       await stopped;
       await worker.stop();

@@ -63,6 +63,9 @@ it.concurrent.each([
   [['bench', 'latency', '--seed', 'abc', '--store', 'nosuch:'], '--seed must be a non-negative integer, got abc'],
   [['check', 'durability', '--seconds', ''], '--seconds must be a positive number of seconds, at most 2147483.647, got ""'],
   [['wait', '--store', 'memory:', '--tables', 'a,'], '--tables needs comma-separated table names, not "a,"'],
+  // --full-disk squeezes a file: store; the default, a scratch directory, is one.
+  [['check', 'bank', '--full-disk', '--store', 'memory:'], 'check bank --full-disk squeezes a file: store (got memory:)'],
+  [['check', 'notify', '--full-disk', '--store', 'memory:'], 'check notify --full-disk squeezes a file: store (got memory:)'],
   // Plain decimal only: each of these is a number to Number() — hex, an exponent, a sign, padding, -0,
   // an integer past 2^53 — so the command ran with a value nobody typed (or fails later, as above).
   [['serve', '--port', '0x10', '--auth-token', ''], '--port must be an integer in [0, 65535], got 0x10'],

@@ -256,13 +256,14 @@ export async function runBankCheck(opts: BankOptions): Promise<BankResult> {
     throw Object.assign(new Error('the log tail must keep at least 1 id'), { code: 'INVALID_ARGUMENT' });
   const script = bankWorkerScript();
 
-  const scratch = opts.store === undefined ? await scratchDir('bank') : null;
-  const url = opts.store ?? `file:${scratch?.path}`;
   const fullDisk = opts.fullDisk === true;
-  if (fullDisk && !url.startsWith('file:'))
-    throw Object.assign(new Error(`check bank --full-disk squeezes a file: store (got ${url})`), { code: 'INVALID_ARGUMENT' });
+  if (fullDisk && opts.store !== undefined && !opts.store.startsWith('file:'))
+    throw Object.assign(new Error(`check bank --full-disk squeezes a file: store (got ${opts.store})`), { code: 'INVALID_ARGUMENT' });
   if (fullDisk && !(await hasPrlimit()))
     throw Object.assign(new Error('check bank --full-disk needs prlimit (util-linux)'), { code: 'NO_PRLIMIT' });
+  // Only once every refusal is past: a refused check leaves no empty directory behind.
+  const scratch = opts.store === undefined ? await scratchDir('bank') : null;
+  const url = opts.store ?? `file:${scratch?.path}`;
   let store = await openStore(url);
   let oracle: CheckOracle | null = null;
   let db: Percolator | null = null;

@@ -177,6 +177,10 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
   const log = opts.log ?? (() => undefined);
   const started = performance.now();
   const script = writerScript(); // before creating any directory
+  const fullDisk = opts.fullDisk === true;
+  if (fullDisk && !(await hasPrlimit())) {
+    throw Object.assign(new Error('check durability --full-disk needs prlimit (util-linux) to squeeze the writer'), { code: 'NO_PRLIMIT' });
+  }
   const scratch = opts.dataDir === undefined ? await scratchDir('durability') : null;
   const dataDir = scratch?.path ?? resolve(opts.dataDir ?? '.');
   const url = `file:${dataDir}`;
@@ -188,10 +192,6 @@ export async function runDurabilityCheck(opts: DurabilityOptions): Promise<Durab
   let stops = 0;
   let squeezes = 0;
   let refusedWrites = 0;
-  const fullDisk = opts.fullDisk === true;
-  if (fullDisk && !(await hasPrlimit())) {
-    throw Object.assign(new Error('check durability --full-disk needs prlimit (util-linux) to squeeze the writer'), { code: 'NO_PRLIMIT' });
-  }
   // A store already there must be a check's; anything else (none yet, a directory of other
   // files) is the writer's to create or refuse, in its own words.
   const given = scratch !== null ? null : await openStore(url, { gcIntervalMs: 0, level: { create: false } }).catch(() => null);

@@ -35,6 +35,29 @@ afterEach(async () => {
   await store.close();
 });
 
+/**
+ * `inner`, except that its first read of `table` yields nothing and, meanwhile, runs `meanwhile`
+ * (a write landing while a pass reads): a pass that raced a commit, made deterministic.
+ */
+function withEmptyPass(inner: Store, table: string, meanwhile: () => Promise<void>): { store: Store; emptyPassesLeft(): number } {
+  let left = 1;
+  const store = new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop === 'readRows')
+        return (t: string, options: ReadRowsOptions) => {
+          if (t !== table || left === 0) return target.readRows(t, options);
+          left--;
+          return (async function* () {
+            await meanwhile();
+          })();
+        };
+      const v: unknown = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { store, emptyPassesLeft: () => left };
+}
+
 async function timeoutOf(p: Promise<void>): Promise<TxnError> {
   const e = await p.then(
     () => null,
@@ -225,29 +248,16 @@ it('tables: a pass during which a write reached the table is not taken for quies
   await db.close();
   // The first pass over `mine` reads nothing — as if an observer had cleared a notification the
   // pass had not reached and written one where it had already been — while that commit lands.
-  let fakeEmptyPasses = 1;
-  const inner = store;
-  const raced = new Proxy(inner, {
-    get(target, prop, receiver) {
-      if (prop === 'readRows')
-        return (table: string, options: ReadRowsOptions) => {
-          if (table !== 'mine' || fakeEmptyPasses === 0) return target.readRows(table, options);
-          fakeEmptyPasses--;
-          return (async function* () {
-            await theDb.transaction(async (tx) => tx.set('mine', 'a', 'c:x', 'moved here'));
-          })();
-        };
-      const v: unknown = Reflect.get(target, prop, receiver);
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
+  const raced = withEmptyPass(store, 'mine', async () => {
+    await theDb.transaction(async (tx) => tx.set('mine', 'a', 'c:x', 'moved here'));
   });
-  const theDb = await Percolator.open({ store: raced, leaseMs: 1000 });
+  const theDb = await Percolator.open({ store: raced.store, leaseMs: 1000 });
   db = theDb;
   await theDb.createTable('mine');
   // The notification really is pending (no worker runs its observer): a wait that took the faked
   // pass would resolve; one that saw the write during it looks again and times out.
   await timeoutOf(theDb.waitForQuiescence({ tables: ['mine'], timeoutMs: 300 }));
-  expect(fakeEmptyPasses).toBe(0);
+  expect(raced.emptyPassesLeft()).toBe(0);
 });
 
 it('a notify cell landing behind a quiet pass, from a commit whose timestamp came before it, is found by the second pass', async () => {
@@ -257,29 +267,17 @@ it('a notify cell landing behind a quiet pass, from a commit whose timestamp cam
   // lands in a row the pass has already read, and the notification it answered (in a row the
   // pass had not reached) is cleared — no timestamp is issued during the pass. Faked as a first
   // pass over `mine` that reads nothing while the cell is written.
-  let fakeEmptyPasses = 1;
   let committedAt = 0;
   const inner = store;
-  const raced = new Proxy(inner, {
-    get(target, prop, receiver) {
-      if (prop === 'readRows')
-        return (table: string, options: ReadRowsOptions) => {
-          if (table !== 'mine' || fakeEmptyPasses === 0) return target.readRows(table, options);
-          fakeEmptyPasses--;
-          return (async function* () {
-            await inner.mutateRow('mine', new TextEncoder().encode('a'), [strongNotifyMutation(encodeColumn('c:x'), committedAt)]);
-          })();
-        };
-      const v: unknown = Reflect.get(target, prop, receiver);
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
+  const raced = withEmptyPass(inner, 'mine', async () => {
+    await inner.mutateRow('mine', new TextEncoder().encode('a'), [strongNotifyMutation(encodeColumn('c:x'), committedAt)]);
   });
-  db = await Percolator.open({ store: raced, leaseMs: 1000 });
+  db = await Percolator.open({ store: raced.store, leaseMs: 1000 });
   await db.createTable('mine');
   committedAt = await db.oracle.getTimestamp();
   // One quiet pass used to be taken for quiescence; the second finds the notification pending.
   await timeoutOf(db.waitForQuiescence({ timeoutMs: 300 }));
-  expect(fakeEmptyPasses).toBe(0);
+  expect(raced.emptyPassesLeft()).toBe(0);
   expect(await db.pendingNotifications()).toBe(1);
 });
 

@@ -189,13 +189,20 @@ export function createStatusHandler(options: Omit<StatusServerOptions, 'port' | 
   };
 }
 
+/**
+ * Starts the status page's server. Throws LISTEN_FAILED (host, port, role 'HTTP', the system's
+ * reason) when the port cannot be bound, with nothing left running.
+ */
 export async function startStatusServer(options: StatusServerOptions): Promise<StatusServer> {
   const handler = createStatusHandler(options);
   const server = createServer((req, res) => {
     void handler.handle(req, res, new URL(req.url ?? '/', 'http://status.local').pathname);
   });
   const host = options.host ?? '127.0.0.1';
-  const port = await listen(server, options.port ?? 0, host);
+  const port = await listen(server, options.port ?? 0, host).catch(async (e: unknown) => {
+    await handler.close();
+    throw listenFailed(host, options.port ?? 0, e);
+  });
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
     port,
@@ -205,6 +212,18 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A status port that cannot be bound, as `percolator serve` reports its own (server/server.ts): one typed line. */
+function listenFailed(host: string, port: number, e: unknown): Error {
+  const message = e instanceof Error ? e.message : String(e);
+  return Object.assign(new Error(`cannot listen on ${host}:${port} (HTTP): ${message}`), {
+    code: 'LISTEN_FAILED',
+    host,
+    port,
+    role: 'HTTP',
+    cause: e,
+  });
 }
 
 /** A camelCase key as a Prometheus name: `latencyP99Ms` → `latency_p99_ms` (a capital after a digit starts a word too). */

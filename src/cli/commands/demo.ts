@@ -169,11 +169,7 @@ export function register(program: Command): void {
       // The port first: a port in use fails the demo before it touches the store.
       const page = opts.serve === true ? webIndexStatusPage() : null;
       const serving: StatusServer | null =
-        page === null
-          ? null
-          : await startStatusServer({ port: opts.port, host: STATUS_HOST, sources: page.sources }).catch((e: unknown) => {
-              throw listenFailed(STATUS_HOST, opts.port, e);
-            });
+        page === null ? null : await startStatusServer({ port: opts.port, host: STATUS_HOST, sources: page.sources });
       if (serving !== null && opts.json !== true) process.stderr.write(`percolator demo: status page at ${serving.url}\n`);
       let handle: RunHandle | null = null;
       try {
@@ -228,16 +224,4 @@ export function register(program: Command): void {
         await handle?.close();
       }
     });
-}
-
-/** A status port that cannot be bound, as `percolator serve` reports its own (server.ts): one typed line. */
-function listenFailed(host: string, port: number, e: unknown): Error {
-  const message = e instanceof Error ? e.message : String(e);
-  return Object.assign(new Error(`cannot listen on ${host}:${port} (HTTP): ${message}`), {
-    code: 'LISTEN_FAILED',
-    host,
-    port,
-    role: 'HTTP',
-    cause: e,
-  });
 }

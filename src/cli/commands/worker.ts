@@ -22,7 +22,7 @@ import type { Worker } from '../../notify/worker.js';
 import { StoreError, isStoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import { Percolator } from '../percolator-on-demand.js';
-import { parseNonNegativeInteger, parsePositiveInteger } from '../parent-command.js';
+import { parseNonNegativeInteger, parsePortNumber, parsePositiveInteger } from '../parent-command.js';
 import { locateSyntaxError } from '../syntax-error-location.js';
 import { UsageError } from '../usage-error.js';
 
@@ -51,6 +51,7 @@ interface WorkerOptions {
   store: string;
   threads?: number;
   fullGcInterval: number;
+  httpPort?: number;
 }
 
 /**
@@ -69,6 +70,16 @@ async function webIndexApp(keyMode: KeyMode): Promise<Registration> {
     registerWebIndex(worker, { keyMode });
   };
   return Object.assign(register, { workerOptions: { ...WEB_INDEX_WORKER } });
+}
+
+/** The worker's status page, serving (empty until attached) from before the store is opened. */
+async function statusPage(title: string, port: number) {
+  const [{ workerStatusPage }, { startStatusServer }] = await Promise.all([
+    import('../../status/worker-status.js'),
+    import('../../status/server.js'),
+  ]);
+  const page = workerStatusPage(title);
+  return { page, server: await startStatusServer({ port, host: '127.0.0.1', sources: page.sources }) };
 }
 
 function invalidModule(message: string): Error {
@@ -137,11 +148,18 @@ export function register(program: Command): void {
       parseNonNegativeInteger('full-gc-interval'),
       FULL_GC_INTERVAL_S,
     )
+    .option(
+      '--http-port <port>',
+      'serve its status page and Prometheus metrics (/metrics) on 127.0.0.1 at this port (0: pick one; default: none)',
+      parsePortNumber('http-port', 0),
+    )
     .action(async (opts: WorkerOptions) => {
       if (opts.observers === undefined && opts.app === undefined) throw new UsageError('give --observers FILE or --app webindex');
       if (opts.app === undefined && opts.keyMode !== 'content+url+title') throw new UsageError('--key-mode goes with --app webindex');
       const registerObservers = opts.observers !== undefined ? await loadObservers(opts.observers) : await webIndexApp(opts.keyMode);
       const running = opts.observers ?? `the web index (clustering keys ${opts.keyMode})`;
+      // The port before the store: a port in use fails the worker before it opens anything.
+      const status = opts.httpPort === undefined ? null : await statusPage(`percolator worker: ${running}`, opts.httpPort);
       // The store must exist (NOT_A_STORE otherwise): a worker over a mistyped directory would
       // create an empty store there and poll it forever, finding no notification.
       // A process meant to run for months: targeted passes remember enough that full passes
@@ -173,12 +191,15 @@ export function register(program: Command): void {
         process.once('SIGINT', () => done());
       });
       await worker.start();
+      status?.page.attach(db, worker);
       const gc = opts.fullGcInterval > 0 ? `full GC passes at most every ${opts.fullGcInterval} s` : 'full GC passes off';
+      const page = status === null ? '' : `; status and metrics at ${status.server.url}`;
       process.stderr.write(
-        `percolator worker: running observers of ${running} on ${opts.store} with ${threads} thread${threads === 1 ? '' : 's'}, ${gc}\n`,
+        `percolator worker: running observers of ${running} on ${opts.store} with ${threads} thread${threads === 1 ? '' : 's'}, ${gc}${page}\n`,
       );
       await stopped;
       await worker.stop();
+      await status?.server.close();
       await db.close();
       const m = worker.metrics;
       process.stderr.write(

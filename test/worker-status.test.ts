@@ -1,0 +1,97 @@
+/**
+ * `percolator worker --http-port P`: each worker of a deployment serves its own status page and
+ * Prometheus metrics (its observers' runs and commits), beside `percolator serve`'s. The port is
+ * taken before the store is opened: a port in use is LISTEN_FAILED, and nothing else is tried.
+ * Needs dist/ (`npm test` builds first).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { runCli, spawnCli, spawnServe } from './support/cli-process.js';
+
+const mainJs = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/cli/main.js');
+let dir: string;
+let observers: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'worker-status-'));
+  observers = join(dir, 'observers.mjs');
+  writeFileSync(
+    observers,
+    `export default async function register(worker, db) {
+  await db.createTable('docs');
+  worker.observe('raw:content', 'count-words', async (tx, row) => {
+    const text = (await tx.getString('docs', row, 'raw:content')) ?? '';
+    tx.set('docs', row, 'derived:words', String(text.split(/\\s+/).filter(Boolean).length));
+  }, { table: 'docs' });
+}
+`,
+  );
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The value of a Prometheus sample line `name value` (or `name{…} value`), or null. */
+function metric(text: string, name: string): number | null {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  return line === undefined ? null : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+it("serves the worker's own metrics, which count the runs of its observers", async () => {
+  const serve = spawnServe(mainJs, ['--store', 'memory:', '--http-port', '0']);
+  try {
+    const url = await serve.clientUrl;
+    const worker = spawnCli(mainJs, ['worker', '--observers', observers, '--store', url, '--http-port', '0']);
+    try {
+      const said = await worker.waitForStderr((e) => e.includes('status and metrics at '), 'it says where its page is');
+      const page = /status and metrics at (http:\/\/127\.0\.0\.1:\d+\/)\n/.exec(said)?.[1];
+      expect(page, said).toBeDefined();
+      const get = async (path: string) => (await fetch(new URL(path, page))).text();
+      expect(await get('/')).toContain('<html');
+      expect(JSON.parse(await get('/status.json'))).toMatchObject({ title: `percolator worker: ${observers}` });
+      const set = await runCli(mainJs, ['set', 'docs', 'r1', 'raw:content', 'hello incremental world', '--store', url]);
+      expect(set.stderr).toBe('');
+      // Sampled once a second: the commit shows within a few samples.
+      await expect.poll(async () => metric(await get('/metrics'), 'percolator_commits_total'), { timeout: 20_000, interval: 200 }).toBe(1);
+      const text = await get('/metrics');
+      expect(text).toContain('percolator_observer_runs_total{observer="count-words"} 1');
+      // One TYPE line a metric: a worker's own counters must not take a name the per-observer series has.
+      const types = text.split('\n').filter((l) => l.startsWith('# TYPE '));
+      expect(new Set(types).size).toBe(types.length);
+      expect(metric(text, 'percolator_observer_failures_total')).toBe(0);
+    } finally {
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toBe(0);
+    }
+    expect(worker.stderr()).toMatch(/stopped after 1 observer commits/);
+  } finally {
+    serve.child.kill('SIGTERM');
+    await serve.exited;
+  }
+}, 60_000);
+
+it('a port in use is LISTEN_FAILED, before the store is opened', async () => {
+  const taken = createServer();
+  await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+  try {
+    const port = (taken.address() as AddressInfo).port;
+    // A store that does not exist: NOT_A_STORE, had the worker opened it first.
+    const r = await runCli(mainJs, [
+      'worker',
+      '--observers',
+      observers,
+      '--store',
+      `file:${join(dir, 'none')}`,
+      '--http-port',
+      String(port),
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      new RegExp(`^percolator: LISTEN_FAILED: cannot listen on 127\\.0\\.0\\.1:${port} \\(HTTP\\): .*EADDRINUSE[^\\n]*\\n$`),
+    );
+  } finally {
+    await new Promise<void>((r) => taken.close(() => r()));
+  }
+});

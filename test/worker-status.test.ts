@@ -95,3 +95,33 @@ it('a port in use is LISTEN_FAILED, before the store is opened', async () => {
     await new Promise<void>((r) => taken.close(() => r()));
   }
 });
+
+it('a web index worker serves the web index page: documents indexed, crawl-to-index latency, search', async () => {
+  const serve = spawnServe(mainJs, ['--store', 'memory:', '--http-port', '0']);
+  try {
+    const url = await serve.clientUrl;
+    const worker = spawnCli(mainJs, ['worker', '--app', 'webindex', '--store', url, '--http-port', '0', '--full-gc-interval', '0']);
+    try {
+      const said = await worker.waitForStderr((e) => e.includes('status and metrics at '), 'it says where its page is');
+      const page = /status and metrics at (http:\/\/127\.0\.0\.1:\d+\/)\n/.exec(said)?.[1] as string;
+      const get = async (path: string) => (await fetch(new URL(path, page))).text();
+      const load = await runCli(mainJs, ['load', '--docs', '12', '--seed', '3', '--store', url], { timeoutMs: 60_000 });
+      expect(load.stderr).toBe('');
+      expect((await runCli(mainJs, ['wait', '--store', url, '--timeout', '60'], { timeoutMs: 70_000 })).stdout).toBe('quiescent\n');
+      await expect
+        .poll(async () => metric(await get('/metrics'), 'percolator_documents_indexed_total'), { timeout: 20_000, interval: 200 })
+        .toBe(12);
+      const text = await get('/metrics');
+      expect(metric(text, 'percolator_latency_median_ms')).toBeGreaterThan(0);
+      expect(metric(text, 'percolator_latency_p99_ms')).toBeGreaterThanOrEqual(metric(text, 'percolator_latency_median_ms') as number);
+      const found = JSON.parse(await get('/api/search?q=topic0')) as { hits: unknown[] };
+      expect(found.hits.length).toBeGreaterThan(0);
+    } finally {
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toBe(0);
+    }
+  } finally {
+    serve.child.kill('SIGTERM');
+    await serve.exited;
+  }
+}, 120_000);

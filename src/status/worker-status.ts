@@ -15,7 +15,13 @@ import type { Percolator } from '../txn/percolator.js';
 import { PERCOLATOR_CHARTS, PERCOLATOR_HEADLINE, percolatorSampler } from './percolator-sources.js';
 import type { ChartSpec, StatusSample, StatusSources } from './types.js';
 
-const PENDING_EVERY_MS = 5_000;
+export const PENDING_EVERY_MS = 5_000;
+
+/** A worker's status sources, and how they are connected to it once it runs. */
+export interface WorkerStatusPage {
+  readonly sources: StatusSources;
+  attach(db: Percolator, worker: Worker): void;
+}
 
 const CHARTS: readonly ChartSpec[] = [
   ...PERCOLATOR_CHARTS,
@@ -30,7 +36,7 @@ const CHARTS: readonly ChartSpec[] = [
   },
 ];
 
-export function workerStatusPage(title: string): { readonly sources: StatusSources; attach(db: Percolator, worker: Worker): void } {
+export function workerStatusPage(title: string): WorkerStatusPage {
   let live: (() => Promise<StatusSample>) | null = null;
   return {
     sources: { title, sample: () => live?.() ?? {}, headline: PERCOLATOR_HEADLINE, charts: CHARTS },

@@ -49,8 +49,9 @@ export function webIndexStatusSources(
   worker: Worker,
   metrics: WebIndexMetrics,
   title = 'Percolator web index',
+  pendingEveryMs?: number,
 ): StatusSources {
-  const base = percolatorSampler(db, { workers: () => [worker] });
+  const base = percolatorSampler(db, { workers: () => [worker], ...(pendingEveryMs === undefined ? {} : { pendingEveryMs }) });
   return {
     title,
     async sample() {
@@ -79,7 +80,11 @@ export function webIndexStatusSources(
  * The sources of `webIndexStatusSources`, usable before the index is open; `attach` connects them
  * to it, and `setExamples` gives the search page queries to offer (ones known to find something).
  */
-export function webIndexStatusPage(title = 'Percolator web index'): {
+export function webIndexStatusPage(
+  title = 'Percolator web index',
+  /** How often the page counts the pending notifications (a scan of the store); default percolatorSampler's. */
+  pendingEveryMs?: number,
+): {
   readonly sources: StatusSources;
   attach(db: Percolator, worker: Worker, metrics: WebIndexMetrics): void;
   setExamples(queries: readonly string[]): void;
@@ -97,7 +102,7 @@ export function webIndexStatusPage(title = 'Percolator web index'): {
       searchExamples: () => examples,
     },
     attach(db, worker, metrics) {
-      live = webIndexStatusSources(db, worker, metrics, title);
+      live = webIndexStatusSources(db, worker, metrics, title, pendingEveryMs);
     },
     setExamples(queries) {
       examples = [...queries];

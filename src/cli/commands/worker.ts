@@ -18,7 +18,9 @@ import { pathToFileURL } from 'node:url';
 import { type Command, Option } from 'commander';
 import { DEFAULT_REMOTE_THREADS, DEFAULT_THREADS, defaultThreadsFor } from '../../apps/webindex/defaults.js';
 import { KEY_MODES, type KeyMode } from '../../apps/webindex/key-mode.js';
+import type { WebIndexMetrics } from '../../apps/webindex/metrics.js';
 import type { Worker } from '../../notify/worker.js';
+import type { WorkerStatusPage } from '../../status/worker-status.js';
 import { StoreError, isStoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
 import { Percolator } from '../percolator-on-demand.js';
@@ -38,7 +40,11 @@ export const FULL_GC_INTERVAL_S = 600;
 export type RegisterObservers = (worker: Worker, db: Percolator) => void | Promise<void>;
 
 /** A module's registration, or a built-in application's with the worker options it needs. */
-type Registration = ((worker: Worker, db: Percolator) => Promise<void>) & { readonly workerOptions?: WorkerOptionsOf };
+type Registration = ((worker: Worker, db: Percolator) => Promise<void>) & {
+  readonly workerOptions?: WorkerOptionsOf;
+  /** An application's own status page (--http-port), asked for before the registration runs. */
+  readonly statusPage?: (title: string) => Promise<WorkerStatusPage>;
+};
 type WorkerOptionsOf = Parameters<Percolator['worker']>[0];
 
 /** Observer runs at once for a user's module unless told. */
@@ -63,22 +69,37 @@ async function webIndexApp(keyMode: KeyMode): Promise<Registration> {
     import('../../apps/webindex/pipeline.js'),
     import('../../apps/webindex/pin-key-mode.js'),
   ]);
+  // Only for a status page: documents indexed and their crawl-to-index latency, as the demo shows.
+  let metrics: WebIndexMetrics | undefined;
   const register = async (worker: Worker, db: Percolator): Promise<void> => {
     await createWebIndexTables(db);
     // Every worker of one index must cluster by the same keys: the first pins them.
     await pinKeyMode(db, keyMode, (pinned) => `give this worker --key-mode ${pinned}, or index into a store of its own`);
-    registerWebIndex(worker, { keyMode });
+    registerWebIndex(worker, { keyMode, metrics });
   };
-  return Object.assign(register, { workerOptions: { ...WEB_INDEX_WORKER } });
+  const statusPage = async (title: string): Promise<WorkerStatusPage> => {
+    const [{ WebIndexMetrics: Metrics }, { webIndexStatusPage }, { PENDING_EVERY_MS }] = await Promise.all([
+      import('../../apps/webindex/metrics.js'),
+      import('../../apps/webindex/status.js'),
+      import('../../status/worker-status.js'),
+    ]);
+    const m = (metrics = new Metrics());
+    const page = webIndexStatusPage(title, PENDING_EVERY_MS);
+    return { sources: page.sources, attach: (db, worker) => page.attach(db, worker, m) };
+  };
+  return Object.assign(register, { workerOptions: { ...WEB_INDEX_WORKER }, statusPage });
 }
 
-/** The worker's status page, serving (empty until attached) from before the store is opened. */
-async function statusPage(title: string, port: number) {
+/**
+ * The worker's status page (an application's own, or the generic one), serving — empty until
+ * attached — from before the store is opened.
+ */
+async function statusPage(title: string, port: number, own?: (title: string) => Promise<WorkerStatusPage>) {
   const [{ workerStatusPage }, { startStatusServer }] = await Promise.all([
     import('../../status/worker-status.js'),
     import('../../status/server.js'),
   ]);
-  const page = workerStatusPage(title);
+  const page = own === undefined ? workerStatusPage(title) : await own(title);
   return { page, server: await startStatusServer({ port, host: '127.0.0.1', sources: page.sources }) };
 }
 
@@ -159,7 +180,8 @@ export function register(program: Command): void {
       const registerObservers = opts.observers !== undefined ? await loadObservers(opts.observers) : await webIndexApp(opts.keyMode);
       const running = opts.observers ?? `the web index (clustering keys ${opts.keyMode})`;
       // The port before the store: a port in use fails the worker before it opens anything.
-      const status = opts.httpPort === undefined ? null : await statusPage(`percolator worker: ${running}`, opts.httpPort);
+      const status =
+        opts.httpPort === undefined ? null : await statusPage(`percolator worker: ${running}`, opts.httpPort, registerObservers.statusPage);
       // The store must exist (NOT_A_STORE otherwise): a worker over a mistyped directory would
       // create an empty store there and poll it forever, finding no notification.
       // A process meant to run for months: targeted passes remember enough that full passes

@@ -1,9 +1,9 @@
 /**
  * The status page of a `percolator worker` process (`--http-port`): its observers' runs (each
  * observer's, as percolatorSampler gives them), commits, conflicts, failures, skips, parked rows
- * and restarted loops, the notifications pending in the
- * store and the oracle's rate, with /metrics for Prometheus — one page per worker of a
- * deployment, beside the store server's own (`percolator serve` › /dashboard/).
+ * and restarted loops, and the notifications pending in the store, with /metrics for Prometheus —
+ * one page per worker of a deployment, beside the store server's own (`percolator serve` ›
+ * /dashboard/).
  *
  * `workerStatusPage` gives the sources before the worker exists, so that the command takes its
  * port first (a port in use fails before the store is opened); until `attach`, samples are empty.

@@ -1,6 +1,6 @@
 /**
  * The oracle server under random input: streams of well-formed requests (timestamps, reports,
- * watermarks, batches too large or empty) written in chunks split at random points, some ending
+ * watermarks, issued counts, batches too large or empty) written in chunks split at random points, some ending
  * in a frame that cannot be parsed. Every well-formed request gets exactly one answer with its
  * request id (timestamps: the count asked, strictly increasing across the whole run), a bad
  * argument gets an ERROR for that request and the connection stays open, a frame that cannot be
@@ -12,7 +12,16 @@ import { mulberry32, seedFromEnv } from '../util/seeded-random.js';
 import { OracleClient } from './client.js';
 import { WireErrorCode } from './errors.js';
 import { MemoryMarkStore } from './mark-store.js';
-import { MAX_FRAME_BODY, MsgType, PROTOCOL_VERSION, encodeReport, encodeTsRequest, encodeWatermarkRequest, readU64 } from './protocol.js';
+import {
+  MAX_FRAME_BODY,
+  MsgType,
+  PROTOCOL_VERSION,
+  encodeIssuedRequest,
+  encodeReport,
+  encodeTsRequest,
+  encodeWatermarkRequest,
+  readU64,
+} from './protocol.js';
 import { keepServed, rawConnection, until } from './raw-connection.fixture.js';
 import { type OracleServer, startOracleServer } from './server.js';
 
@@ -27,7 +36,8 @@ afterEach(async () => {
 
 /** What a request must be answered with. */
 type Expect =
-  { readonly id: number; readonly kind: 'ts'; readonly count: number } | { readonly id: number; readonly kind: 'watermark' | 'bad' };
+  | { readonly id: number; readonly kind: 'ts'; readonly count: number }
+  | { readonly id: number; readonly kind: 'watermark' | 'issued' | 'bad' };
 
 describe('the oracle server under random input', () => {
   it(`answers every well-formed request once, refuses the rest, and keeps serving (seed ${SEED}, ${STREAMS} streams)`, async () => {
@@ -67,6 +77,7 @@ describe('the oracle server under random input', () => {
     const handedOut: [number, number][] = []; // [first, count] of every TS_RESPONSE
     let protocolErrors = 0;
     let badRequests = 0;
+    let issuedAnswers = 0;
     for (let stream = 0; stream < STREAMS; stream++) {
       const conn = await rawConnection(s.port, cleanups);
       const expects: Expect[] = [];
@@ -79,9 +90,12 @@ describe('the oracle server under random input', () => {
           const count = 1 + int(r < 0.1 ? MAX_BATCH : 20);
           parts.push(encodeTsRequest(id, count));
           expects.push({ id, kind: 'ts', count });
-        } else if (r < 0.65) {
+        } else if (r < 0.6) {
           parts.push(encodeWatermarkRequest(id));
           expects.push({ id, kind: 'watermark' });
+        } else if (r < 0.7) {
+          parts.push(encodeIssuedRequest(id));
+          expects.push({ id, kind: 'issued' });
         } else if (r < 0.8) {
           parts.push(encodeReport(id, int(1 << 30), rnd() < 0.5 ? null : int(1000)));
           expects.push({ id, kind: 'watermark' });
@@ -124,6 +138,10 @@ describe('the oracle server under random input', () => {
       }
       const byId = new Map(expects.map((e) => [e.id, e]));
       const answered = new Set<number>();
+      // ISSUED counts every timestamp handed out before it was answered: at least those of every
+      // earlier stream and those answered ahead of it on this connection, and never fewer than before.
+      let received = handedOut.reduce((n, [, count]) => n + count, 0);
+      let lastIssued = 0;
       for (const f of conn.frames) {
         if (broken && f === conn.frames.at(-1)) continue;
         const e = byId.get(f.id);
@@ -134,6 +152,13 @@ describe('the oracle server under random input', () => {
           expect(f.type, `${what}: request ${f.id}`).toBe(MsgType.TS_RESPONSE);
           expect(f.payload.readUInt32LE(8), `${what}: request ${f.id}`).toBe(e.count);
           handedOut.push([readU64(f.payload, 0), e.count]);
+          received += e.count;
+        } else if (e?.kind === 'issued') {
+          expect(f.type, `${what}: request ${f.id}`).toBe(MsgType.ISSUED);
+          const issued = readU64(f.payload, 0);
+          expect(issued, `${what}: request ${f.id}`).toBeGreaterThanOrEqual(Math.max(received, lastIssued));
+          lastIssued = issued;
+          issuedAnswers++;
         } else if (e?.kind === 'watermark') {
           expect(f.type, `${what}: request ${f.id}`).toBe(MsgType.WATERMARK);
         } else {
@@ -156,5 +181,6 @@ describe('the oracle server under random input', () => {
     expect(s.stats().badRequests).toBe(badRequests);
     expect(protocolErrors).toBeGreaterThan(STREAMS / 10);
     expect(handedOut.length).toBeGreaterThan(STREAMS);
+    expect(issuedAnswers).toBeGreaterThan(STREAMS / 10);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * The oracle server under random input: streams of well-formed requests (timestamps, reports,
- * watermarks, issued counts, batches too large or empty) written in chunks split at random points, some ending
- * in a frame that cannot be parsed. Every well-formed request gets exactly one answer with its
- * request id (timestamps: the count asked, strictly increasing across the whole run), a bad
+ * watermarks, issued counts, batches too large or empty) written in chunks split at random
+ * points, some ending in a frame that cannot be parsed. Every well-formed request gets exactly one
+ * answer with its request id (timestamps: the count asked, strictly increasing across the whole
+ * run; an issued count: at least every timestamp answered before it, never less than before), a bad
  * argument gets an ERROR for that request and the connection stays open, a frame that cannot be
  * parsed gets a protocol ERROR and that connection closes — and a client beside them is served
  * throughout. Seeded (ORACLE_FUZZ_SEED, ORACLE_FUZZ_STREAMS for longer hunts).

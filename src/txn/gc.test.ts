@@ -347,6 +347,29 @@ describe('background GC', () => {
     }
   });
 
+  it('a background pass that fails is told to `log` and kept in lastGc; the next one collects', async () => {
+    const lines: string[] = [];
+    const bg = await Percolator.open({ store: 'memory:', leaseMs: 500, gcIntervalMs: 20, log: (line) => lines.push(line) });
+    try {
+      await bg.createTable('t');
+      const real = bg.store.mutateRow.bind(bg.store);
+      let fail = true;
+      const failing = vi.spyOn(bg.store, 'mutateRow').mockImplementation(async (t, key, m, options) => {
+        if (fail) throw new Error('disk on fire');
+        return real(t, key, m, options);
+      });
+      for (let i = 0; i < 3; i++) await bg.transaction(async (tx) => tx.set('t', 'k', 'c:v', `v${i}`));
+      await vi.waitFor(() => expect(lines.length).toBeGreaterThan(0), { timeout: 5_000, interval: 10 });
+      expect(lines[0]).toMatch(/^recent GC pass failed: .*t\/k: disk on fire/);
+      expect(bg.lastGc?.error).toMatchObject({ code: 'GC_INCOMPLETE' });
+      fail = false;
+      await vi.waitFor(() => expect(bg.lastGc?.result?.versionsRemoved).toBe(2), { timeout: 5_000, interval: 10 });
+      failing.mockRestore();
+    } finally {
+      await bg.close();
+    }
+  });
+
   it('by default runs targeted passes only: versions of other processes wait for a full pass', async () => {
     const db = await Percolator.open({ store: 'memory:', leaseMs: 500 });
     const other = await Percolator.open({ store: db.store, oracle: db.oracle, leaseMs: 500, gcIntervalMs: 0 });

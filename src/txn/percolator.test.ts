@@ -522,13 +522,15 @@ describe.each(['auto', 'two-phase'] as const)('Percolator transactions (commitPr
 });
 
 describe('broken invariants are reported, not hidden', () => {
-  it('a secondary rolled back after the commit point: LOCK_NOT_FOUND in db.anomalies, no dangling write record', async () => {
+  it('a secondary rolled back after the commit point: LOCK_NOT_FOUND in db.anomalies and told to `log`, no dangling write record', async () => {
     // Stage the broken invariant: right after the commit point, roll the secondary back the way
     // a resolver would if it wrongly believed the transaction dead.
+    const lines: string[] = [];
     const other = await Percolator.open({
       store: db.store,
       oracle: db.oracle,
       commitProtocol: 'two-phase',
+      log: (line) => lines.push(line),
       onProtocolPoint: async (p) => {
         if (p !== 'after-primary-commit') return;
         const locks = [];
@@ -543,6 +545,7 @@ describe('broken invariants are reported, not hidden', () => {
     });
     expect(other.anomalies.map((e) => e.code)).toEqual(['LOCK_NOT_FOUND']);
     expect(other.anomalies[0]?.details).toMatchObject({ table: 't', column: 'c:v', rolledBack: true });
+    expect(lines).toEqual([`anomaly: ${other.anomalies[0]?.message}`]);
     const snap = await db.snapshot();
     expect(str(await snap.get('t', 'p', 'c:v'))).toBe(long);
     expect(str(await snap.get('t', 's', 'c:v'))).toBeNull(); // before: CORRUPTED_RECORD on every read

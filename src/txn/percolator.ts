@@ -105,6 +105,13 @@ export interface PercolatorOptions {
    * 'two-phase': always Percolator's two-phase commit with primary and secondary locks.
    */
   readonly commitProtocol?: 'auto' | 'two-phase';
+  /**
+   * Called with one line for each event an operator must hear of as it happens: a broken protocol
+   * invariant met at run time (LOCK_NOT_FOUND, also kept in `anomalies`) and a background GC pass
+   * that failed (kept in `lastGc` until the next one). `percolator worker` writes them to stderr.
+   * Default: nothing is told.
+   */
+  readonly log?: (line: string) => void;
 }
 
 /**
@@ -229,8 +236,13 @@ export class Percolator {
 
   /** Keeps a broken invariant met at run time (LOCK_NOT_FOUND) in `anomalies`. */
   private recordAnomaly(e: unknown): void {
-    if (isTxnError(e) && e.code === 'LOCK_NOT_FOUND' && this.anomalies.length < 100) this.anomalies.push(e);
+    if (!isTxnError(e) || e.code !== 'LOCK_NOT_FOUND') return;
+    if (this.anomalies.length < 100) this.anomalies.push(e);
+    this.log?.(`anomaly: ${e.message}`);
   }
+
+  /** PercolatorOptions.log, if given. */
+  private log: ((line: string) => void) | null = null;
 
   static async open(options: PercolatorOptions = {}): Promise<Percolator> {
     if (options === null || typeof options !== 'object')
@@ -362,6 +374,7 @@ export class Percolator {
       const unseenLease =
         options.lockService === undefined && services !== null && services.lockService !== null && !services.lockServiceSeesLeases;
       db.lockOwner = unseenLease ? `${LEASE_ELSEWHERE}${owner}` : owner;
+      db.log = options.log ?? null;
       db.startBackgroundGc(options.gcIntervalMs ?? DEFAULT_GC_INTERVAL_MS, options.fullGcIntervalMs ?? 0, options.recentGcWindows);
       return db;
     } catch (e) {
@@ -648,6 +661,7 @@ export class Percolator {
         (error: unknown) => {
           // A failed pass is retried at a later tick; it never touches data it did not check.
           this.lastGc = { result: null, error, at: done(), kind };
+          this.log?.(`${kind} GC pass failed: ${error instanceof Error ? error.message : String(error)}`);
         },
       );
       void this.gcRunning.finally(() => {
@@ -935,6 +949,7 @@ const OPEN_OPTIONS: ReadonlySet<string> = new Set([
   'fullGcIntervalMs',
   'recentGcWindows',
   'commitProtocol',
+  'log',
 ]);
 const TRANSACTION_OPTIONS: ReadonlySet<string> = new Set(['maxAttempts', 'baseBackoffMs', 'maxBackoffMs']);
 const QUIESCENCE_OPTIONS: ReadonlySet<string> = new Set(['timeoutMs', 'tables']);
@@ -968,7 +983,7 @@ function checkOpenOptions(options: PercolatorOptions): void {
     throw bad('oracle', 'a timestamp source (an OracleClient)', options.oracle);
   if (options.lockService !== undefined && !hasMethods(options.lockService, ['tryLock', 'unlock', 'close']))
     throw bad('lockService', 'a LockService (tryLock, unlock, close)', options.lockService);
-  for (const name of ['nowMs', 'onProtocolPoint'] as const) {
+  for (const name of ['nowMs', 'onProtocolPoint', 'log'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') throw bad(name, 'a function', options[name]);
   }
 }

@@ -192,6 +192,8 @@ export function register(program: Command): void {
         storeOptions: { level: { create: false } },
         fullGcIntervalMs: opts.fullGcInterval * 1000,
         recentGcWindows: LONG_RUNNING_GC_WINDOWS,
+        // A broken invariant or a failed GC pass is told as it happens, not only counted.
+        log: (line) => process.stderr.write(`${new Date().toISOString()} percolator worker: ${line}\n`),
       }).catch((e: unknown) => {
         // "No store" alone leaves a newcomer asking how one is made; the way that also lets
         // writers and `wait` reach it while the worker runs is a server.

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { cleanup } from './actions/cleanup.js';
 import { commitPrimary } from './actions/commit.js';
 import { prewrite } from './actions/prewrite.js';
 import { MAX_FAILED_ROWS } from './gc-rows.js';
@@ -23,6 +24,11 @@ async function writeVersions(n: number, size = 10): Promise<number[]> {
     s.release();
   }
   return ts;
+}
+
+/** A lock template naming `key`'s `c:v` as the primary. */
+function templateOf(key: string) {
+  return { primaryTable: 't', primaryRow: Buffer.from(key), primaryColumn: 'c:v', wallTimeMs: Date.now(), ttlMs: 60_000, owner: 'w' };
 }
 
 async function writeRecords(): Promise<number> {
@@ -222,6 +228,47 @@ describe('collectGarbage', () => {
     expect(await s.getString('t', 'k', 'c:v')).toBe('secondary');
     s.release();
   });
+  it('collects rollback records below the watermark, in a row no commit ever reached too, but not one at the watermark', async () => {
+    await writeVersions(2); // `k` holds commits, `p` and `q` nothing yet
+    const row = (key: string) => ({
+      table: 't',
+      row: Buffer.from(key),
+      cells: [{ column: 'c:v', q: encodeColumn('c:v'), kind: 'put' as const, value: Buffer.from(key), notify: false }],
+    });
+    const abandoned = async (start: number) => {
+      // A transaction of a worker gone long ago: its locks are rolled back by the next pass.
+      const template = { primaryTable: 't', primaryRow: Buffer.from('p'), primaryColumn: 'c:v', wallTimeMs: 0, ttlMs: 1, owner: 'gone' };
+      await prewrite(db.store, row('p'), start, template);
+      await prewrite(db.store, row('k'), start, template);
+    };
+    const s0 = await db.snapshot();
+    s0.release();
+    await abandoned(s0.startTs);
+    const write = async (key: string) =>
+      (await db.store.readRow('t', Buffer.from(key), { familyNameRegexFilter: 'write|lock|data' }))?.cells.map((c) => c.family) ?? [];
+    // The pass resolves the locks (rollback records on `p` and `k`), then collects the records:
+    // `p` held nothing else and is gone, `k` keeps its newest commit.
+    const r = await db.collectGarbage();
+    expect(r.locksResolved).toBe(2);
+    expect(await write('p')).toEqual([]);
+    expect(await write('k')).toEqual(['write']);
+    expect(r.versionsRemoved).toBe(1 + 2); // the older commit of `k`, and the two rollback records
+
+    // A running transaction at the watermark keeps the rollback record at its own start: without
+    // it, its primary prewrite arriving late would lock and commit over rolled-back secondaries.
+    const running = await db.begin();
+    const { startTs } = running;
+    await cleanup(db.store, 't', Buffer.from('q'), encodeColumn('c:v'), startTs); // a reader rolled back its primary early
+    expect((await db.collectGarbage()).watermark).toBe(startTs);
+    expect(await write('q')).toEqual(['write']);
+    await expect(prewrite(db.store, row('q'), startTs, { ...templateOf('q'), owner: db.owner })).rejects.toMatchObject({
+      code: 'TXN_ABORTED',
+    });
+    running.release();
+    await db.collectGarbage();
+    expect(await write('q')).toEqual([]);
+  });
+
   it('applies deletions read from a stale scan to the current row: newer versions and locks keep their data', async () => {
     // Phase 2 computes a row's deletions from its scan (an engine snapshot taken when the table's
     // scan began, possibly minutes old) and applies them later to the row as it is then. Hold the

@@ -7,10 +7,13 @@
  *    record could otherwise be collected while the lock still points at it. A lock that cannot be
  *    resolved yet (a live owner within its TTL) lowers the effective watermark to its start ts.
  * 2. For each column, the newest committed (put or delete) write record at or below W is the
- *    version a reader at W sees: it and everything newer are kept; older write records (puts,
+ *    version a reader at W sees: it and the newer commits are kept; older write records (puts,
  *    deletes, rollbacks) and their `data` cells are deleted. Rollback records older than a kept
  *    commit are no longer needed: a late prewrite of their transaction meets the newer commit and
- *    fails anyway. A kept version that is a delete goes too, unless a strong notification of the
+ *    fails anyway, and so are those newer than the kept version but below W, or in a column with
+ *    no commit at or below W: their transactions ended (W passed their start), and a late
+ *    prewrite of one meets a primary that is rolled back or, its record gone too, rolls back.
+ *    A kept version that is a delete goes too, unless a strong notification of the
  *    column is pending (an observer tells a new change from a processed one by the visible
  *    commit): a reader finds nothing either way, and a deleted cell stops holding its row in the
  *    store forever.
@@ -149,9 +152,19 @@ export function shadowedVersions(
   const out: DeletionGroup[] = [];
   forEachColumn(cells, (q, i, j) => {
     const keep = visibleAt(cells, i, j, watermark);
-    const kept = keep < 0 ? null : decodeWrite((cells[keep] as Cell).value);
-    const drop = kept?.kind === 'delete' && dropDelete(q);
-    if (kept !== null && (drop || keep + 1 < j)) {
+    // Rollback records below the watermark that no kept commit is below: of transactions
+    // that ended (the watermark passed their start), whose late prewrites nothing can make commit
+    // (cleanup.ts). Without a commit in the column they were never collected, and a row that a
+    // rolled-back transaction created stayed forever (over `serve`, where commits are two-phase).
+    const rollbacks = rollbacksAbove(cells, i, keep < 0 ? j : keep, watermark, q);
+    if (keep < 0) {
+      if (rollbacks.versions > 0) out.push(rollbacks);
+      return;
+    }
+    const kept = decodeWrite((cells[keep] as Cell).value);
+    const drop = kept.kind === 'delete' && dropDelete(q);
+    if (rollbacks.versions > 0) out.push(rollbacks);
+    if (drop || keep + 1 < j) {
       const keptTs = (cells[keep] as Cell).timestamp;
       const mutations: Mutation[] = [
         {
@@ -174,6 +187,24 @@ export function shadowedVersions(
     }
   });
   return out;
+}
+
+/**
+ * The rollback records among cells[i..end) (one column, newest first; `end` the kept version or
+ * the column's end) below the watermark, each deleted at its own timestamp: a range would
+ * reach the kept version or newer records.
+ */
+function rollbacksAbove(cells: readonly Cell[], i: number, end: number, watermark: number, q: Uint8Array): DeletionGroup {
+  const mutations: Mutation[] = [];
+  for (let k = i; k < end; k++) {
+    const c = cells[k] as Cell;
+    // Strictly below: the oldest running transaction may have started at the watermark itself,
+    // and its rollback record is what keeps its late primary prewrite from committing.
+    if (c.timestamp >= watermark) continue;
+    const at = { startTimestampMicros: c.timestamp, endTimestampMicros: c.timestamp + 1 };
+    mutations.push({ deleteFromColumn: { familyName: WRITE, columnQualifier: q, timeRange: at } });
+  }
+  return { mutations, versions: mutations.length };
 }
 
 /** The index in cells[i..j) (one column, newest first) of the version visible at the watermark, or -1. */

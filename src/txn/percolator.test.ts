@@ -1031,3 +1031,24 @@ describe('values belong to whoever holds them', () => {
     }
   });
 });
+
+describe('gcWatermark', () => {
+  it('stays at the oldest open transaction and passes it once that ends', async () => {
+    const db = await Percolator.open({ store: 'memory:' });
+    try {
+      const old = await db.begin();
+      const newer = await db.begin();
+      expect(await db.gcWatermark()).toBe(old.startTs);
+      old.release();
+      expect(await db.gcWatermark()).toBe(newer.startTs);
+      newer.release();
+      const after = await db.gcWatermark();
+      expect(after).toBeGreaterThan(newer.startTs);
+      // Nothing registered: the next timestamp, and the result never goes backwards.
+      expect(await db.gcWatermark()).toBeGreaterThanOrEqual(after);
+    } finally {
+      await db.close();
+    }
+    await expect(db.gcWatermark()).rejects.toMatchObject({ code: 'TXN_FINISHED' });
+  });
+});

@@ -593,6 +593,17 @@ export class Percolator {
   }
 
   /**
+   * The oracle's GC watermark: the oldest start timestamp a running transaction or snapshot may
+   * still read at. Versions shadowed below it are what `collectGarbage` may remove. A remote oracle
+   * holds it back by a few seconds for its clients' report lag (oracle.ts), so it trails the
+   * newest timestamps even on an idle store.
+   */
+  async gcWatermark(): Promise<number> {
+    this.checkOpen();
+    return this.oracle.getWatermark();
+  }
+
+  /**
    * Collects versions no running transaction can read (below the oracle's GC watermark) in every
    * Percolator table, after resolving the locks below it. See gc.ts.
    */

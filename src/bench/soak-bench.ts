@@ -17,7 +17,7 @@
  * through the loader (8 concurrent transactions); when the pipeline falls behind, the achieved
  * `crawlsPerSecond` says so.
  */
-import { readdir, stat } from 'node:fs/promises';
+import { readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -27,10 +27,11 @@ import { type CrawledDoc, loadDocuments } from '../apps/webindex/loader.js';
 import { runWebIndex } from '../apps/webindex/run.js';
 import type { Store } from '../store/store.js';
 import { WRITE, decodeWrite } from '../txn/layout.js';
-import { LONG_RUNNING_GC_WINDOWS } from '../txn/percolator.js';
+import { LONG_RUNNING_GC_WINDOWS, type Percolator } from '../txn/percolator.js';
 import { mulberry32 } from '../util/seeded-random.js';
 import { BenchOptionError } from './bench-option-error.js';
 import { benchStoreUrl, withBenchDir } from './bench-dir.js';
+import { type ServeProcess, startServeProcess } from './serve-process.js';
 
 export interface SoakBenchOptions {
   /** Repository size (synthetic documents). */
@@ -42,8 +43,11 @@ export interface SoakBenchOptions {
   /** Seconds between samples. Default 30. */
   readonly sampleSeconds?: number;
   readonly seed?: number;
-  /** `file:` (a fresh temporary directory, the default) or `memory:`. */
-  readonly store?: 'file:' | 'memory:';
+  /**
+   * `file:` (a fresh temporary directory, the default), `memory:`, or `serve`: a `percolator serve`
+   * process on a fresh directory, the pipeline its client over `bigtable://` (serve-process.ts).
+   */
+  readonly store?: 'file:' | 'memory:' | 'serve';
   /** Background full GC passes at most this often (Percolator's `fullGcIntervalMs`; default 0 = off). */
   readonly fullGcIntervalMs?: number;
   /** Targeted GC passes remember what `percolator worker`'s do (LONG_RUNNING_GC_WINDOWS), not the library's default. */
@@ -58,8 +62,10 @@ export interface SoakSample {
   readonly rssMiB: number;
   /** The JS heap in use after a full collection. */
   readonly heapMiB: number;
-  /** The store's directory (`file:`; null for `memory:`). */
+  /** The store's directory (`file:`, `serve`; null for `memory:`). */
   readonly storeMiB: number | null;
+  /** With `serve`: the server process's resident memory (else null). */
+  readonly serverRssMiB: number | null;
 }
 
 /** Rows of one table as stored, and how many hold nothing but delete records (no value, no lock). */
@@ -82,6 +88,7 @@ export interface SoakBenchResult {
   readonly rowsAfterFullPass: Readonly<Record<string, TableRows>>;
   readonly fullPass: { readonly seconds: number; readonly versionsRemoved: number };
   readonly anomalies: readonly string[];
+  /** `file:`, `memory:` or `serve`. */
   readonly store: string;
   readonly fullGcIntervalMs: number;
   readonly workerGcWindows: boolean;
@@ -145,104 +152,147 @@ export async function runSoakBench(options: SoakBenchOptions): Promise<SoakBench
   const random = mulberry32(seed ^ 0x2545f491);
   const corpus = new SyntheticCorpus({ docs: n, seed });
   return withBenchDir(options.store === 'memory:', 'soak', async (dir) => {
-    log(`loading ${n} documents (${benchStoreUrl(dir)})`);
-    const handle = await runWebIndex({
-      corpus: 'synthetic',
-      docs: n,
-      seed,
-      store: benchStoreUrl(dir),
-      keep: true,
-      ...(options.fullGcIntervalMs === undefined ? {} : { fullGcIntervalMs: options.fullGcIntervalMs }),
-      ...(options.workerGcWindows === true ? { recentGcWindows: LONG_RUNNING_GC_WINDOWS } : {}),
-    });
+    const server = options.store === 'serve' ? await startServeProcess(dir as string) : null;
     try {
-      const { db } = handle;
-      const keyMode = handle.summary.keyMode;
-      const live = new Map<string, CorpusDoc>();
-      for (let i = 0; i < n; i++) live.set(corpus.url(i), corpus.doc(i, 0) as CorpusDoc);
-      const versions = new Int32Array(n);
-      const samples: SoakSample[] = [];
-      let crawls = 0;
-      const started = performance.now();
-      const sample = async (): Promise<void> => {
-        const s: SoakSample = {
-          seconds: Math.round((performance.now() - started) / 1000),
-          crawls,
-          rssMiB: Math.round(process.memoryUsage().rss / MiB),
-          heapMiB: collectedHeapMiB(),
-          storeMiB: dir === null ? null : await dirMiB(dir),
-        };
-        samples.push(s);
-        log(
-          `${s.seconds} s: ${s.crawls} crawls, RSS ${s.rssMiB} MiB, heap ${s.heapMiB} MiB${s.storeMiB === null ? '' : `, store ${s.storeMiB} MiB`}`,
-        );
-      };
-      await sample();
-      const batchSize = Math.max(1, Math.round(options.rate / 10));
-      const endMs = options.seconds * 1000;
-      let nextSample = sampleMs;
-      for (let tick = 1; performance.now() - started < endMs; tick++) {
-        const fetches = new Map<string, CrawledDoc>(); // one fetch of a URL a batch: `live` is what was written last
-        for (let k = 0; k < batchSize; k++) {
-          const i = Math.floor(random() * n);
-          const url = corpus.url(i);
-          const r = random();
-          if (r < 0.05) {
-            fetches.set(url, { url, content: null });
-            continue;
-          }
-          if (r < 0.85 || !live.has(url)) versions[i] = (versions[i] as number) + 1;
-          fetches.set(url, corpus.doc(i, versions[i]));
-        }
-        await loadDocuments(db, [...fetches.values()], { concurrency: 8 });
-        for (const d of fetches.values()) {
-          if (d.content === null) live.delete(d.url);
-          else live.set(d.url, d as CorpusDoc);
-        }
-        crawls += fetches.size;
-        const wait = tick * 100 - (performance.now() - started);
-        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-        if (performance.now() - started >= nextSample) {
-          nextSample += sampleMs;
-          await sample();
-        }
-      }
-      const seconds = (performance.now() - started) / 1000;
-      log('re-crawls done; waiting for quiescence');
-      await db.waitForQuiescence({ timeoutMs: 30 * 60_000 });
-      await sample();
-
-      const snap = await db.snapshot();
-      const got = await readIndexState(snap).finally(() => snap.release());
-      const want = batchIndex(live.values(), keyMode);
-      const differences = INDEX_FIELDS.reduce((n, field) => n + differingKeys(got[field], want[field]).length, 0);
-      log(`index vs batch: ${differences} differences; counting rows`);
-      const tables = (await db.store.listTables()).filter((t) => !t.startsWith('_percolator'));
-      const rowsAtEnd = await countRows(db.store, tables);
-      const t0 = performance.now();
-      const pass = await db.collectGarbage();
-      const fullPass = { seconds: Math.round((performance.now() - t0) / 100) / 10, versionsRemoved: pass.versionsRemoved };
-      log(`full pass: ${fullPass.versionsRemoved} versions in ${fullPass.seconds} s`);
-      const rowsAfterFullPass = await countRows(db.store, tables);
-      return {
-        documents: n,
-        crawls,
-        crawlsPerSecond: Math.round(crawls / seconds),
-        seconds: Math.round(seconds),
-        loadSeconds: Math.round(handle.summary.loadAndProcessMs / 100) / 10,
-        samples,
-        liveDocuments: live.size,
-        differencesFromBatch: differences,
-        rowsAtEnd,
-        rowsAfterFullPass,
-        fullPass,
-        anomalies: db.anomalies.map((e) => e.message),
-        store: dir === null ? 'memory:' : 'file:',
-        fullGcIntervalMs: db.fullGcIntervalMs,
-        workerGcWindows: options.workerGcWindows === true,
-      };
+      return await soakIn(dir, server, options, { n, sampleMs, seed, random, corpus, log });
     } finally {
-      await handle.close();
+      await server?.stop();
     }
   });
+}
+
+async function soakIn(
+  dir: string | null,
+  server: ServeProcess | null,
+  options: SoakBenchOptions,
+  { n, sampleMs, seed, random, corpus, log }: SoakSetup,
+): Promise<SoakBenchResult> {
+  const url = server !== null ? `bigtable://127.0.0.1:${server.port}` : benchStoreUrl(dir);
+  log(`loading ${n} documents (${url}${server !== null ? `, served from ${dir}` : ''})`);
+  const handle = await runWebIndex({
+    corpus: 'synthetic',
+    docs: n,
+    seed,
+    store: url,
+    keep: true,
+    ...(options.fullGcIntervalMs === undefined ? {} : { fullGcIntervalMs: options.fullGcIntervalMs }),
+    ...(options.workerGcWindows === true ? { recentGcWindows: LONG_RUNNING_GC_WINDOWS } : {}),
+  });
+  try {
+    const { db } = handle;
+    const keyMode = handle.summary.keyMode;
+    const live = new Map<string, CorpusDoc>();
+    for (let i = 0; i < n; i++) live.set(corpus.url(i), corpus.doc(i, 0) as CorpusDoc);
+    const versions = new Int32Array(n);
+    const samples: SoakSample[] = [];
+    let crawls = 0;
+    const started = performance.now();
+    const sample = async (): Promise<void> => {
+      const s: SoakSample = {
+        seconds: Math.round((performance.now() - started) / 1000),
+        crawls,
+        rssMiB: Math.round(process.memoryUsage().rss / MiB),
+        heapMiB: collectedHeapMiB(),
+        storeMiB: dir === null ? null : await dirMiB(dir),
+        serverRssMiB: server === null ? null : await processRssMiB(server.pid),
+      };
+      samples.push(s);
+      log(
+        `${s.seconds} s: ${s.crawls} crawls, RSS ${s.rssMiB} MiB, heap ${s.heapMiB} MiB${s.storeMiB === null ? '' : `, store ${s.storeMiB} MiB`}${s.serverRssMiB === null ? '' : `, server RSS ${s.serverRssMiB} MiB`}`,
+      );
+    };
+    await sample();
+    const batchSize = Math.max(1, Math.round(options.rate / 10));
+    const endMs = options.seconds * 1000;
+    let nextSample = sampleMs;
+    for (let tick = 1; performance.now() - started < endMs; tick++) {
+      const fetches = new Map<string, CrawledDoc>(); // one fetch of a URL a batch: `live` is what was written last
+      for (let k = 0; k < batchSize; k++) {
+        const i = Math.floor(random() * n);
+        const url = corpus.url(i);
+        const r = random();
+        if (r < 0.05) {
+          fetches.set(url, { url, content: null });
+          continue;
+        }
+        if (r < 0.85 || !live.has(url)) versions[i] = (versions[i] as number) + 1;
+        fetches.set(url, corpus.doc(i, versions[i]));
+      }
+      await loadDocuments(db, [...fetches.values()], { concurrency: 8 });
+      for (const d of fetches.values()) {
+        if (d.content === null) live.delete(d.url);
+        else live.set(d.url, d as CorpusDoc);
+      }
+      crawls += fetches.size;
+      const wait = tick * 100 - (performance.now() - started);
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      if (performance.now() - started >= nextSample) {
+        nextSample += sampleMs;
+        await sample();
+      }
+    }
+    const seconds = (performance.now() - started) / 1000;
+    log('re-crawls done; waiting for quiescence');
+    await db.waitForQuiescence({ timeoutMs: 30 * 60_000 });
+    await sample();
+
+    const snap = await db.snapshot();
+    const got = await readIndexState(snap).finally(() => snap.release());
+    const want = batchIndex(live.values(), keyMode);
+    const differences = INDEX_FIELDS.reduce((n, field) => n + differingKeys(got[field], want[field]).length, 0);
+    log(`index vs batch: ${differences} differences; counting rows`);
+    const tables = (await db.store.listTables()).filter((t) => !t.startsWith('_percolator'));
+    const rowsAtEnd = await countRows(db.store, tables);
+    // The pass collects below the oracle's GC watermark, which over serve trails the clock by the
+    // oracle's holdback (3 s, oracle.ts): a pass at once would keep the last seconds' versions.
+    const quiet = await db.begin();
+    quiet.release();
+    await untilWatermark(db, quiet.startTs);
+    const t0 = performance.now();
+    const pass = await db.collectGarbage();
+    const fullPass = { seconds: Math.round((performance.now() - t0) / 100) / 10, versionsRemoved: pass.versionsRemoved };
+    log(`full pass: ${fullPass.versionsRemoved} versions in ${fullPass.seconds} s`);
+    const rowsAfterFullPass = await countRows(db.store, tables);
+    return {
+      documents: n,
+      crawls,
+      crawlsPerSecond: Math.round(crawls / seconds),
+      seconds: Math.round(seconds),
+      loadSeconds: Math.round(handle.summary.loadAndProcessMs / 100) / 10,
+      samples,
+      liveDocuments: live.size,
+      differencesFromBatch: differences,
+      rowsAtEnd,
+      rowsAfterFullPass,
+      fullPass,
+      anomalies: db.anomalies.map((e) => e.message),
+      store: server !== null ? 'serve' : dir === null ? 'memory:' : 'file:',
+      fullGcIntervalMs: db.fullGcIntervalMs,
+      workerGcWindows: options.workerGcWindows === true,
+    };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Waits (up to a minute) until the oracle's GC watermark has reached `ts`. */
+async function untilWatermark(db: Percolator, ts: number): Promise<void> {
+  const deadline = performance.now() + 60_000;
+  while ((await db.gcWatermark()) < ts && performance.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+}
+
+interface SoakSetup {
+  readonly n: number;
+  readonly sampleMs: number;
+  readonly seed: number;
+  readonly random: () => number;
+  readonly corpus: SyntheticCorpus;
+  readonly log: (line: string) => void;
+}
+
+/** A process's resident memory from /proc (null where there is none, or it has exited). */
+async function processRssMiB(pid: number): Promise<number | null> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => null);
+  const kb = status === null ? null : /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+  return kb === undefined || kb === null ? null : Math.round(Number(kb) / 1024);
 }

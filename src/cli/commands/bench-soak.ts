@@ -1,6 +1,6 @@
 /**
  * `percolator bench soak [--docs N] [--rate R] [--seconds S] [--sample-seconds S]
- * [--full-gc-interval-ms MS] [--worker-gc-windows] [--store file:|memory:] [--seed N] [--json]`
+ * [--full-gc-interval-ms MS] [--worker-gc-windows] [--store file:|memory:|serve] [--seed N] [--json]`
  *
  * Thin: runs src/bench/soak-bench.ts — a repository re-crawled continuously, sampled for memory
  * and store size, then checked against the batch and counted for rows GC left. With --json,
@@ -50,12 +50,17 @@ export function register(program: Command): void {
       '--worker-gc-windows',
       "targeted GC passes remember what percolator worker's do (2 Mi cells, 1 Mi transactions), not the library's 100 000",
     )
-    .option('--store <kind>', 'file: (a fresh temporary directory) or memory:', 'file:')
+    .option(
+      '--store <kind>',
+      'file: (a fresh temporary directory), memory:, or serve (a percolator serve process on a fresh directory, the pipeline its client)',
+      'file:',
+    )
     .option('--seed <n>', 'corpus and crawl seed', parseNonNegativeInteger('seed'), 42)
     .option('--json', 'print one JSON object')
     .action(async (flags: Flags) => {
-      if (flags.store !== 'file:' && flags.store !== 'memory:')
-        throw new UsageError(`--store must be file: or memory:, got ${flags.store}`);
+      const store = flags.store;
+      if (store !== 'file:' && store !== 'memory:' && store !== 'serve')
+        throw new UsageError(`--store must be file:, memory: or serve, got ${store}`);
       const { runSoakBench } = await import('../../bench/soak-bench.js');
       const json = flags.json === true;
       const result = await runSoakBench({
@@ -65,7 +70,7 @@ export function register(program: Command): void {
         sampleSeconds: flags.sampleSeconds,
         fullGcIntervalMs: flags.fullGcIntervalMs,
         workerGcWindows: flags.workerGcWindows === true,
-        store: flags.store,
+        store,
         seed: flags.seed,
         log: json ? undefined : (line) => process.stderr.write(`${line}\n`),
       });
@@ -78,13 +83,14 @@ export function register(program: Command): void {
       const lines = [
         'samples:',
         ...formatTable(
-          ['seconds', 'crawls', 'RSS MiB', 'heap MiB', 'store MiB'],
+          ['seconds', 'crawls', 'RSS MiB', 'heap MiB', 'store MiB', 'server RSS MiB'],
           samples.map((s) => [
             String(s.seconds),
             String(s.crawls),
             String(s.rssMiB),
             String(s.heapMiB),
             s.storeMiB === null ? '-' : String(s.storeMiB),
+            s.serverRssMiB === null ? '-' : String(s.serverRssMiB),
           ]),
           '  ',
         ),

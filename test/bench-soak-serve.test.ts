@@ -15,6 +15,7 @@ it('re-crawls over serve: samples the server, ends equal to the batch, and a ful
     expect(s.storeMiB).not.toBeNull();
     expect(s.serverRssMiB).toBeGreaterThan(20);
   }
+  expect(r.backgroundGc.full.passes).toBeGreaterThan(0); // fullGcIntervalMs 1 000
   expect(r.differencesFromBatch).toBe(0);
   expect(r.anomalies).toEqual([]);
   for (const [table, t] of Object.entries(r.rowsAfterFullPass)) expect(t.deletedOnly, table).toBe(0);

@@ -15,6 +15,11 @@ it('re-crawls a repository, samples it, and ends with the batch index and no row
   for (const [table, t] of Object.entries(r.rowsAfterFullPass)) expect(t.deletedOnly, table).toBe(0);
   expect(r.rowsAfterFullPass.index?.rows).toBeLessThanOrEqual(r.rowsAtEnd.index?.rows ?? 0);
   expect(r.workerGcWindows).toBe(false);
+  // The targeted passes ran in the background and collected; their backlog was sampled.
+  expect(r.backgroundGc.recent.passes).toBeGreaterThan(0);
+  expect(r.backgroundGc.recent.versionsRemoved).toBeGreaterThan(0);
+  expect(r.backgroundGc.full.passes).toBe(0); // full passes are off by default
+  expect(r.samples.every((s) => Number.isSafeInteger(s.gcBacklogCells) && s.gcBacklogCells >= 0)).toBe(true);
 }, 60_000);
 
 it("with the worker's GC windows, the same index as the batch", async () => {

@@ -66,6 +66,8 @@ export interface SoakSample {
   readonly storeMiB: number | null;
   /** With `serve`: the server process's resident memory (else null). */
   readonly serverRssMiB: number | null;
+  /** Columns the targeted GC passes have yet to collect (`db.gcBacklogCells`). */
+  readonly gcBacklogCells: number;
 }
 
 /** Rows of one table as stored, and how many hold nothing but delete records (no value, no lock). */
@@ -87,6 +89,8 @@ export interface SoakBenchResult {
   readonly rowsAtEnd: Readonly<Record<string, TableRows>>;
   readonly rowsAfterFullPass: Readonly<Record<string, TableRows>>;
   readonly fullPass: { readonly seconds: number; readonly versionsRemoved: number };
+  /** What the background GC passes did during the run (`db.gcTotals`), before the final pass. */
+  readonly backgroundGc: Percolator['gcTotals'];
   readonly anomalies: readonly string[];
   /** `file:`, `memory:` or `serve`. */
   readonly store: string;
@@ -195,10 +199,11 @@ async function soakIn(
         heapMiB: collectedHeapMiB(),
         storeMiB: dir === null ? null : await dirMiB(dir),
         serverRssMiB: server === null ? null : await processRssMiB(server.pid),
+        gcBacklogCells: db.gcBacklogCells,
       };
       samples.push(s);
       log(
-        `${s.seconds} s: ${s.crawls} crawls, RSS ${s.rssMiB} MiB, heap ${s.heapMiB} MiB${s.storeMiB === null ? '' : `, store ${s.storeMiB} MiB`}${s.serverRssMiB === null ? '' : `, server RSS ${s.serverRssMiB} MiB`}`,
+        `${s.seconds} s: ${s.crawls} crawls, RSS ${s.rssMiB} MiB, heap ${s.heapMiB} MiB${s.storeMiB === null ? '' : `, store ${s.storeMiB} MiB`}${s.serverRssMiB === null ? '' : `, server RSS ${s.serverRssMiB} MiB`}, GC backlog ${s.gcBacklogCells} cells`,
       );
     };
     await sample();
@@ -248,6 +253,7 @@ async function soakIn(
     const quiet = await db.begin();
     quiet.release();
     await untilWatermark(db, quiet.startTs);
+    const backgroundGc = structuredClone(db.gcTotals);
     const t0 = performance.now();
     const pass = await db.collectGarbage();
     const fullPass = { seconds: Math.round((performance.now() - t0) / 100) / 10, versionsRemoved: pass.versionsRemoved };
@@ -265,6 +271,7 @@ async function soakIn(
       rowsAtEnd,
       rowsAfterFullPass,
       fullPass,
+      backgroundGc,
       anomalies: db.anomalies.map((e) => e.message),
       store: server !== null ? 'serve' : dir === null ? 'memory:' : 'file:',
       fullGcIntervalMs: db.fullGcIntervalMs,

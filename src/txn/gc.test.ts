@@ -409,9 +409,19 @@ describe('background GC', () => {
       await vi.waitFor(() => expect(lines.length).toBeGreaterThan(0), { timeout: 5_000, interval: 10 });
       expect(lines[0]).toMatch(/^recent GC pass failed: .*t\/k: disk on fire/);
       expect(bg.lastGc?.error).toMatchObject({ code: 'GC_INCOMPLETE' });
+      const failed = bg.gcTotals.recent.failed;
+      expect(failed).toBeGreaterThan(0);
+      expect(bg.gcTotals.recent.versionsRemoved).toBe(0);
       fail = false;
       await vi.waitFor(() => expect(bg.lastGc?.result?.versionsRemoved).toBe(2), { timeout: 5_000, interval: 10 });
       failing.mockRestore();
+      // Every pass is counted, failed or not; only the ones that succeeded count versions.
+      const { passes, failed: failedNow, versionsRemoved, ms } = bg.gcTotals.recent;
+      expect(failedNow).toBe(failed);
+      expect(passes).toBeGreaterThan(failed);
+      expect(versionsRemoved).toBe(2);
+      expect(ms).toBeGreaterThanOrEqual(0);
+      expect(bg.gcTotals.full.passes).toBe(0);
     } finally {
       await bg.close();
     }
@@ -456,6 +466,8 @@ describe('background GC', () => {
         { timeout: 5_000, interval: 20 },
       );
       expect(db.lastGc?.error).toBeNull();
+      expect(db.gcTotals.full.passes).toBeGreaterThan(0);
+      expect(db.gcTotals.full.versionsRemoved).toBeGreaterThanOrEqual(2); // theirs: 2 older versions
     } finally {
       await other.close();
       await db.close();

@@ -142,6 +142,20 @@ export function fullPassDue(now: number, lastFull: number, everyMs: number, over
  */
 export const LEASE_ELSEWHERE = 'lease-elsewhere:';
 
+/** Background GC passes of one kind since a Percolator opened (`db.gcTotals`). */
+export interface GcTotals {
+  passes: number;
+  /** Of those, passes that failed (their partial work is not counted below). */
+  failed: number;
+  versionsRemoved: number;
+  /** Wall time the passes took. */
+  ms: number;
+}
+
+function newGcTotals(): GcTotals {
+  return { passes: 0, failed: 0, versionsRemoved: 0, ms: 0 };
+}
+
 /** Background GC's default tick: a targeted pass every second. */
 export const DEFAULT_GC_INTERVAL_MS = 1_000;
 
@@ -215,6 +229,20 @@ export class Percolator {
   /** The last background GC pass (null before the first), and its error if it failed. */
   lastGc: { readonly result: GcResult | null; readonly error: unknown; readonly at: number; readonly kind: 'full' | 'recent' } | null =
     null;
+  /**
+   * What the background passes did since open, per kind: passes (failed ones too), versions they
+   * removed, and their wall time. Whether GC keeps up with a workload shows here, not in one pass.
+   */
+  readonly gcTotals: Readonly<Record<'full' | 'recent', GcTotals>> = { full: newGcTotals(), recent: newGcTotals() };
+
+  /**
+   * Columns committed to twice or more here that the targeted passes have not collected yet (their
+   * backlog; 0 while GC is off). It grows when they fall behind; a full pass is due when it
+   * overflows (`recentGcWindows`).
+   */
+  get gcBacklogCells(): number {
+    return this.recent?.dirtyCells ?? 0;
+  }
   /** What this process's workers name their advisory locks after (`WorkerHost.owner`): its liveness id, or see LEASE_ELSEWHERE. */
   private lockOwner = '';
   /** Rows and transactions committed here since the last targeted GC pass (null while GC is off). */
@@ -665,13 +693,22 @@ export class Percolator {
           })
         : this.collectRecentGarbage(RECENT_PASS_CELLS);
       const kind = full ? 'full' : 'recent';
+      const totals = this.gcTotals[kind] as GcTotals;
+      const count = (result: GcResult | null): number => {
+        const at = done();
+        totals.passes++;
+        totals.ms += at - started;
+        if (result !== null) totals.versionsRemoved += result.versionsRemoved;
+        else totals.failed++;
+        return at;
+      };
       this.gcRunning = pass.then(
         (result) => {
-          this.lastGc = { result, error: null, at: done(), kind };
+          this.lastGc = { result, error: null, at: count(result), kind };
         },
         (error: unknown) => {
           // A failed pass is retried at a later tick; it never touches data it did not check.
-          this.lastGc = { result: null, error, at: done(), kind };
+          this.lastGc = { result: null, error, at: count(null), kind };
           this.log?.(`${kind} GC pass failed: ${error instanceof Error ? error.message : String(error)}`);
         },
       );

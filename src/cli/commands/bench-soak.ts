@@ -83,7 +83,7 @@ export function register(program: Command): void {
       const lines = [
         'samples:',
         ...formatTable(
-          ['seconds', 'crawls', 'RSS MiB', 'heap MiB', 'store MiB', 'server RSS MiB'],
+          ['seconds', 'crawls', 'RSS MiB', 'heap MiB', 'store MiB', 'server RSS MiB', 'GC backlog cells'],
           samples.map((s) => [
             String(s.seconds),
             String(s.crawls),
@@ -91,6 +91,7 @@ export function register(program: Command): void {
             String(s.heapMiB),
             s.storeMiB === null ? '-' : String(s.storeMiB),
             s.serverRssMiB === null ? '-' : String(s.serverRssMiB),
+            String(s.gcBacklogCells),
           ]),
           '  ',
         ),

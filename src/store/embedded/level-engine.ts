@@ -101,6 +101,7 @@ import { bytesKey, keyBytes } from '../bytes.js';
 import { StoreError } from '../errors.js';
 import type { KvEngine, KvEntry, KvOp, KvRange, KvWriteOptions } from '../kv-engine.js';
 import { ioError, mapError } from './level-errors.js';
+import { warnIfLevelDbUnfixed } from './leveldb-fix.js';
 import { DirIdentity } from './dir-identity.js';
 import { heldError, lockHolder } from './level-lock.js';
 import { takeSeal, writeSeal } from './level-seal.js';
@@ -204,6 +205,7 @@ export interface LevelEngine extends KvEngine {
 export { CORRUPTION_MARKER };
 
 export async function openLevelEngine(dir: string, options: LevelEngineOptions = {}): Promise<LevelEngine> {
+  warnIfLevelDbUnfixed();
   if (typeof dir !== 'string' || dir.length === 0) {
     throw new StoreError('INVALID_ARGUMENT', 'openLevelEngine needs a directory', { dir });
   }

@@ -12,6 +12,11 @@
  * delete records — what version GC left (`rowsAtEnd`), and again after one full pass
  * (`rowsAfterFullPass`, with its duration).
  *
+ * With `store: 'serve'` the store is a `percolator serve` process on a fresh directory and the
+ * pipeline its client, as `percolator worker` deployments run: the server's memory is sampled too,
+ * and what background GC did (`db.gcTotals`) and had left to do (`db.gcBacklogCells`) say whether
+ * its passes keep up over a network.
+ *
  * The crawl mix per fetch: 5 % deletion of the page, 80 % new content (a new version), the rest an
  * unchanged re-crawl (a new version if the page was deleted). Fetches go in batches every 100 ms
  * through the loader (8 concurrent transactions); when the pipeline falls behind, the achieved

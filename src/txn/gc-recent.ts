@@ -299,7 +299,14 @@ function cellsOf(family: string, qualifiers: readonly Uint8Array[]): RowFilter {
   return branches.length === 1 ? (branches[0] as RowFilter) : { interleave: branches };
 }
 
+/**
+ * Rows a pass works on at once: on an embedded store its reads are synchronous and 32 keep the
+ * deferred writes flowing; over a network each row waits for a read and a write, and the stores'
+ * batchers (bigtable/*-batcher.ts) put the rows of one event-loop turn in one call, so a wider
+ * pool fills each call — a pass of 10 000 columns then takes a few round trips, not ~300.
+ */
 const WIDTH = 32;
+export const REMOTE_WIDTH = 256;
 const DEFERRED = { durability: 'deferred' } as const;
 
 /** The families a pass reads on an embedded store (one constant array: the store remembers its groups). */
@@ -331,9 +338,10 @@ function writeCellsOf(qualifiers: ReadonlySet<string>): RowFilter {
 /**
  * Collects the dirty columns of `recent` at `watermark` (the oracle's GC watermark), reading
  * only those columns' write cells; at most about `maxCells` columns per call (the rest waits).
- * Deletions are deferred writes, up to 32 rows at once (a lost deletion only leaves a version the
- * next pass or a full pass collects); a row's go in as many row mutations as the store's per-row
- * limit needs, each version's record and `data` cell together (gc-rows.ts).
+ * Deletions are deferred writes, up to 32 rows at once (REMOTE_WIDTH on a store without
+ * synchronous reads; a lost deletion only leaves a version the next pass or a full pass collects);
+ * a row's go in as many row mutations as the store's per-row limit needs, each version's record
+ * and `data` cell together (gc-rows.ts).
  * Returns: what it did (`locksResolved` is always 0: it never touches locks).
  * Throws: GC_INCOMPLETE when some rows failed (the first one's error as its `cause`), after the
  * other rows were collected; the failed rows' columns are marked dirty again, and so are those of
@@ -351,7 +359,7 @@ export async function collectRecent(
   let versionsRemoved = 0;
   let rowsRewritten = 0;
   const failures = new GcFailures();
-  const pool = new BoundedPool(WIDTH);
+  const pool = new BoundedPool(sync === null ? REMOTE_WIDTH : WIDTH);
   const again = (table: string, row: string, cols: ReadonlySet<string>): void => {
     for (const q of cols) recent.markDirty(table, row, q);
   };

@@ -34,7 +34,7 @@ import type { Cell, Mutation } from '../store/types.js';
 import { BoundedPool } from '../util/bounded-pool.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { ResolveContext } from './actions/types.js';
-import { pendingNotifications } from './gc-recent.js';
+import { REMOTE_WIDTH, pendingNotifications } from './gc-recent.js';
 import { type DeletionGroup, GcFailures, chunkDeletions, forEachColumn } from './gc-rows.js';
 import { DATA, LOCK, WRITE, decodeWrite } from './layout.js';
 import { lockedCell } from './snapshot-read.js';
@@ -93,14 +93,15 @@ export async function collectGarbage(store: Store, tables: readonly string[], wa
   }
   // Phase 2: collect versions shadowed at the effective watermark. The deletions are deferred
   // (a crash that loses one only leaves versions the next pass collects; the store's log is
-  // ordered, so no later durable write can survive without them) and up to PHASE2_WIDTH rows are
-  // rewritten at once: a pass costs a few group commits instead of one fsync per row, which is
-  // what keeps hot rows short under a steady load. A row's chunks go one after the other.
+  // ordered, so no later durable write can survive without them) and up to PHASE2_WIDTH rows
+  // (REMOTE_WIDTH over a network, gc-recent.ts says why) are rewritten at once: a pass costs a
+  // few group commits instead of one fsync per row, which is what keeps hot rows short under a
+  // steady load. A row's chunks go one after the other.
   let versionsRemoved = 0;
   let rowsRewritten = 0;
   const limit = store.limits.maxMutationsPerRow;
   const sync = atomicRowsOf(store);
-  const pool = new BoundedPool(PHASE2_WIDTH);
+  const pool = new BoundedPool(sync === null ? REMOTE_WIDTH : PHASE2_WIDTH);
   try {
     rows: for (const table of tables) {
       const rows = store.readRows(table, { filter: { familyNameRegexFilter: WRITE } });

@@ -129,9 +129,10 @@ function markerOk(hash) {
   }
 }
 
-const text = patchSource();
+const checkOnly = process.argv.includes('--check');
+const text = checkOnly ? readFileSync(source, 'utf8') : patchSource();
 const hash = hashOf(text);
-if (process.argv.includes('--check')) {
+if (checkOnly) {
   process.stdout.write(markerOk(hash) ? 'leveldb-fix: built\n' : 'leveldb-fix: not built\n');
   process.exit(markerOk(hash) ? 0 : 1);
 }

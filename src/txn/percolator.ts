@@ -667,7 +667,11 @@ export class Percolator {
     // the last one (cost proportional to the change). With full passes on, one (cost proportional
     // to the repository: versions of other processes, rollback records, abandoned locks) runs
     // every fullIntervalMs, at once when the targeted set overflowed, and no sooner than 20× its
-    // last duration otherwise (fullPassDue). After a pass that took d ms the next waits at least 4d.
+    // last duration otherwise (fullPassDue). After a pass that took d ms the next waits at least 4d
+    // (d after a targeted pass over a network).
+    // Over a network a targeted pass's time is mostly waiting for the store, not this process's
+    // thread: spaced 1× its duration there, not 4× (bench soak --store serve: BENCHMARKS.md).
+    const remote = atomicRowsOf(this.store) === null;
     let notBefore = 0;
     let lastFull = Date.now();
     let fullEveryMs = this.fullGcIntervalMs;
@@ -679,7 +683,7 @@ export class Percolator {
       if (full) this.commitsSinceGc = 0;
       const done = (): number => {
         const now = Date.now();
-        notBefore = now + 4 * (now - started);
+        notBefore = now + (full || !remote ? 4 : 1) * (now - started);
         if (full) {
           lastFull = started;
           fullEveryMs = Math.max(fullIntervalMs, 20 * (now - started));

@@ -158,13 +158,10 @@ export function shadowedVersions(
     // (cleanup.ts). Without a commit in the column they were never collected, and a row that a
     // rolled-back transaction created stayed forever (over `serve`, where commits are two-phase).
     const rollbacks = rollbacksAbove(cells, i, keep < 0 ? j : keep, watermark, q);
-    if (keep < 0) {
-      if (rollbacks.versions > 0) out.push(rollbacks);
-      return;
-    }
+    if (rollbacks.versions > 0) out.push(rollbacks);
+    if (keep < 0) return;
     const kept = decodeWrite((cells[keep] as Cell).value);
     const drop = kept.kind === 'delete' && dropDelete(q);
-    if (rollbacks.versions > 0) out.push(rollbacks);
     if (drop || keep + 1 < j) {
       const keptTs = (cells[keep] as Cell).timestamp;
       const mutations: Mutation[] = [

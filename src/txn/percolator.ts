@@ -668,9 +668,8 @@ export class Percolator {
     // to the repository: versions of other processes, rollback records, abandoned locks) runs
     // every fullIntervalMs, at once when the targeted set overflowed, and no sooner than 20× its
     // last duration otherwise (fullPassDue). After a pass that took d ms the next waits at least 4d
-    // (d after a targeted pass over a network).
-    // Over a network a targeted pass's time is mostly waiting for the store, not this process's
-    // thread: spaced 1× its duration there, not 4× (bench soak --store serve: BENCHMARKS.md).
+    // — d after a targeted pass over a network, whose time is mostly waiting for the store, not
+    // this process's thread (bench soak --store serve: BENCHMARKS.md).
     const remote = atomicRowsOf(this.store) === null;
     let notBefore = 0;
     let lastFull = Date.now();
@@ -681,13 +680,20 @@ export class Percolator {
       const full = fullPassDue(started, lastFull, fullEveryMs, recent.overflowed);
       if (!full && recent.dirtyCells === 0) return;
       if (full) this.commitsSinceGc = 0;
-      const done = (): number => {
+      const kind = full ? 'full' : 'recent';
+      const totals = this.gcTotals[kind] as GcTotals;
+      // Ends the pass (`result` null: it failed): spacing, totals; returns when.
+      const done = (result: GcResult | null): number => {
         const now = Date.now();
         notBefore = now + (full || !remote ? 4 : 1) * (now - started);
         if (full) {
           lastFull = started;
           fullEveryMs = Math.max(fullIntervalMs, 20 * (now - started));
         }
+        totals.passes++;
+        totals.ms += now - started;
+        if (result !== null) totals.versionsRemoved += result.versionsRemoved;
+        else totals.failed++;
         return now;
       };
       const pass = full
@@ -696,23 +702,13 @@ export class Percolator {
             return r;
           })
         : this.collectRecentGarbage(RECENT_PASS_CELLS);
-      const kind = full ? 'full' : 'recent';
-      const totals = this.gcTotals[kind] as GcTotals;
-      const count = (result: GcResult | null): number => {
-        const at = done();
-        totals.passes++;
-        totals.ms += at - started;
-        if (result !== null) totals.versionsRemoved += result.versionsRemoved;
-        else totals.failed++;
-        return at;
-      };
       this.gcRunning = pass.then(
         (result) => {
-          this.lastGc = { result, error: null, at: count(result), kind };
+          this.lastGc = { result, error: null, at: done(result), kind };
         },
         (error: unknown) => {
           // A failed pass is retried at a later tick; it never touches data it did not check.
-          this.lastGc = { result: null, error, at: count(null), kind };
+          this.lastGc = { result: null, error, at: done(null), kind };
           this.log?.(`${kind} GC pass failed: ${error instanceof Error ? error.message : String(error)}`);
         },
       );

@@ -20,7 +20,10 @@
  *   `timeoutMs`. Reconnection uses exponential backoff with jitter.
  * - GC leases: start timestamps registered here (`getStartTimestamp` registers in the tick the
  *   timestamp arrives) are reported every `reportIntervalMs` as this client's oldest active start
- *   timestamp; the oracle expires a silent client after its lease.
+ *   timestamp; the oracle expires a silent client after its lease. A report's frame is built when
+ *   it is sent (a report resent after a reconnect says what is active then), and reports are
+ *   numbered in send order, so an acknowledged report numbered after a registration is known to
+ *   have counted it. A registration's `held()` uses that: see `holds`.
  *
  * Concurrency contract: single JS thread; any number of concurrent callers. The hot path
  * (`getTimestamp`) allocates one promise per call and nothing else.
@@ -120,7 +123,8 @@ class Batch {
 
 interface ControlRequest {
   readonly id: number;
-  readonly frame: Buffer;
+  /** Built when sent: a report says what is active at that moment. */
+  readonly frameOf: (id: number) => Buffer;
   readonly resolve: (value: number) => void;
   readonly reject: (err: unknown) => void;
   readonly timer: NodeJS.Timeout;
@@ -129,6 +133,8 @@ interface ControlRequest {
   readonly answer: number;
   sent: boolean;
   sentAt: number;
+  /** A report's number in send order (0 until sent). */
+  seq: number;
 }
 
 /** Waiter kinds, stored in the count array: 0 = one timestamp, n > 0 = a range, -1 = a start. */
@@ -145,6 +151,8 @@ export class OracleClient implements TimestampSource {
   private readonly backoffMaxMs: number;
   readonly maxBatch: number;
   private readonly leaseMs: number;
+  /** How long a start timestamp is held by the oracle's holdback alone (its report interval, which that must exceed). */
+  private readonly holdbackMs: number;
   private readonly millis: MillisClock;
   private readonly addressSource: string | undefined;
 
@@ -166,11 +174,16 @@ export class OracleClient implements TimestampSource {
 
   private fId = 0;
   private fTimer: NodeJS.Timeout | null = null;
+  /** When the request in flight was sent: the oracle issued its timestamps after that. */
+  private fSentAt = 0;
 
   private nextId = 1;
   private readonly control = new Map<number, ControlRequest>();
   private readonly active = new ActiveSet();
   private readonly reportTimer: NodeJS.Timeout;
+  /** Reports sent, and the number and send time of the newest one acknowledged. */
+  private reportSeq = 0;
+  private ackSeq = 0;
   private leaseAckedAt = Number.NEGATIVE_INFINITY;
   private lastWatermark = 0;
 
@@ -193,6 +206,7 @@ export class OracleClient implements TimestampSource {
     this.addressSource = options.addressSource;
     this.clientId = options.clientId ?? randomInt(1, 2 ** 48 - 1);
     const reportIntervalMs = options.reportIntervalMs ?? 1000;
+    this.holdbackMs = reportIntervalMs;
     this.reportTimer = setInterval(() => this.report(), reportIntervalMs);
     this.reportTimer.unref();
     this.connect();
@@ -300,6 +314,7 @@ export class OracleClient implements TimestampSource {
     this.requests++;
     const total = this.inflight.total;
     if (total > this.largestBatch) this.largestBatch = total;
+    this.fSentAt = this.millis();
     (this.socket as net.Socket).write(encodeTsRequest(id, total));
     this.fTimer = setTimeout(this.onRequestTimeout, this.timeoutMs);
   }
@@ -343,7 +358,7 @@ export class OracleClient implements TimestampSource {
             resolves[i]({ first: t, count: kind });
             t += kind;
           } else {
-            resolves[i](this.active.register(t++));
+            resolves[i](this.leased(this.active.register(t++), this.fSentAt));
           }
         } else {
           resolves[i](t++);
@@ -563,7 +578,10 @@ export class OracleClient implements TimestampSource {
         return false;
       }
       if (wm > this.lastWatermark) this.lastWatermark = wm;
-      if (c.isReport && c.sentAt > this.leaseAckedAt) this.leaseAckedAt = c.sentAt;
+      if (c.isReport && c.seq > this.ackSeq) {
+        this.ackSeq = c.seq;
+        this.leaseAckedAt = c.sentAt;
+      }
       this.finishControl(c, null, wm);
       return true;
     }
@@ -630,7 +648,7 @@ export class OracleClient implements TimestampSource {
             : this.unavailable(),
         );
       }, this.timeoutMs);
-      const c: ControlRequest = { id, frame: frameOf(id), resolve, reject, timer, isReport, answer, sent: false, sentAt: 0 };
+      const c: ControlRequest = { id, frameOf, resolve, reject, timer, isReport, answer, sent: false, sentAt: 0, seq: 0 };
       this.control.set(id, c);
       if (this.connected) this.sendControl(c);
       else if (this.socket === null && this.reconnectTimer === null) this.connect();
@@ -641,7 +659,8 @@ export class OracleClient implements TimestampSource {
     if (c.sent || this.socket === null) return;
     c.sent = true;
     c.sentAt = this.millis();
-    this.socket.write(c.frame);
+    if (c.isReport) c.seq = ++this.reportSeq;
+    this.socket.write(c.frameOf(c.id));
   }
 
   private finishControl(c: ControlRequest, err: unknown, value = 0): void {
@@ -668,7 +687,34 @@ export class OracleClient implements TimestampSource {
   }
 
   registerActive(startTs: number): ActiveRegistration {
-    return this.active.register(startTs);
+    // Not a timestamp just issued: only a report can hold it (no holdback evidence).
+    return this.leased(this.active.register(startTs), Number.NEGATIVE_INFINITY);
+  }
+
+  /** `reg` with `held()`: reports numbered above the current count were built after it. */
+  private leased(reg: ActiveRegistration, issuedAfter: number): ActiveRegistration {
+    const afterSeq = this.reportSeq;
+    const ts = reg.timestamp;
+    return { timestamp: ts, release: reg.release, held: () => this.holds(ts, afterSeq, issuedAfter) };
+  }
+
+  /**
+   * Whether the oracle still holds the watermark at or below `ts` (registered when `afterSeq`
+   * reports had been sent; issued after `issuedAfter`). The watermark never decreases, so:
+   * - one seen above `ts` means the oracle stopped counting it: false;
+   * - an acknowledged report sent after the registration counted it, and keeps counting it until
+   *   the lease runs out from that report's send time: true before then;
+   * - before such a report, the oracle's holdback keeps every timestamp it issued in the last
+   *   holdback (more than our report interval) above the watermark: true within it;
+   * - otherwise a report now settles it: it counts `ts` from its arrival on, and the watermark it
+   *   returns is the highest ever handed out: at or below `ts`, nobody has used a higher one.
+   * Not covered: an oracle restarted meanwhile forgets the watermarks it handed out before.
+   */
+  private holds(ts: number, afterSeq: number, issuedAfter: number): boolean | Promise<boolean> {
+    if (this.lastWatermark > ts) return false;
+    const now = this.millis();
+    if (this.ackSeq > afterSeq ? now < this.leaseAckedAt + this.leaseMs : now < issuedAfter + this.holdbackMs) return true;
+    return this.getWatermark().then(() => this.lastWatermark <= ts);
   }
 
   /** Reports this client's oldest active start timestamp and returns the oracle's watermark. */

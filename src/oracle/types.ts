@@ -28,6 +28,14 @@ export interface TimestampRange {
 export interface ActiveRegistration {
   readonly timestamp: number;
   release(): void;
+  /**
+   * Whether the oracle still counts this registration, so that no watermark above `timestamp`
+   * can have been handed out (and no GC pass can have collected what it reads): `true` or
+   * `false` when this process knows, otherwise a promise settled by a fresh report to the oracle
+   * (rejected when the oracle cannot be reached). Absent where a registration cannot lapse (the
+   * in-process oracle's). See oracle.md › Leases.
+   */
+  held?(): boolean | Promise<boolean>;
 }
 
 export interface TimestampSource {

@@ -45,6 +45,12 @@ export type TxnErrorCode =
   /** `snapshot(ts)` asked for a timestamp below the GC watermark: its versions may be collected. */
   | 'SNAPSHOT_TOO_OLD'
   /**
+   * The oracle stopped counting the transaction's start timestamp (its process's lease reports
+   * lapsed and the GC watermark passed it): a GC pass may have collected what it read. Nothing
+   * was committed; running it again, with a new start timestamp, is safe.
+   */
+  | 'LEASE_LOST'
+  /**
    * A version GC pass could not collect some rows; it collected the others (`details`: kind,
    * failedRows, the first failed row's table and row, stopped — it gave up after too many — and
    * result, what it did). The first row's error is the `cause`. The rows wait for a later pass.
@@ -67,7 +73,7 @@ export interface CellRef {
   readonly column: string;
 }
 
-const RETRYABLE: ReadonlySet<TxnErrorCode> = new Set(['WRITE_CONFLICT', 'KEY_LOCKED', 'TXN_ABORTED']);
+const RETRYABLE: ReadonlySet<TxnErrorCode> = new Set(['WRITE_CONFLICT', 'KEY_LOCKED', 'TXN_ABORTED', 'LEASE_LOST']);
 
 export class TxnError extends Error {
   readonly code: TxnErrorCode;

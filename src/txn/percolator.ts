@@ -35,7 +35,16 @@ import { acquireOracle, releaseOracle } from './shared-oracle.js';
 import { memLocksOf } from './mem-locks.js';
 import { type ReadContext, readResolvedNow } from './snapshot-read.js';
 import { TableCheck, missingFamilies, notAPercolatorTable } from './table-check.js';
-import { type ProtocolPoint, type RowKey, Snapshot, Transaction, type TxnEnvironment, checkTable, rowKeyOf } from './transaction.js';
+import {
+  type LeaseCheck,
+  type ProtocolPoint,
+  type RowKey,
+  Snapshot,
+  Transaction,
+  type TxnEnvironment,
+  checkTable,
+  rowKeyOf,
+} from './transaction.js';
 import { MAX_TIMER_MS, isTimerMs } from '../util/timer-ms.js';
 import { describeType } from '../util/describe-type.js';
 import { hasMethods, unknownOption } from '../util/options.js';
@@ -433,7 +442,7 @@ export class Percolator {
     this.checkOpen();
     // An in-process oracle answers at once: no async hop for the timestamp.
     const reg = this.oracle.tryStartTimestamp?.() ?? (await this.oracle.getStartTimestamp());
-    const tx = new Transaction(this.env, reg.timestamp) as Transaction & { release(): void };
+    const tx = new Transaction(this.env, reg.timestamp, leaseOf(reg)) as Transaction & { release(): void };
     tx.release = () => reg.release();
     return tx;
   }
@@ -581,7 +590,7 @@ export class Percolator {
       try {
         this.checkOpen();
         const reg = this.oracle.tryStartTimestamp?.() ?? null;
-        if (reg !== null) return Promise.resolve(releasable(new Snapshot(this.env, reg.timestamp), reg));
+        if (reg !== null) return Promise.resolve(releasable(new Snapshot(this.env, reg.timestamp, leaseOf(reg)), reg));
       } catch (e) {
         return Promise.reject(e);
       }
@@ -617,7 +626,7 @@ export class Percolator {
         });
       }
     }
-    return releasable(new Snapshot(this.env, reg.timestamp), reg);
+    return releasable(new Snapshot(this.env, reg.timestamp, leaseOf(reg)), reg);
   }
 
   /**
@@ -1133,6 +1142,12 @@ function describePending(e: PendingEvidence): string {
   const rows = e.examples.slice(0, 3).map((x) => `${x.table}/${x.row}/${x.column}`);
   const start = e.pendingAtStart === null ? '' : `; ${e.pendingAtStart} when the wait began`;
   return `${e.pending} notifications pending: ${groups.join(', ')}${more > 0 ? `, and ${more} more column(s)` : ''}; e.g. ${rows.join(', ')}${start}`;
+}
+
+/** The registration's lease check, for a snapshot or transaction at its timestamp (null: it cannot lapse). */
+function leaseOf(reg: ActiveRegistration): LeaseCheck | null {
+  const held = reg.held;
+  return held === undefined ? null : () => held.call(reg);
 }
 
 /** A snapshot whose `release()` ends its registration (so GC can advance past it). */

@@ -10,6 +10,10 @@
  * by whoever meets them. A failure at the commit point itself may have taken effect (a reply
  * lost): the primary decides before any secondary is touched (settleFailedCommit).
  *
+ * GC lease (a remote oracle's registrations can lapse): every read returns only after its start
+ * timestamp is known to be held — no GC pass can have collected what it read — and a commit checks
+ * again after its prewrites, before the commit point; otherwise LEASE_LOST, nothing committed.
+ *
  * Concurrency contract: one transaction object is used by one logical task; its reads may run
  * concurrently with each other, but not with commit.
  */
@@ -266,6 +270,9 @@ function buildColumnsFilter(columns: readonly string[]): RowFilter {
   return branches.length === 1 ? (branches[0] as RowFilter) : { interleave: branches };
 }
 
+/** A registration's `held` (oracle/types.ts): whether the oracle still counts the start timestamp. */
+export type LeaseCheck = () => boolean | Promise<boolean>;
+
 export class Snapshot {
   protected finished = false;
   /** Internal readers (the observer runner) may read reserved columns such as acks. */
@@ -274,7 +281,48 @@ export class Snapshot {
   constructor(
     protected readonly env: TxnEnvironment,
     readonly startTs: number,
+    private readonly lease: LeaseCheck | null = null,
   ) {}
+
+  /**
+   * Undefined when the start timestamp is known to be held (or cannot lapse); a promise that
+   * settles once the oracle confirmed it; throws LEASE_LOST (or the promise rejects with it)
+   * when it is not held: a GC pass may have collected what this snapshot reads.
+   */
+  protected checkLease(): Promise<void> | undefined {
+    if (this.lease === null) return undefined;
+    const held = this.lease();
+    if (held === true) return undefined;
+    if (held === false) throw this.leaseLost(undefined);
+    return held.then(
+      (ok) => {
+        if (!ok) throw this.leaseLost(undefined);
+      },
+      (e: unknown) => {
+        throw this.leaseLost(e);
+      },
+    );
+  }
+
+  private leaseLost(cause: unknown): TxnError {
+    return new TxnError(
+      'LEASE_LOST',
+      `transaction ${this.startTs}: the oracle no longer counts its start timestamp (its lease reports lapsed${
+        cause === undefined ? ' and the GC watermark passed it' : ', and the oracle could not be asked'
+      }); GC may have collected what it read, so nothing of it was committed: run it again`,
+      { startTs: this.startTs },
+      cause === undefined ? undefined : { cause },
+    );
+  }
+
+  /** A read's promise, settled only once the lease is confirmed (no wrapping where leases cannot lapse). */
+  private leased<T>(read: Promise<T>): Promise<T> {
+    if (this.lease === null) return read;
+    return read.then((v) => {
+      const pending = this.checkLease();
+      return pending === undefined ? v : pending.then(() => v);
+    });
+  }
 
   /** The column with its qualifier bytes (validated; reserved names only for internal readers; remembered for user columns). */
   private columnRef(column: string): ColumnRef {
@@ -307,8 +355,10 @@ export class Snapshot {
       if (own !== undefined) return Promise.resolve(own);
       const ref = this.columnRef(column);
       const now = readResolvedNow(table, rowKeyOf(row), ref, this.startTs, this.env.read);
-      if (now !== undefined) return now;
-      return readVersionsAt(this.env.store, table, toBytes(row), [ref], this.startTs, this.env.read).then((v) => v[0]?.value ?? null);
+      if (now !== undefined) return this.leased(now);
+      return this.leased(
+        readVersionsAt(this.env.store, table, toBytes(row), [ref], this.startTs, this.env.read).then((v) => v[0]?.value ?? null),
+      );
     } catch (e) {
       return Promise.reject(e);
     }
@@ -343,6 +393,7 @@ export class Snapshot {
     const v =
       readVersionNow(table, key, ref, this.startTs, this.env.read) ??
       (await readVersionsAt(this.env.store, table, key, [ref], this.startTs, this.env.read))[0];
+    await this.checkLease();
     return { value: v?.value ?? null, commitTs: v?.commitTs ?? 0 };
   }
 
@@ -365,7 +416,9 @@ export class Snapshot {
     if (!this.env.tables.has(table)) await this.env.tables.check(table);
     const own = this.buffered(table, row, column);
     if (own !== undefined) return own;
-    return (await tryReadVersion(this.env.store, table, key, ref, this.startTs, this.env.read))?.value;
+    const v = await tryReadVersion(this.env.store, table, key, ref, this.startTs, this.env.read);
+    await this.checkLease();
+    return v?.value;
   }
 
   /** Several cells, one store read per distinct row, in parallel. Values in the order asked. */
@@ -433,6 +486,7 @@ export class Snapshot {
       throw e;
     }
     if (pending !== null) await Promise.all(pending);
+    await this.checkLease();
     return out;
   }
 
@@ -451,7 +505,16 @@ export class Snapshot {
     const rows = toRowRange(range);
     const filter = columnsFilter(options.columns);
     if (!this.env.tables.has(table)) await this.env.tables.check(table);
-    yield* scanAt(this.env.store, table, rows, this.startTs, this.env.read, filter, options.limit);
+    if (this.lease === null) {
+      yield* scanAt(this.env.store, table, rows, this.startTs, this.env.read, filter, options.limit);
+      return;
+    }
+    for await (const row of scanAt(this.env.store, table, rows, this.startTs, this.env.read, filter, options.limit)) {
+      await this.checkLease();
+      yield row;
+    }
+    // The end of the range is a read too: the rows GC took would be missing from it.
+    await this.checkLease();
   }
 
   /** Buffered value for read-your-writes: undefined = not written by this transaction. */
@@ -727,6 +790,8 @@ export class Transaction extends Snapshot {
 
   private async commitWrites(): Promise<number | null> {
     if (this.rows.size === 0) {
+      // Nothing to commit, but what it read reached the caller as this transaction's snapshot.
+      await this.checkLease();
       if (this.weak.length > 0) await this.writeWeakNotifications(await this.env.getTimestamp());
       this.reportNotified([]);
       return null;
@@ -748,7 +813,11 @@ export class Transaction extends Snapshot {
     checkRowLimits(rows, env.store.limits);
     // Readers of this process blocked on our locks are woken when the commit ends (local-commits.ts).
     const onePhase = this.onePhase();
-    if (onePhase !== null) return this.commitInOnePhase(env, onePhase.store, onePhase.memLocks, rows);
+    if (onePhase !== null) {
+      // One atomic write cannot be taken back: the lease is checked before it.
+      await this.checkLease();
+      return this.commitInOnePhase(env, onePhase.store, onePhase.memLocks, rows);
+    }
     const ended = env.read.localCommits?.begin(this.startTs);
     try {
       return await this.twoPhaseCommit(env, rows, primaryRow, primaryCell, template, rows.slice(1));
@@ -829,6 +898,9 @@ export class Transaction extends Snapshot {
       }
       let atCommitPoint = false;
       try {
+        // Held now, after every read and prewrite: nothing they met was collected — not even a
+        // rollback record at our start that should have stopped our primary's late prewrite.
+        await this.checkLease();
         const commitTs = await env.getTimestamp();
         // Weak notifications carry the commit timestamp and land before the commit point: an
         // observer that sees one starts above commitTs, so it meets our primary lock (and waits

@@ -1,0 +1,86 @@
+/**
+ * A registration's `held()` on the network client: what the client knows from its own reports
+ * (acknowledged after the registration, within the lease), from the oracle's holdback, and what a
+ * fresh report settles — against a server whose lease clock the test moves.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { leaseClocks, REPORT_INTERVAL_MS, STALL_MS, stallPastLease } from './lease-clock.fixture.js';
+import type { ActiveRegistration } from './types.js';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function heldOf(reg: ActiveRegistration): boolean | Promise<boolean> {
+  expect(reg.held).toBeTypeOf('function');
+  return (reg.held as () => boolean | Promise<boolean>)();
+}
+
+describe('OracleClient registrations: held()', () => {
+  it('held at once within the holdback; after it, a report settles it, and then its acknowledgement holds it for the lease', async () => {
+    // A lease longer than the holdback, so that a report's lease outlasts it.
+    const lease = 2 * REPORT_INTERVAL_MS;
+    const s = await leaseClocks(cleanups, lease);
+    await s.worker.getWatermark(); // acknowledged BEFORE the registration: it did not count it
+    const reg = await s.worker.getStartTimestamp();
+    expect(heldOf(reg)).toBe(true);
+    s.clock.client += REPORT_INTERVAL_MS; // past the holdback the client counts on
+    const asked = heldOf(reg);
+    expect(asked).toBeInstanceOf(Promise);
+    expect(await asked).toBe(true);
+    expect(heldOf(reg)).toBe(true); // that report counted it: held until its lease runs out
+    s.clock.client += lease;
+    const again = heldOf(reg);
+    expect(again).toBeInstanceOf(Promise);
+    expect(await again).toBe(true);
+    reg.release();
+  });
+
+  it('lost once a watermark above it was handed out while its lease had lapsed; known at once afterwards', async () => {
+    const s = await leaseClocks(cleanups);
+    const reg = await s.worker.getStartTimestamp();
+    expect(await s.worker.getWatermark()).toBeLessThanOrEqual(reg.timestamp);
+    // The worker stalls: no report for longer than the lease, while a GC process asks for the watermark.
+    expect(await stallPastLease(s)).toBeGreaterThan(reg.timestamp);
+    expect(await heldOf(reg)).toBe(false);
+    expect(heldOf(reg)).toBe(false);
+    // A registration made after that is held: the loss is this timestamp's, not the client's.
+    const next = await s.worker.getStartTimestamp();
+    expect(heldOf(next)).toBe(true);
+    reg.release();
+    next.release();
+  });
+
+  it('a lapsed lease with no watermark above it handed out meanwhile is still held (the report that settles it renews it)', async () => {
+    const s = await leaseClocks(cleanups);
+    const reg = await s.worker.getStartTimestamp();
+    await s.worker.getWatermark();
+    s.clock.client += STALL_MS;
+    s.clock.server += STALL_MS; // the oracle dropped the lease, but nobody asked for a watermark
+    const asked = heldOf(reg);
+    expect(asked).toBeInstanceOf(Promise);
+    expect(await asked).toBe(true);
+    expect(await s.gc.getWatermarkOnly()).toBeLessThanOrEqual(reg.timestamp);
+    reg.release();
+  });
+
+  it('registerActive (a timestamp not just issued) is held only once a report counted it', async () => {
+    const s = await leaseClocks(cleanups);
+    const ts = await s.worker.getTimestamp();
+    const reg = s.worker.registerActive(ts);
+    const asked = heldOf(reg);
+    expect(asked).toBeInstanceOf(Promise);
+    expect(await asked).toBe(true);
+    expect(heldOf(reg)).toBe(true);
+    reg.release();
+  });
+
+  it('the oracle out of reach: the promise rejects with its error', async () => {
+    const s = await leaseClocks(cleanups);
+    const reg = await s.worker.getStartTimestamp();
+    s.clock.client += REPORT_INTERVAL_MS;
+    await s.worker.close();
+    await expect(heldOf(reg)).rejects.toMatchObject({ code: 'ORACLE_CLOSED' });
+  });
+});

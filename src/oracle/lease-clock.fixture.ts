@@ -1,0 +1,55 @@
+/**
+ * Test fixture: an oracle server and two clients on clocks the test moves — `worker` (a process
+ * running transactions, on the client clock) and `gc` (another process asking for the watermark,
+ * as a GC pass does, on the server's clock) — to make a worker's lease lapse without waiting.
+ * Reports are sent every ten minutes of real time, so within a test only those it asks for are.
+ */
+import { OracleClient } from './client.js';
+import { MemoryMarkStore } from './mark-store.js';
+import { startOracleServer } from './server.js';
+
+export const REPORT_INTERVAL_MS = 600_000;
+export const LEASE_MS = 1_000;
+/** The oracle's holdback must exceed its clients' report interval (oracle.ts); equal is enough here. */
+export const HOLDBACK_MS = REPORT_INTERVAL_MS;
+
+export interface LeaseClocks {
+  readonly clock: { server: number; client: number };
+  readonly worker: OracleClient;
+  readonly gc: OracleClient;
+}
+
+/** `workerLeaseMs`: the lease the worker's client counts on (the server's is LEASE_MS). Closed by what it pushes onto `cleanups`. */
+export async function leaseClocks(cleanups: (() => Promise<unknown>)[], workerLeaseMs = LEASE_MS): Promise<LeaseClocks> {
+  const clock = { server: 0, client: 0 };
+  const s = await startOracleServer({
+    markStore: new MemoryMarkStore(),
+    leaseMs: LEASE_MS,
+    holdbackMs: HOLDBACK_MS,
+    millis: () => clock.server,
+  });
+  cleanups.push(() => s.close());
+  const client = (millis: () => number, leaseMs: number) => {
+    const c = new OracleClient({ port: s.port, reportIntervalMs: REPORT_INTERVAL_MS, leaseMs, millis });
+    cleanups.push(() => c.close());
+    return c;
+  };
+  return { clock, worker: client(() => clock.client, workerLeaseMs), gc: client(() => clock.server, LEASE_MS) };
+}
+
+/** How far `stallPastLease` moves the clocks: past the holdback and the lease. */
+export const STALL_MS = HOLDBACK_MS + 2 * LEASE_MS;
+
+/**
+ * The worker stalls past its lease and the holdback (its clock and the server's move on) while the
+ * `gc` process asks for the watermark at every holdback step. Returns the last watermark it got.
+ */
+export async function stallPastLease(s: LeaseClocks): Promise<number> {
+  s.clock.client += STALL_MS;
+  let w = 0;
+  for (let t = 0; t <= STALL_MS + HOLDBACK_MS; t += HOLDBACK_MS) {
+    s.clock.server += HOLDBACK_MS;
+    w = await s.gc.getWatermarkOnly();
+  }
+  return w;
+}

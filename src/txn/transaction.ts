@@ -309,7 +309,7 @@ export class Snapshot {
       'LEASE_LOST',
       `transaction ${this.startTs}: the oracle no longer counts its start timestamp (its lease reports lapsed${
         cause === undefined ? ' and the GC watermark passed it' : ', and the oracle could not be asked'
-      }); GC may have collected what it read, so nothing of it was committed: run it again`,
+      }): GC may have collected what it reads, so it returns nothing more and commits nothing; run it again`,
       { startTs: this.startTs },
       cause === undefined ? undefined : { cause },
     );

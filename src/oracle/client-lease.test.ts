@@ -76,6 +76,19 @@ describe('OracleClient registrations: held()', () => {
     reg.release();
   });
 
+  it('an acknowledgement on a later connection (the oracle may have restarted) does not hold a registration from before it', async () => {
+    const s = await leaseClocks(cleanups);
+    const reg = await s.worker.getStartTimestamp();
+    s.clock.client += REPORT_INTERVAL_MS; // past the holdback: only an acknowledgement could hold it
+    await s.restart();
+    const after = await s.worker.getStartTimestamp(); // reconnected
+    expect(await s.worker.getWatermark()).toBeLessThanOrEqual(reg.timestamp); // the new oracle knows nothing higher
+    expect(await heldOf(reg)).toBe(false);
+    expect(heldOf(after)).toBe(true);
+    reg.release();
+    after.release();
+  });
+
   it('the oracle out of reach: the promise rejects with its error', async () => {
     const s = await leaseClocks(cleanups);
     const reg = await s.worker.getStartTimestamp();

@@ -181,10 +181,11 @@ export class OracleClient implements TimestampSource {
   private readonly control = new Map<number, ControlRequest>();
   private readonly active = new ActiveSet();
   private readonly reportTimer: NodeJS.Timeout;
-  /** Reports sent, and the number and send time of the newest one acknowledged. */
+  /** Reports sent, and the number, send time and connection (`connects` then) of the newest one acknowledged. */
   private reportSeq = 0;
   private ackSeq = 0;
   private leaseAckedAt = Number.NEGATIVE_INFINITY;
+  private ackConnection = 0;
   private lastWatermark = 0;
 
   private requests = 0;
@@ -581,6 +582,7 @@ export class OracleClient implements TimestampSource {
       if (c.isReport && c.seq > this.ackSeq) {
         this.ackSeq = c.seq;
         this.leaseAckedAt = c.sentAt;
+        this.ackConnection = this.connects;
       }
       this.finishControl(c, null, wm);
       return true;
@@ -694,8 +696,9 @@ export class OracleClient implements TimestampSource {
   /** `reg` with `held()`: reports numbered above the current count were built after it. */
   private leased(reg: ActiveRegistration, issuedAfter: number): ActiveRegistration {
     const afterSeq = this.reportSeq;
+    const connection = this.connects;
     const ts = reg.timestamp;
-    return { timestamp: ts, release: reg.release, held: () => this.holds(ts, afterSeq, issuedAfter) };
+    return { timestamp: ts, release: reg.release, held: () => this.holds(ts, afterSeq, connection, issuedAfter) };
   }
 
   /**
@@ -708,13 +711,23 @@ export class OracleClient implements TimestampSource {
    *   holdback (more than our report interval) above the watermark: true within it;
    * - otherwise a report now settles it: it counts `ts` from its arrival on, and the watermark it
    *   returns is the highest ever handed out: at or below `ts`, nobody has used a higher one.
-   * Not covered: an oracle restarted meanwhile forgets the watermarks it handed out before.
+   * An acknowledgement is that evidence only from the oracle that issued `ts`: one restarted since
+   * forgets the watermarks it handed out. Connections cannot tell a restart from a network blip,
+   * so one received on a later connection than the registration's is not taken (false, unless the
+   * holdback still holds `ts`): the transaction runs again.
    */
-  private holds(ts: number, afterSeq: number, issuedAfter: number): boolean | Promise<boolean> {
+  private holds(ts: number, afterSeq: number, connection: number, issuedAfter: number): boolean | Promise<boolean> {
     if (this.lastWatermark > ts) return false;
     const now = this.millis();
-    if (this.ackSeq > afterSeq ? now < this.leaseAckedAt + this.leaseMs : now < issuedAfter + this.holdbackMs) return true;
-    return this.getWatermark().then(() => this.lastWatermark <= ts);
+    if (now < issuedAfter + this.holdbackMs) return true;
+    const sameOracle = () => this.ackConnection === connection;
+    if (this.ackSeq > afterSeq && sameOracle()) return now < this.leaseAckedAt + this.leaseMs || this.confirm(ts, sameOracle);
+    return this.connects === connection && this.confirm(ts, sameOracle);
+  }
+
+  /** A report now, and what its acknowledgement says of `ts` (see `holds`). */
+  private confirm(ts: number, sameOracle: () => boolean): Promise<boolean> {
+    return this.getWatermark().then(() => sameOracle() && this.lastWatermark <= ts);
   }
 
   /** Reports this client's oldest active start timestamp and returns the oracle's watermark. */

@@ -17,24 +17,27 @@ export interface LeaseClocks {
   readonly clock: { server: number; client: number };
   readonly worker: OracleClient;
   readonly gc: OracleClient;
+  /** Stops the oracle and starts a new one on the same port (a restart: what it handed out is forgotten). */
+  restart(): Promise<void>;
 }
 
 /** `workerLeaseMs`: the lease the worker's client counts on (the server's is LEASE_MS). Closed by what it pushes onto `cleanups`. */
 export async function leaseClocks(cleanups: (() => Promise<unknown>)[], workerLeaseMs = LEASE_MS): Promise<LeaseClocks> {
   const clock = { server: 0, client: 0 };
-  const s = await startOracleServer({
-    markStore: new MemoryMarkStore(),
-    leaseMs: LEASE_MS,
-    holdbackMs: HOLDBACK_MS,
-    millis: () => clock.server,
-  });
+  const start = (port = 0) =>
+    startOracleServer({ port, markStore: new MemoryMarkStore(), leaseMs: LEASE_MS, holdbackMs: HOLDBACK_MS, millis: () => clock.server });
+  let s = await start();
   cleanups.push(() => s.close());
   const client = (millis: () => number, leaseMs: number) => {
     const c = new OracleClient({ port: s.port, reportIntervalMs: REPORT_INTERVAL_MS, leaseMs, millis });
     cleanups.push(() => c.close());
     return c;
   };
-  return { clock, worker: client(() => clock.client, workerLeaseMs), gc: client(() => clock.server, LEASE_MS) };
+  const restart = async () => {
+    await s.close();
+    s = await start(s.port);
+  };
+  return { clock, worker: client(() => clock.client, workerLeaseMs), gc: client(() => clock.server, LEASE_MS), restart };
 }
 
 /** How far `stallPastLease` moves the clocks: past the holdback and the lease. */

@@ -108,11 +108,19 @@ export async function collectGarbage(store: Store, tables: readonly string[], wa
       for await (const r of rows) {
         if (failures.stop()) break rows;
         const deletes = visibleDeletes(r.cells, effective);
-        const notified = deletes.length === 0 ? NONE : await pendingNotifications(store, sync, table, r.key, deletes);
-        const deletions = shadowedVersions(r.cells, effective, (q) => !notified.has(bytesKey(q)));
-        if (deletions.length === 0) continue;
+        // A row whose visible version is a delete asks for its pending notifications first, in the
+        // pool: over a network those reads then go out together, not one round trip a row in the
+        // scan's loop (a `serve` store of stale postings took ~1 ms a row).
+        const known = deletes.length === 0 ? shadowedVersions(r.cells, effective) : null;
+        if (known !== null && known.length === 0) continue;
         await pool.add(async () => {
           try {
+            let deletions = known;
+            if (deletions === null) {
+              const notified = await pendingNotifications(store, sync, table, r.key, deletes);
+              deletions = shadowedVersions(r.cells, effective, (q) => !notified.has(bytesKey(q)));
+              if (deletions.length === 0) return;
+            }
             for (const chunk of chunkDeletions(deletions, limit)) {
               await store.mutateRow(table, r.key, chunk.mutations, DEFERRED);
               versionsRemoved += chunk.versions;
@@ -223,5 +231,3 @@ export function visibleDeletes(cells: readonly Cell[], watermark: number): Uint8
   });
   return out;
 }
-
-const NONE: ReadonlySet<string> = new Set();

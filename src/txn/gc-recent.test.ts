@@ -129,6 +129,18 @@ describe('RecentCommits', () => {
     expect(dirtyOf(rc)).toEqual(['r1:c', 'r2:c', 'r3:c']);
     expect(rc.dirtyCells).toBe(0);
   });
+
+  it('a full pass clears only what was forgotten before it started (targeted passes go on during it)', () => {
+    const rc = new RecentCommits({ transactions: 1, dirtyCells: 10 });
+    rc.record(commit(1, ['a:c']));
+    rc.record(commit(2, ['b:c'])); // transaction 1 forgotten
+    const mark = rc.fullPassMark();
+    rc.record(commit(3, ['c:c'])); // transaction 2 forgotten while the pass runs: newer than its watermark
+    rc.fullPassDone(mark);
+    expect(rc.overflowed).toBe(true);
+    rc.fullPassDone(rc.fullPassMark());
+    expect(rc.overflowed).toBe(false);
+  });
 });
 
 // Embedded, a pass reads the cached rows' cells; on a store without the embedded extension

@@ -111,6 +111,8 @@ export class RecentCommits {
   private readonly seen: IntFifoSet;
   /** Something was forgotten (a bound was hit) since the last full pass. */
   overflowed = false;
+  /** How many times something was forgotten: a full pass clears only what it started after. */
+  private forgotten = 0;
 
   private readonly maxCells: number;
 
@@ -128,7 +130,7 @@ export class RecentCommits {
    * the third on).
    */
   record(c: CommittedTxn): void {
-    if (c.complete && this.done.add(c.startTs)) this.overflowed = true;
+    if (c.complete && this.done.add(c.startTs)) this.forgot();
     for (const r of c.rows) {
       const rowHash = hashBytes(hashString(FNV_OFFSET, r.table), r.row);
       let row: string | null = null;
@@ -147,7 +149,7 @@ export class RecentCommits {
     let cols = rows.get(row);
     if (cols?.has(q) === true) return;
     if (this.dirtyCount >= this.maxCells) {
-      this.overflowed = true;
+      this.forgot();
       return;
     }
     if (cols === undefined) rows.set(row, (cols = new Set()));
@@ -192,9 +194,23 @@ export class RecentCommits {
     return taken;
   }
 
-  /** A full pass has collected whatever the bounds made this set forget. */
-  fullPassDone(): void {
-    this.overflowed = false;
+  private forgot(): void {
+    this.overflowed = true;
+    this.forgotten++;
+  }
+
+  /** Taken when a full pass starts, for `fullPassDone`. */
+  fullPassMark(): number {
+    return this.forgotten;
+  }
+
+  /**
+   * A full pass that started at `mark` has collected whatever the bounds made this set forget
+   * before it started. What was forgotten since (targeted passes go on during a full one) is
+   * newer than its watermark: the flag stays, and the next full pass is due at once.
+   */
+  fullPassDone(mark = this.forgotten): void {
+    if (mark === this.forgotten) this.overflowed = false;
   }
 }
 

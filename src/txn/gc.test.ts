@@ -474,6 +474,42 @@ describe('background GC', () => {
     }
   });
 
+  it('goes on with targeted passes while a full pass runs (over serve one can take minutes)', async () => {
+    const db = await Percolator.open({ store: 'memory:', leaseMs: 500, gcIntervalMs: 10, fullGcIntervalMs: 30 });
+    let release = (): void => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    const fullPass = db.collectGarbage.bind(db);
+    let fullStarted = 0;
+    const hold = vi.spyOn(db, 'collectGarbage').mockImplementation(async () => {
+      fullStarted++;
+      await held;
+      return fullPass();
+    });
+    try {
+      await db.createTable('t');
+      const records = async (row: string): Promise<number> =>
+        (await db.store.readRow('t', Buffer.from(row), { familyNameRegexFilter: 'write' }))?.cells.length ?? 0;
+      await vi.waitFor(
+        async () => {
+          await db.transaction(async (tx) => tx.set('t', 'first', 'c:v', 'x'));
+          expect(fullStarted).toBe(1);
+        },
+        { timeout: 5_000, interval: 20 },
+      );
+      for (let i = 0; i < 3; i++) await db.transaction(async (tx) => tx.set('t', 'during', 'c:v', `${i}`));
+      await vi.waitFor(async () => expect(await records('during')).toBe(1), { timeout: 5_000, interval: 20 });
+      expect(db.gcTotals.full.passes).toBe(0); // still held
+      expect(db.gcTotals.recent.versionsRemoved).toBeGreaterThanOrEqual(2);
+      release();
+      await vi.waitFor(() => expect(db.gcTotals.full.passes).toBe(1), { timeout: 5_000, interval: 20 });
+      expect(fullStarted).toBe(1); // one full pass at a time
+    } finally {
+      release();
+      hold.mockRestore();
+      await db.close();
+    }
+  });
+
   it('runs a full pass every interval, and at once when the targeted set forgot something', () => {
     const t = 1_000_000;
     expect(fullPassDue(t + 599_999, t, 600_000, false)).toBe(false);

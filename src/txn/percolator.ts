@@ -229,7 +229,8 @@ export class Percolator {
   private tablesCache: { at: number; tables: string[] } = { at: 0, tables: [] };
   private commitsSinceGc = 0;
   private gcTimer: NodeJS.Timeout | null = null;
-  private gcRunning: Promise<void> | null = null;
+  /** The background GC passes in progress: at most one of each kind. */
+  private readonly gcRunning: Record<'full' | 'recent', Promise<void> | null> = { full: null, recent: null };
   /**
    * Broken invariants met at run time (LOCK_NOT_FOUND: a secondary rolled back though its primary
    * committed). Always empty unless the protocol has a bug; kept as evidence (the first 100).
@@ -676,25 +677,24 @@ export class Percolator {
     // the last one (cost proportional to the change). With full passes on, one (cost proportional
     // to the repository: versions of other processes, rollback records, abandoned locks) runs
     // every fullIntervalMs, at once when the targeted set overflowed, and no sooner than 20× its
-    // last duration otherwise (fullPassDue). After a pass that took d ms the next waits at least 4d
-    // — d after a targeted pass over a network, whose time is mostly waiting for the store, not
-    // this process's thread (bench soak --store serve: BENCHMARKS.md).
+    // last duration otherwise (fullPassDue). After a pass that took d ms the next of its kind waits
+    // at least 4d — d after a targeted pass over a network, whose time is mostly waiting for the
+    // store, not this process's thread (bench soak --store serve: BENCHMARKS.md). The kinds run
+    // independently: targeted passes go on during a full one, which over `serve` may take minutes
+    // (both delete only versions shadowed at their own watermark; what one took the other finds gone).
     const remote = atomicRowsOf(this.store) === null;
-    let notBefore = 0;
+    const notBefore = { full: 0, recent: 0 };
     let lastFull = Date.now();
     let fullEveryMs = this.fullGcIntervalMs;
-    this.gcTimer = setInterval(() => {
-      if (this.gcRunning !== null || this.commitsSinceGc === 0 || this.closed || Date.now() < notBefore) return;
-      const started = Date.now();
-      const full = fullPassDue(started, lastFull, fullEveryMs, recent.overflowed);
-      if (!full && recent.dirtyCells === 0) return;
+    const start = (kind: 'full' | 'recent', started: number): void => {
+      const full = kind === 'full';
+      const mark = recent.fullPassMark();
       if (full) this.commitsSinceGc = 0;
-      const kind = full ? 'full' : 'recent';
       const totals = this.gcTotals[kind] as GcTotals;
       // Ends the pass (`result` null: it failed): spacing, totals; returns when.
       const done = (result: GcResult | null): number => {
         const now = Date.now();
-        notBefore = now + (full || !remote ? 4 : 1) * (now - started);
+        notBefore[kind] = now + (full || !remote ? 4 : 1) * (now - started);
         if (full) {
           lastFull = started;
           fullEveryMs = Math.max(fullIntervalMs, 20 * (now - started));
@@ -707,11 +707,11 @@ export class Percolator {
       };
       const pass = full
         ? this.collectGarbage().then((r) => {
-            recent.fullPassDone();
+            recent.fullPassDone(mark);
             return r;
           })
         : this.collectRecentGarbage(RECENT_PASS_CELLS);
-      this.gcRunning = pass.then(
+      const running = pass.then(
         (result) => {
           this.lastGc = { result, error: null, at: done(result), kind };
         },
@@ -721,9 +721,18 @@ export class Percolator {
           this.log?.(`${kind} GC pass failed: ${error instanceof Error ? error.message : String(error)}`);
         },
       );
-      void this.gcRunning.finally(() => {
-        this.gcRunning = null;
+      this.gcRunning[kind] = running.finally(() => {
+        this.gcRunning[kind] = null;
       });
+    };
+    this.gcTimer = setInterval(() => {
+      if (this.closed) return;
+      const now = Date.now();
+      const { full, recent: targeted } = this.gcRunning;
+      if (full === null && now >= notBefore.full && this.commitsSinceGc > 0 && fullPassDue(now, lastFull, fullEveryMs, recent.overflowed)) {
+        start('full', now);
+      }
+      if (targeted === null && now >= notBefore.recent && recent.dirtyCells > 0) start('recent', now);
     }, intervalMs);
     this.gcTimer.unref();
   }
@@ -981,7 +990,7 @@ export class Percolator {
     await Promise.all([...this.workers].map((w) => w.stop(graceMs === undefined ? {} : { graceMs })));
     this.closed = true;
     if (this.gcTimer !== null) clearInterval(this.gcTimer);
-    await this.gcRunning;
+    await Promise.all([this.gcRunning.full, this.gcRunning.recent]);
     await this.secondaryRetry.close();
     await this.observed.close();
     if (this.owns.lockService) await this.lockService.close();

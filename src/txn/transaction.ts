@@ -281,7 +281,7 @@ export class Snapshot {
   constructor(
     protected readonly env: TxnEnvironment,
     readonly startTs: number,
-    private readonly lease: LeaseCheck | null = null,
+    protected readonly lease: LeaseCheck | null = null,
   ) {}
 
   /**
@@ -393,7 +393,7 @@ export class Snapshot {
     const v =
       readVersionNow(table, key, ref, this.startTs, this.env.read) ??
       (await readVersionsAt(this.env.store, table, key, [ref], this.startTs, this.env.read))[0];
-    await this.checkLease();
+    if (this.lease !== null) await this.checkLease();
     return { value: v?.value ?? null, commitTs: v?.commitTs ?? 0 };
   }
 
@@ -417,7 +417,7 @@ export class Snapshot {
     const own = this.buffered(table, row, column);
     if (own !== undefined) return own;
     const v = await tryReadVersion(this.env.store, table, key, ref, this.startTs, this.env.read);
-    await this.checkLease();
+    if (this.lease !== null) await this.checkLease();
     return v?.value;
   }
 
@@ -486,7 +486,7 @@ export class Snapshot {
       throw e;
     }
     if (pending !== null) await Promise.all(pending);
-    await this.checkLease();
+    if (this.lease !== null) await this.checkLease();
     return out;
   }
 
@@ -791,7 +791,7 @@ export class Transaction extends Snapshot {
   private async commitWrites(): Promise<number | null> {
     if (this.rows.size === 0) {
       // Nothing to commit, but what it read reached the caller as this transaction's snapshot.
-      await this.checkLease();
+      if (this.lease !== null) await this.checkLease();
       if (this.weak.length > 0) await this.writeWeakNotifications(await this.env.getTimestamp());
       this.reportNotified([]);
       return null;
@@ -815,7 +815,7 @@ export class Transaction extends Snapshot {
     const onePhase = this.onePhase();
     if (onePhase !== null) {
       // One atomic write cannot be taken back: the lease is checked before it.
-      await this.checkLease();
+      if (this.lease !== null) await this.checkLease();
       return this.commitInOnePhase(env, onePhase.store, onePhase.memLocks, rows);
     }
     const ended = env.read.localCommits?.begin(this.startTs);
@@ -900,7 +900,7 @@ export class Transaction extends Snapshot {
       try {
         // Held now, after every read and prewrite: nothing they met was collected — not even a
         // rollback record at our start that should have stopped our primary's late prewrite.
-        await this.checkLease();
+        if (this.lease !== null) await this.checkLease();
         const commitTs = await env.getTimestamp();
         // Weak notifications carry the commit timestamp and land before the commit point: an
         // observer that sees one starts above commitTs, so it meets our primary lock (and waits

@@ -89,6 +89,22 @@ describe('OracleClient registrations: held()', () => {
     after.release();
   });
 
+  it('registrations asking at once past the holdback (after a stall) share one report', async () => {
+    const s = await leaseClocks(cleanups);
+    const regs = await Promise.all(Array.from({ length: 5 }, () => s.worker.getStartTimestamp()));
+    s.clock.client += REPORT_INTERVAL_MS;
+    const before = s.requests();
+    const asked = regs.map(heldOf);
+    expect(await Promise.all(asked)).toEqual(regs.map(() => true));
+    expect(s.requests() - before).toBe(1);
+    // A report acknowledged before a registration does not count it: that one asks again.
+    const late = s.worker.registerActive(await s.worker.getTimestamp());
+    const afterLate = s.requests();
+    expect(await heldOf(late)).toBe(true);
+    expect(s.requests() - afterLate).toBe(1);
+    for (const r of [...regs, late]) r.release();
+  });
+
   it('the oracle out of reach: the promise rejects with its error', async () => {
     const s = await leaseClocks(cleanups);
     const reg = await s.worker.getStartTimestamp();

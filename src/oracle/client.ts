@@ -135,6 +135,8 @@ interface ControlRequest {
   sentAt: number;
   /** A report's number in send order (0 until sent). */
   seq: number;
+  /** What the caller awaits: a confirm shares a report that will count its registration. */
+  readonly done: Promise<number>;
 }
 
 /** Waiter kinds, stored in the count array: 0 = one timestamp, n > 0 = a range, -1 = a start. */
@@ -633,28 +635,33 @@ export class OracleClient implements TimestampSource {
 
   private controlRequest(frameOf: (id: number) => Buffer, isReport: boolean, answer: number = MsgType.WATERMARK): Promise<number> {
     if (this.closedError !== null) return Promise.reject(this.closedError);
-    return new Promise<number>((resolve, reject) => {
-      const id = this.takeId();
-      const timer = setTimeout(() => {
-        const c = this.control.get(id);
-        if (c === undefined) return;
-        this.finishControl(
-          c,
-          c.sent
-            ? new OracleError('ORACLE_TIMEOUT', `the oracle at ${this.host}:${this.port} did not answer within ${this.timeoutMs} ms`, {
-                host: this.host,
-                port: this.port,
-                timeoutMs: this.timeoutMs,
-                requestId: id,
-              })
-            : this.unavailable(),
-        );
-      }, this.timeoutMs);
-      const c: ControlRequest = { id, frameOf, resolve, reject, timer, isReport, answer, sent: false, sentAt: 0, seq: 0 };
-      this.control.set(id, c);
-      if (this.connected) this.sendControl(c);
-      else if (this.socket === null && this.reconnectTimer === null) this.connect();
+    let resolve!: (value: number) => void;
+    let reject!: (err: unknown) => void;
+    const done = new Promise<number>((res, rej) => {
+      resolve = res;
+      reject = rej;
     });
+    const id = this.takeId();
+    const timer = setTimeout(() => {
+      const c = this.control.get(id);
+      if (c === undefined) return;
+      this.finishControl(
+        c,
+        c.sent
+          ? new OracleError('ORACLE_TIMEOUT', `the oracle at ${this.host}:${this.port} did not answer within ${this.timeoutMs} ms`, {
+              host: this.host,
+              port: this.port,
+              timeoutMs: this.timeoutMs,
+              requestId: id,
+            })
+          : this.unavailable(),
+      );
+    }, this.timeoutMs);
+    const c: ControlRequest = { id, frameOf, resolve, reject, timer, isReport, answer, sent: false, sentAt: 0, seq: 0, done };
+    this.control.set(id, c);
+    if (this.connected) this.sendControl(c);
+    else if (this.socket === null && this.reconnectTimer === null) this.connect();
+    return done;
   }
 
   private sendControl(c: ControlRequest): void {
@@ -721,13 +728,24 @@ export class OracleClient implements TimestampSource {
     const now = this.millis();
     if (now < issuedAfter + this.holdbackMs) return true;
     const sameOracle = () => this.ackConnection === connection;
-    if (this.ackSeq > afterSeq && sameOracle()) return now < this.leaseAckedAt + this.leaseMs || this.confirm(ts, sameOracle);
-    return this.connects === connection && this.confirm(ts, sameOracle);
+    if (this.ackSeq > afterSeq && sameOracle()) return now < this.leaseAckedAt + this.leaseMs || this.confirm(ts, afterSeq, sameOracle);
+    return this.connects === connection && this.confirm(ts, afterSeq, sameOracle);
   }
 
-  /** A report now, and what its acknowledgement says of `ts` (see `holds`). */
-  private confirm(ts: number, sameOracle: () => boolean): Promise<boolean> {
-    return this.getWatermark().then(() => sameOracle() && this.lastWatermark <= ts);
+  /**
+   * What the acknowledgement of a report built after the registration (numbered above `afterSeq`)
+   * says of `ts` (see `holds`): one in flight or queued if there is one — after a stall every
+   * running transaction asks at once, and one round trip answers them all — else a report now.
+   */
+  private confirm(ts: number, afterSeq: number, sameOracle: () => boolean): Promise<boolean> {
+    let report: Promise<number> | null = null;
+    for (const c of this.control.values()) {
+      if (c.isReport && (!c.sent || c.seq > afterSeq)) {
+        report = c.done;
+        break;
+      }
+    }
+    return (report ?? this.getWatermark()).then(() => sameOracle() && this.lastWatermark <= ts);
   }
 
   /** Reports this client's oldest active start timestamp and returns the oracle's watermark. */

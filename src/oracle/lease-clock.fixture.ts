@@ -19,6 +19,8 @@ export interface LeaseClocks {
   readonly gc: OracleClient;
   /** Stops the oracle and starts a new one on the same port (a restart: what it handed out is forgotten). */
   restart(): Promise<void>;
+  /** Requests the oracle has received (every kind), since it last started. */
+  requests(): number;
 }
 
 /** `workerLeaseMs`: the lease the worker's client counts on (the server's is LEASE_MS). Closed by what it pushes onto `cleanups`. */
@@ -37,7 +39,8 @@ export async function leaseClocks(cleanups: (() => Promise<unknown>)[], workerLe
     await s.close();
     s = await start(s.port);
   };
-  return { clock, worker: client(() => clock.client, workerLeaseMs), gc: client(() => clock.server, LEASE_MS), restart };
+  const worker = client(() => clock.client, workerLeaseMs);
+  return { clock, worker, gc: client(() => clock.server, LEASE_MS), restart, requests: () => s.stats().requests };
 }
 
 /** How far `stallPastLease` moves the clocks: past the holdback and the lease. */

@@ -105,6 +105,36 @@ describe('OracleClient registrations: held()', () => {
     for (const r of [...regs, late]) r.release();
   });
 
+  it('an acknowledgement on a later connection to the same oracle (a network blip) holds a registration from before it', async () => {
+    const s = await leaseClocks(cleanups);
+    const reg = await s.worker.getStartTimestamp();
+    s.clock.client += REPORT_INTERVAL_MS; // past the holdback: only an acknowledgement could hold it
+    s.cut();
+    const after = await s.worker.getStartTimestamp(); // reconnected, to the same oracle
+    expect(await heldOf(reg)).toBe(true);
+    expect(heldOf(after)).toBe(true);
+    // Still lost once a watermark above it was handed out while its lease lapsed.
+    expect(await stallPastLease(s)).toBeGreaterThan(reg.timestamp);
+    s.cut();
+    expect(await heldOf(reg)).toBe(false);
+    expect(s.incarnationAsks()).toBe(3);
+    reg.release();
+    after.release();
+  });
+
+  it('a server from before INCARNATION: asked once, then every reconnection is taken for a restart', async () => {
+    const s = await leaseClocks(cleanups, undefined, true);
+    const reg = await s.worker.getStartTimestamp(); // works: the refusal cost one reconnection
+    s.clock.client += REPORT_INTERVAL_MS;
+    s.cut();
+    const after = await s.worker.getStartTimestamp();
+    expect(await heldOf(reg)).toBe(false);
+    expect(heldOf(after)).toBe(true);
+    expect(s.incarnationAsks()).toBe(1);
+    reg.release();
+    after.release();
+  });
+
   it('the oracle out of reach: the promise rejects with its error', async () => {
     const s = await leaseClocks(cleanups);
     const reg = await s.worker.getStartTimestamp();

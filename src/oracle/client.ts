@@ -36,6 +36,7 @@ import { checkClientOptions } from './oracle-options.js';
 import {
   encodeReport,
   encodeTsRequest,
+  encodeIncarnationRequest,
   encodeIssuedRequest,
   encodeWatermarkRequest,
   expectedPayload,
@@ -140,6 +141,8 @@ interface ControlRequest {
 }
 
 /** Waiter kinds, stored in the count array: 0 = one timestamp, n > 0 = a range, -1 = a start. */
+/** Connections whose incarnation is remembered: a registration from an older one is not held past the holdback. */
+const KEPT_INCARNATIONS = 64;
 const SINGLE = 0;
 const START = -1;
 
@@ -189,6 +192,14 @@ export class OracleClient implements TimestampSource {
   private leaseAckedAt = Number.NEGATIVE_INFINITY;
   private ackConnection = 0;
   private lastWatermark = 0;
+  /**
+   * The oracle incarnation each recent connection reached (by its `connects` number): an
+   * acknowledgement on a later connection to the same one holds what an earlier one issued.
+   */
+  private readonly incarnations = new Map<number, number>();
+  /** False once a server answered INCARNATION_REQUEST with an error (one from before it). */
+  private askIncarnation = true;
+  private incarnationPending = false;
 
   private requests = 0;
   private timestampsReceived = 0;
@@ -490,6 +501,7 @@ export class OracleClient implements TimestampSource {
       this.connects++;
       this.failures = 0;
       this.clearUnavailable();
+      this.requestIncarnation(); // first: an older server closes the connection on it
       for (const c of this.control.values()) this.sendControl(c);
       if (this.queue.total !== 0 && !this.flushScheduled && this.fId === 0) {
         this.flushScheduled = true;
@@ -589,6 +601,18 @@ export class OracleClient implements TimestampSource {
       this.finishControl(c, null, wm);
       return true;
     }
+    if (type === MsgType.INCARNATION) {
+      const c = this.control.get(requestId);
+      const n = readU64(buf, p);
+      if (c === undefined || c.answer !== MsgType.INCARNATION || n < 0) {
+        this.protocolFailure(`unexpected INCARNATION (id ${requestId})`, { requestId });
+        return false;
+      }
+      this.incarnations.set(this.connects, n);
+      this.incarnations.delete(this.connects - KEPT_INCARNATIONS);
+      this.finishControl(c, null, n);
+      return true;
+    }
     if (type === MsgType.ISSUED) {
       const c = this.control.get(requestId);
       const n = readU64(buf, p);
@@ -684,6 +708,29 @@ export class OracleClient implements TimestampSource {
     return encodeReport(id, this.clientId, min === Number.POSITIVE_INFINITY ? null : min);
   }
 
+  /** Asks which oracle incarnation this connection reached (once a connection; see `incarnations`). */
+  private requestIncarnation(): void {
+    if (!this.askIncarnation || this.incarnationPending) return;
+    this.incarnationPending = true;
+    this.controlRequest((id) => encodeIncarnationRequest(id), false, MsgType.INCARNATION).then(
+      () => {
+        this.incarnationPending = false;
+      },
+      (e: unknown) => {
+        this.incarnationPending = false;
+        // The server's answer, not a timeout or a close: it does not know the request.
+        if (e instanceof OracleError && e.details.wireCode !== undefined) this.askIncarnation = false;
+      },
+    );
+  }
+
+  /** Whether connections `a` and `b` (their `connects` numbers) reached the same oracle incarnation. */
+  private sameIncarnation(a: number, b: number): boolean {
+    if (a === b) return true;
+    const x = this.incarnations.get(a);
+    return x !== undefined && x === this.incarnations.get(b);
+  }
+
   /** Periodic lease renewal (fire and forget). */
   private report(): void {
     if (this.closedError !== null) return;
@@ -719,17 +766,19 @@ export class OracleClient implements TimestampSource {
    * - otherwise a report now settles it: it counts `ts` from its arrival on, and the watermark it
    *   returns is the highest ever handed out: at or below `ts`, nobody has used a higher one.
    * An acknowledgement is that evidence only from the oracle that issued `ts`: one restarted since
-   * forgets the watermarks it handed out. Connections cannot tell a restart from a network blip,
-   * so one received on a later connection than the registration's is not taken (false, unless the
-   * holdback still holds `ts`): the transaction runs again.
+   * forgets the watermarks it handed out. So one received on a later connection than the
+   * registration's is taken only if both reached the same incarnation (a network blip); after a
+   * restart, or with a server that does not say, it is not (false, unless the holdback still
+   * holds `ts`): the transaction runs again.
    */
   private holds(ts: number, afterSeq: number, connection: number, issuedAfter: number): boolean | Promise<boolean> {
     if (this.lastWatermark > ts) return false;
     const now = this.millis();
     if (now < issuedAfter + this.holdbackMs) return true;
-    const sameOracle = () => this.ackConnection === connection;
+    const sameOracle = () => this.sameIncarnation(this.ackConnection, connection);
     if (this.ackSeq > afterSeq && sameOracle()) return now < this.leaseAckedAt + this.leaseMs || this.confirm(ts, afterSeq, sameOracle);
-    return this.connects === connection && this.confirm(ts, afterSeq, sameOracle);
+    // Reconnected since: an oracle that says which incarnation it is may be the same one.
+    return (this.askIncarnation || this.connects === connection) && this.confirm(ts, afterSeq, sameOracle);
   }
 
   /**

@@ -28,6 +28,7 @@
  * incarnation have not re-reported yet). Entries expire `leaseMs` after their last report. The
  * returned watermark never decreases.
  */
+import { randomInt } from 'node:crypto';
 import { OracleError } from './errors.js';
 import type { MarkStore } from './mark-store.js';
 import { checkOracleOptions } from './oracle-options.js';
@@ -94,6 +95,11 @@ export class Oracle implements TimestampSource {
   readonly maxBatch: number;
   readonly leaseMs: number;
   readonly holdbackMs: number;
+  /**
+   * Drawn at random for this object: what its watermarks promise (never lower than one handed
+   * out) holds for exactly the answers of one incarnation, which clients tell apart by it.
+   */
+  readonly incarnation = randomInt(1, 2 ** 48 - 1);
 
   private saving: Promise<void> | null = null;
   private lastSaveFailedAt = Number.NEGATIVE_INFINITY;

@@ -14,9 +14,11 @@
  *   REPORT            u64 clientId, u64 oldestActive  → WATERMARK (oldestActive = NONE: no active)
  *   WATERMARK_REQUEST (none)                          → WATERMARK
  *   ISSUED_REQUEST    (none)                          → ISSUED
+ *   INCARNATION_REQUEST (none)                        → INCARNATION
  *   TS_RESPONSE       u64 first, u32 count            timestamps [first, first + count)
  *   WATERMARK         u64 watermark
  *   ISSUED            u64 handedOut                  timestamps the oracle has handed out since it started
+ *   INCARNATION       u64 incarnation                drawn at random when the oracle process started
  *   ERROR             u16 code, u16 messageLength, utf8 message
  *
  * One TS_RESPONSE serves a whole client batch: the client splits the range among its waiters.
@@ -24,6 +26,10 @@
  * `percolator wait` over a shared store counts a pass quiet only if this did not change during it
  * (docs/observers.md › Quiescence). A server from before ISSUED (2026-12-03) takes its request for
  * an unknown type and closes the connection; the client then cannot tell, as before.
+ * INCARNATION tells a client whether two of its connections reached the same oracle process: a
+ * report acknowledged on a later connection holds a start timestamp issued on an earlier one only
+ * if so (client.ts › holds). A server from before it (2026-12-04) closes the connection on it;
+ * the client then asks no more and takes every reconnection for a restart, as before.
  * A frame that cannot be parsed (bad length, unknown version or type, wrong payload size, a u64
  * above 2^53) is a protocol error: the receiver answers ERROR (requestId 0, or the frame's own
  * where its header could be read) where it can and closes that connection. A well-formed request
@@ -40,9 +46,11 @@ export const MsgType = {
   REPORT: 0x02,
   WATERMARK_REQUEST: 0x03,
   ISSUED_REQUEST: 0x04,
+  INCARNATION_REQUEST: 0x05,
   TS_RESPONSE: 0x81,
   WATERMARK: 0x82,
   ISSUED: 0x83,
+  INCARNATION: 0x84,
   ERROR: 0xff,
 } as const;
 
@@ -100,6 +108,16 @@ export function encodeIssuedRequest(requestId: number): Buffer {
   return header(MsgType.ISSUED_REQUEST, requestId, 0);
 }
 
+export function encodeIncarnationRequest(requestId: number): Buffer {
+  return header(MsgType.INCARNATION_REQUEST, requestId, 0);
+}
+
+export function encodeIncarnation(requestId: number, incarnation: number): Buffer {
+  const buf = header(MsgType.INCARNATION, requestId, 8);
+  writeU64(buf, 12, incarnation);
+  return buf;
+}
+
 export function encodeIssued(requestId: number, handedOut: number): Buffer {
   const buf = header(MsgType.ISSUED, requestId, 8);
   writeU64(buf, 12, handedOut);
@@ -137,11 +155,13 @@ export function expectedPayload(type: number): number {
       return 16;
     case MsgType.WATERMARK_REQUEST:
     case MsgType.ISSUED_REQUEST:
+    case MsgType.INCARNATION_REQUEST:
       return 0;
     case MsgType.TS_RESPONSE:
       return 12;
     case MsgType.WATERMARK:
     case MsgType.ISSUED:
+    case MsgType.INCARNATION:
       return 8;
     case MsgType.ERROR:
       return -2;

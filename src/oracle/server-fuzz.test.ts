@@ -17,6 +17,7 @@ import {
   MAX_FRAME_BODY,
   MsgType,
   PROTOCOL_VERSION,
+  encodeIncarnationRequest,
   encodeIssuedRequest,
   encodeReport,
   encodeTsRequest,
@@ -38,7 +39,7 @@ afterEach(async () => {
 /** What a request must be answered with. */
 type Expect =
   | { readonly id: number; readonly kind: 'ts'; readonly count: number }
-  | { readonly id: number; readonly kind: 'watermark' | 'issued' | 'bad' };
+  | { readonly id: number; readonly kind: 'watermark' | 'issued' | 'incarnation' | 'bad' };
 
 describe('the oracle server under random input', () => {
   it(`answers every well-formed request once, refuses the rest, and keeps serving (seed ${SEED}, ${STREAMS} streams)`, async () => {
@@ -64,7 +65,7 @@ describe('the oracle server under random input', () => {
           b[4] = PROTOCOL_VERSION + 1 + int(200); // unknown version
           return b;
         case 3:
-          b[5] = [0x00, 0x05, 0x42, MsgType.TS_RESPONSE, MsgType.ISSUED, MsgType.ERROR][int(6)] as number; // not a request
+          b[5] = [0x00, 0x06, 0x42, MsgType.TS_RESPONSE, MsgType.ISSUED, MsgType.ERROR][int(6)] as number; // not a request
           return b;
         default: {
           const longer = Buffer.alloc(b.length + 1 + int(8)); // wrong payload size
@@ -97,6 +98,9 @@ describe('the oracle server under random input', () => {
         } else if (r < 0.7) {
           parts.push(encodeIssuedRequest(id));
           expects.push({ id, kind: 'issued' });
+        } else if (r < 0.74) {
+          parts.push(encodeIncarnationRequest(id));
+          expects.push({ id, kind: 'incarnation' });
         } else if (r < 0.8) {
           parts.push(encodeReport(id, int(1 << 30), rnd() < 0.5 ? null : int(1000)));
           expects.push({ id, kind: 'watermark' });
@@ -160,6 +164,8 @@ describe('the oracle server under random input', () => {
           expect(issued, `${what}: request ${f.id}`).toBeGreaterThanOrEqual(Math.max(received, lastIssued));
           lastIssued = issued;
           issuedAnswers++;
+        } else if (e?.kind === 'incarnation') {
+          expect([f.type, readU64(f.payload, 0)], `${what}: request ${f.id}`).toEqual([MsgType.INCARNATION, s.oracle.incarnation]);
         } else if (e?.kind === 'watermark') {
           expect(f.type, `${what}: request ${f.id}`).toBe(MsgType.WATERMARK);
         } else {

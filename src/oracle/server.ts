@@ -31,6 +31,7 @@ import { Oracle, type OracleOptions } from './oracle.js';
 import { checkServerOptions } from './oracle-options.js';
 import {
   encodeError,
+  encodeIncarnation,
   encodeIssued,
   encodeTsResponse,
   encodeWatermark,
@@ -127,7 +128,13 @@ export async function startOracleServer(options: OracleServerOptions = {}): Prom
       }
       const payload = end - start - 8;
       const expected = expectedPayload(type);
-      if (type !== MsgType.TS_REQUEST && type !== MsgType.REPORT && type !== MsgType.WATERMARK_REQUEST && type !== MsgType.ISSUED_REQUEST) {
+      if (
+        type !== MsgType.TS_REQUEST &&
+        type !== MsgType.REPORT &&
+        type !== MsgType.WATERMARK_REQUEST &&
+        type !== MsgType.ISSUED_REQUEST &&
+        type !== MsgType.INCARNATION_REQUEST
+      ) {
         return protocolError(requestId, `unknown request type 0x${type.toString(16)}`);
       }
       if (payload !== expected) {
@@ -168,6 +175,10 @@ export async function startOracleServer(options: OracleServerOptions = {}): Prom
       }
       if (type === MsgType.ISSUED_REQUEST) {
         send(encodeIssued(requestId, oracle.stats().handedOut));
+        return true;
+      }
+      if (type === MsgType.INCARNATION_REQUEST) {
+        send(encodeIncarnation(requestId, oracle.incarnation));
         return true;
       }
       send(encodeWatermark(requestId, oracle.watermarkNow()));

@@ -544,9 +544,9 @@ export class OracleClient implements TimestampSource {
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null;
       // Reconnect only while someone needs the oracle; otherwise the next caller reconnects.
-      if (this.queue.total !== 0 || this.control.size !== 0 || this.active.size !== 0) this.connect();
+      if (this.queue.total !== 0 || this.awaitedControls() !== 0 || this.active.size !== 0) this.connect();
     }, delay);
-    if (this.queue.total === 0 && this.control.size === 0) this.reconnectTimer.unref();
+    if (this.queue.total === 0 && this.awaitedControls() === 0) this.reconnectTimer.unref();
   }
 
   private dropConnection(reason: string): void {
@@ -657,7 +657,13 @@ export class OracleClient implements TimestampSource {
 
   // --- control requests: reports and watermark -------------------------------------------------
 
-  private controlRequest(frameOf: (id: number) => Buffer, isReport: boolean, answer: number = MsgType.WATERMARK): Promise<number> {
+  /** `background`: nobody awaits it, so its timeout does not keep the process alive. */
+  private controlRequest(
+    frameOf: (id: number) => Buffer,
+    isReport: boolean,
+    answer: number = MsgType.WATERMARK,
+    background = false,
+  ): Promise<number> {
     if (this.closedError !== null) return Promise.reject(this.closedError);
     let resolve!: (value: number) => void;
     let reject!: (err: unknown) => void;
@@ -681,6 +687,7 @@ export class OracleClient implements TimestampSource {
           : this.unavailable(),
       );
     }, this.timeoutMs);
+    if (background) timer.unref();
     const c: ControlRequest = { id, frameOf, resolve, reject, timer, isReport, answer, sent: false, sentAt: 0, seq: 0, done };
     this.control.set(id, c);
     if (this.connected) this.sendControl(c);
@@ -708,11 +715,16 @@ export class OracleClient implements TimestampSource {
     return encodeReport(id, this.clientId, min === Number.POSITIVE_INFINITY ? null : min);
   }
 
+  /** Control requests someone awaits (the incarnation request is the client's own). */
+  private awaitedControls(): number {
+    return this.control.size - (this.incarnationPending ? 1 : 0);
+  }
+
   /** Asks which oracle incarnation this connection reached (once a connection; see `incarnations`). */
   private requestIncarnation(): void {
     if (!this.askIncarnation || this.incarnationPending) return;
     this.incarnationPending = true;
-    this.controlRequest((id) => encodeIncarnationRequest(id), false, MsgType.INCARNATION).then(
+    this.controlRequest((id) => encodeIncarnationRequest(id), false, MsgType.INCARNATION, true).then(
       () => {
         this.incarnationPending = false;
       },

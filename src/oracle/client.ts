@@ -140,9 +140,10 @@ interface ControlRequest {
   readonly done: Promise<number>;
 }
 
-/** Waiter kinds, stored in the count array: 0 = one timestamp, n > 0 = a range, -1 = a start. */
 /** Connections whose incarnation is remembered: a registration from an older one is not held past the holdback. */
 const KEPT_INCARNATIONS = 64;
+
+/** Waiter kinds, stored in the count array: 0 = one timestamp, n > 0 = a range, -1 = a start. */
 const SINGLE = 0;
 const START = -1;
 

@@ -11,7 +11,16 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { OracleClient } from './client.js';
 import { isOracleError, OracleError, WireErrorCode } from './errors.js';
 import { FileMarkStore, MemoryMarkStore } from './mark-store.js';
-import { encodeError, encodeTsRequest, MsgType, PROTOCOL_VERSION, readU64 } from './protocol.js';
+import {
+  encodeError,
+  encodeIncarnation,
+  encodeIssued,
+  encodeTsRequest,
+  encodeWatermark,
+  MsgType,
+  PROTOCOL_VERSION,
+  readU64,
+} from './protocol.js';
 import { keepServed, type RawConnection, rawConnection, until } from './raw-connection.fixture.js';
 import { type OracleServer, startOracleServer } from './server.js';
 
@@ -291,6 +300,34 @@ describe('bad input to the server', () => {
     cleanups.push(() => new Promise<void>((r) => liar.close(() => r())));
     const c = client((liar.address() as net.AddressInfo).port, { timeoutMs: 2000 });
     await expect(c.getTimestamp()).rejects.toMatchObject({ code: 'ORACLE_PROTOCOL', details: { version: 9 } });
+  });
+
+  it.each([
+    ['WATERMARK', encodeWatermark],
+    ['ISSUED', encodeIssued],
+    ['INCARNATION', encodeIncarnation],
+  ] as const)('an answer of the wrong kind (%s for a timestamp request) is ORACLE_PROTOCOL', async (name, encode) => {
+    const liar = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      // The client may ask for the incarnation first: that one is answered truly.
+      let pending = Buffer.alloc(0);
+      socket.on('data', (chunk: Buffer) => {
+        pending = Buffer.concat([pending, chunk]);
+        while (pending.length >= 4 && pending.length >= 4 + pending.readUInt32LE(0)) {
+          const id = pending.readUInt32LE(8);
+          const truly = pending[5] === MsgType.INCARNATION_REQUEST && name !== 'INCARNATION';
+          socket.write(truly ? encodeIncarnation(id, 7) : encode(id, 5));
+          pending = pending.subarray(4 + pending.readUInt32LE(0));
+        }
+      });
+    });
+    await new Promise<void>((r) => liar.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => liar.close(() => r())));
+    const c = client((liar.address() as net.AddressInfo).port, { timeoutMs: 2000 });
+    await expect(c.getTimestamp()).rejects.toMatchObject({
+      code: 'ORACLE_PROTOCOL',
+      message: expect.stringContaining(`unexpected ${name}`),
+    });
   });
 });
 

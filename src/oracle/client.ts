@@ -587,12 +587,9 @@ export class OracleClient implements TimestampSource {
       return this.onTsResponse(requestId, readU64(buf, p), buf.readUInt32LE(p + 8));
     }
     if (type === MsgType.WATERMARK) {
-      const c = this.control.get(requestId);
       const wm = readU64(buf, p);
-      if (c === undefined || c.answer !== MsgType.WATERMARK || wm < 0) {
-        this.protocolFailure(`unexpected WATERMARK (id ${requestId})`, { requestId });
-        return false;
-      }
+      const c = this.answered(requestId, type, 'WATERMARK', wm);
+      if (c === null) return false;
       if (wm > this.lastWatermark) this.lastWatermark = wm;
       if (c.isReport && c.seq > this.ackSeq) {
         this.ackSeq = c.seq;
@@ -603,24 +600,18 @@ export class OracleClient implements TimestampSource {
       return true;
     }
     if (type === MsgType.INCARNATION) {
-      const c = this.control.get(requestId);
       const n = readU64(buf, p);
-      if (c === undefined || c.answer !== MsgType.INCARNATION || n < 0) {
-        this.protocolFailure(`unexpected INCARNATION (id ${requestId})`, { requestId });
-        return false;
-      }
+      const c = this.answered(requestId, type, 'INCARNATION', n);
+      if (c === null) return false;
       this.incarnations.set(this.connects, n);
       this.incarnations.delete(this.connects - KEPT_INCARNATIONS);
       this.finishControl(c, null, n);
       return true;
     }
     if (type === MsgType.ISSUED) {
-      const c = this.control.get(requestId);
       const n = readU64(buf, p);
-      if (c === undefined || c.answer !== MsgType.ISSUED || n < 0) {
-        this.protocolFailure(`unexpected ISSUED (id ${requestId})`, { requestId });
-        return false;
-      }
+      const c = this.answered(requestId, type, 'ISSUED', n);
+      if (c === null) return false;
       this.finishControl(c, null, n);
       return true;
     }
@@ -702,6 +693,16 @@ export class OracleClient implements TimestampSource {
     c.sentAt = this.millis();
     if (c.isReport) c.seq = ++this.reportSeq;
     this.socket.write(c.frameOf(c.id));
+  }
+
+  /** The control request a u64 answer of `type` is for; null (after a protocol failure) if none asked. */
+  private answered(requestId: number, type: number, name: string, value: number): ControlRequest | null {
+    const c = this.control.get(requestId);
+    if (c === undefined || c.answer !== type || value < 0) {
+      this.protocolFailure(`unexpected ${name} (id ${requestId})`, { requestId });
+      return null;
+    }
+    return c;
   }
 
   private finishControl(c: ControlRequest, err: unknown, value = 0): void {

@@ -17,6 +17,7 @@ import {
   encodeIssued,
   encodeTsRequest,
   encodeWatermark,
+  FrameReader,
   MsgType,
   PROTOCOL_VERSION,
   readU64,
@@ -310,16 +311,16 @@ describe('bad input to the server', () => {
     const liar = net.createServer((socket) => {
       socket.on('error', () => undefined);
       // The client may ask for the incarnation first: that one is answered truly.
-      let pending = Buffer.alloc(0);
-      socket.on('data', (chunk: Buffer) => {
-        pending = Buffer.concat([pending, chunk]);
-        while (pending.length >= 4 && pending.length >= 4 + pending.readUInt32LE(0)) {
-          const id = pending.readUInt32LE(8);
-          const truly = pending[5] === MsgType.INCARNATION_REQUEST && name !== 'INCARNATION';
+      const reader = new FrameReader(
+        (buf, start) => {
+          const id = buf.readUInt32LE(start + 4);
+          const truly = buf[start + 1] === MsgType.INCARNATION_REQUEST && name !== 'INCARNATION';
           socket.write(truly ? encodeIncarnation(id, 7) : encode(id, 5));
-          pending = pending.subarray(4 + pending.readUInt32LE(0));
-        }
-      });
+          return true;
+        },
+        () => socket.destroy(),
+      );
+      socket.on('data', (chunk: Buffer) => reader.push(chunk));
     });
     await new Promise<void>((r) => liar.listen(0, '127.0.0.1', r));
     cleanups.push(() => new Promise<void>((r) => liar.close(() => r())));

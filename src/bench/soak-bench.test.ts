@@ -6,6 +6,11 @@ it('re-crawls a repository, samples it, and ends with the batch index and no row
   expect(r.crawls).toBeGreaterThan(60);
   expect(r.samples.length).toBeGreaterThanOrEqual(3);
   expect(r.samples.every((s) => s.storeMiB === null && s.heapMiB > 0 && s.rssMiB >= s.heapMiB)).toBe(true);
+  if (process.platform === 'linux') expect(r.samples.every((s) => s.anonRssMiB !== null && s.anonRssMiB <= s.rssMiB)).toBe(true);
+  const { recrawls, comparison, fullPass } = r.peakRssMiB;
+  expect(recrawls).toBeGreaterThanOrEqual(Math.max(...r.samples.map((s) => s.rssMiB)) - 1); // peaks only rise
+  expect(comparison).toBeGreaterThanOrEqual(recrawls);
+  expect(fullPass).toBeGreaterThanOrEqual(comparison);
   expect(r.liveDocuments).toBeLessThan(200); // some pages were deleted
   expect(r.differencesFromBatch).toBe(0);
   expect(r.anomalies).toEqual([]);

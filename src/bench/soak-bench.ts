@@ -27,6 +27,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { type CorpusDoc, INDEX_FIELDS, batchIndex, differingKeys, readIndexState } from '../apps/webindex/batch.js';
+import type { KeyMode } from '../apps/webindex/parse.js';
 import { SyntheticCorpus } from '../apps/webindex/corpus/synthetic.js';
 import { type CrawledDoc, loadDocuments } from '../apps/webindex/loader.js';
 import { runWebIndex } from '../apps/webindex/run.js';
@@ -34,6 +35,7 @@ import type { Store } from '../store/store.js';
 import { WRITE, decodeWrite } from '../txn/layout.js';
 import { LONG_RUNNING_GC_WINDOWS, type Percolator } from '../txn/percolator.js';
 import { mulberry32 } from '../util/seeded-random.js';
+import { anonRss } from './anon-rss.js';
 import { BenchOptionError } from './bench-option-error.js';
 import { benchStoreUrl, withBenchDir } from './bench-dir.js';
 import { type ServeProcess, startServeProcess } from './serve-process.js';
@@ -65,6 +67,8 @@ export interface SoakSample {
   readonly seconds: number;
   readonly crawls: number;
   readonly rssMiB: number;
+  /** Of it, anonymous memory (anon-rss.ts: the rest is the store's mapped tables); null off Linux. */
+  readonly anonRssMiB: number | null;
   /** The JS heap in use after a full collection. */
   readonly heapMiB: number;
   /** The store's directory (`file:`, `serve`; null for `memory:`). */
@@ -101,7 +105,16 @@ export interface SoakBenchResult {
   readonly store: string;
   readonly fullGcIntervalMs: number;
   readonly workerGcWindows: boolean;
+  /**
+   * The process's peak RSS (`maxRSS`, MiB) at the end of each phase: the load and the re-crawls,
+   * the closing comparison with the batch, the final full pass. A peak is the highest so far, so
+   * a phase that raises it is the one that needed the memory.
+   */
+  readonly peakRssMiB: { readonly recrawls: number; readonly comparison: number; readonly fullPass: number };
 }
+
+/** The process's peak resident memory so far, MiB. */
+const peakRssMiB = (): number => Math.round(process.resourceUsage().maxRSS / 1024);
 
 const MiB = 1024 * 1024;
 
@@ -197,10 +210,12 @@ async function soakIn(
     let crawls = 0;
     const started = performance.now();
     const sample = async (): Promise<void> => {
+      const anon = anonRss();
       const s: SoakSample = {
         seconds: Math.round((performance.now() - started) / 1000),
         crawls,
         rssMiB: Math.round(process.memoryUsage().rss / MiB),
+        anonRssMiB: anon === null ? null : Math.round(anon / MiB),
         heapMiB: collectedHeapMiB(),
         storeMiB: dir === null ? null : await dirMiB(dir),
         serverRssMiB: server === null ? null : await processRssMiB(server.pid),
@@ -208,7 +223,7 @@ async function soakIn(
       };
       samples.push(s);
       log(
-        `${s.seconds} s: ${s.crawls} crawls, RSS ${s.rssMiB} MiB, heap ${s.heapMiB} MiB${s.storeMiB === null ? '' : `, store ${s.storeMiB} MiB`}${s.serverRssMiB === null ? '' : `, server RSS ${s.serverRssMiB} MiB`}, GC backlog ${s.gcBacklogCells} cells`,
+        `${s.seconds} s: ${s.crawls} crawls, RSS ${s.rssMiB} MiB${s.anonRssMiB === null ? '' : ` (${s.anonRssMiB} anonymous)`}, heap ${s.heapMiB} MiB${s.storeMiB === null ? '' : `, store ${s.storeMiB} MiB`}${s.serverRssMiB === null ? '' : `, server RSS ${s.serverRssMiB} MiB`}, GC backlog ${s.gcBacklogCells} cells`,
       );
     };
     await sample();
@@ -245,12 +260,11 @@ async function soakIn(
     log('re-crawls done; waiting for quiescence');
     await db.waitForQuiescence({ timeoutMs: 30 * 60_000 });
     await sample();
+    const recrawlsPeak = peakRssMiB();
 
-    const snap = await db.snapshot();
-    const got = await readIndexState(snap).finally(() => snap.release());
-    const want = batchIndex(live.values(), keyMode);
-    const differences = INDEX_FIELDS.reduce((n, field) => n + differingKeys(got[field], want[field]).length, 0);
-    log(`index vs batch: ${differences} differences; counting rows`);
+    const differences = await differencesFromBatch(db, live.values(), keyMode);
+    const comparisonPeak = peakRssMiB();
+    log(`index vs batch: ${differences} differences (peak RSS ${comparisonPeak} MiB); counting rows`);
     const tables = (await db.store.listTables()).filter((t) => !t.startsWith('_percolator'));
     const rowsAtEnd = await countRows(db.store, tables);
     // The pass collects below the oracle's GC watermark, which over serve trails the clock by the
@@ -262,7 +276,8 @@ async function soakIn(
     const t0 = performance.now();
     const pass = await db.collectGarbage();
     const fullPass = { seconds: Math.round((performance.now() - t0) / 100) / 10, versionsRemoved: pass.versionsRemoved };
-    log(`full pass: ${fullPass.versionsRemoved} versions in ${fullPass.seconds} s`);
+    const fullPassPeak = peakRssMiB();
+    log(`full pass: ${fullPass.versionsRemoved} versions in ${fullPass.seconds} s (peak RSS ${fullPassPeak} MiB)`);
     const rowsAfterFullPass = await countRows(db.store, tables);
     return {
       documents: n,
@@ -281,10 +296,25 @@ async function soakIn(
       store: server !== null ? 'serve' : dir === null ? 'memory:' : 'file:',
       fullGcIntervalMs: db.fullGcIntervalMs,
       workerGcWindows: options.workerGcWindows === true,
+      peakRssMiB: { recrawls: recrawlsPeak, comparison: comparisonPeak, fullPass: fullPassPeak },
     };
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * The index's differences from the batch over `live` (0: identical). Both states, a million
+ * postings each at 20 000 documents, are garbage once this returns, before the full pass needs
+ * memory of its own.
+ */
+async function differencesFromBatch(db: Percolator, live: Iterable<CorpusDoc>, keyMode: KeyMode): Promise<number> {
+  const snap = await db.snapshot();
+  const got = await readIndexState(snap).finally(() => snap.release());
+  const want = batchIndex(live, keyMode);
+  let n = 0;
+  for (const field of INDEX_FIELDS) n += differingKeys(got[field], want[field]).length;
+  return n;
 }
 
 /** Waits (up to a minute) until the oracle's GC watermark has reached `ts`. */

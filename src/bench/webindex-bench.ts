@@ -26,7 +26,6 @@
  * (`stages`: documents/s, CPU and the JS thread's milliseconds a document, commits and engine
  * writes); the full pipeline's row is the saturation phase's own.
  */
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { WEB_INDEX_STAGES, type WebIndexStage } from '../apps/webindex/pipeline.js';
 import { DEFAULT_LOADERS, type RunSummary, defaultThreads, engineCounters, runWebIndex } from '../apps/webindex/run.js';
@@ -37,6 +36,7 @@ import { mainThreadCpuMs } from './thread-cpu.js';
 
 export { WEB_INDEX_BENCH_STORES, type WebIndexBenchStore, DEFAULT_SATURATION_WINDOW } from './bench-defaults.js';
 import { type WebIndexBenchStore, DEFAULT_SATURATION_WINDOW } from './bench-defaults.js';
+import { anonRss } from './anon-rss.js';
 import { benchStoreUrl, withBenchDir } from './bench-dir.js';
 
 export interface WebIndexBenchOptions {
@@ -214,16 +214,6 @@ function perDocument(byGroup: EngineReadsByGroup, docs: number): EngineReadsByGr
   const per = (n: number) => Math.round((n / Math.max(1, docs)) * 100) / 100;
   const sorted = Object.entries(byGroup).sort(([, a], [, b]) => b.found + b.absent - (a.found + a.absent));
   return Object.fromEntries(sorted.map(([g, n]) => [g, { found: per(n.found), absent: per(n.absent) }]));
-}
-
-/** Anonymous resident memory (Linux: RssAnon of /proc/self/status), bytes; null elsewhere. */
-function anonRss(): number | null {
-  try {
-    const m = /RssAnon:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-    return m === null ? null : Number(m[1]) * 1024;
-  } catch {
-    return null;
-  }
 }
 
 /**

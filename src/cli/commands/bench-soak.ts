@@ -83,11 +83,12 @@ export function register(program: Command): void {
       const lines = [
         'samples:',
         ...formatTable(
-          ['seconds', 'crawls', 'RSS MiB', 'heap MiB', 'store MiB', 'server RSS MiB', 'GC backlog cells'],
+          ['seconds', 'crawls', 'RSS MiB', 'anonymous MiB', 'heap MiB', 'store MiB', 'server RSS MiB', 'GC backlog cells'],
           samples.map((s) => [
             String(s.seconds),
             String(s.crawls),
             String(s.rssMiB),
+            s.anonRssMiB === null ? '-' : String(s.anonRssMiB),
             String(s.heapMiB),
             s.storeMiB === null ? '-' : String(s.storeMiB),
             s.serverRssMiB === null ? '-' : String(s.serverRssMiB),

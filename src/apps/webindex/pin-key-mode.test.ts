@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { Percolator } from '../../txn/percolator.js';
-import { KeyModeMismatchError, pinKeyMode, pinnedKeyMode } from './pin-key-mode.js';
+import { KeyModeMismatchError, checkKeyMode, pinKeyMode, pinnedKeyMode } from './pin-key-mode.js';
 import { createWebIndexTables } from './pipeline.js';
 import { runWebIndex } from './run.js';
 
@@ -64,6 +64,27 @@ it('a re-crawl into a store another corpus indexed is refused before it loads an
     let pages = 0;
     for await (const _ of db.store.readRows('pages', {})) pages++;
     expect(pages).toBe(0);
+  } finally {
+    await db.close();
+  }
+});
+
+it('a check takes an unpinned store or the pinned mode without pinning, and refuses another', async () => {
+  const db = await Percolator.open({ store: 'memory:' });
+  try {
+    await createWebIndexTables(db);
+    const message = (pinned: string) => `pinned ${pinned}`;
+    await checkKeyMode(db, 'content', message);
+    expect(await pinnedIn(db)).toBeNull();
+    await pinKeyMode(db, 'content', remedy);
+    await checkKeyMode(db, 'content', message);
+    await expect(checkKeyMode(db, 'content+url+title', message)).rejects.toMatchObject({
+      code: 'KEY_MODE_MISMATCH',
+      pinned: 'content',
+      requested: 'content+url+title',
+      message: 'pinned content',
+    });
+    expect(await pinnedIn(db)).toBe('content');
   } finally {
     await db.close();
   }

@@ -55,3 +55,14 @@ export async function pinKeyMode(db: Percolator, keyMode: KeyMode, remedy: (pinn
 export function pinnedKeyMode(snap: Snapshot): Promise<string | null> {
   return snap.getString(CKEYS, KEY_MODE_ROW, KEY_MODE);
 }
+
+/**
+ * Checks `keyMode` against the mode pinned in the store, pinning nothing (a load: the workers'
+ * mode decides). Returns when none is pinned or it is `keyMode`. Throws KeyModeMismatchError, its
+ * message `message(pinned)`, for another. Reads only.
+ */
+export async function checkKeyMode(db: Percolator, keyMode: KeyMode, message: (pinned: string) => string): Promise<void> {
+  const snap = await db.snapshot();
+  const pinned = await pinnedKeyMode(snap).finally(() => snap.release());
+  if (pinned !== null && pinned !== keyMode) throw new KeyModeMismatchError(pinned, keyMode, message(pinned));
+}

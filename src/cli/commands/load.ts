@@ -55,21 +55,15 @@ export function register(program: Command): void {
     )
     .action(async (opts: LoadCommandOptions) => {
       if (opts.crawl > 0 && opts.corpus !== 'synthetic') throw new UsageError('--crawl goes with --corpus synthetic');
-      const [
-        { openCorpus },
-        { loadDocuments },
-        { PAGES, RAW_CONTENT },
-        { KeyModeMismatchError, pinnedKeyMode },
-        { ObservedColumns },
-        { NotObservedError },
-      ] = await Promise.all([
-        import('../../apps/webindex/run.js'),
-        import('../../apps/webindex/loader.js'),
-        import('../../apps/webindex/schema.js'),
-        import('../../apps/webindex/pin-key-mode.js'),
-        import('../../notify/observed-columns.js'),
-        import('./notify.js'),
-      ]);
+      const [{ openCorpus }, { loadDocuments }, { PAGES, RAW_CONTENT }, { checkKeyMode }, { ObservedColumns }, { NotObservedError }] =
+        await Promise.all([
+          import('../../apps/webindex/run.js'),
+          import('../../apps/webindex/loader.js'),
+          import('../../apps/webindex/schema.js'),
+          import('../../apps/webindex/pin-key-mode.js'),
+          import('../../notify/observed-columns.js'),
+          import('./notify.js'),
+        ]);
       const corpus = await openCorpus({ corpus: opts.corpus, docs: opts.docs, seed: opts.seed }, opts.crawl);
       const db = await Percolator.open({ store: opts.store, storeOptions: { level: { create: false } } });
       try {
@@ -82,15 +76,12 @@ export function register(program: Command): void {
         }
         // Documents clustered by keys their corpus does not suit (a local corpus's shared titles
         // joined by the paper's three keys) would index without error and wrongly.
-        const snap = await db.snapshot();
-        const pinned = await pinnedKeyMode(snap).finally(() => snap.release());
-        if (pinned !== null && pinned !== corpus.keyMode) {
-          throw new KeyModeMismatchError(
-            pinned,
-            corpus.keyMode,
+        await checkKeyMode(
+          db,
+          corpus.keyMode,
+          (pinned) =>
             `the web index on ${opts.store} clusters documents by the keys ${pinned}, and this corpus needs ${corpus.keyMode}: load it into a store of its own, with its workers started with --key-mode ${corpus.keyMode}`,
-          );
-        }
+        );
         const t0 = performance.now();
         const r = await loadDocuments(db, corpus.docs, { concurrency: opts.loaders });
         const seconds = Math.round(performance.now() - t0) / 1000;

@@ -6,7 +6,8 @@
  *
  * Contract: single-threaded; `add` of a present member is a no-op (it keeps its age).
  * The targeted GC used it for its transactions until 2026-12-03 (now int-fifo-set.ts, `wide`);
- * it stays as the plain model IntFifoSet's randomized tests are checked against.
+ * it stays as the plain model IntFifoSet's randomized tests are checked against, and for sets of
+ * strings (the web index's metrics).
  */
 export class FifoSet<T> {
   private readonly members = new Set<T>();

@@ -1,21 +1,34 @@
 /**
  * In-process counters of the web index, for progress bars and the live status page. They are
  * observations, not results: observer bodies call them before their transaction commits, so a
- * retried run may report twice; each event is therefore deduplicated by (document, fetch). The
+ * retried run may report twice; each event is therefore deduplicated by (document, fetch) among
+ * the last `remember` events of its kind (a retry follows its first run closely; sets that grew
+ * to 200 000 keys and were then cleared held ~30 MiB of a 30-minute soak's heap). The
  * authoritative numbers (summary, --json) are read back from the store (stats.ts).
  */
+import { FifoSet } from '../../util/fifo-set.js';
+
+/** Events remembered per kind for deduplication: ~5 MiB of keys at most. */
+const REMEMBERED_EVENTS = 50_000;
 
 export class WebIndexMetrics {
   loaded = 0;
   deleted = 0;
   processed = 0;
   indexed = 0;
-  private readonly seenIndexed = new Set<string>();
+  private readonly seenIndexed: FifoSet<string>;
+  private readonly seenUnchanged: FifoSet<string>;
   /** Recent crawl-to-index latencies (ms), a ring of the last `capacity`. */
   private readonly latencies: number[] = [];
   private next = 0;
 
-  constructor(private readonly capacity = 10_000) {}
+  constructor(
+    private readonly capacity = 10_000,
+    remember = REMEMBERED_EVENTS,
+  ) {
+    this.seenIndexed = new FifoSet(remember);
+    this.seenUnchanged = new FifoSet(remember);
+  }
 
   onLoaded(n = 1): void {
     this.loaded += n;
@@ -27,7 +40,6 @@ export class WebIndexMetrics {
 
   /** Fetches processed whose content changed nothing (they never become "newly" searchable). */
   unchanged = 0;
-  private readonly seenUnchanged = new Set<string>();
 
   /** The processor handled a fetch; `unchanged` when it left the document's index entry as it was. */
   onProcessed(url?: string, fetchedAt?: number, unchanged = false): void {
@@ -35,7 +47,6 @@ export class WebIndexMetrics {
     if (!unchanged || url === undefined) return;
     const key = `${fetchedAt}\u0000${url}`;
     if (this.seenUnchanged.has(key)) return;
-    if (this.seenUnchanged.size >= 200_000) this.seenUnchanged.clear();
     this.seenUnchanged.add(key);
     this.unchanged++;
   }
@@ -49,7 +60,6 @@ export class WebIndexMetrics {
   onIndexed(url: string, fetchedAt: number, latencyMs: number): void {
     const key = `${fetchedAt}\u0000${url}`;
     if (this.seenIndexed.has(key)) return;
-    if (this.seenIndexed.size >= 200_000) this.seenIndexed.clear();
     this.seenIndexed.add(key);
     this.indexed++;
     if (this.latencies.length < this.capacity) this.latencies.push(latencyMs);

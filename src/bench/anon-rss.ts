@@ -1,7 +1,7 @@
 /**
- * Anonymous resident memory: what a process's RSS holds beyond file pages. The embedded store
- * maps its tables (mmap-ballast.ts), and every page of them a read touched counts in RSS though
- * the kernel can drop it at will; memory a benchmark reports as used is this part.
+ * Anonymous resident memory: what a process's RSS holds beyond file-backed pages (node's binary and
+ * libraries, and LevelDB's tables where a store maps them: without the mmap ballast,
+ * mmap-ballast.ts), which the kernel can drop at will; the memory a benchmark uses is this part.
  */
 import { readFileSync } from 'node:fs';
 

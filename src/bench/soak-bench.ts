@@ -67,7 +67,7 @@ export interface SoakSample {
   readonly seconds: number;
   readonly crawls: number;
   readonly rssMiB: number;
-  /** Of it, anonymous memory (anon-rss.ts: the rest is the store's mapped tables); null off Linux. */
+  /** Of it, anonymous memory (anon-rss.ts: the rest is file-backed pages); null off Linux. */
   readonly anonRssMiB: number | null;
   /** The JS heap in use after a full collection. */
   readonly heapMiB: number;

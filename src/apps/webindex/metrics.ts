@@ -3,7 +3,7 @@
  * observations, not results: observer bodies call them before their transaction commits, so a
  * retried run may report twice; each event is therefore deduplicated by (document, fetch) among
  * the last `remember` events of its kind (a retry follows its first run closely; sets that grew
- * to 200 000 keys and were then cleared held ~30 MiB of a 30-minute soak's heap). The
+ * to 200 000 keys before they were cleared fit the ~30 MiB a 30-minute soak's heap grew by). The
  * authoritative numbers (summary, --json) are read back from the store (stats.ts).
  */
 import { FifoSet } from '../../util/fifo-set.js';

@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { batchIndex } from '../src/apps/webindex/batch.js';
+import { batchIndex, batchIndexSummary } from '../src/apps/webindex/batch.js';
 import { listLocalDocs, localDocuments } from '../src/apps/webindex/corpus/local.js';
 import { SyntheticCorpus } from '../src/apps/webindex/corpus/synthetic.js';
 import { type CrawledDoc, loadDocuments } from '../src/apps/webindex/loader.js';
@@ -433,6 +433,33 @@ describe('the index reader', () => {
         `unlisted posting stray\u0000${id}`,
       ].sort(),
     );
+  });
+});
+
+describe('the index summary', () => {
+  const url = 'https://a.example/x';
+  const content = '# Alpha\n\nsome zebra text';
+  // Each breaks one of repost.ts's invariants, as the reader's test above does together.
+  const breakages: [string, (tx: Transaction, id: string) => void][] = [
+    ['a posting neither list has', (tx, id) => tx.set(INDEX, postingRow('stray', id), POSTING_SCORE, '1')],
+    ['a live term without its posting', (tx, id) => tx.delete(INDEX, postingRow('zebra', id), POSTING_SCORE)],
+    ['a posting at another score than listed', (tx, id) => tx.set(INDEX, postingRow('zebra', id), POSTING_SCORE, '7')],
+    ['a stale term without its posting', (tx, id) => tx.set(EXPORTS, id, EXPORT_STALE, JSON.stringify([['gone', 1]]))],
+    ['a term in both lists', (tx, id) => tx.set(EXPORTS, id, EXPORT_STALE, JSON.stringify([['alpha', 3]]))],
+    ['a live list missing a posted term', (tx, id) => tx.set(EXPORTS, id, EXPORT_TERMS, JSON.stringify([['alpha', 3]]))],
+  ];
+
+  it.each(breakages)('differs from the batch for %s, as the entries do', async (_what, breakIt) => {
+    const ix = (index = await openTestIndex('content'));
+    await ix.crawl([{ url, content, type: 'md' }]);
+    await expectMatchesBatch(ix, 'content'); // the summary included
+    const id = (await ix.db.getString(DOCS, url, CLUSTER_ID)) as string;
+    await ix.db.transaction(async (tx) => breakIt(tx, id));
+    const want = batchIndexSummary(ix.live.values(), 'content');
+    const got = await ix.summary();
+    expect(got.postings).not.toEqual(want.postings);
+    expect({ ...got, postings: want.postings }).toEqual(want); // only the postings differ
+    expect((await ix.state()).postings).not.toEqual(batchIndex(ix.live.values(), 'content').postings);
   });
 });
 

@@ -27,6 +27,7 @@ import {
   type ServingDoc,
   parseClusterState,
 } from './schema.js';
+import { PostingDigest } from './posting-digest.js';
 import { anchorTermCounts, postingScore, snippetOf, termsOf } from './terms.js';
 import { compareStrings } from './util.js';
 
@@ -70,8 +71,57 @@ function sortObject<T>(entries: Iterable<[string, T]>): Record<string, T> {
   return Object.fromEntries([...entries].sort((a, b) => compareStrings(a[0], b[0])));
 }
 
+/**
+ * An IndexState as a soak compares it (a million postings at 20 000 documents): each entry as its
+ * JSON, and each cluster's postings as one digest (PostingDigest) instead of an entry each. Tens of
+ * MiB rather than a GiB, and no entry is a slice of a document's text (V8 keeps a whole string
+ * alive for any slice of it: ~60 MiB of contents at 20 000 documents). Postings that break
+ * repost.ts's invariants change a digest or add a marked key, as in IndexState.
+ */
+export type IndexSummary = { readonly [F in (typeof INDEX_FIELDS)[number]]: Record<string, string> };
+
+function summarize(parts: Omit<IndexState, 'postings'>, postings: Record<string, string>): IndexSummary {
+  const json = (part: Record<string, unknown>) => {
+    const out: Record<string, string> = {};
+    for (const k in part) out[k] = JSON.stringify(part[k]);
+    return out;
+  };
+  return {
+    keys: json(parts.keys),
+    anchors: json(parts.anchors),
+    clusters: json(parts.clusters),
+    docClusters: json(parts.docClusters),
+    results: json(parts.results),
+    postings,
+  };
+}
+
 /** The web index of `docs` (the live documents), from scratch. */
 export function batchIndex(docs: Iterable<CorpusDoc>, keyMode: KeyMode): IndexState {
+  const postings: [string, number][] = [];
+  const rest = batchParts(docs, keyMode, (id, terms) => {
+    for (const [term, score] of terms) postings.push([`${term}\u0000${id}`, score]);
+  });
+  return { ...rest, postings: sortObject(postings) };
+}
+
+/** batchIndex's result as an IndexSummary, without ever holding the postings. */
+export function batchIndexSummary(docs: Iterable<CorpusDoc>, keyMode: KeyMode): IndexSummary {
+  const postings: [string, string][] = [];
+  const rest = batchParts(docs, keyMode, (id, terms) => {
+    const d = new PostingDigest();
+    for (const [term, score] of terms) d.add(term, score);
+    if (d.size > 0) postings.push([id, d.toString()]);
+  });
+  return summarize(rest, sortObject(postings));
+}
+
+/** Everything of the batch index but the postings, which go to `onPostings` a cluster at a time. */
+function batchParts(
+  docs: Iterable<CorpusDoc>,
+  keyMode: KeyMode,
+  onPostings: (id: string, terms: Iterable<[string, number]>) => void,
+): Omit<IndexState, 'postings'> {
   const parsed = new Map<string, ReturnType<typeof parseDocument>>();
   const keysOf = new Map<string, string[]>();
   for (const d of docs) {
@@ -111,7 +161,6 @@ export function batchIndex(docs: Iterable<CorpusDoc>, keyMode: KeyMode): IndexSt
   }
   const clusters: IndexState['clusters'] = {};
   const docClusters: [string, string][] = [];
-  const postings: [string, number][] = [];
   const results: IndexState['results'] = {};
   for (const members of groups.values()) {
     members.sort(compareStrings);
@@ -121,8 +170,10 @@ export function batchIndex(docs: Iterable<CorpusDoc>, keyMode: KeyMode): IndexSt
     for (const m of members) docClusters.push([m, id]);
     const c = parsed.get(canonical) as ReturnType<typeof parseDocument>;
     const texts = members.flatMap((m) => [...(anchors.get(m)?.values() ?? [])]).filter((a) => a !== '');
-    for (const [term, score] of termsOf(c.title, c.text, anchorTermCounts(texts)))
-      postings.push([`${term}\u0000${id}`, postingScore(score)]);
+    onPostings(
+      id,
+      termsOf(c.title, c.text, anchorTermCounts(texts)).map(([term, score]) => [term, postingScore(score)]),
+    );
     results[id] = {
       url: canonical,
       title: c.title,
@@ -137,7 +188,6 @@ export function batchIndex(docs: Iterable<CorpusDoc>, keyMode: KeyMode): IndexSt
     anchors: sortObject([...anchors].map(([t, m]) => [t, sortObject(m)])),
     docClusters: sortObject(docClusters),
     clusters: sortObject(Object.entries(clusters)),
-    postings: sortObject(postings),
     results: sortObject(Object.entries(results)),
   };
 }
@@ -149,6 +199,105 @@ const text = (v: Uint8Array) => Buffer.from(v).toString('utf8');
  * the store's cluster ids replaced by the names batchIndex gives (batchNames below).
  */
 export async function readIndexState(snap: Snapshot): Promise<IndexState> {
+  return await readIndex(snap, new PostingEntries());
+}
+
+/** readIndexState's result as an IndexSummary: the postings are scanned, never held. */
+export async function readIndexSummary(snap: Snapshot): Promise<IndexSummary> {
+  const { postings, ...rest } = await readIndex(snap, new PostingDigests());
+  return summarize(rest, postings);
+}
+
+/**
+ * How a reader of the store's index gathers postings: each cluster's listed terms (live: posted and
+ * searched; stale: posted and ignored by search, repost.ts), then every posting, then the result
+ * under batch names. Whatever breaks repost.ts's invariants must make the result differ from any
+ * batch's.
+ */
+interface PostingsGatherer<V> {
+  list(id: string, kind: 'live' | 'stale', terms: [string, number][]): void;
+  posting(term: string, id: string, score: number): void;
+  result(name: (id: string) => string): Record<string, V>;
+}
+
+/** The postings entry by entry, as batchIndex gives them, under marked keys what is amiss. */
+class PostingEntries implements PostingsGatherer<number> {
+  private readonly lists = { live: new Map<string, Map<string, number>>(), stale: new Map<string, Map<string, number>>() };
+  private readonly postings: [string, number][] = [];
+  private readonly seen = new Set<string>();
+
+  list(id: string, kind: 'live' | 'stale', terms: [string, number][]): void {
+    this.lists[kind].set(id, new Map(terms));
+  }
+
+  posting(term: string, id: string, score: number): void {
+    const key = `${term}\u0000${id}`;
+    this.seen.add(key);
+    if (this.lists.live.get(id)?.get(term) === score) this.postings.push([key, score]);
+    else if (this.lists.stale.get(id)?.get(term) !== score) this.postings.push([`unlisted posting ${key}`, score]);
+  }
+
+  result(name: (id: string) => string): Record<string, number> {
+    const { live, stale } = this.lists;
+    for (const [kind, lists] of [
+      ['live', live],
+      ['stale', stale],
+    ] as const)
+      for (const [id, terms] of lists)
+        for (const [term, score] of terms) {
+          const key = `${term}\u0000${id}`;
+          if (!this.seen.has(key)) this.postings.push([`${kind} term without posting ${key}`, score]);
+          if (kind === 'stale' && live.get(id)?.has(term) === true) this.postings.push([`live and stale ${key}`, score]);
+        }
+    const renamed = (key: string) => {
+      const cut = key.indexOf('\u0000');
+      return `${key.slice(0, cut)}\u0000${name(key.slice(cut + 1))}`;
+    };
+    return sortObject(this.postings.map(([key, score]) => [renamed(key), score]));
+  }
+}
+
+/**
+ * Each cluster's live list as a digest, once the digest of its postings is that of its live and
+ * stale lists together — which holds iff the invariants PostingEntries checks one by one do (a
+ * row key holds one posting of a term, so the lists' terms are disjoint and each is posted at its
+ * listed score); otherwise a marked key.
+ */
+class PostingDigests implements PostingsGatherer<string> {
+  private readonly lists = { live: new Map<string, PostingDigest>(), stale: new Map<string, PostingDigest>() };
+  private readonly posted = new Map<string, PostingDigest>();
+
+  list(id: string, kind: 'live' | 'stale', terms: [string, number][]): void {
+    const d = new PostingDigest();
+    for (const [term, score] of terms) d.add(term, score);
+    this.lists[kind].set(id, d);
+  }
+
+  posting(term: string, id: string, score: number): void {
+    let d = this.posted.get(id);
+    if (d === undefined) this.posted.set(id, (d = new PostingDigest()));
+    d.add(term, score);
+  }
+
+  result(name: (id: string) => string): Record<string, string> {
+    const { live, stale } = this.lists;
+    const none = new PostingDigest();
+    const out: [string, string][] = [];
+    for (const id of new Set([...live.keys(), ...stale.keys(), ...this.posted.keys()])) {
+      const listed = (live.get(id) ?? none).plus(stale.get(id) ?? none).toString();
+      const posted = (this.posted.get(id) ?? none).toString();
+      if (posted !== listed) out.push([`cluster ${id}: posted ${posted}, listed ${listed}`, posted]);
+      const d = live.get(id);
+      if (d !== undefined && d.size > 0) out.push([name(id), d.toString()]);
+    }
+    return sortObject(out);
+  }
+}
+
+async function readIndex<V>(
+  snap: Snapshot,
+  gatherer: PostingsGatherer<V>,
+): Promise<Omit<IndexState, 'postings'> & { postings: Record<string, V> }> {
   const keys: [string, string[]][] = [];
   const docClusters: [string, string][] = [];
   for await (const r of snap.scan(DOCS, {}, { columns: [PARSED_KEYS, CLUSTER_ID] })) {
@@ -169,12 +318,10 @@ export async function readIndexState(snap: Snapshot): Promise<IndexState> {
   }
   const clusters: [string, IndexState['clusters'][string]][] = [];
   const results: [string, IndexState['results'][string]][] = [];
-  // Results of a store from before `exports` (schema.ts) may still sit in `clusters`.
+  // Results of a store from before `exports` (schema.ts) may still sit in `clusters`, and the live
+  // lists too (a later one in `exports` replaces it).
   const legacyDocs = new Map<string, Uint8Array>();
-  // What each cluster lists as posted: live terms, and stale ones search ignores (repost.ts).
-  const live = new Map<string, Map<string, number>>();
-  const stale = new Map<string, Map<string, number>>();
-  const list = (v: Uint8Array) => new Map(JSON.parse(text(v)) as [string, number][]);
+  const list = (v: Uint8Array) => JSON.parse(text(v)) as [string, number][];
   for await (const r of snap.scan(CLUSTERS, {}, { columns: [CLUSTER_STATE, EXPORT_DOC, EXPORT_TERMS] })) {
     const id = text(r.row);
     const state = r.columns.get(CLUSTER_STATE);
@@ -185,7 +332,7 @@ export async function readIndexState(snap: Snapshot): Promise<IndexState> {
     const doc = r.columns.get(EXPORT_DOC);
     if (doc !== undefined) legacyDocs.set(id, doc);
     const terms = r.columns.get(EXPORT_TERMS);
-    if (terms !== undefined) live.set(id, list(terms));
+    if (terms !== undefined) gatherer.list(id, 'live', list(terms));
   }
   const addResult = (id: string, doc: Uint8Array) => {
     const { latencyMs: _l, indexedAt: _i, ...rest } = JSON.parse(text(doc)) as ServingDoc;
@@ -197,46 +344,25 @@ export async function readIndexState(snap: Snapshot): Promise<IndexState> {
     const doc = r.columns.get(EXPORT_DOC);
     if (doc !== undefined) addResult(id, doc);
     const terms = r.columns.get(EXPORT_TERMS);
-    if (terms !== undefined) live.set(id, list(terms));
+    if (terms !== undefined) gatherer.list(id, 'live', list(terms));
     const kept = r.columns.get(EXPORT_STALE);
-    if (kept !== undefined) stale.set(id, list(kept));
+    if (kept !== undefined) gatherer.list(id, 'stale', list(kept));
   }
   for (const [id, doc] of legacyDocs) addResult(id, doc);
-  // The live postings, and under marked keys whatever breaks repost.ts's invariants: a posting
-  // neither list has with its score, a listed term without its posting, a term in both lists.
-  const postings: [string, number][] = [];
-  const seen = new Set<string>();
   for await (const r of snap.scan(INDEX, {}, { columns: [POSTING_SCORE] })) {
     const v = r.columns.get(POSTING_SCORE);
     if (v === undefined) continue;
     const key = text(r.row);
     const cut = key.indexOf('\u0000'); // terms are words; a cluster id is a key and may hold anything
-    const [term, id, score] = [key.slice(0, cut), key.slice(cut + 1), Number(text(v))];
-    seen.add(key);
-    if (live.get(id)?.get(term) === score) postings.push([key, score]);
-    else if (stale.get(id)?.get(term) !== score) postings.push([`unlisted posting ${key}`, score]);
+    gatherer.posting(key.slice(0, cut), key.slice(cut + 1), Number(text(v)));
   }
-  for (const [kind, lists] of [
-    ['live', live],
-    ['stale', stale],
-  ] as const)
-    for (const [id, terms] of lists)
-      for (const [term, score] of terms) {
-        const key = `${term}\u0000${id}`;
-        if (!seen.has(key)) postings.push([`${kind} term without posting ${key}`, score]);
-        if (kind === 'stale' && live.get(id)?.has(term) === true) postings.push([`live and stale ${key}`, score]);
-      }
   const name = batchNames(new Map(keys), clusters);
-  const renamed = (key: string) => {
-    const cut = key.indexOf('\u0000');
-    return `${key.slice(0, cut)}\u0000${name(key.slice(cut + 1))}`;
-  };
   return {
     keys: sortObject(keys),
     anchors: sortObject([...anchors].map(([t, list]) => [t, sortObject(list)])),
     docClusters: sortObject(docClusters.map(([url, id]) => [url, name(id)])),
     clusters: sortObject(clusters.map(([id, c]) => [name(id), c])),
-    postings: sortObject(postings.map(([key, score]) => [renamed(key), score])),
+    postings: gatherer.result(name),
     results: sortObject(results.map(([id, doc]) => [name(id), doc])),
   };
 }

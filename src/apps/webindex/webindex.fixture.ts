@@ -1,6 +1,15 @@
 /** Shared harness of the web index tests: an index on a memory store, and state comparison. */
 import { expect } from 'vitest';
-import { type CorpusDoc, type IndexState, batchIndex, differingKeys, readIndexState } from './batch.js';
+import {
+  type CorpusDoc,
+  type IndexState,
+  type IndexSummary,
+  batchIndex,
+  batchIndexSummary,
+  differingKeys,
+  readIndexState,
+  readIndexSummary,
+} from './batch.js';
 import type { CrawledDoc } from './loader.js';
 import { loadDocuments } from './loader.js';
 import { WebIndexMetrics } from './metrics.js';
@@ -19,6 +28,8 @@ export interface TestIndex {
   /** Loads fetches (null content = deletion) and waits until the index is quiescent. */
   crawl(docs: readonly CrawledDoc[], concurrency?: number): Promise<void>;
   state(): Promise<IndexState>;
+  /** The state with each cluster's postings as a digest (what `bench soak` compares). */
+  summary(): Promise<IndexSummary>;
   close(): Promise<void>;
 }
 
@@ -44,11 +55,11 @@ export async function openTestIndex(keyMode: KeyMode, options: { store?: Store; 
     },
     async state() {
       const snap = await db.snapshot();
-      try {
-        return await readIndexState(snap);
-      } finally {
-        snap.release();
-      }
+      return await readIndexState(snap).finally(() => snap.release());
+    },
+    async summary() {
+      const snap = await db.snapshot();
+      return await readIndexSummary(snap).finally(() => snap.release());
     },
     async close() {
       await worker.stop();
@@ -80,8 +91,10 @@ function firstDifferences(got: Record<string, unknown>, want: Record<string, unk
   return out.length === 0 ? '' : ` (${out.join('; ')})`;
 }
 
+/** The index equals the batch's, entry by entry and as the soak's summary (which must agree). */
 export async function expectMatchesBatch(index: TestIndex, keyMode: KeyMode): Promise<IndexState> {
   const want = batchIndex(index.live.values(), keyMode);
   expectSameIndex(await index.state(), want);
+  expect(await index.summary()).toEqual(batchIndexSummary(index.live.values(), keyMode));
   return want;
 }

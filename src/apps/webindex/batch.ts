@@ -261,7 +261,7 @@ class PostingEntries implements PostingsGatherer<number> {
  * Each cluster's live list as a digest, once the digest of its postings is that of its live and
  * stale lists together — which holds iff the invariants PostingEntries checks one by one do (a
  * row key holds one posting of a term, so the lists' terms are disjoint and each is posted at its
- * listed score); otherwise a marked key.
+ * listed score) and, stricter than it, no list names a term twice; otherwise a marked key.
  */
 class PostingDigests implements PostingsGatherer<string> {
   private readonly lists = { live: new Map<string, PostingDigest>(), stale: new Map<string, PostingDigest>() };

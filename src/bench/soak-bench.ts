@@ -309,9 +309,10 @@ async function soakIn(
 
 /**
  * The index's differences from the batch over `live` (0: identical), compared as summaries
- * (batch.ts › IndexSummary: entry by entry, a million postings took ~700 MiB on each side). The
- * store goes first: read after the batch's parse, whose garbage was still on the heap, it raised
- * the peak by ~290 MiB instead of ~140 (20 000 documents, one run each way).
+ * (batch.ts › IndexSummary; entry by entry, a million postings at 20 000 documents raised the peak
+ * 420 MiB above the re-crawls' in a 60-second run, 682 in an hour's). The store goes first: read
+ * after the batch's parse, whose garbage was still on the heap, it raised the peak by ~290 MiB
+ * instead of ~140 (20 000 documents, one run each way).
  */
 async function differencesFromBatch(db: Percolator, live: Iterable<CorpusDoc>, keyMode: KeyMode): Promise<number> {
   const snap = await db.snapshot();

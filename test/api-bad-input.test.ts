@@ -249,6 +249,8 @@ describe('openStore and the Store', () => {
     ["a create of 'no' (it created the database)", { level: { create: 'no' } }],
     ['a misspelt level option (creat)', { level: { creat: false } }],
     ['a cacheSize of -1', { level: { cacheSize: -1 } }],
+    ['a cacheSize of 4 GiB (classic-level keeps its low 32 bits: none)', { level: { cacheSize: 2 ** 32 } }],
+    ['a writeBufferSize of 5 GiB', { level: { writeBufferSize: 5 * 2 ** 30 } }],
     ['a writeBufferSize of 0', { level: { writeBufferSize: 0 } }],
     ['a verify of "some"', { level: { verify: 'some' } }],
     ['a recheckBytes of 1.5', { level: { recheckBytes: 1.5 } }],

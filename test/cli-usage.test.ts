@@ -83,6 +83,17 @@ it.concurrent.each([
   ],
   [['serve', '--max-message-bytes', '1e6', '--auth-token', ''], '--max-message-bytes must be an integer ≥ 1024, got 1e6'],
   [['serve', '--shutdown-grace-ms', '0x0', '--auth-token', ''], '--shutdown-grace-ms must be an integer ≥ 0, got 0x0'],
+  [['serve', '--row-cache-mib', '-1'], '--row-cache-mib must be an integer of MiB in [0, 1048576], got -1'],
+  [['serve', '--block-cache-mib', '4096'], '--block-cache-mib must be an integer of MiB in [0, 4095], got 4096'],
+  [['serve', '--block-cache-mib', '1.5'], '--block-cache-mib must be an integer of MiB in [0, 4095], got 1.5'],
+  [
+    ['serve', '--store', 'memory:', '--block-cache-mib', '8'],
+    "--block-cache-mib sizes LevelDB's cache, which only a file: store has (got memory:)",
+  ],
+  [
+    ['worker', '--app', 'webindex', '--store', 'bigtable://127.0.0.1:1/p/i', '--row-cache-mib', '8'],
+    "--row-cache-mib sizes an embedded store's cache (file:, memory:); bigtable://127.0.0.1:1/p/i is not one: size the server's",
+  ],
   [['bench', 'peers', '--warmup', '0x1', '--only', 'nosuch'], '--warmup must be a number >= 0, got 0x1'],
   // A list of numbers reads each the same way; a count takes no fraction.
   [['bench', 'latency', '--rates', '50,0x10', '--docs', '1', '--store', 'memory:'], '--rates must be a positive number, got 0x10'],

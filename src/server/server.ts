@@ -53,8 +53,7 @@ import { Liveness } from '../txn/liveness.js';
 import { acquireOracle, releaseOracle } from '../txn/shared-oracle.js';
 import { memLocksOf } from '../txn/mem-locks.js';
 import { type OracleServer, startOracleServer } from '../oracle/server.js';
-import type { EngineStoreOptions } from '../store/engine-store.js';
-import { DEFAULT_STORE_URL, fileStoreDir, openStore } from '../store/open-store.js';
+import { DEFAULT_STORE_URL, type OpenStoreOptions, fileStoreDir, openStore } from '../store/open-store.js';
 import { type Store, atomicRowsOf } from '../store/store.js';
 import type { StoreError } from '../store/errors.js';
 import { instanceAdminService, tableAdminService } from './admin-service.js';
@@ -78,7 +77,7 @@ export interface ServerOptions {
   readonly store?: Store;
   /** Or open this URL (default `file:./percolator-data`); closed by `close()`. */
   readonly storeUrl?: string;
-  readonly storeOptions?: EngineStoreOptions;
+  readonly storeOptions?: OpenStoreOptions;
   /** Default 127.0.0.1. */
   readonly host?: string;
   /** gRPC port. Default 8086; 0 = ephemeral. */

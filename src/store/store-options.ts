@@ -26,6 +26,9 @@ const STORE_OPTIONS: ReadonlySet<string> = new Set([
   'maxRequestBytes',
 ]);
 const LIMITS: ReadonlySet<string> = new Set(['maxRowKeyBytes', 'maxQualifierBytes', 'maxValueBytes', 'maxMutationsPerRow']);
+/** LevelDB's options classic-level passes as 32-bit unsigned integers. */
+const UINT32_LEVEL_OPTIONS = ['writeBufferSize', 'cacheSize', 'maxOpenFiles', 'maxFileSize', 'blockSize'] as const;
+const UINT32_MAX = 0xffff_ffff;
 const LEVEL_OPTIONS: ReadonlySet<string> = new Set([
   'writeBufferSize',
   'cacheSize',
@@ -65,6 +68,11 @@ export function validateStoreOptions(options: unknown, url: string): void {
       const v = level[name];
       if (v !== undefined && !(Number.isSafeInteger(v) && (v as number) >= 0))
         throw invalid(`level.${name}`, 'an integer of bytes from 0', v, url);
+    }
+    // classic-level reads these as uint32 and keeps the low 32 bits: a 4 GiB cache was none.
+    for (const name of UINT32_LEVEL_OPTIONS) {
+      const v = level[name];
+      if (typeof v === 'number' && v > UINT32_MAX) throw invalid(`level.${name}`, `at most ${UINT32_MAX}`, v, url);
     }
     for (const name of ['mmapBallast', 'compression']) {
       if (level[name] !== undefined && typeof level[name] !== 'boolean') throw invalid(`level.${name}`, 'a boolean', level[name], url);

@@ -1,6 +1,7 @@
 /**
  * `percolator serve [--data DIR] [--store URL] [--host 127.0.0.1] [--port 8086]
- *                   [--http-port P|off] [--oracle-port P|off] [--auth-token T]`
+ *                   [--http-port P|off] [--oracle-port P|off] [--auth-token T]
+ *                   [--row-cache-mib N] [--block-cache-mib N]`
  *
  * Serves the Cloud Bigtable v2 gRPC API (data + admin subset) and the network lock service on
  * --port, the timestamp oracle on --oracle-port (default port + 2) and HTTP status / metrics on
@@ -13,6 +14,7 @@
  * and prints `{"stopped":true,…}`. The bearer token may come from PERCOLATOR_AUTH_TOKEN.
  */
 import type { Command } from 'commander';
+import { type CacheFlags, addCacheOptions, withCacheOptions } from '../cache-options.js';
 import { given, numberOf, parsePortNumber, parsePortOrOff } from '../parent-command.js';
 import { UsageError } from '../usage-error.js';
 
@@ -22,7 +24,7 @@ function parseBytes(raw: string): number {
   return n;
 }
 
-interface ServeOptions {
+interface ServeOptions extends CacheFlags {
   data: string;
   store?: string;
   host: string;
@@ -35,7 +37,7 @@ interface ServeOptions {
 }
 
 export function register(program: Command): void {
-  program
+  const command = program
     .command('serve')
     .description('serve the store over the Cloud Bigtable v2 gRPC API, with the timestamp oracle, the lock service and HTTP status/metrics')
     .option('--data <dir>', 'directory of the embedded store', './percolator-data')
@@ -50,59 +52,61 @@ export function register(program: Command): void {
       const n = numberOf(raw, 'integer');
       if (!Number.isInteger(n) || n < 0) throw new UsageError(`--shutdown-grace-ms must be an integer ≥ 0, got ${given(raw)}`);
       return n;
-    })
-    .action(async (opts: ServeOptions, command: Command) => {
-      // --data has a default: only one given on the command line names a second store.
-      if (opts.store !== undefined && command.getOptionValueSource('data') === 'cli')
-        throw new UsageError(`--data ${opts.data} and --store ${opts.store} name two stores: give one`);
-      for (const [name, given, offset] of [
-        ['http-port', opts.httpPort, 1],
-        ['oracle-port', opts.oraclePort, 2],
-      ] as const) {
-        if (given === undefined && opts.port !== 0 && opts.port + offset > 65535) {
-          throw new UsageError(`--port ${opts.port} leaves no room for the default --${name} (port + ${offset}): give --${name}`);
-        }
-      }
-      if (opts.authToken === '') throw new UsageError('--auth-token must not be empty');
-      const authToken = opts.authToken ?? (process.env.PERCOLATOR_AUTH_TOKEN || undefined);
-      const storeUrl = opts.store ?? `file:${opts.data}`;
-      const [{ quietRedundantGrpcLogs }, { startServer }] = await Promise.all([
-        import('../../server/grpc-log.js'),
-        import('../../server/server.js'),
-      ]);
-      // A port in use is one line, LISTEN_FAILED, with no grpc-js log line before it.
-      quietRedundantGrpcLogs();
-      const server = await startServer({
-        storeUrl,
-        host: opts.host,
-        port: opts.port,
-        ...(opts.httpPort === undefined ? {} : { httpPort: opts.httpPort === 'off' ? null : opts.httpPort }),
-        ...(opts.oraclePort === undefined ? {} : { oraclePort: opts.oraclePort === 'off' ? null : opts.oraclePort }),
-        ...(authToken === undefined ? {} : { authToken }),
-        ...(opts.maxMessageBytes === undefined ? {} : { maxMessageBytes: opts.maxMessageBytes }),
-        ...(opts.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: opts.shutdownGraceMs }),
-      });
-      // Listening for the signals before saying it listens: whoever reads that line may signal at once.
-      const stop = new Promise<string>((resolve) => {
-        process.once('SIGINT', () => resolve('SIGINT'));
-        process.once('SIGTERM', () => resolve('SIGTERM'));
-      });
-      process.stdout.write(
-        `${JSON.stringify({
-          listening: { host: server.host, grpc: server.port, http: server.httpPort, oracle: server.oraclePort },
-          clientUrl: clientUrl(server.host, server.port, server.oraclePort),
-          store: server.store.url,
-          auth: authToken !== undefined,
-        })}\n`,
-      );
-      const signal = await stop;
-      process.stderr.write(`percolator serve: ${signal}: shutting down gracefully\n`);
-      await server.close();
-      const s = server.status();
-      process.stdout.write(
-        `${JSON.stringify({ stopped: true, signal, requests: s.grpc.requests, rowsWritten: s.rows.written, rowsRead: s.rows.read })}\n`,
-      );
     });
+  addCacheOptions(command).action(async (opts: ServeOptions) => {
+    // --data has a default: only one given on the command line names a second store.
+    if (opts.store !== undefined && command.getOptionValueSource('data') === 'cli')
+      throw new UsageError(`--data ${opts.data} and --store ${opts.store} name two stores: give one`);
+    for (const [name, given, offset] of [
+      ['http-port', opts.httpPort, 1],
+      ['oracle-port', opts.oraclePort, 2],
+    ] as const) {
+      if (given === undefined && opts.port !== 0 && opts.port + offset > 65535) {
+        throw new UsageError(`--port ${opts.port} leaves no room for the default --${name} (port + ${offset}): give --${name}`);
+      }
+    }
+    if (opts.authToken === '') throw new UsageError('--auth-token must not be empty');
+    const authToken = opts.authToken ?? (process.env.PERCOLATOR_AUTH_TOKEN || undefined);
+    const storeUrl = opts.store ?? `file:${opts.data}`;
+    const storeOptions = withCacheOptions(opts, storeUrl);
+    const [{ quietRedundantGrpcLogs }, { startServer }] = await Promise.all([
+      import('../../server/grpc-log.js'),
+      import('../../server/server.js'),
+    ]);
+    // A port in use is one line, LISTEN_FAILED, with no grpc-js log line before it.
+    quietRedundantGrpcLogs();
+    const server = await startServer({
+      storeUrl,
+      ...(storeOptions === undefined || Object.keys(storeOptions).length === 0 ? {} : { storeOptions }),
+      host: opts.host,
+      port: opts.port,
+      ...(opts.httpPort === undefined ? {} : { httpPort: opts.httpPort === 'off' ? null : opts.httpPort }),
+      ...(opts.oraclePort === undefined ? {} : { oraclePort: opts.oraclePort === 'off' ? null : opts.oraclePort }),
+      ...(authToken === undefined ? {} : { authToken }),
+      ...(opts.maxMessageBytes === undefined ? {} : { maxMessageBytes: opts.maxMessageBytes }),
+      ...(opts.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: opts.shutdownGraceMs }),
+    });
+    // Listening for the signals before saying it listens: whoever reads that line may signal at once.
+    const stop = new Promise<string>((resolve) => {
+      process.once('SIGINT', () => resolve('SIGINT'));
+      process.once('SIGTERM', () => resolve('SIGTERM'));
+    });
+    process.stdout.write(
+      `${JSON.stringify({
+        listening: { host: server.host, grpc: server.port, http: server.httpPort, oracle: server.oraclePort },
+        clientUrl: clientUrl(server.host, server.port, server.oraclePort),
+        store: server.store.url,
+        auth: authToken !== undefined,
+      })}\n`,
+    );
+    const signal = await stop;
+    process.stderr.write(`percolator serve: ${signal}: shutting down gracefully\n`);
+    await server.close();
+    const s = server.status();
+    process.stdout.write(
+      `${JSON.stringify({ stopped: true, signal, requests: s.grpc.requests, rowsWritten: s.rows.written, rowsRead: s.rows.read })}\n`,
+    );
+  });
 }
 
 /**

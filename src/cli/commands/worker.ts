@@ -1,6 +1,6 @@
 /**
  * `percolator worker --observers FILE | --app webindex [--key-mode M] [--store URL] [--threads N]
- * [--full-gc-interval S]`: loads a user module that registers observers — or runs the web index's
+ * [--full-gc-interval S] [--row-cache-mib N] [--block-cache-mib N]`: loads a user module that registers observers — or runs the web index's
  * own (`--app webindex`: the paper's application, fed by `percolator load`) — until
  * SIGTERM/SIGINT, then stops gracefully (running observer transactions finish; queued work stays
  * notified for the next worker).
@@ -23,6 +23,7 @@ import type { Worker } from '../../notify/worker.js';
 import type { WorkerStatusPage } from '../../status/worker-status.js';
 import { StoreError, isStoreError } from '../../store/errors.js';
 import { DEFAULT_STORE_URL } from '../../store/open-store.js';
+import { type CacheFlags, addCacheOptions, withCacheOptions } from '../cache-options.js';
 import { Percolator } from '../percolator-on-demand.js';
 import { parseNonNegativeInteger, parsePortNumber, parsePositiveInteger } from '../parent-command.js';
 import { locateSyntaxError } from '../syntax-error-location.js';
@@ -50,7 +51,7 @@ type WorkerOptionsOf = Parameters<Percolator['worker']>[0];
 /** Observer runs at once for a user's module unless told. */
 const MODULE_THREADS = 4;
 
-interface WorkerOptions {
+interface WorkerOptions extends CacheFlags {
   observers?: string;
   app?: 'webindex';
   keyMode: KeyMode;
@@ -145,7 +146,7 @@ export async function loadObservers(file: string): Promise<Registration> {
 }
 
 export function register(program: Command): void {
-  program
+  const command = program
     .command('worker')
     .description("run the observers of a module (or the web index's: --app webindex) until SIGTERM")
     .option('--observers <file>', 'ES module exporting register(worker, db) (named "register", or default): calls worker.observe(...)')
@@ -173,61 +174,62 @@ export function register(program: Command): void {
       '--http-port <port>',
       'serve its status page and Prometheus metrics (/metrics) on 127.0.0.1 at this port (0: pick one; default: none)',
       parsePortNumber('http-port', 0),
-    )
-    .action(async (opts: WorkerOptions) => {
-      if (opts.observers === undefined && opts.app === undefined) throw new UsageError('give --observers FILE or --app webindex');
-      if (opts.app === undefined && opts.keyMode !== 'content+url+title') throw new UsageError('--key-mode goes with --app webindex');
-      const registerObservers = opts.observers !== undefined ? await loadObservers(opts.observers) : await webIndexApp(opts.keyMode);
-      const running = opts.observers ?? `the web index (clustering keys ${opts.keyMode})`;
-      // The port before the store: a port in use fails the worker before it opens anything.
-      const status =
-        opts.httpPort === undefined ? null : await statusPage(`percolator worker: ${running}`, opts.httpPort, registerObservers.statusPage);
-      // The store must exist (NOT_A_STORE otherwise): a worker over a mistyped directory would
-      // create an empty store there and poll it forever, finding no notification.
-      // A process meant to run for months: targeted passes remember enough that full passes
-      // find little (docs/transactions.md › Long-running processes).
-      const { LONG_RUNNING_GC_WINDOWS } = await import('../../txn/percolator.js');
-      const db = await Percolator.open({
-        store: opts.store,
-        storeOptions: { level: { create: false } },
-        fullGcIntervalMs: opts.fullGcInterval * 1000,
-        recentGcWindows: LONG_RUNNING_GC_WINDOWS,
-        // A broken invariant or a failed GC pass is told as it happens, not only counted.
-        log: (line) => process.stderr.write(`${new Date().toISOString()} percolator worker: ${line}\n`),
-      }).catch((e: unknown) => {
-        // "No store" alone leaves a newcomer asking how one is made; the way that also lets
-        // writers and `wait` reach it while the worker runs is a server.
-        if (!isStoreError(e, 'NOT_A_STORE') || e.details.absent !== true) throw e;
-        throw new StoreError(
-          'NOT_A_STORE',
-          `${e.message}; a worker processes what others write to a store: create and serve it with percolator serve --data DIR, and give the worker its clientUrl`,
-          { ...e.details },
-        );
-      });
-      const threads = opts.threads ?? (opts.app === undefined ? MODULE_THREADS : defaultThreadsFor(opts.store));
-      const worker = db.worker({ threads, ...registerObservers.workerOptions });
-      await registerObservers(worker, db);
-      // Listening for the signals before saying it runs, as serve does: whoever reads that line may
-      // signal at once, and Node's first signal listener takes milliseconds to install — a SIGTERM
-      // in between killed the worker outright, without its graceful stop (2026-12-02).
-      const stopped = new Promise<void>((done) => {
-        process.once('SIGTERM', () => done());
-        process.once('SIGINT', () => done());
-      });
-      await worker.start();
-      status?.page.attach(db, worker);
-      const gc = opts.fullGcInterval > 0 ? `full GC passes at most every ${opts.fullGcInterval} s` : 'full GC passes off';
-      const page = status === null ? '' : `; status and metrics at ${status.server.url}`;
-      process.stderr.write(
-        `percolator worker: running observers of ${running} on ${opts.store} with ${threads} thread${threads === 1 ? '' : 's'}, ${gc}${page}\n`,
-      );
-      await stopped;
-      await worker.stop();
-      await status?.server.close();
-      await db.close();
-      const m = worker.metrics;
-      process.stderr.write(
-        `percolator worker: stopped after ${m.commits} observer commits (${m.skipped} skipped, ${m.failures} failures, ${m.parked} parked, ${m.restarts} loops restarted, ${m.conflicts} conflicts retried)\n`,
+    );
+  addCacheOptions(command).action(async (opts: WorkerOptions) => {
+    if (opts.observers === undefined && opts.app === undefined) throw new UsageError('give --observers FILE or --app webindex');
+    if (opts.app === undefined && opts.keyMode !== 'content+url+title') throw new UsageError('--key-mode goes with --app webindex');
+    const storeOptions = withCacheOptions(opts, opts.store, { level: { create: false } });
+    const registerObservers = opts.observers !== undefined ? await loadObservers(opts.observers) : await webIndexApp(opts.keyMode);
+    const running = opts.observers ?? `the web index (clustering keys ${opts.keyMode})`;
+    // The port before the store: a port in use fails the worker before it opens anything.
+    const status =
+      opts.httpPort === undefined ? null : await statusPage(`percolator worker: ${running}`, opts.httpPort, registerObservers.statusPage);
+    // The store must exist (NOT_A_STORE otherwise): a worker over a mistyped directory would
+    // create an empty store there and poll it forever, finding no notification.
+    // A process meant to run for months: targeted passes remember enough that full passes
+    // find little (docs/transactions.md › Long-running processes).
+    const { LONG_RUNNING_GC_WINDOWS } = await import('../../txn/percolator.js');
+    const db = await Percolator.open({
+      store: opts.store,
+      storeOptions,
+      fullGcIntervalMs: opts.fullGcInterval * 1000,
+      recentGcWindows: LONG_RUNNING_GC_WINDOWS,
+      // A broken invariant or a failed GC pass is told as it happens, not only counted.
+      log: (line) => process.stderr.write(`${new Date().toISOString()} percolator worker: ${line}\n`),
+    }).catch((e: unknown) => {
+      // "No store" alone leaves a newcomer asking how one is made; the way that also lets
+      // writers and `wait` reach it while the worker runs is a server.
+      if (!isStoreError(e, 'NOT_A_STORE') || e.details.absent !== true) throw e;
+      throw new StoreError(
+        'NOT_A_STORE',
+        `${e.message}; a worker processes what others write to a store: create and serve it with percolator serve --data DIR, and give the worker its clientUrl`,
+        { ...e.details },
       );
     });
+    const threads = opts.threads ?? (opts.app === undefined ? MODULE_THREADS : defaultThreadsFor(opts.store));
+    const worker = db.worker({ threads, ...registerObservers.workerOptions });
+    await registerObservers(worker, db);
+    // Listening for the signals before saying it runs, as serve does: whoever reads that line may
+    // signal at once, and Node's first signal listener takes milliseconds to install — a SIGTERM
+    // in between killed the worker outright, without its graceful stop (2026-12-02).
+    const stopped = new Promise<void>((done) => {
+      process.once('SIGTERM', () => done());
+      process.once('SIGINT', () => done());
+    });
+    await worker.start();
+    status?.page.attach(db, worker);
+    const gc = opts.fullGcInterval > 0 ? `full GC passes at most every ${opts.fullGcInterval} s` : 'full GC passes off';
+    const page = status === null ? '' : `; status and metrics at ${status.server.url}`;
+    process.stderr.write(
+      `percolator worker: running observers of ${running} on ${opts.store} with ${threads} thread${threads === 1 ? '' : 's'}, ${gc}${page}\n`,
+    );
+    await stopped;
+    await worker.stop();
+    await status?.server.close();
+    await db.close();
+    const m = worker.metrics;
+    process.stderr.write(
+      `percolator worker: stopped after ${m.commits} observer commits (${m.skipped} skipped, ${m.failures} failures, ${m.parked} parked, ${m.restarts} loops restarted, ${m.conflicts} conflicts retried)\n`,
+    );
+  });
 }

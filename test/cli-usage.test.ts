@@ -95,6 +95,10 @@ it.concurrent.each([
     "--row-cache-mib sizes an embedded store's cache (file:, memory:); bigtable://127.0.0.1:1/p/i is not one: size the server's",
   ],
   [['bench', 'peers', '--warmup', '0x1', '--only', 'nosuch'], '--warmup must be a number >= 0, got 0x1'],
+  [
+    ['bench', 'soak', '--row-cache-mib', '4'],
+    "--row-cache-mib and --block-cache-mib size the server's caches: give them with --store serve",
+  ],
   // A list of numbers reads each the same way; a count takes no fraction.
   [['bench', 'latency', '--rates', '50,0x10', '--docs', '1', '--store', 'memory:'], '--rates must be a positive number, got 0x10'],
   [['bench', 'latency', '--min-samples', '2.5', '--store', 'nosuch:'], '--min-samples must be a positive integer, got 2.5'],

@@ -7,6 +7,8 @@
  * `bigtable://` clients look for it) and no HTTP port; a draw whose ports are taken (the server
  * exits with LISTEN_FAILED) is drawn again, up to MAX_ATTEMPTS times.
  *
+ * `serveArgs` are more flags for `percolator serve` (e.g. its cache sizes, `bench soak`).
+ *
  * `stop()` sends SIGTERM (a graceful close: in-flight calls finish, the store is flushed) and
  * resolves once the process has exited; `cpuMs()` is the process's CPU so far (user + system,
  * from /proc; null elsewhere).
@@ -42,13 +44,13 @@ function listening(child: ChildProcess): Promise<void> {
   });
 }
 
-export async function startServeProcess(dataDir: string): Promise<ServeProcess> {
+export async function startServeProcess(dataDir: string, serveArgs: readonly string[] = []): Promise<ServeProcess> {
   // The built CLI, from src/bench (tests) and dist/bench alike.
   const main = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
   if (!existsSync(main)) throw Object.assign(new Error(`${main} is missing: run \`npm run build\` first`), { code: 'BUILD_MISSING' });
   for (let attempt = 1; ; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 40_000);
-    const child = spawn(process.execPath, [main, 'serve', '--data', dataDir, '--port', String(port), '--http-port', 'off'], {
+    const child = spawn(process.execPath, [main, 'serve', '--data', dataDir, '--port', String(port), '--http-port', 'off', ...serveArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {

@@ -55,6 +55,8 @@ export interface SoakBenchOptions {
    * process on a fresh directory, the pipeline its client over `bigtable://` (serve-process.ts).
    */
   readonly store?: 'file:' | 'memory:' | 'serve';
+  /** More flags for the `percolator serve` process (`store: 'serve'` only), e.g. `--row-cache-mib 16`. */
+  readonly serveArgs?: readonly string[];
   /** Background full GC passes at most this often (Percolator's `fullGcIntervalMs`; default 0 = off). */
   readonly fullGcIntervalMs?: number;
   /** Targeted GC passes remember what `percolator worker`'s do (LONG_RUNNING_GC_WINDOWS), not the library's default. */
@@ -177,7 +179,7 @@ export async function runSoakBench(options: SoakBenchOptions): Promise<SoakBench
   const random = mulberry32(seed ^ 0x2545f491);
   const corpus = new SyntheticCorpus({ docs: n, seed });
   return withBenchDir(options.store === 'memory:', 'soak', async (dir) => {
-    const server = options.store === 'serve' ? await startServeProcess(dir as string) : null;
+    const server = options.store === 'serve' ? await startServeProcess(dir as string, options.serveArgs) : null;
     try {
       return await soakIn(dir, server, options, { n, sampleMs, seed, random, corpus, log });
     } finally {

@@ -179,6 +179,20 @@ it.concurrent('worker: runs full GC passes every 10 minutes unless told otherwis
   expect([bad.code, bad.stderr]).toEqual([1, 'percolator: INVALID_ARGUMENT: --full-gc-interval must be a non-negative integer, got -1\n']);
 });
 
+it.concurrent('worker: takes the cache flags on an embedded store (memory:, file:) and runs', async () => {
+  const file = join(dir, 'nothing-cache.mjs');
+  writeFileSync(file, 'export default () => {};\n');
+  const small = await termAsSoonAsRunning(file, '--row-cache-mib', '0');
+  expect(small.code, small.stderr).toBe(0);
+  const store = `file:${join(dir, 'cache-store')}`;
+  const made = await run('set', 't', 'r', 'f:q', 'v', '--store', store, '--create-table');
+  expect(made.code, made.stderr).toBe(0);
+  // The last --store given wins: the worker opens the file: store with both caches sized.
+  const sized = await termAsSoonAsRunning(file, '--store', store, '--row-cache-mib', '4', '--block-cache-mib', '2');
+  expect(sized.code, sized.stderr).toBe(0);
+  expect(sized.stderr).toMatch(/\npercolator worker: stopped after 0 observer commits /);
+});
+
 // Node 22.18+ strips types itself (process.features.typescript): there the module loads and runs.
 const stripsTypes = Boolean((process.features as { typescript?: unknown }).typescript);
 

@@ -804,9 +804,17 @@ describe('lock service, oracle and HTTP', () => {
     expect(metrics).toMatch(/percolator_rows_written_total \d+/);
     expect(metrics).toMatch(/percolator_oracle_timestamps_total [1-9]\d*/);
     expect(metrics).toMatch(/percolator_grpc_request_duration_seconds_bucket/);
-    const status = (await (await fetch(`${base}/status.json`)).json()) as { rows: { written: number }; grpc: { requests: number } };
+    const status = (await (await fetch(`${base}/status.json`)).json()) as ServerStatus;
     expect(status.rows.written).toBeGreaterThan(1000);
     expect(status.grpc.requests).toBeGreaterThan(10);
+    // The embedded store's row caches: every lookup answered by exactly one of four.
+    const cache = status.storeCache;
+    expect(cache?.decoded.budgetBytes).toBeGreaterThan(0);
+    const l = cache?.lookups ?? { total: 0, decoded: 0, encoded: 0, absent: 0, engine: 0 };
+    expect(l.total).toBeGreaterThan(1000);
+    expect(l.decoded + l.encoded + l.absent + l.engine).toBe(l.total);
+    expect(metrics).toMatch(/percolator_store_row_lookups_total\{answered="decoded"\} [1-9]\d*/);
+    expect(metrics).toMatch(/percolator_store_row_cache_budget_bytes [1-9]\d*/);
     const page = await (await fetch(`${base}/`)).text();
     expect(page).toContain('<table');
     expect((await fetch(`${base}/nope`)).status).toBe(404);

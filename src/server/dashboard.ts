@@ -2,7 +2,8 @@
  * The charts of `percolator serve`, at `/dashboard/` on its HTTP port: the live status page of
  * src/status (the same one `percolator demo --serve` shows), fed with the server's own numbers —
  * gRPC requests and errors, rows read and written, timestamps handed out, calls in flight, locks
- * held. Observer activity lives in the worker processes, not here.
+ * held, and how the embedded store's row lookups were answered (its caches or LevelDB: what
+ * `--row-cache-mib` buys). Observer activity lives in the worker processes, not here.
  */
 import { createStatusHandler } from '../status/server.js';
 import type { ChartSpec, HeadlineSpec, StatusSample } from '../status/types.js';
@@ -26,6 +27,16 @@ const CHARTS: readonly ChartSpec[] = [
       { key: 'counters.rowsWritten', label: 'written' },
     ],
   },
+  {
+    title: 'Row lookups per second, by what answered them (embedded store)',
+    unit: '/s',
+    series: [
+      { key: 'counters.lookupsDecoded', label: 'decoded rows cached' },
+      { key: 'counters.lookupsEncoded', label: 'encoded rows cached' },
+      { key: 'counters.lookupsAbsent', label: 'absent (key filter)' },
+      { key: 'counters.lookupsEngine', label: 'LevelDB reads' },
+    ],
+  },
   { title: 'Timestamps per second (oracle)', unit: '/s', series: [{ key: 'counters.timestamps', label: 'timestamps' }] },
   {
     title: 'In flight',
@@ -45,6 +56,7 @@ const HEADLINE: readonly HeadlineSpec[] = [
 ];
 
 export function sampleServer(s: ServerStatus): StatusSample {
+  const l = s.storeCache?.lookups;
   return {
     counters: {
       requests: s.grpc.requests,
@@ -52,6 +64,10 @@ export function sampleServer(s: ServerStatus): StatusSample {
       rowsRead: s.rows.read,
       rowsWritten: s.rows.written,
       timestamps: s.oracle?.timestamps ?? 0,
+      lookupsDecoded: l?.decoded ?? 0,
+      lookupsEncoded: l?.encoded ?? 0,
+      lookupsAbsent: l?.absent ?? 0,
+      lookupsEngine: l?.engine ?? 0,
     },
     gauges: { inflight: s.grpc.inflight, locksHeld: s.locks.held, oracleConnections: s.oracle?.connections ?? null },
   };

@@ -12,16 +12,22 @@
  *   oracle_timestamps_total / oracle_requests_total / oracle_connections   from the oracle server
  *   lock_requests_total{op,result}           network lock service
  *   locks_held                               advisory locks currently held
+ *   store_row_cache_bytes / _budget_bytes / _rows   the embedded store's decoded row tier
+ *   store_row_lookups_total{answered}        row lookups, by what answered them: decoded, encoded,
+ *                                            absent (key filter) or engine (a read of LevelDB)
  * plus prom-client's default process metrics (CPU, memory, event-loop lag), collected once per
  * process and shared by every server's registry: each `collectDefaultMetrics` call starts a GC
  * observer and an event-loop-delay monitor that nothing stops, so a process starting servers again
  * and again (the tests, a library user retrying a failed start) piled them up.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { StoreCacheStats } from '../store/store.js';
 
 export interface ServerMetricSources {
   oracle?: () => { timestamps: number; requests: number; connections: number } | null;
   locksHeld?: () => number;
+  /** The embedded store's row caches; null (or absent) for a store without them. */
+  storeCache?: () => StoreCacheStats | null;
 }
 
 let processMetrics: Registry | null = null;
@@ -119,6 +125,8 @@ export class ServerMetrics {
         this.set(locksHeld?.() ?? 0);
       },
     });
+    const storeCache = sources.storeCache;
+    if (storeCache?.() != null) storeCacheMetrics(storeCache as () => StoreCacheStats, registers);
     this.registry = defaultMetrics ? Registry.merge([own, processRegistry()]) : own;
   }
 
@@ -148,4 +156,37 @@ export class ServerMetrics {
     if (rows > 0) this.rowsWritten.inc(rows);
     this.totals.rowsWritten += rows;
   }
+}
+
+/** The row-cache metrics (see the header), read from `stats` at each scrape. */
+function storeCacheMetrics(stats: () => StoreCacheStats, registers: Registry[]): void {
+  for (const [name, help, pick] of [
+    ['percolator_store_row_cache_bytes', 'heap charged to the decoded row cache', (s: StoreCacheStats) => s.decoded.bytes],
+    [
+      'percolator_store_row_cache_budget_bytes',
+      'budget of the decoded row cache (serve --row-cache-mib)',
+      (s: StoreCacheStats) => s.decoded.budgetBytes,
+    ],
+    ['percolator_store_row_cache_rows', 'row groups held decoded', (s: StoreCacheStats) => s.decoded.rows],
+  ] as const) {
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(pick(stats()));
+      },
+    });
+  }
+  new Counter({
+    name: 'percolator_store_row_lookups_total',
+    help: 'row lookups by what answered them: decoded or encoded cache tier, absent (key filter), engine (a LevelDB read)',
+    labelNames: ['answered'],
+    registers,
+    collect() {
+      const l = stats().lookups;
+      this.reset();
+      for (const answered of ['decoded', 'encoded', 'absent', 'engine'] as const) this.inc({ answered }, l[answered]);
+    },
+  });
 }

@@ -54,7 +54,7 @@ import { acquireOracle, releaseOracle } from '../txn/shared-oracle.js';
 import { memLocksOf } from '../txn/mem-locks.js';
 import { type OracleServer, startOracleServer } from '../oracle/server.js';
 import { DEFAULT_STORE_URL, type OpenStoreOptions, fileStoreDir, openStore } from '../store/open-store.js';
-import { type Store, atomicRowsOf } from '../store/store.js';
+import { type Store, type StoreCacheStats, atomicRowsOf } from '../store/store.js';
 import type { StoreError } from '../store/errors.js';
 import { instanceAdminService, tableAdminService } from './admin-service.js';
 import { checkAndMutateRowHandler, dataService, pointReadsHandler } from './data-service.js';
@@ -122,6 +122,8 @@ export interface ServerStatus {
   readonly rows: { readonly read: number; readonly written: number; readonly readPerSecond: number; readonly writtenPerSecond: number };
   readonly oracle: { readonly timestamps: number; readonly timestampsPerSecond: number; readonly connections: number } | null;
   readonly locks: { readonly held: number };
+  /** The embedded store's row caches (StoreCacheStats); null for a store without them. */
+  readonly storeCache: StoreCacheStats | null;
 }
 
 export interface PercolatorServer {
@@ -211,7 +213,11 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
     const s = oracle.stats();
     return { timestamps: s.timestamps, requests: s.requests, connections: s.connections };
   };
-  const metrics = new ServerMetrics({ oracle: oracleStats, locksHeld: () => locks.size });
+  const metrics = new ServerMetrics({
+    oracle: oracleStats,
+    locksHeld: () => locks.size,
+    storeCache: () => atomicRowsOf(store)?.cacheStats() ?? null,
+  });
   const tracker = new CallTracker();
   const rates = new Rates();
 
@@ -348,6 +354,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
         },
         oracle: o === null ? null : { timestamps: o.timestamps, timestampsPerSecond: rates.get('timestamps'), connections: o.connections },
         locks: { held: locks.size },
+        storeCache: atomicRowsOf(store)?.cacheStats() ?? null,
       };
     };
     // The operator hears of a refusal once, when it starts and when it ends: the calls it refuses

@@ -182,3 +182,32 @@ describe('engine reads by group', () => {
     }
   });
 });
+
+describe('cacheStats', () => {
+  it('counts every lookup once, by the tier that answered it, and the engine reads it made', async () => {
+    for (const encoded of [0, 1024 * 1024]) {
+      const { store, engine } = await openWith(encoded);
+      try {
+        const before = store.cacheStats();
+        engine.gets = 0;
+        await readAll(store); // ROWS rows written (mostly evicted), then 20 never written
+        await readAll(store, 0);
+        const s = store.cacheStats();
+        const l = s.lookups;
+        expect(l.total - before.lookups.total).toBe(2 * ROWS + 20);
+        expect(l.decoded + l.encoded + l.absent + l.engine).toBe(l.total);
+        expect(l.engine - before.lookups.engine).toBe(engine.gets);
+        // Rows never written are proven absent by the key filter, never read from the engine.
+        expect(l.absent - before.lookups.absent).toBeGreaterThanOrEqual(20);
+        if (encoded === 0) expect(l.encoded).toBe(0);
+        else expect(l.encoded - before.lookups.encoded).toBeGreaterThan(ROWS);
+        expect(s.decoded).toMatchObject({ budgetBytes: 8 * 1024 });
+        expect(s.decoded.bytes).toBeLessThanOrEqual(8 * 1024);
+        expect(s.decoded.rows).toBeGreaterThan(0);
+        expect(s.encoded.budgetBytes).toBe(encoded);
+      } finally {
+        await store.close();
+      }
+    }
+  });
+});

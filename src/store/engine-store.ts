@@ -30,7 +30,7 @@ import { decodeRow, encodeRow, encodeRowCells } from './row-codec.js';
 import { RowLatches } from './row-latch.js';
 import { ruleValue } from './rmw-rule.js';
 import { planRowSet } from './row-set.js';
-import { type AtomicRowsStore, DEFAULT_LIMITS, type StoreLimits, type StoreOptions } from './store.js';
+import { type AtomicRowsStore, DEFAULT_LIMITS, type StoreCacheStats, type StoreLimits, type StoreOptions } from './store.js';
 import { type CatalogJson, DEFAULT_GROUP, TableState, assignGroups } from './table-state.js';
 import { findTabletSplit } from './tablet-split.js';
 import { Tablets } from './tablets.js';
@@ -155,6 +155,9 @@ export class EngineStore implements AtomicRowsStore {
   private background = new Set<Promise<unknown>>();
   /** Tablet splits done, by how their point was found (estimateSplit / measureSplit). */
   readonly splits = { estimated: 0, measured: 0 };
+  /** Row lookups (loadCached, readDerivedSync) and how the misses were answered (cacheStats). */
+  private lookups = 0;
+  private readonly misses = { encoded: 0, absent: 0, engine: 0 };
 
   private constructor(engine: KvEngine, url: string, options: EngineStoreOptions) {
     this.engine = engine;
@@ -293,18 +296,22 @@ export class EngineStore implements AtomicRowsStore {
 
   /** loadGroup with the cache key `ck` already made (cacheKey). */
   private loadCached(t: TableState, gid: number, key: Bytes, ck: string, writing: boolean): readonly Cell[] {
+    this.lookups++;
     return this.cache.get(ck) ?? this.loadMiss(t, gid, key, ck, writing);
   }
 
   /** loadGroup past a miss in the decoded cache: the encoded tier or the engine, cached under `ck`. */
   private loadMiss(t: TableState, gid: number, key: Bytes, ck: string, writing = false): readonly Cell[] {
     let raw = this.cache.takeEncoded(ck);
+    if (raw !== undefined) this.misses.encoded++;
     // Absent as the encoded tier remembers it, or as the key filter proves it: no engine read.
     if (raw === ABSENT_ROW || (raw === undefined && this.keys.ready && !this.keys.mayContain(ck))) {
+      if (raw === undefined) this.misses.absent++;
       if (!writing) this.cache.set(ck, EMPTY_CELLS, 0);
       return EMPTY_CELLS;
     }
     if (raw === undefined) {
+      this.misses.engine++;
       raw = this.engine.get(rowKeyOf(t.prefix(gid), key));
       let n = t.engineReads.get(gid);
       if (n === undefined) t.engineReads.set(gid, (n = [0, 0]));
@@ -788,6 +795,16 @@ export class EngineStore implements AtomicRowsStore {
     return out;
   }
 
+  cacheStats(): StoreCacheStats {
+    const u = this.cache.usage();
+    const { encoded, absent, engine } = this.misses;
+    return {
+      decoded: { budgetBytes: u.budgetBytes, bytes: u.bytes, rows: u.rows },
+      encoded: { budgetBytes: u.encodedBudgetBytes },
+      lookups: { total: this.lookups, decoded: this.lookups - encoded - absent - engine, encoded, absent, engine },
+    };
+  }
+
   readCellsSync(table: string, key: Bytes, families: readonly string[]): readonly Cell[] {
     const t = this.table(table);
     validateRowKey(key, this.limits, table);
@@ -811,6 +828,7 @@ export class EngineStore implements AtomicRowsStore {
     if (groups.length === 1 && t.rules.size === 0) {
       const gid = groups[0] as number;
       const ck = cacheKey(t, gid, key);
+      this.lookups++;
       const hit = this.cache.derive(ck, derive);
       if (hit !== undefined) return hit;
       const cells = this.loadMiss(t, gid, keyBytes(key), ck);

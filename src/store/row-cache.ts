@@ -61,9 +61,14 @@ export class RowCache {
   /** `encodedBudgetBytes`: the second tier's budget (0: evicted rows are forgotten). */
   constructor(
     private readonly budgetBytes: number,
-    encodedBudgetBytes = 0,
+    private readonly encodedBudgetBytes = 0,
   ) {
     this.encoded = new EncodedRowCache(encodedBudgetBytes);
+  }
+
+  /** Both tiers' budgets, and what this one holds now (its charge, its rows). O(1). */
+  usage(): { readonly budgetBytes: number; readonly bytes: number; readonly rows: number; readonly encodedBudgetBytes: number } {
+    return { budgetBytes: this.budgetBytes, bytes: this.bytes, rows: this.map.size, encodedBudgetBytes: this.encodedBudgetBytes };
   }
 
   /** There is a second tier (`setEncoded` caches). */

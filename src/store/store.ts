@@ -94,6 +94,24 @@ export interface Store {
  * the Bigtable model (Cloud Bigtable has no multi-row atomicity); Percolator uses it for one-phase
  * commits while no other process can reach the store (docs/transactions.md).
  */
+/**
+ * The row caches, for an operator sizing them (`serve --row-cache-mib`, its status and /metrics).
+ * A lookup is one row's locality group, asked by a read or by a write that rewrites it; each is
+ * answered by exactly one of the four: the decoded tier, the encoded tier, a known absence (the
+ * key filter), or an engine read (LevelDB's block cache, then the disk).
+ */
+export interface StoreCacheStats {
+  readonly decoded: { readonly budgetBytes: number; readonly bytes: number; readonly rows: number };
+  readonly encoded: { readonly budgetBytes: number };
+  readonly lookups: {
+    readonly total: number;
+    readonly decoded: number;
+    readonly encoded: number;
+    readonly absent: number;
+    readonly engine: number;
+  };
+}
+
 export interface AtomicRowsStore extends Store {
   /**
    * True while the store may be reachable from other processes (`percolator serve`, the checkers'
@@ -165,6 +183,8 @@ export interface AtomicRowsStore extends Store {
     families: readonly string[],
     derive: (cells: readonly Cell[]) => T,
   ): T;
+  /** The row caches' budgets, use and lookups since the store opened. O(1). */
+  cacheStats(): StoreCacheStats;
 }
 
 /** The store's atomic multi-row extension, or null for backends without one (bigtable://). */

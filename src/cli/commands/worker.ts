@@ -1,9 +1,9 @@
 /**
  * `percolator worker --observers FILE | --app webindex [--key-mode M] [--store URL] [--threads N]
- * [--full-gc-interval S] [--row-cache-mib N] [--block-cache-mib N]`: loads a user module that registers observers — or runs the web index's
- * own (`--app webindex`: the paper's application, fed by `percolator load`) — until
- * SIGTERM/SIGINT, then stops gracefully (running observer transactions finish; queued work stays
- * notified for the next worker).
+ * [--full-gc-interval S] [--row-cache-mib N] [--block-cache-mib N]`: loads a user module that
+ * registers observers — or runs the web index's own (`--app webindex`: the paper's application,
+ * fed by `percolator load`) — until SIGTERM/SIGINT, then stops gracefully (running observer
+ * transactions finish; queued work stays notified for the next worker).
  *
  * The module exports (default or named `register`) a function `(worker, db) => void | Promise<void>`
  * that calls `worker.observe(column, name, fn)`; it may also create tables through `db`. A `file:`

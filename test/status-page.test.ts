@@ -318,7 +318,9 @@ describe.skipIf(!hasChromium)('percolator serve: the dashboard', () => {
       await page.waitForFunction("[...document.querySelectorAll('canvas')].every((c) => Number(c.dataset.points) >= 2)", null, {
         timeout: 15_000,
       });
-      expect(await page.locator('canvas').count()).toBe(4);
+      expect(await page.locator('canvas').count()).toBe(5);
+      // The embedded store's row lookups, by what answered them (the caches --row-cache-mib sizes).
+      expect(await page.getByText('Row lookups per second, by what answered them').count()).toBe(1);
       // The label says per second; the number is bare, as the demo's are (it read "requests/s 0 /s").
       expect(await page.locator('#h-counters-requests').textContent()).toMatch(/^[\d,.]+$/);
     } finally {

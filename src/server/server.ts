@@ -213,11 +213,8 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
     const s = oracle.stats();
     return { timestamps: s.timestamps, requests: s.requests, connections: s.connections };
   };
-  const metrics = new ServerMetrics({
-    oracle: oracleStats,
-    locksHeld: () => locks.size,
-    storeCache: () => atomicRowsOf(store)?.cacheStats() ?? null,
-  });
+  const storeCache = (): StoreCacheStats | null => atomicRowsOf(store)?.cacheStats() ?? null;
+  const metrics = new ServerMetrics({ oracle: oracleStats, locksHeld: () => locks.size, storeCache });
   const tracker = new CallTracker();
   const rates = new Rates();
 
@@ -354,7 +351,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Percolat
         },
         oracle: o === null ? null : { timestamps: o.timestamps, timestampsPerSecond: rates.get('timestamps'), connections: o.connections },
         locks: { held: locks.size },
-        storeCache: atomicRowsOf(store)?.cacheStats() ?? null,
+        storeCache: storeCache(),
       };
     };
     // The operator hears of a refusal once, when it starts and when it ends: the calls it refuses

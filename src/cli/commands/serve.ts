@@ -77,7 +77,7 @@ export function register(program: Command): void {
     quietRedundantGrpcLogs();
     const server = await startServer({
       storeUrl,
-      ...(storeOptions === undefined || Object.keys(storeOptions).length === 0 ? {} : { storeOptions }),
+      storeOptions,
       host: opts.host,
       port: opts.port,
       ...(opts.httpPort === undefined ? {} : { httpPort: opts.httpPort === 'off' ? null : opts.httpPort }),

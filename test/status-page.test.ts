@@ -85,6 +85,13 @@ describe('status server (HTTP)', () => {
     expect(prometheusText({ gauges: { latencyP99Ms: 21, latencyMedianMs: 7 } })).toBe(
       '# TYPE percolator_latency_p99_ms gauge\npercolator_latency_p99_ms 21\n# TYPE percolator_latency_median_ms gauge\npercolator_latency_median_ms 7\n',
     );
+    // A key `name{label=value}` is one series of a labelled family, typed once: the names a worker's
+    // page gives its store's row lookups are the server's (src/status/store-cache-sources.ts).
+    expect(prometheusText({ counters: { 'storeRowLookups{answered=decoded}': 3, 'storeRowLookups{answered=engine}': 1, x: 2 } })).toBe(
+      '# TYPE percolator_store_row_lookups_total counter\npercolator_store_row_lookups_total{answered="decoded"} 3\n' +
+        'percolator_store_row_lookups_total{answered="engine"} 1\n# TYPE percolator_x_total counter\npercolator_x_total 2\n',
+    );
+    expect(prometheusText({ gauges: { 'g{kind=a"b\\c}': 1 } })).toBe('# TYPE percolator_g gauge\npercolator_g{kind="a\\"b\\\\c"} 1\n');
   });
 
   it('the search page links only web results, says when nothing matches, offers examples and says how many it shows', async () => {

@@ -61,6 +61,10 @@ it("serves the worker's own metrics, which count the runs of its observers", asy
       const types = text.split('\n').filter((l) => l.startsWith('# TYPE '));
       expect(new Set(types).size).toBe(types.length);
       expect(metric(text, 'percolator_observer_failures_total')).toBe(0);
+      // Over bigtable:// the worker holds no row cache: the server reports it, not this page.
+      expect(text).not.toMatch(/percolator_store_row/);
+      const doc = JSON.parse(await get('/status.json')) as { charts: { title: string }[] };
+      expect(doc.charts.map((c) => c.title).filter((t) => t.startsWith('Row lookups'))).toEqual([]);
     } finally {
       worker.child.kill('SIGTERM');
       expect(await worker.exited).toBe(0);
@@ -69,6 +73,41 @@ it("serves the worker's own metrics, which count the runs of its observers", asy
   } finally {
     serve.child.kill('SIGTERM');
     await serve.exited;
+  }
+}, 60_000);
+
+it("a worker on an embedded store shows its row caches, with the server's metric names", async () => {
+  const store = `file:${join(dir, 'embedded')}`;
+  // A worker opens a store, never creates one; a first run records its observer (the registry
+  // contract: docs/observers.md), so that the change written next, while no worker holds the
+  // store, carries a notification for the second run.
+  expect((await runCli(mainJs, ['set', 'other', 'r0', 'f:q', 'x', '--store', store, '--create-table'])).code).toBe(0);
+  const first = spawnCli(mainJs, ['worker', '--observers', observers, '--store', store]);
+  await first.waitForStderr((e) => e.includes('running observers'), 'the first run starts');
+  first.child.kill('SIGTERM');
+  expect(await first.exited).toBe(0);
+  expect((await runCli(mainJs, ['set', 'docs', 'r1', 'raw:content', 'hello cached world', '--store', store])).code).toBe(0);
+  const args = ['worker', '--observers', observers, '--store', store, '--http-port', '0', '--row-cache-mib', '3'];
+  const worker = spawnCli(mainJs, args);
+  try {
+    const said = await worker.waitForStderr((e) => e.includes('status and metrics at '), 'it says where its page is');
+    const page = /status and metrics at (http:\/\/127\.0\.0\.1:\d+\/)\n/.exec(said)?.[1] as string;
+    const get = async (path: string) => (await fetch(new URL(path, page))).text();
+    await expect.poll(async () => metric(await get('/metrics'), 'percolator_commits_total'), { timeout: 20_000, interval: 200 }).toBe(1);
+    const text = await get('/metrics');
+    expect(metric(text, 'percolator_store_row_cache_budget_bytes')).toBe(3 * 2 ** 20);
+    expect(text).toMatch(/^percolator_store_row_cache_rows \d+$/m);
+    // Every lookup counted by what answered it; the run's reads of a row already looked up, from
+    // the decoded tier.
+    const decoded = /^percolator_store_row_lookups_total\{answered="decoded"\} (\d+)$/m.exec(text)?.[1];
+    expect(Number(decoded)).toBeGreaterThan(0);
+    for (const answered of ['encoded', 'absent', 'engine'])
+      expect(text).toMatch(new RegExp(`^percolator_store_row_lookups_total\\{answered="${answered}"\\} \\d+$`, 'm'));
+    const doc = JSON.parse(await get('/status.json')) as { charts: { title: string }[] };
+    expect(doc.charts.map((c) => c.title)).toContain('Row lookups per second, by what answered them (embedded store)');
+  } finally {
+    worker.child.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
   }
 }, 60_000);
 

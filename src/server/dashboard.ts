@@ -6,6 +6,7 @@
  * `--row-cache-mib` buys). Observer activity lives in the worker processes, not here.
  */
 import { createStatusHandler } from '../status/server.js';
+import { ROW_LOOKUPS_CHART, storeCacheSample } from '../status/store-cache-sources.js';
 import type { ChartSpec, HeadlineSpec, StatusSample } from '../status/types.js';
 import type { HttpRoute } from './http-status.js';
 import type { ServerStatus } from './server.js';
@@ -27,16 +28,7 @@ const CHARTS: readonly ChartSpec[] = [
       { key: 'counters.rowsWritten', label: 'written' },
     ],
   },
-  {
-    title: 'Row lookups per second, by what answered them (embedded store)',
-    unit: '/s',
-    series: [
-      { key: 'counters.lookupsDecoded', label: 'decoded rows cached' },
-      { key: 'counters.lookupsEncoded', label: 'encoded rows cached' },
-      { key: 'counters.lookupsAbsent', label: 'absent (key filter)' },
-      { key: 'counters.lookupsEngine', label: 'LevelDB reads' },
-    ],
-  },
+  ROW_LOOKUPS_CHART,
   { title: 'Timestamps per second (oracle)', unit: '/s', series: [{ key: 'counters.timestamps', label: 'timestamps' }] },
   {
     title: 'In flight',
@@ -56,7 +48,7 @@ const HEADLINE: readonly HeadlineSpec[] = [
 ];
 
 export function sampleServer(s: ServerStatus): StatusSample {
-  const l = s.storeCache?.lookups;
+  const cache = s.storeCache === null ? null : storeCacheSample(s.storeCache);
   return {
     counters: {
       requests: s.grpc.requests,
@@ -64,12 +56,14 @@ export function sampleServer(s: ServerStatus): StatusSample {
       rowsRead: s.rows.read,
       rowsWritten: s.rows.written,
       timestamps: s.oracle?.timestamps ?? 0,
-      lookupsDecoded: l?.decoded ?? 0,
-      lookupsEncoded: l?.encoded ?? 0,
-      lookupsAbsent: l?.absent ?? 0,
-      lookupsEngine: l?.engine ?? 0,
+      ...cache?.counters,
     },
-    gauges: { inflight: s.grpc.inflight, locksHeld: s.locks.held, oracleConnections: s.oracle?.connections ?? null },
+    gauges: {
+      inflight: s.grpc.inflight,
+      locksHeld: s.locks.held,
+      oracleConnections: s.oracle?.connections ?? null,
+      ...cache?.gauges,
+    },
   };
 }
 

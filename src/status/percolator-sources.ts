@@ -2,12 +2,16 @@
  * Status sources for a Percolator process: transaction and observer activity of its workers,
  * oracle rate, and notifications pending — the numbers `percolator serve` and the demo show.
  * Callers may merge in their own counters (the web index adds documents loaded and indexed).
+ * A process holding an embedded store also shows its row caches (store-cache-sources.ts): the
+ * numbers always, the chart in `percolatorCharts(db)`.
  *
  * Counting notifications pending scans the notify locality group, so it is refreshed at most
  * every `pendingEveryMs` and never twice at once.
  */
 import type { Worker } from '../notify/worker.js';
+import { atomicRowsOf } from '../store/store.js';
 import type { Percolator } from '../txn/percolator.js';
+import { ROW_LOOKUPS_CHART, storeCacheSample } from './store-cache-sources.js';
 import type { ChartSpec, HeadlineSpec, StatusSample } from './types.js';
 
 export interface PercolatorSourceOptions {
@@ -23,6 +27,7 @@ export function percolatorSampler(db: Percolator, options: PercolatorSourceOptio
   let pendingAt = 0;
   let counting: Promise<void> | null = null;
   const every = options.pendingEveryMs ?? 1_000;
+  const rows = atomicRowsOf(db.store);
   return async () => {
     if (counting === null && Date.now() - pendingAt >= every) {
       counting = db
@@ -51,7 +56,8 @@ export function percolatorSampler(db: Percolator, options: PercolatorSourceOptio
     }
     const stats = (db.oracle as { stats?: () => { handedOut?: number } }).stats?.();
     if (typeof stats?.handedOut === 'number') counters.timestamps = stats.handedOut;
-    return { counters, gauges: { notificationsPending: pending }, observers };
+    const cache = rows === null ? null : storeCacheSample(rows.cacheStats());
+    return { counters: { ...counters, ...cache?.counters }, gauges: { notificationsPending: pending, ...cache?.gauges }, observers };
   };
 }
 
@@ -69,6 +75,11 @@ export const PERCOLATOR_CHARTS: readonly ChartSpec[] = [
   { title: 'Observer latency (mean per second)', unit: 'ms', series: [{ key: 'observers.*' }] },
   { title: 'Timestamp oracle', unit: 'timestamps/s', series: [{ key: 'counters.timestamps', label: 'timestamps' }] },
 ];
+
+/** PERCOLATOR_CHARTS, and the row lookups' chart if `db`'s store is embedded (has row caches). */
+export function percolatorCharts(db: Percolator): readonly ChartSpec[] {
+  return atomicRowsOf(db.store) === null ? PERCOLATOR_CHARTS : [...PERCOLATOR_CHARTS, ROW_LOOKUPS_CHART];
+}
 
 export const PERCOLATOR_HEADLINE: readonly HeadlineSpec[] = [
   { key: 'counters.commits', label: 'Observer commits / s' },

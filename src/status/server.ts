@@ -63,7 +63,9 @@ export function createStatusHandler(options: Omit<StatusServerOptions, 'port' | 
   const historySize = options.historySize ?? 600;
   const history: HistoryPoint[] = [];
   let previous: { t: number; sample: StatusSample } | null = null;
-  let charts: readonly ChartSpec[] = sources.charts ?? [];
+  // The charts a source names are read at each request (they may change: a worker's, once its
+  // store is open); the default ones are made from the first sample.
+  let defaults: readonly ChartSpec[] = [];
   const headline: readonly HeadlineSpec[] = sources.headline ?? [];
   let totals: Record<string, number> = {};
   let lastError: string | null = null;
@@ -80,7 +82,7 @@ export function createStatusHandler(options: Omit<StatusServerOptions, 'port' | 
     }
     const t = Date.now();
     latest = sample;
-    if (sources.charts === undefined && charts.length === 0) charts = defaultCharts(sample);
+    if (sources.charts === undefined && defaults.length === 0) defaults = defaultCharts(sample);
     const v: Record<string, number | null> = {};
     const dt = previous === null ? 0 : (t - previous.t) / 1000;
     totals = {};
@@ -114,7 +116,7 @@ export function createStatusHandler(options: Omit<StatusServerOptions, 'port' | 
     title: sources.title ?? 'Percolator',
     now: Date.now(),
     intervalMs,
-    charts,
+    charts: sources.charts ?? defaults,
     headline,
     totals,
     history,
@@ -233,18 +235,30 @@ const metricName = (s: string) =>
     .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
     .toLowerCase();
 
+/** A label value in the exposition format: backslash, double quote and newline escaped. */
+const labelValue = (v: string) => v.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`));
+
+/**
+ * Lines of one kind of series. A key `name{label=value}` is one series of a labelled family (see
+ * StatusSample); the family's `# TYPE` line comes once, before its first series.
+ */
+function exposition(lines: string[], entries: [string, number | null][], type: 'counter' | 'gauge'): void {
+  const typed = new Set<string>();
+  for (const [k, v] of entries) {
+    if (v === null) continue;
+    const labelled = /^([^{]+)\{([a-zA-Z_][a-zA-Z0-9_]*)=([^}]*)\}$/.exec(k);
+    const n = `percolator_${metricName(labelled?.[1] ?? k)}${type === 'counter' ? '_total' : ''}`;
+    if (!typed.has(n)) lines.push(`# TYPE ${n} ${type}`);
+    typed.add(n);
+    lines.push(labelled === null ? `${n} ${v}` : `${n}{${labelled[2]}="${labelValue(labelled[3] ?? '')}"} ${v}`);
+  }
+}
+
 /** The latest sample as Prometheus text exposition. */
 export function prometheusText(sample: StatusSample): string {
   const lines: string[] = [];
-  for (const [k, v] of Object.entries(sample.counters ?? {})) {
-    const n = `percolator_${metricName(k)}_total`;
-    lines.push(`# TYPE ${n} counter`, `${n} ${v}`);
-  }
-  for (const [k, v] of Object.entries(sample.gauges ?? {})) {
-    if (v === null) continue;
-    const n = `percolator_${metricName(k)}`;
-    lines.push(`# TYPE ${n} gauge`, `${n} ${v}`);
-  }
+  exposition(lines, Object.entries(sample.counters ?? {}), 'counter');
+  exposition(lines, Object.entries(sample.gauges ?? {}), 'gauge');
   const obs = Object.entries(sample.observers ?? {});
   if (obs.length > 0) {
     lines.push('# TYPE percolator_observer_runs_total counter');

@@ -12,7 +12,7 @@
  */
 import type { Worker } from '../notify/worker.js';
 import type { Percolator } from '../txn/percolator.js';
-import { PERCOLATOR_CHARTS, PERCOLATOR_HEADLINE, percolatorSampler } from './percolator-sources.js';
+import { PERCOLATOR_CHARTS, PERCOLATOR_HEADLINE, percolatorCharts, percolatorSampler } from './percolator-sources.js';
 import type { ChartSpec, StatusSample, StatusSources } from './types.js';
 
 export const PENDING_EVERY_MS = 5_000;
@@ -23,24 +23,31 @@ export interface WorkerStatusPage {
   attach(db: Percolator, worker: Worker): void;
 }
 
-const CHARTS: readonly ChartSpec[] = [
-  ...PERCOLATOR_CHARTS,
-  {
-    title: 'Runs that committed nothing',
-    unit: '/s',
-    series: [
-      { key: 'counters.observerSkipped', label: 'skipped (already acknowledged)' },
-      { key: 'counters.observerParked', label: 'parked (failed too often)' },
-      { key: 'counters.loopRestarts', label: 'loops restarted' },
-    ],
-  },
-];
+const SKIPS: ChartSpec = {
+  title: 'Runs that committed nothing',
+  unit: '/s',
+  series: [
+    { key: 'counters.observerSkipped', label: 'skipped (already acknowledged)' },
+    { key: 'counters.observerParked', label: 'parked (failed too often)' },
+    { key: 'counters.loopRestarts', label: 'loops restarted' },
+  ],
+};
 
 export function workerStatusPage(title: string): WorkerStatusPage {
   let live: (() => Promise<StatusSample>) | null = null;
+  // The store's row caches are charted once it is open and known to have them.
+  let charts: readonly ChartSpec[] = [...PERCOLATOR_CHARTS, SKIPS];
   return {
-    sources: { title, sample: () => live?.() ?? {}, headline: PERCOLATOR_HEADLINE, charts: CHARTS },
+    sources: {
+      title,
+      sample: () => live?.() ?? {},
+      headline: PERCOLATOR_HEADLINE,
+      get charts() {
+        return charts;
+      },
+    },
     attach(db, worker) {
+      charts = [...percolatorCharts(db), SKIPS];
       const base = percolatorSampler(db, { workers: () => [worker], pendingEveryMs: PENDING_EVERY_MS });
       live = async () => {
         const s = await base();

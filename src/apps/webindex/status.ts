@@ -8,7 +8,7 @@
  * `attach`, samples are empty and searches fail with a message saying the index is being set up.
  */
 import type { Worker } from '../../notify/worker.js';
-import { PERCOLATOR_CHARTS, percolatorSampler } from '../../status/percolator-sources.js';
+import { PERCOLATOR_CHARTS, percolatorCharts, percolatorSampler } from '../../status/percolator-sources.js';
 import type { ChartSpec, HeadlineSpec, StatusSample, StatusSources } from '../../status/types.js';
 import type { Percolator } from '../../txn/percolator.js';
 import type { WebIndexMetrics } from './metrics.js';
@@ -24,7 +24,8 @@ const HEADLINE: readonly HeadlineSpec[] = [
   { key: 'counters.timestamps', label: 'Oracle timestamps / s' },
 ];
 
-const CHARTS: readonly ChartSpec[] = [
+/** The web index's own charts, before Percolator's. */
+const OWN_CHARTS: readonly ChartSpec[] = [
   {
     title: 'Document throughput',
     unit: 'documents/s',
@@ -41,7 +42,6 @@ const CHARTS: readonly ChartSpec[] = [
       { key: 'gauges.latencyP99Ms', label: 'p99' },
     ],
   },
-  ...PERCOLATOR_CHARTS,
 ];
 
 export function webIndexStatusSources(
@@ -64,7 +64,7 @@ export function webIndexStatusSources(
       };
     },
     headline: HEADLINE,
-    charts: CHARTS,
+    charts: [...OWN_CHARTS, ...percolatorCharts(db)],
     async search(query, limit) {
       const snap = await db.snapshot();
       try {
@@ -96,7 +96,10 @@ export function webIndexStatusPage(
       title,
       sample: (): StatusSample | Promise<StatusSample> => live?.sample() ?? {},
       headline: HEADLINE,
-      charts: CHARTS,
+      // Until attached, Percolator's charts without the store's: whether it has row caches is not known yet.
+      get charts() {
+        return live?.charts ?? [...OWN_CHARTS, ...PERCOLATOR_CHARTS];
+      },
       search: (query, limit) =>
         live?.search?.(query, limit) ?? Promise.reject(new Error('the web index is being set up: search again in a moment')),
       searchExamples: () => examples,

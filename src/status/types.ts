@@ -3,7 +3,11 @@
  * interval by the server (never by the page), so any number of open pages costs one sample.
  */
 
-/** One reading of the system. */
+/**
+ * One reading of the system. A counter or gauge key `name{label=value}` is one series of a
+ * labelled family: /metrics gives `percolator_name{label="value"}` (`_total` for a counter), so
+ * that a page's metrics can carry the names a server's registry gives (store-cache-sources.ts).
+ */
 export interface StatusSample {
   /** Monotonic totals (commits, documents indexed, timestamps…): charted as a rate per second. */
   readonly counters?: Readonly<Record<string, number>>;

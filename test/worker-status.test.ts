@@ -65,6 +65,12 @@ it("serves the worker's own metrics, which count the runs of its observers", asy
       expect(text).not.toMatch(/percolator_store_row/);
       const doc = JSON.parse(await get('/status.json')) as { charts: { title: string }[] };
       expect(doc.charts.map((c) => c.title).filter((t) => t.startsWith('Row lookups'))).toEqual([]);
+      // Its background GC (counted as gc-sources.test.ts checks), which runs wherever its store is.
+      expect(doc.charts.map((c) => c.title)).toContain('Versions collected by background GC');
+      for (const family of ['passes', 'passes_failed', 'pass_seconds', 'versions_removed'])
+        for (const kind of ['recent', 'full'])
+          expect(text).toMatch(new RegExp(`^percolator_gc_${family}_total\\{kind="${kind}"\\} \\d`, 'm'));
+      expect(text).toMatch(/^percolator_gc_backlog_cells \d+$/m);
     } finally {
       worker.child.kill('SIGTERM');
       expect(await worker.exited).toBe(0);

@@ -2,8 +2,9 @@
  * Status sources for a Percolator process: transaction and observer activity of its workers,
  * oracle rate, and notifications pending — the numbers `percolator serve` and the demo show.
  * Callers may merge in their own counters (the web index adds documents loaded and indexed).
- * A process holding an embedded store also shows its row caches (store-cache-sources.ts): the
- * numbers always, the chart in `percolatorCharts(db)`.
+ * A process holding an embedded store also shows its row caches (store-cache-sources.ts), and one
+ * running background GC its passes (gc-sources.ts): the numbers in each sample, the charts in
+ * `percolatorCharts(db)`.
  *
  * Counting notifications pending scans the notify locality group, so it is refreshed at most
  * every `pendingEveryMs` and never twice at once.
@@ -11,6 +12,7 @@
 import type { Worker } from '../notify/worker.js';
 import { atomicRowsOf } from '../store/store.js';
 import type { Percolator } from '../txn/percolator.js';
+import { GC_CHARTS, gcCharted, gcSample } from './gc-sources.js';
 import { ROW_LOOKUPS_CHART, storeCacheSample } from './store-cache-sources.js';
 import type { ChartSpec, HeadlineSpec, StatusSample } from './types.js';
 
@@ -57,7 +59,12 @@ export function percolatorSampler(db: Percolator, options: PercolatorSourceOptio
     const stats = (db.oracle as { stats?: () => { handedOut?: number } }).stats?.();
     if (typeof stats?.handedOut === 'number') counters.timestamps = stats.handedOut;
     const cache = rows === null ? null : storeCacheSample(rows.cacheStats());
-    return { counters: { ...counters, ...cache?.counters }, gauges: { notificationsPending: pending, ...cache?.gauges }, observers };
+    const gc = gcSample(db);
+    return {
+      counters: { ...counters, ...cache?.counters, ...gc.counters },
+      gauges: { notificationsPending: pending, ...cache?.gauges, ...gc.gauges },
+      observers,
+    };
   };
 }
 
@@ -76,9 +83,12 @@ export const PERCOLATOR_CHARTS: readonly ChartSpec[] = [
   { title: 'Timestamp oracle', unit: 'timestamps/s', series: [{ key: 'counters.timestamps', label: 'timestamps' }] },
 ];
 
-/** PERCOLATOR_CHARTS, and the row lookups' chart if `db`'s store is embedded (has row caches). */
+/**
+ * PERCOLATOR_CHARTS, then the row lookups' chart if `db`'s store is embedded (has row caches), and
+ * the background GC's if it runs passes.
+ */
 export function percolatorCharts(db: Percolator): readonly ChartSpec[] {
-  return atomicRowsOf(db.store) === null ? PERCOLATOR_CHARTS : [...PERCOLATOR_CHARTS, ROW_LOOKUPS_CHART];
+  return [...PERCOLATOR_CHARTS, ...(atomicRowsOf(db.store) === null ? [] : [ROW_LOOKUPS_CHART]), ...(gcCharted(db) ? GC_CHARTS : [])];
 }
 
 export const PERCOLATOR_HEADLINE: readonly HeadlineSpec[] = [

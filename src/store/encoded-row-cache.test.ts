@@ -26,14 +26,23 @@ describe('EncodedRowCache', () => {
   it('keeps its real memory cost near its budget, also for small rows', () => {
     for (const size of [50, 1200]) {
       const budget = 4 * 1024 * 1024;
-      const c = new EncodedRowCache(budget);
-      const before = memoryBytes();
-      for (let i = 0; i < 100_000; i++)
-        c.put(`\u0001\u0000\u0000\u0000\u0005\u0000\u0000https://example.org/${i}`, Buffer.from(new ArrayBuffer(size)));
-      const grown = memoryBytes() - before;
-      expect(grown).toBeLessThan(budget * 1.2);
-      expect(grown).toBeGreaterThan(budget * 0.3);
-      c.clear();
+      // The median of three caches filled: other test files share this process (isolate: false), and
+      // memory they release in the background (tens of MiB once) can land between two readings. The
+      // caches stay alive until all are measured: a dropped one's ring is freed later, not at once.
+      const grown: number[] = [];
+      const caches: EncodedRowCache[] = [];
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const before = memoryBytes();
+        const c = new EncodedRowCache(budget);
+        caches.push(c);
+        for (let i = 0; i < 100_000; i++)
+          c.put(`\u0001\u0000\u0000\u0000\u0005\u0000\u0000https://example.org/${i}`, Buffer.from(new ArrayBuffer(size)));
+        grown.push(memoryBytes() - before);
+      }
+      for (const c of caches) c.clear();
+      const median = grown.sort((a, b) => a - b)[1] as number;
+      expect(median).toBeLessThan(budget * 1.2);
+      expect(median).toBeGreaterThan(budget * 0.3);
     }
   });
 

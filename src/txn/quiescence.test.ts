@@ -324,3 +324,51 @@ it("a remote oracle's count is asked for (ISSUED): timestamps issued during each
   expect(asked).toBe(1);
   db = await Percolator.open({ store });
 });
+
+it('a poll after the first reads the notify group in pages, from 16 rows, not whole: a server streams what it is asked for', async () => {
+  await openWithObserved([['docs', 'doc:in', 'indexer']]);
+  await db.close();
+  // Each notify-family read of `docs`: the rowsLimit asked and the rows taken from it.
+  const reads: { limit: number | undefined; rows: number }[] = [];
+  const counting = new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop === 'readRows')
+        return (table: string, options: ReadRowsOptions) => {
+          const rows = target.readRows(table, options);
+          if (table !== 'docs' || JSON.stringify(options.filter) !== JSON.stringify({ familyNameRegexFilter: NOTIFY })) return rows;
+          const read = { limit: options.rowsLimit, rows: 0 };
+          reads.push(read);
+          return (async function* () {
+            for await (const r of rows) {
+              read.rows++;
+              yield r;
+            }
+          })();
+        };
+      return Reflect.get(target, prop, receiver) as unknown;
+    },
+  });
+  db = await Percolator.open({ store: counting, leaseMs: 1000 });
+  await db.createTable('docs');
+  // 40 rows notified on a column nobody observes first (keys `a…`), then 300 pending ones.
+  for (let i = 0; i < 40; i++) {
+    const key = new TextEncoder().encode(`a${String(i).padStart(3, '0')}`);
+    await store.mutateRow('docs', key, [strongNotifyMutation(encodeColumn('doc:other'), 1)]);
+  }
+  await db.transaction(async (tx) => {
+    for (let i = 0; i < 300; i++) tx.set('docs', `r${String(i).padStart(3, '0')}`, 'doc:in', 'v');
+  });
+  await timeoutOf(db.waitForQuiescence({ timeoutMs: 40 }));
+  // The first pass counts in full (a timeout says how many were pending when the wait began).
+  expect(reads[0]).toEqual({ limit: undefined, rows: 340 });
+  // The timeout's evidence counts in full too, last.
+  expect(reads.at(-1)).toEqual({ limit: undefined, rows: 340 });
+  const polls = reads.slice(1, -1);
+  expect(polls.length).toBeGreaterThanOrEqual(2);
+  // Each poll between: a page of 16 (the unobserved rows only), then one of 128 to the first pending row.
+  expect(polls.length % 2).toBe(0);
+  for (let i = 0; i < polls.length; i += 2) {
+    expect(polls[i]).toEqual({ limit: 16, rows: 16 });
+    expect(polls[i + 1]).toEqual({ limit: 128, rows: 25 });
+  }
+});

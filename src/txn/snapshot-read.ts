@@ -11,7 +11,7 @@
  */
 import { bytesEqual, bytesKey, keyBytes } from '../store/bytes.js';
 import type { AtomicRowsStore, Store } from '../store/store.js';
-import type { Cell, RowFilter, RowRange } from '../store/types.js';
+import type { Cell, Row, RowFilter, RowRange } from '../store/types.js';
 import { resolveLock } from './actions/resolve-lock.js';
 import type { LockedCell, ResolveContext } from './actions/types.js';
 import { TxnError, describeCell } from './errors.js';
@@ -541,6 +541,44 @@ export interface ScannedRow {
 }
 
 /**
+ * The store's rows of `range`, read in pages when the caller wants at most `wanted()` more rows:
+ * a remote store streams what it is asked for in messages of many kilobytes, so an unlimited read
+ * stopped after a few rows would still have read and sent a screenful (Cloud Bigtable bills every
+ * row read). The first page asks for what is wanted (every row may be visible), each next one for
+ * 8× more than the last (rows without a visible column are skipped); without `wanted`, one read.
+ */
+async function* limitedRows(store: Store, table: string, range: RowRange, filter: RowFilter, wanted?: () => number): AsyncGenerator<Row> {
+  if (wanted === undefined) {
+    yield* store.readRows(table, { rows: { rowRanges: [range] }, filter });
+    return;
+  }
+  let page = Math.max(1, wanted());
+  let from: RowRange = range;
+  for (;;) {
+    let rows = 0;
+    let last: Uint8Array | null = null;
+    for await (const r of store.readRows(table, { rows: { rowRanges: [from] }, filter, rowsLimit: page })) {
+      rows++;
+      last = r.key;
+      yield r;
+    }
+    if (rows < page || last === null) return;
+    from = { ...endOf(range), startKeyOpen: last };
+    page = Math.min(Math.max(page * 8, wanted()), SCAN_MAX_PAGE);
+  }
+}
+
+/** A limited scan's largest page (limitedRows). */
+const SCAN_MAX_PAGE = 4_096;
+
+/** The end bound of `range`, alone. */
+function endOf(range: RowRange): RowRange {
+  if (range.endKeyClosed !== undefined) return { endKeyClosed: range.endKeyClosed };
+  if (range.endKeyOpen !== undefined) return { endKeyOpen: range.endKeyOpen };
+  return {};
+}
+
+/**
  * Rows of a range at ts. `columnFilter` (optional) restricts the qualifiers, e.g. to a family.
  * A row holding locks is re-read through readRowAt after resolution.
  */
@@ -557,7 +595,13 @@ export async function* scanAt(
   // Every one-phase commit that may land below ts ends before the scan's snapshot is taken; any
   // that starts later commits above ts (mem-locks.ts).
   for (let w = ctx.memLocks?.blockingTable(table, ts) ?? null; w !== null; w = ctx.memLocks?.blockingTable(table, ts) ?? null) await w;
-  for await (const r of store.readRows(table, { rows: { rowRanges: [range] }, filter: scanFilter(columnFilter) })) {
+  for await (const r of limitedRows(
+    store,
+    table,
+    range,
+    scanFilter(columnFilter),
+    limit === undefined ? undefined : () => limit - emitted,
+  )) {
     const { writes, locks } = interpret(table, r.key, r.cells, ts);
     const columns = new Map<string, Uint8Array>();
     if (locks.length > 0) {

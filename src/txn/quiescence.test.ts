@@ -11,6 +11,7 @@ import type { ReadRowsOptions } from '../store/types.js';
 import { TxnError } from './errors.js';
 import { NOTIFY, encodeColumn, strongNotifyMutation } from './layout.js';
 import { Percolator } from './percolator.js';
+import { recordingReads } from './recording-reads.fixture.js';
 import { MemoryMarkStore } from '../oracle/mark-store.js';
 import { Oracle } from '../oracle/oracle.js';
 import { OracleError } from '../oracle/errors.js';
@@ -329,25 +330,11 @@ it('a poll after the first reads the notify group in pages, from 16 rows, not wh
   await openWithObserved([['docs', 'doc:in', 'indexer']]);
   await db.close();
   // Each notify-family read of `docs`: the rowsLimit asked and the rows taken from it.
-  const reads: { limit: number | undefined; rows: number }[] = [];
-  const counting = new Proxy(store, {
-    get(target, prop, receiver) {
-      if (prop === 'readRows')
-        return (table: string, options: ReadRowsOptions) => {
-          const rows = target.readRows(table, options);
-          if (table !== 'docs' || JSON.stringify(options.filter) !== JSON.stringify({ familyNameRegexFilter: NOTIFY })) return rows;
-          const read = { limit: options.rowsLimit, rows: 0 };
-          reads.push(read);
-          return (async function* () {
-            for await (const r of rows) {
-              read.rows++;
-              yield r;
-            }
-          })();
-        };
-      return Reflect.get(target, prop, receiver) as unknown;
-    },
-  });
+  const notifyFilter = JSON.stringify({ familyNameRegexFilter: NOTIFY });
+  const { store: counting, reads } = recordingReads(
+    store,
+    (table, options) => table === 'docs' && JSON.stringify(options.filter) === notifyFilter,
+  );
   db = await Percolator.open({ store: counting, leaseMs: 1000 });
   await db.createTable('docs');
   // 40 rows notified on a column nobody observes first (keys `a…`), then 300 pending ones.

@@ -5,9 +5,8 @@
  */
 import { afterEach, expect, it } from 'vitest';
 import { openStore } from '../store/open-store.js';
-import type { Store } from '../store/store.js';
-import type { ReadRowsOptions } from '../store/types.js';
 import { Percolator } from './percolator.js';
+import { recordingReads } from './recording-reads.fixture.js';
 
 let db: Percolator | null = null;
 afterEach(async () => {
@@ -15,35 +14,11 @@ afterEach(async () => {
   db = null;
 });
 
-/** `inner`, recording each read of `table`: its rowsLimit and the rows taken from it. */
-function recording(inner: Store, table: string): { store: Store; reads: { limit: number | undefined; rows: number }[] } {
-  const reads: { limit: number | undefined; rows: number }[] = [];
-  const store = new Proxy(inner, {
-    get(target, prop, receiver) {
-      if (prop === 'readRows')
-        return (t: string, options: ReadRowsOptions) => {
-          const rows = target.readRows(t, options);
-          if (t !== table) return rows;
-          const read = { limit: options.rowsLimit, rows: 0 };
-          reads.push(read);
-          return (async function* () {
-            for await (const r of rows) {
-              read.rows++;
-              yield r;
-            }
-          })();
-        };
-      return Reflect.get(target, prop, receiver) as unknown;
-    },
-  });
-  return { store, reads };
-}
-
 const key = (i: number) => `r${String(i).padStart(3, '0')}`;
 
 it('asks for the rows a limit wants, then 8x more a page past rows with nothing visible; the range end holds', async () => {
   const inner = await openStore('memory:');
-  const { store, reads } = recording(inner, 't');
+  const { store, reads } = recordingReads(inner, (table) => table === 't');
   db = await Percolator.open({ store });
   const p = db;
   await p.createTable('t');

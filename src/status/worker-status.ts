@@ -1,7 +1,8 @@
 /**
  * The status page of a `percolator worker` process (`--http-port`): its observers' runs (each
  * observer's, as percolatorSampler gives them), commits, conflicts, failures, skips, parked rows
- * and restarted loops, and the notifications pending in the store, with /metrics for Prometheus —
+ * and restarted loops, the notifications pending in the store, its background GC and (on an
+ * embedded store) its row caches, with /metrics for Prometheus —
  * one page per worker of a deployment, beside the store server's own (`percolator serve` ›
  * /dashboard/).
  *
@@ -35,7 +36,7 @@ const SKIPS: ChartSpec = {
 
 export function workerStatusPage(title: string): WorkerStatusPage {
   let live: (() => Promise<StatusSample>) | null = null;
-  // The store's row caches are charted once it is open and known to have them.
+  // The store's row caches and the background GC are charted once it is open: whether they apply is known then.
   let charts: readonly ChartSpec[] = [...PERCOLATOR_CHARTS, SKIPS];
   return {
     sources: {

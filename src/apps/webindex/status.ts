@@ -96,7 +96,7 @@ export function webIndexStatusPage(
       title,
       sample: (): StatusSample | Promise<StatusSample> => live?.sample() ?? {},
       headline: HEADLINE,
-      // Until attached, Percolator's charts without the store's: whether it has row caches is not known yet.
+      // Until attached, Percolator's charts without the row caches' and GC's: whether they apply is known then.
       get charts() {
         return live?.charts ?? [...OWN_CHARTS, ...PERCOLATOR_CHARTS];
       },

@@ -5,6 +5,7 @@
  */
 import { afterEach, expect, it } from 'vitest';
 import { openStore } from '../store/open-store.js';
+import { mulberry32 } from '../util/seeded-random.js';
 import { Percolator } from './percolator.js';
 import { recordingReads } from './recording-reads.fixture.js';
 
@@ -55,4 +56,44 @@ it('asks for the rows a limit wants, then 8x more a page past rows with nothing 
     { limit: 8, rows: 8 },
     { limit: 64, rows: 2 },
   ]);
+});
+
+it('returns exactly the first rows the unlimited scan returns, over random rows, ranges, limits and columns (seed 20261206)', async () => {
+  const random = mulberry32(20261206);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
+  const inner = await openStore('memory:');
+  const { store, reads } = recordingReads(inner, (table) => table === 't');
+  db = await Percolator.open({ store });
+  const p = db;
+  await p.createTable('t');
+  // Rows under a few prefixes; each visible, deleted, or holding only a column the scans may leave out.
+  const keys = Array.from({ length: 300 }, (_, i) => `${pick(['a', 'b', 'ba', 'c'])}${String(i).padStart(3, '0')}`);
+  await p.transaction(async (tx) => {
+    for (const k of keys) tx.set('t', k, random() < 0.7 ? 'f:a' : 'f:b', 'v');
+  });
+  await p.transaction(async (tx) => {
+    for (const k of keys) if (random() < 0.3) tx.delete('t', k, 'f:a');
+  });
+  const snap = await p.begin();
+  try {
+    const rowsOf = async (range: Parameters<typeof snap.scan>[1], options: Parameters<typeof snap.scan>[2]) => {
+      const out: string[] = [];
+      for await (const r of snap.scan('t', range, options)) out.push(`${Buffer.from(r.row).toString()}:${[...r.columns.keys()].join(',')}`);
+      return out;
+    };
+    for (let trial = 0; trial < 60; trial++) {
+      const [start, end] = [pick(keys), pick(keys)].sort();
+      const range = pick([{}, { prefix: pick(['a', 'b', 'ba', 'c']) }, { start: start as string, end: end as string }, { start }]);
+      const columns = pick([undefined, ['f:a'], ['f:b'], ['f:']]);
+      const limit = 1 + Math.floor(random() * 40);
+      const all = await rowsOf(range, columns === undefined ? {} : { columns });
+      reads.length = 0;
+      const limited = await rowsOf(range, { limit, ...(columns === undefined ? {} : { columns }) });
+      expect(limited, JSON.stringify({ trial, range, columns, limit })).toEqual(all.slice(0, limit));
+      // Every read asked for a number of rows.
+      expect(reads.every((r) => r.limit !== undefined)).toBe(true);
+    }
+  } finally {
+    snap.release();
+  }
 });

@@ -562,7 +562,8 @@ async function* limitedRows(store: Store, table: string, range: RowRange, filter
       last = r.key;
       yield r;
     }
-    if (rows < page || last === null) return;
+    // The range's closed end read: what is left is empty (a store may refuse it as a range).
+    if (rows < page || last === null || (range.endKeyClosed !== undefined && bytesEqual(last, range.endKeyClosed))) return;
     from = { ...endOf(range), startKeyOpen: last };
     page = Math.min(Math.max(page * 8, wanted()), SCAN_MAX_PAGE);
   }

@@ -12,6 +12,7 @@ import { TxnError } from './errors.js';
 import { NOTIFY, encodeColumn, strongNotifyMutation } from './layout.js';
 import { Percolator } from './percolator.js';
 import { recordingReads } from './recording-reads.fixture.js';
+import { mulberry32 } from '../util/seeded-random.js';
 import { MemoryMarkStore } from '../oracle/mark-store.js';
 import { Oracle } from '../oracle/oracle.js';
 import { OracleError } from '../oracle/errors.js';
@@ -359,3 +360,38 @@ it('a poll after the first reads the notify group in pages, from 16 rows, not wh
     expect(polls[i + 1]).toEqual({ limit: 128, rows: 25 });
   }
 });
+
+it('a paged poll finds a pending notification wherever it lies among others nobody observes (random layouts, seed 61206)', async () => {
+  const random = mulberry32(61206);
+  const tables = Array.from({ length: 8 }, (_, i) => `t${i}`);
+  await openWithObserved(tables.map((t) => [t, 'doc:in', 'indexer'] as [string, string, string]));
+  for (const t of tables) await db.createTable(t);
+  for (const [i, t] of tables.entries()) {
+    // Up to ~1 500 rows notified on an unobserved column; in most tables one observed pending row
+    // among them, anywhere — past the first pages (16, 128, 1 024 rows) too.
+    const n = Math.floor(random() * 1_500);
+    const at = i % 4 === 3 ? -1 : Math.floor(random() * (n + 1));
+    const q = (column: string) => [strongNotifyMutation(encodeColumn(column), 1)];
+    const results = await store.mutateRows(
+      t,
+      Array.from({ length: n + (at >= 0 ? 1 : 0) }, (_, k) => ({
+        key: new TextEncoder().encode(`r${String(k).padStart(5, '0')}`),
+        mutations: q(k === at ? 'doc:in' : 'doc:other'),
+      })),
+    );
+    expect(results.every((r) => r.error === undefined)).toBe(true);
+    const pending = await timedOut(db.waitForQuiescence({ timeoutMs: 60, tables: [t] }));
+    expect(pending, JSON.stringify({ t, n, at })).toBe(at >= 0);
+  }
+});
+
+/** Whether `wait` ended in QUIESCENCE_TIMEOUT (true) or resolved (false). */
+async function timedOut(wait: Promise<void>): Promise<boolean> {
+  return wait.then(
+    () => false,
+    (e: unknown) => {
+      if (e instanceof TxnError && e.code === 'QUIESCENCE_TIMEOUT') return true;
+      throw e;
+    },
+  );
+}

@@ -21,7 +21,7 @@
  * and again (the tests, a library user retrying a failed start) piled them up.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { StoreCacheStats } from '../store/store.js';
+import { LOOKUP_ANSWERS, type StoreCacheStats } from '../store/store.js';
 
 export interface ServerMetricSources {
   oracle?: () => { timestamps: number; requests: number; connections: number } | null;
@@ -186,7 +186,7 @@ function storeCacheMetrics(stats: () => StoreCacheStats, registers: Registry[]):
     collect() {
       const l = stats().lookups;
       this.reset();
-      for (const answered of ['decoded', 'encoded', 'absent', 'engine'] as const) this.inc({ answered }, l[answered]);
+      for (const answered of LOOKUP_ANSWERS) this.inc({ answered }, l[answered]);
     },
   });
 }

@@ -9,17 +9,15 @@
  * `percolator_store_row_cache_bytes`. A process without such a store (`bigtable://`) has none of
  * these keys and no chart for them.
  */
-import type { StoreCacheStats } from '../store/store.js';
+import { LOOKUP_ANSWERS, type LookupAnswer, type StoreCacheStats } from '../store/store.js';
 import type { ChartSpec, StatusSample } from './types.js';
 
-const ANSWERS = ['decoded', 'encoded', 'absent', 'engine'] as const;
-
-const lookupsKey = (answered: (typeof ANSWERS)[number]) => `storeRowLookups{answered=${answered}}`;
+const lookupsKey = (answered: LookupAnswer) => `storeRowLookups{answered=${answered}}`;
 
 /** The counters and gauges of `stats`, to merge into a sample. */
 export function storeCacheSample(stats: StoreCacheStats): Required<Pick<StatusSample, 'counters' | 'gauges'>> {
   const counters: Record<string, number> = {};
-  for (const a of ANSWERS) counters[lookupsKey(a)] = stats.lookups[a];
+  for (const a of LOOKUP_ANSWERS) counters[lookupsKey(a)] = stats.lookups[a];
   return {
     counters,
     gauges: {

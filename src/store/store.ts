@@ -89,12 +89,6 @@ export interface Store {
 }
 
 /**
- * An extension of the embedded backends (`memory:`, `file:`), which live in one process and write
- * one atomic engine batch per call: a conditional write across rows and tables. It is not part of
- * the Bigtable model (Cloud Bigtable has no multi-row atomicity); Percolator uses it for one-phase
- * commits while no other process can reach the store (docs/transactions.md).
- */
-/**
  * The row caches, for an operator sizing them (`serve --row-cache-mib`, its status and /metrics).
  * A lookup is one row's locality group, asked by a read or by a write that rewrites it; each is
  * answered by exactly one of the four: the decoded tier, the encoded tier, a known absence (the
@@ -103,15 +97,19 @@ export interface Store {
 export interface StoreCacheStats {
   readonly decoded: { readonly budgetBytes: number; readonly bytes: number; readonly rows: number };
   readonly encoded: { readonly budgetBytes: number };
-  readonly lookups: {
-    readonly total: number;
-    readonly decoded: number;
-    readonly encoded: number;
-    readonly absent: number;
-    readonly engine: number;
-  };
+  readonly lookups: { readonly total: number } & { readonly [A in LookupAnswer]: number };
 }
 
+/** What answers a row lookup (StoreCacheStats), in the order status pages and /metrics list them. */
+export const LOOKUP_ANSWERS = ['decoded', 'encoded', 'absent', 'engine'] as const;
+export type LookupAnswer = (typeof LOOKUP_ANSWERS)[number];
+
+/**
+ * An extension of the embedded backends (`memory:`, `file:`), which live in one process and write
+ * one atomic engine batch per call: a conditional write across rows and tables. It is not part of
+ * the Bigtable model (Cloud Bigtable has no multi-row atomicity); Percolator uses it for one-phase
+ * commits while no other process can reach the store (docs/transactions.md).
+ */
 export interface AtomicRowsStore extends Store {
   /**
    * True while the store may be reachable from other processes (`percolator serve`, the checkers'
